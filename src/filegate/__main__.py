@@ -1,0 +1,3 @@
+from filegate.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""File I/O with hard bounds: line windows of huge files, atomic byte-faithful writes."""

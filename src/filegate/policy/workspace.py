@@ -1,0 +1,185 @@
+"""The workspace and the path rules of SPEC §2: resolve, contain, open without following."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from filegate.policy.secrets import SecretMatcher
+
+Action = Literal["read", "write", "edit"]
+
+
+class PathError(Exception):
+    """A path the rules refuse; ``str(exc)`` is the sentence the model sees."""
+
+    def __init__(self, message: str, brief: str = "Invalid path") -> None:
+        super().__init__(message)
+        self.brief = brief
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPath:
+    """A caller's path after the rules: what to show, what to touch, where it stands."""
+
+    shown: str  # the path as the caller gave it (after ~ expansion): used in messages
+    real: Path  # symlinks resolved; the path every operation uses
+    inside: bool  # within the (possibly roots-narrowed) workspace
+    sensitive: bool
+
+
+def _within(path: str, root: str) -> bool:
+    """Component-wise containment: ``/proj-evil`` is not inside ``/proj``; a dir is inside itself."""
+    return path == root or path.startswith(root if root.endswith("/") else root + "/")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """workdir + add-dirs (all real paths), optionally narrowed by client roots."""
+
+    workdir: Path
+    add_dirs: tuple[Path, ...] = ()
+    confine: bool = False
+    secrets: SecretMatcher = field(default_factory=SecretMatcher)
+    roots: tuple[Path, ...] | None = None  # client roots, already intersected with the dirs
+
+    @property
+    def dirs(self) -> tuple[Path, ...]:
+        """The directories a path may be inside of."""
+        if self.roots is not None:
+            return self.roots
+        return (self.workdir, *self.add_dirs)
+
+    def narrowed(self, client_roots: list[Path]) -> Workspace:
+        """Intersect the workspace with the client's roots: roots only ever narrow (SPEC §2.8)."""
+        kept: list[Path] = []
+        base = (self.workdir, *self.add_dirs)
+        for root in client_roots:
+            r = os.path.realpath(root)
+            for d in base:
+                if _within(r, str(d)):
+                    kept.append(Path(r))
+                elif _within(str(d), r):
+                    kept.append(d)
+        unique = tuple(dict.fromkeys(kept))
+        return Workspace(self.workdir, self.add_dirs, self.confine, self.secrets, unique)
+
+    def contains(self, real: str) -> bool:
+        return any(_within(real, str(d)) for d in self.dirs)
+
+    def display(self, real: Path) -> str:
+        """A path for messages: relative to the workdir when inside it, else as is."""
+        s = str(real)
+        w = str(self.workdir)
+        if s == w:
+            return "."
+        if _within(s, w):
+            return s[len(w) + 1 :] if not w.endswith("/") else s[len(w) :]
+        return s
+
+    def resolve(self, raw: str, action: Action = "read") -> ResolvedPath:
+        """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
+        if not raw:
+            raise PathError("File path cannot be empty.", "Empty file path")
+        if "\0" in raw:
+            raise PathError(f"`{raw!r}` contains a NUL byte, which no file path can hold.")
+        shown = os.path.expanduser(raw) if raw.startswith("~") else raw
+        is_abs = os.path.isabs(shown)
+        joined = shown if is_abs else os.path.join(self.workdir, shown)
+        try:
+            real = os.path.realpath(joined)
+        except (OSError, ValueError) as exc:  # pragma: no cover - realpath is lenient
+            raise PathError(f"`{shown}` cannot be resolved: {exc}.") from exc
+        inside = self.contains(real)
+        if not inside:
+            if not is_abs:
+                raise PathError(
+                    f"`{shown}` is not an absolute path. You must provide an absolute path to "
+                    f"{action} a file outside the working directory."
+                )
+            if self.confine:
+                raise PathError(
+                    f"`{shown}` is outside the workspace. This server is confined to its "
+                    "working directory and --add-dir directories.",
+                    "Path outside workspace",
+                )
+        return ResolvedPath(shown, Path(real), inside, self.secrets.is_sensitive(real))
+
+    def resolve_dir(self, raw: str | None) -> tuple[str, Path]:
+        """A search root (Glob ``directory``, Grep ``path``) that must exist inside the rules."""
+        if raw is None or raw == "":
+            return ".", self.workdir
+        rp = self.resolve(raw, "read")
+        return rp.shown, rp.real
+
+
+# --- opening without following, never blocking -------------------------------------------
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
+    """Open ``real`` one component at a time with O_NOFOLLOW.
+
+    ``real`` came from realpath, so no component is a symlink; if one became a symlink since
+    (a swap between check and use), this fails with ELOOP/ENOTDIR instead of following it.
+    """
+    parts = real.parts
+    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for part in parts[1:-1]:
+            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        name = parts[-1] if len(parts) > 1 else "."
+        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def open_regular(rp: ResolvedPath) -> int:
+    """Open a regular file for reading, or raise PathError. Never blocks on a FIFO or device."""
+    try:
+        fd = _open_components(rp.real, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathError(f"`{rp.shown}` is not a file.")
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def stat_target(rp: ResolvedPath) -> os.stat_result | None:
+    """lstat the resolved path: None when it does not exist, PathError on other failures."""
+    try:
+        return os.lstat(rp.real)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+
+
+def _os_error(shown: str, exc: OSError) -> PathError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return PathError(
+            f"`{shown}` changed while being opened (a symlink appeared in its path) or goes "
+            "through a symlink loop."
+        )
+    if exc.errno == errno.EACCES:
+        return PathError(f"`{shown}` is not readable: permission denied.", "Permission denied")
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathError(f"`{shown[:200]}…` is too long for a file path.")
+    return PathError(f"Failed to open `{shown}`: {exc.strerror or exc}.")

@@ -1,0 +1,191 @@
+"""build_server(settings) → FastMCP with filegate's tools; serve(settings) runs it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+# fastmcp reads these when it is first imported: no banner, no update check against PyPI,
+# no `.env` from the user's directory, no exception details leaking to the model.
+for _key, _value in {
+    "FASTMCP_CHECK_FOR_UPDATES": "off",
+    "FASTMCP_SHOW_SERVER_BANNER": "false",
+    "FASTMCP_ENV_FILE": os.devnull,
+    "FASTMCP_MASK_ERROR_DETAILS": "true",
+    "FASTMCP_ENABLE_RICH_LOGGING": "false",
+}.items():
+    os.environ.setdefault(_key, _value)
+
+from fastmcp import FastMCP  # noqa: E402
+from fastmcp.server.dependencies import get_context  # noqa: E402
+from fastmcp.tools import Tool, ToolResult  # noqa: E402
+from fastmcp.tools.base import InputRequiredToolResult  # noqa: E402
+from mcp.types import TextContent, ToolAnnotations  # noqa: E402
+from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
+
+from filegate import __version__  # noqa: E402
+from filegate.policy.secrets import SecretMatcher  # noqa: E402
+from filegate.policy.workspace import Workspace  # noqa: E402
+from filegate.server.render import render  # noqa: E402
+from filegate.server.session import CallContext, InputRequired, SessionRuntime  # noqa: E402
+from filegate.settings import Settings  # noqa: E402
+from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402
+
+log = logging.getLogger("filegate")
+
+Handler = Callable[[Any, ToolEnv], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the model sees it: Kimi's name, params model, description, hints."""
+
+    name: str
+    params: type[BaseModel]
+    handler: Handler
+    description: str
+    read_only: bool
+    output: type[BaseModel] | None = None
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Pydantic's schema with Kimi's conventions: aliases as keys, no titles, no $refs."""
+    schema = model.model_json_schema(by_alias=True)
+    defs = schema.pop("$defs", {})
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                return clean(merged)
+            return {k: clean(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        return node
+
+    result: dict[str, Any] = clean(schema)
+    return result
+
+
+def _validation_message(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{loc}: {msg}" if loc else msg)
+    n = len(problems)
+    return f"Error validating JSON arguments: {n} validation error{'s' if n > 1 else ''}: " + (
+        "; ".join(problems)
+    )
+
+
+class FilegateTool(Tool):
+    """A tool whose arguments are validated by its own params model (Kimi's aliases)."""
+
+    _spec: ToolSpec = PrivateAttr()
+    _runtime: SessionRuntime = PrivateAttr()
+
+    @classmethod
+    def create(cls, spec: ToolSpec, runtime: SessionRuntime) -> FilegateTool:
+        annotations = ToolAnnotations(
+            read_only_hint=spec.read_only,
+            destructive_hint=not spec.read_only,
+            idempotent_hint=spec.read_only,
+            open_world_hint=False,
+        )
+        tool = cls(
+            name=spec.name,
+            description=spec.description,
+            parameters=json_schema(spec.params),
+            output_schema=json_schema(spec.output) if spec.output else None,
+            annotations=annotations,
+        )
+        tool._spec = spec
+        tool._runtime = runtime
+        return tool
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            params = self._spec.params.model_validate(arguments)
+        except ValidationError as exc:
+            msg = _validation_message(exc)
+            return ToolResult(content=[TextContent(type="text", text=msg)], is_error=True)
+        call = CallContext(get_context())
+        try:
+            env = await self._runtime.env_for(call)
+            outcome = await self._spec.handler(params, env)
+        except InputRequired as ask:
+            return InputRequiredToolResult(ask.result)
+        return render(outcome, with_structured=self._spec.output is not None)
+
+
+def tool_specs(settings: Settings) -> list[ToolSpec]:
+    """Every tool filegate offers under these settings, in the order they are listed."""
+    from filegate.tools import read_file
+
+    specs = [
+        ToolSpec("ReadFile", read_file.ReadFileParams, read_file.read_file,
+                 read_file.DESCRIPTION, True, read_file.ReadFileFacts),
+    ]  # fmt: skip
+    return specs
+
+
+def build_server(settings: Settings) -> FastMCP:
+    workspace = Workspace(
+        workdir=settings.workdir,
+        add_dirs=tuple(settings.add_dirs),
+        confine=settings.confined,
+        secrets=SecretMatcher(settings.secret_patterns),
+    )
+    runtime = SessionRuntime(settings, workspace)
+    server = FastMCP(
+        "filegate",
+        version=__version__,
+        instructions=(
+            "Kimi CLI's file tools over one workspace. Relative paths are resolved against "
+            f"the working directory; writes may ask the user for approval."
+        ),
+        mask_error_details=True,
+        on_duplicate="error",
+    )
+    for spec in tool_specs(settings):
+        server.add_tool(FilegateTool.create(spec, runtime))
+    return server
+
+
+def configure_logging(level: str) -> None:
+    """Logs go to stderr only: on stdio, stdout carries nothing but JSON-RPC."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx"):
+        lg = logging.getLogger(name)
+        lg.handlers[:] = []
+        lg.propagate = True
+        lg.setLevel(level)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    try:
+        from mcp.shared.exceptions import MCPDeprecationWarning  # type: ignore[attr-defined]
+
+        warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+    except ImportError:  # pragma: no cover - older SDKs
+        pass
+
+
+def serve(settings: Settings) -> None:
+    configure_logging(settings.log_level)
+    server = build_server(settings)
+    if settings.transport == "stdio":
+        server.run("stdio", show_banner=False)
+        return
+    from filegate.server.http import run_http
+
+    run_http(server, settings)

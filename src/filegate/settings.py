@@ -1,0 +1,107 @@
+"""Every knob filegate has: one model, filled from flags and ``FILEGATE_*`` variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Transport = Literal["stdio", "http"]
+ApprovalMode = Literal["ask", "strict", "auto"]
+ClientPreset = Literal["kimi", "claude-desktop", "claude-code", "generic"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# Claude Desktop refuses a tool result over 1 MiB; base64 counts toward it.
+DEFAULT_RESULT_BUDGET = 1 << 20
+
+
+def _split_list(value: object) -> object:
+    """Env lists are ``os.pathsep``-separated (``/a:/b``); flags arrive as real lists."""
+    if isinstance(value, str):
+        return [part for part in value.split(os.pathsep) if part]
+    return value
+
+
+class Settings(BaseSettings):
+    """filegate's configuration. Flags win over environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FILEGATE_",
+        env_file=None,  # never read a .env from the user's directory
+        extra="forbid",
+        frozen=True,
+    )
+
+    workdir: Path = Field(default_factory=Path.cwd)
+    add_dirs: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    confine: bool | None = None
+    secret_patterns: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    path: str = "/mcp"
+    token: SecretStr | None = None
+    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    log_level: LogLevel = "WARNING"
+    approval: ApprovalMode = "ask"
+    read_only: bool = False
+    client: ClientPreset | None = None
+    result_budget: int | None = Field(default=None, ge=1024)
+    image_max_side: int = Field(default=2048, ge=16, le=16384)
+
+    @field_validator("add_dirs", "secret_patterns", "allowed_origins", mode="before")
+    @classmethod
+    def _lists_from_env(cls, value: object) -> object:
+        return _split_list(value)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("path")
+    @classmethod
+    def _path_starts_with_slash(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("must start with '/'")
+        return value
+
+    @field_validator("workdir", "add_dirs", mode="after")
+    @classmethod
+    def _real_directories(cls, value: Path | list[Path]) -> Path | list[Path]:
+        paths = value if isinstance(value, list) else [value]
+        real: list[Path] = []
+        for p in paths:
+            resolved = Path(os.path.realpath(p.expanduser()))
+            if not resolved.is_dir():
+                raise ValueError(f"{p} is not an existing directory")
+            real.append(resolved)
+        return real if isinstance(value, list) else real[0]
+
+    @model_validator(mode="after")
+    def _token_for_public_bind(self) -> Settings:
+        if self.transport == "http" and not _is_loopback(self.host) and self.token is None:
+            raise ValueError(
+                f"refusing to serve HTTP on {self.host} without a token: "
+                "set --token or FILEGATE_TOKEN, or bind 127.0.0.1"
+            )
+        return self
+
+    @property
+    def confined(self) -> bool:
+        """``--confine`` as given, else on for HTTP (a network endpoint serves its workspace only)."""
+        return self.confine if self.confine is not None else self.transport == "http"
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

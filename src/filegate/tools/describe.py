@@ -1,0 +1,12 @@
+"""Tool descriptions: a Markdown file beside each tool, with its limits filled in."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from string import Template
+
+
+def load_description(name: str, **limits: object) -> str:
+    """``name.md`` next to the tool modules, with ``${VAR}`` replaced (unknown ones kept)."""
+    text = files("filegate.tools").joinpath(f"{name}.md").read_text(encoding="utf-8")
+    return Template(text).safe_substitute({k: str(v) for k, v in limits.items()}).strip()
