@@ -6,6 +6,7 @@ Importing this module stays cheap: fastmcp is imported only once a server is bui
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,27 +24,54 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("--version", action="version", version=f"filegate {__version__}")
     a("--workdir", help="directory to serve (default: current directory)")
-    a("--add-dir", action="append", dest="add_dirs", metavar="DIR",
-      help="another directory in the workspace (repeatable)")
-    a("--confine", action=argparse.BooleanOptionalAction, default=None,
-      help="never touch anything outside the workspace (default: on for http, off for stdio)")
-    a("--secret-pattern", action="append", dest="secret_patterns", metavar="GLOB",
-      help="extra sensitive-file pattern, gitignore syntax (repeatable; extends the defaults)")
+    a(
+        "--add-dir",
+        action="append",
+        dest="add_dirs",
+        metavar="DIR",
+        help="another directory in the workspace (repeatable)",
+    )
+    a(
+        "--confine",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="never touch anything outside the workspace (default: on for http, off for stdio)",
+    )
+    a(
+        "--secret-pattern",
+        action="append",
+        dest="secret_patterns",
+        metavar="GLOB",
+        help="extra sensitive-file pattern, gitignore syntax (repeatable; extends the defaults)",
+    )
     a("--transport", help="stdio (default) or http")
     a("--host", help="HTTP bind address (default 127.0.0.1)")
     a("--port", help="HTTP port (default 8000)")
     a("--path", help="HTTP endpoint path (default /mcp)")
     a("--token", help="bearer token required on every HTTP request (needed off loopback)")
-    a("--allowed-origin", action="append", dest="allowed_origins", metavar="ORIGIN",
-      help="browser Origin allowed to call the HTTP endpoint (repeatable)")
+    a(
+        "--allowed-origin",
+        action="append",
+        dest="allowed_origins",
+        metavar="ORIGIN",
+        help="browser Origin allowed to call the HTTP endpoint (repeatable)",
+    )
     a("--log-level", help="DEBUG, INFO, WARNING (default), ERROR; logs go to stderr")
-    a("--approval", help="ask (default): elicit each write; strict: refuse what cannot be "
-      "asked; auto: never ask")
-    a("--read-only", action=argparse.BooleanOptionalAction, default=None,
-      help="do not offer WriteFile and StrReplaceFile")
+    a(
+        "--approval",
+        help="ask (default): elicit each write; strict: refuse what cannot be asked; auto: never ask",
+    )
+    a(
+        "--read-only",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="do not offer WriteFile and StrReplaceFile",
+    )
     a("--client", help="result-budget preset: kimi, claude-desktop, claude-code, generic")
-    a("--result-budget", help="max characters of one media result, base64 included "
-      "(default 1 MiB; 100000 for Kimi CLI)")
+    a(
+        "--result-budget",
+        help="max characters of one media result, base64 included (default 1 MiB; 100000 for Kimi CLI)",
+    )
     a("--image-max-side", help="downscale images whose longer side exceeds this (default 2048)")
     return p
 
@@ -69,10 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_settings(argv)
     from filegate.server.app import serve
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve(settings)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

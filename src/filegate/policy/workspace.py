@@ -11,7 +11,7 @@ from typing import Literal
 
 from filegate.policy.secrets import SecretMatcher
 
-Action = Literal["read", "write", "edit"]
+Action = Literal["read", "write", "edit", "search"]
 
 
 class PathError(Exception):
@@ -97,9 +97,10 @@ class Workspace:
         inside = self.contains(real)
         if not inside:
             if not is_abs:
+                what = "search" if action == "search" else f"{action} a file"
                 raise PathError(
                     f"`{shown}` is not an absolute path. You must provide an absolute path to "
-                    f"{action} a file outside the working directory."
+                    f"{what} outside the working directory."
                 )
             if self.confine:
                 raise PathError(
@@ -109,12 +110,30 @@ class Workspace:
                 )
         return ResolvedPath(shown, Path(real), inside, self.secrets.is_sensitive(real))
 
-    def resolve_dir(self, raw: str | None) -> tuple[str, Path]:
-        """A search root (Glob ``directory``, Grep ``path``) that must exist inside the rules."""
-        if raw is None or raw == "":
+    def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
+        """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
+        if raw is None:
             return ".", self.workdir
-        rp = self.resolve(raw, "read")
-        return rp.shown, rp.real
+        shown = os.path.expanduser(raw) if raw.startswith("~") else raw
+        if "\0" in shown:
+            raise PathError(f"`{shown!r}` contains a NUL byte, which no path can hold.")
+        if not os.path.isabs(shown):
+            raise PathError(
+                f"`{shown}` is not an absolute path. You must provide an absolute path to search.",
+                "Invalid directory",
+            )
+        real = os.path.realpath(shown)
+        if not self.contains(real):
+            raise PathError(
+                f"`{shown}` is outside the workspace. You can only search within the working "
+                "directory and additional directories.",
+                "Directory outside workspace",
+            )
+        if not os.path.exists(real):
+            raise PathError(f"`{shown}` does not exist.", "Directory not found")
+        if not os.path.isdir(real):
+            raise PathError(f"`{shown}` is not a directory.", "Invalid directory")
+        return shown, Path(real)
 
 
 # --- opening without following, never blocking -------------------------------------------

@@ -127,11 +127,15 @@ class FilegateTool(Tool):
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed."""
-    from filegate.tools import read_file
+    from filegate.tools import glob, grep, read_file
 
     specs = [
         ToolSpec("ReadFile", read_file.ReadFileParams, read_file.read_file,
                  read_file.DESCRIPTION, True, read_file.ReadFileFacts),
+        ToolSpec("Glob", glob.GlobParams, glob.glob_tool, glob.DESCRIPTION, True,
+                 glob.GlobFacts),
+        ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True,
+                 grep.GrepFacts),
     ]  # fmt: skip
     return specs
 
@@ -149,7 +153,7 @@ def build_server(settings: Settings) -> FastMCP:
         version=__version__,
         instructions=(
             "Kimi CLI's file tools over one workspace. Relative paths are resolved against "
-            f"the working directory; writes may ask the user for approval."
+            "the working directory; writes may ask the user for approval."
         ),
         mask_error_details=True,
         on_duplicate="error",
@@ -173,7 +177,7 @@ def configure_logging(level: str) -> None:
         lg.setLevel(level)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     try:
-        from mcp.shared.exceptions import MCPDeprecationWarning  # type: ignore[attr-defined]
+        from mcp.shared.exceptions import MCPDeprecationWarning
 
         warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     except ImportError:  # pragma: no cover - older SDKs

@@ -20,7 +20,7 @@ from filegate.tools.outcome import ToolEnv
 log = logging.getLogger("filegate")
 
 
-class InputRequired(Exception):  # noqa: N818 - a signal, not a failure
+class InputRequired(Exception):
     """Raised on a 2026-07-28 connection when the client must answer before the call goes on."""
 
     def __init__(self, result: InputRequiredResult) -> None:
@@ -38,9 +38,7 @@ class CallContext:
         self.modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
         caps = session.client_capabilities
         self.can_elicit = bool(
-            caps is not None
-            and caps.elicitation is not None
-            and (self.modern or session.can_send_request)
+            caps is not None and caps.elicitation is not None and (self.modern or session.can_send_request)
         )
         self.has_roots = bool(caps is not None and caps.roots is not None)
         params = session.client_params
@@ -69,9 +67,7 @@ class SessionRuntime:
         self.workspace = workspace
         # Handshake-era sessions only: roots the client offered. Keyed weakly on the session.
         self._roots: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
-        self.session_approvals: weakref.WeakKeyDictionary[Any, set[str]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.session_approvals: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen)."""

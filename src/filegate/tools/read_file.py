@@ -75,8 +75,7 @@ def _check_readable_text(rp: ResolvedPath, fd: int) -> None:
     ft = detect_file_type(rp.real.name, header)
     if ft.kind in ("image", "video"):
         raise PathError(
-            f"`{rp.shown}` is an {ft.kind} file ({ft.mime}). Use ReadMediaFile to read image or "
-            "video files.",
+            f"`{rp.shown}` is an {ft.kind} file ({ft.mime}). Use ReadMediaFile to read image or video files.",
             "Unsupported file type",
         )
     if ft.kind == "unknown":

@@ -1,0 +1,295 @@
+"""Glob: a sorted, bounded, confined walk matching `*`, `?`, `[..]`, `**` and `{a,b}`."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import bracex
+from pydantic import BaseModel, ConfigDict, Field
+from wcmatch import fnmatch as wfnmatch
+
+from filegate.policy.secrets import skipped_secrets_warning
+from filegate.policy.workspace import PathError, Workspace
+from filegate.tools.describe import load_description
+from filegate.tools.outcome import Outcome, ToolEnv
+
+# Kimi's glob.py MAX_MATCHES; the walk stops one past it.
+MAX_MATCHES = 1000
+# Brace expansion of one pattern may not produce more alternatives than this.
+MAX_BRACE_ALTERNATIVES = 256
+# A walk that has not finished by then returns what it found (a 200,000-entry tree takes ~1 s).
+WALK_BUDGET_S = 20.0
+# Kimi's list_directory: entries shown at the top level, and under each top-level directory.
+LIST_TOP, LIST_CHILDREN = 30, 10
+
+GLOBSTAR = object()
+
+
+class GlobParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: Annotated[str, Field(description="Glob pattern to match files/directories.")]
+    directory: Annotated[
+        str | None,
+        Field(description="Absolute path to the directory to search in (defaults to working directory)."),
+    ] = None
+    include_dirs: Annotated[bool, Field(description="Whether to include directories in results.")] = True
+
+
+class GlobFacts(BaseModel):
+    """structuredContent of a successful Glob."""
+
+    matches: int
+    truncated: bool
+    skipped_sensitive: int
+
+
+Segment = object  # GLOBSTAR, a literal str, or a compiled re.Pattern
+
+
+def compile_pattern(pattern: str) -> list[list[Segment]]:
+    """Brace-expand and split into per-directory segments; refuse absolute and `..`."""
+    if pattern.startswith("/") or pattern.startswith("~"):
+        raise PathError(
+            f"Pattern `{pattern}` is absolute. Give a pattern relative to `directory`, and put "
+            "the absolute part in `directory`.",
+            "Invalid pattern",
+        )
+    try:
+        alternatives = bracex.expand(pattern, limit=MAX_BRACE_ALTERNATIVES)
+    except Exception:
+        raise PathError(
+            f"Pattern `{pattern}` expands to too many alternatives (more than "
+            f"{MAX_BRACE_ALTERNATIVES}). Use a more specific pattern.",
+            "Invalid pattern",
+        ) from None
+    compiled: list[list[Segment]] = []
+    for alt in alternatives:
+        segs: list[Segment] = []
+        for part in alt.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                raise PathError(
+                    f"Pattern `{pattern}` leaves the search directory (`..`). Set `directory` "
+                    "to the directory you want to search instead.",
+                    "Invalid pattern",
+                )
+            if part == "**":
+                if not segs or segs[-1] is not GLOBSTAR:
+                    segs.append(GLOBSTAR)
+            elif not re.search(r"[*?\[]", part) and "\\" not in part:
+                segs.append(part)
+            else:
+                regex = wfnmatch.translate(part, flags=wfnmatch.DOTMATCH)[0][0]
+                segs.append(re.compile(regex))
+        if segs:
+            compiled.append(segs)
+    return compiled
+
+
+def starts_with_globstar(pattern: str) -> bool:
+    p = pattern
+    while p.startswith("./"):
+        p = p[2:]
+    return p.startswith("**")
+
+
+@dataclass
+class _Walk:
+    root: Path
+    patterns: list[list[Segment]]
+    include_dirs: bool
+    workspace: Workspace
+    deadline: float
+    matches: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unreadable: int = 0
+    more: bool = False
+    timed_out: bool = False
+
+    def closure(self, states: set[tuple[int, int]]) -> set[tuple[int, int]]:
+        out = set(states)
+        todo = list(states)
+        while todo:
+            p, i = todo.pop()
+            segs = self.patterns[p]
+            # `**` may match no directory at all, unless it is the last segment (then it
+            # matches everything below, but not the directory it stands in).
+            if i < len(segs) - 1 and segs[i] is GLOBSTAR and (p, i + 1) not in out:
+                out.add((p, i + 1))
+                todo.append((p, i + 1))
+        return out
+
+    def step(self, states: set[tuple[int, int]], name: str, is_dir: bool) -> set[tuple[int, int]]:
+        nxt: set[tuple[int, int]] = set()
+        for p, i in states:
+            segs = self.patterns[p]
+            if i >= len(segs):
+                continue
+            seg = segs[i]
+            if seg is GLOBSTAR:
+                if is_dir:
+                    nxt.add((p, i))
+                if i == len(segs) - 1:
+                    nxt.add((p, i + 1))
+            elif (seg == name) if isinstance(seg, str) else seg.fullmatch(name):  # type: ignore[attr-defined]
+                nxt.add((p, i + 1))
+        return self.closure(nxt)
+
+    def ended(self, states: set[tuple[int, int]]) -> bool:
+        return any(i == len(self.patterns[p]) for p, i in states)
+
+    def walk(self, directory: Path, rel: str, states: set[tuple[int, int]], via_link: bool) -> None:
+        if self.more or self.timed_out:
+            return
+        if time.monotonic() > self.deadline:
+            self.timed_out = True
+            return
+        live = [(p, i) for p, i in states if i < len(self.patterns[p])]
+        literal = all(isinstance(self.patterns[p][i], str) for p, i in live)
+        try:
+            if literal:
+                names = sorted({str(self.patterns[p][i]) for p, i in live})
+                entries = [(n, *_kind(directory / n)) for n in names]
+                entries = [e for e in entries if e[1] is not None]
+            else:
+                with os.scandir(directory) as it:
+                    # d_type answers these without a stat per entry
+                    entries = sorted((e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it)
+        except OSError:
+            self.unreadable += 1
+            return
+        for name, plain_dir, is_link in entries:
+            path = directory / name
+            is_dir = bool(plain_dir) or (bool(is_link) and self._linked_dir(path))
+            nxt = self.step(set(live), name, is_dir)
+            if not nxt:
+                continue
+            child_rel = f"{rel}/{name}" if rel else name
+            if self.ended(nxt):
+                self.emit(path, child_rel, is_dir, is_link)
+                if self.more:
+                    return
+            if is_dir and any(i < len(self.patterns[p]) for p, i in nxt):
+                # Through a symlinked directory only by name, never by `**` (no cycles).
+                if is_link:
+                    nxt = {(p, i) for p, i in nxt if self.patterns[p][i] is not GLOBSTAR}
+                    if not nxt:
+                        continue
+                self.walk(path, child_rel, nxt, via_link or is_link)
+
+    def _linked_dir(self, path: Path) -> bool:
+        real = os.path.realpath(path)
+        return os.path.isdir(real) and self.workspace.contains(real)
+
+    def emit(self, path: Path, rel: str, is_dir: bool, is_link: bool) -> None:
+        if not self.include_dirs and (is_dir or not os.path.isfile(path)):
+            return
+        real = os.path.realpath(path) if is_link else str(path)
+        if not is_dir and self.workspace.secrets.is_sensitive(real):
+            self.skipped.append(path.name)
+            return
+        if len(self.matches) >= MAX_MATCHES:
+            self.more = True
+            return
+        self.matches.append(rel)
+
+
+def _kind(path: Path) -> tuple[bool | None, bool]:
+    """(is a real directory, is a symlink) of a path, or (None, False) when it does not exist."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None, False
+    return stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode)
+
+
+def list_directory(directory: Path) -> str:
+    """Kimi's top-level tree of a directory, shown when a pattern is refused."""
+
+    def entries(d: Path) -> list[os.DirEntry[str]] | None:
+        try:
+            with os.scandir(d) as it:
+                return sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+        except OSError:
+            return None
+
+    top = entries(directory)
+    if top is None:
+        return "└── [not readable]"
+    if not top:
+        return "(empty directory)"
+    lines: list[str] = []
+    shown = top[:LIST_TOP]
+    for n, e in enumerate(shown):
+        last = n == len(shown) - 1 and len(top) <= LIST_TOP
+        is_dir = e.is_dir(follow_symlinks=False)
+        lines.append(f"{'└── ' if last else '├── '}{e.name}{'/' if is_dir else ''}")
+        if not is_dir:
+            continue
+        pad = "    " if last else "│   "
+        kids = entries(Path(e.path))
+        if kids is None:
+            lines.append(f"{pad}└── [not readable]")
+            continue
+        for k, c in enumerate(kids[:LIST_CHILDREN]):
+            klast = k == min(len(kids), LIST_CHILDREN) - 1 and len(kids) <= LIST_CHILDREN
+            slash = "/" if c.is_dir(follow_symlinks=False) else ""
+            lines.append(f"{pad}{'└── ' if klast else '├── '}{c.name}{slash}")
+        if len(kids) > LIST_CHILDREN:
+            lines.append(f"{pad}└── ... and {len(kids) - LIST_CHILDREN} more")
+    if len(top) > LIST_TOP:
+        lines.append(f"└── ... and {len(top) - LIST_TOP} more entries")
+    return "\n".join(lines)
+
+
+def _glob(params: GlobParams, workspace: Workspace) -> Outcome:
+    shown, root = workspace.resolve_search_dir(params.directory)
+    if starts_with_globstar(params.pattern):
+        return Outcome.error(
+            f"Pattern `{params.pattern}` starts with '**' which is not allowed. This would "
+            "recursively search all directories and may include large directories like "
+            "`node_modules`. Use more specific patterns instead. For your convenience, a list of "
+            f"all files and directories in the top level of `{shown}` is provided below.",
+            "Unsafe pattern",
+            output=list_directory(root),
+        )
+    walk = _Walk(root, compile_pattern(params.pattern), params.include_dirs, workspace,
+                 time.monotonic() + WALK_BUDGET_S)  # fmt: skip
+    if walk.patterns:
+        walk.walk(root, "", walk.closure({(p, 0) for p in range(len(walk.patterns))}), False)
+    n = len(walk.matches)
+    if walk.more:
+        msg = (f"Found more than {MAX_MATCHES} matches for pattern `{params.pattern}`. Only the "
+               f"first {MAX_MATCHES} matches are returned. You may want to use a more specific "
+               "pattern.")  # fmt: skip
+    elif n:
+        msg = f"Found {n} matches for pattern `{params.pattern}`."
+    else:
+        msg = f"No matches found for pattern `{params.pattern}`."
+    if walk.timed_out:
+        msg += f" The search stopped after {WALK_BUDGET_S:.0f}s; results are partial."
+    if walk.unreadable:
+        msg += f" {walk.unreadable} unreadable director{'y' if walk.unreadable == 1 else 'ies'} skipped."
+    if walk.skipped:
+        msg += " " + skipped_secrets_warning(walk.skipped)
+    facts = GlobFacts(matches=n, truncated=walk.more, skipped_sensitive=len(walk.skipped))
+    return Outcome(output="\n".join(walk.matches), message=msg, structured=facts.model_dump())
+
+
+async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:
+    try:
+        return await anyio.to_thread.run_sync(_glob, params, env.workspace, abandon_on_cancel=True)
+    except PathError as exc:
+        return Outcome.from_path_error(exc)
+
+
+DESCRIPTION = load_description("glob", MAX_MATCHES=MAX_MATCHES)

@@ -1,0 +1,402 @@
+"""Grep: ripgrep over the workspace, confined, secret-safe, paged (SPEC §4 Grep)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import shutil
+import stat
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio
+from anyio.abc import Process
+from pydantic import BaseModel, ConfigDict, Field
+
+from filegate.policy.secrets import skipped_secrets_warning
+from filegate.policy.workspace import PathError
+from filegate.tools.describe import load_description
+from filegate.tools.outcome import Outcome, ToolEnv
+
+# Kimi's grep_local.py: default page, output caps, rg buffer and timeout.
+HEAD_LIMIT = 250
+MAX_OUTPUT_CHARS = 50_000
+MAX_LINE_CHARS = 2000
+RG_MAX_BUFFER = 20_000_000
+RG_TIMEOUT_S = 20.0
+# How often a long search tells a client that sent a progress token how far it got.
+PROGRESS_EVERY_S = 1.0
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+
+OutputMode = Literal["content", "files_with_matches", "count_matches"]
+
+
+class GrepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: Annotated[str, Field(description="The regular expression to search for (ripgrep syntax).")]
+    path: Annotated[
+        str,
+        Field(
+            description="File or directory to search in; relative paths start at the working "
+            "directory. Defaults to the working directory."
+        ),
+    ] = "."
+    glob: Annotated[
+        str | None,
+        Field(description="Only search files matching this glob, e.g. `*.js`, `*.{ts,tsx}`."),
+    ] = None
+    output_mode: Annotated[
+        OutputMode,
+        Field(
+            description="`content` shows matching lines, `files_with_matches` the files, "
+            "`count_matches` the number of matches per file."
+        ),
+    ] = "files_with_matches"
+    before_context: Annotated[
+        int | None, Field(alias="-B", ge=0, description="Lines before each match (content mode).")
+    ] = None
+    after_context: Annotated[
+        int | None, Field(alias="-A", ge=0, description="Lines after each match (content mode).")
+    ] = None
+    context: Annotated[
+        int | None,
+        Field(alias="-C", ge=0, description="Lines before and after each match (content mode)."),
+    ] = None
+    line_number: Annotated[bool, Field(alias="-n", description="Show line numbers (content mode).")] = True
+    ignore_case: Annotated[bool, Field(alias="-i", description="Case-insensitive search.")] = False
+    type: Annotated[str | None, Field(description="File type to search (rg --type), e.g. py, rust, js.")] = (
+        None
+    )
+    head_limit: Annotated[
+        int | None, Field(ge=0, description="Return at most this many lines/entries; 0 = no limit.")
+    ] = HEAD_LIMIT
+    offset: Annotated[int, Field(ge=0, description="Skip this many lines/entries first.")] = 0
+    multiline: Annotated[bool, Field(description="Let `.` match newlines and patterns span lines.")] = False
+    include_ignored: Annotated[
+        bool, Field(description="Also search files ignored by .gitignore and similar.")
+    ] = False
+
+
+class GrepFacts(BaseModel):
+    """structuredContent of a successful Grep."""
+
+    mode: OutputMode
+    total_lines: int
+    returned_lines: int
+    next_offset: int | None
+    total_matches: int | None = None
+    files: int | None = None
+    skipped_sensitive: int = 0
+    timed_out: bool = False
+    output_truncated: bool = False
+
+
+@functools.cache
+def find_rg() -> str | None:
+    """The rg that the `ripgrep` wheel put beside this Python (not necessarily on PATH)."""
+    dirs = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    with contextlib.suppress(KeyError):  # a platform without a user scheme
+        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    for d in dirs:
+        found = shutil.which("rg", path=d)
+        if found:
+            return found
+    return shutil.which("rg")
+
+
+@dataclass
+class _Target:
+    shown: str
+    cwd: Path  # rg runs here
+    arg: str  # what rg searches, relative to cwd
+    single_file: bool
+
+
+def _target(params: GrepParams, env: ToolEnv) -> _Target:
+    rp = env.workspace.resolve(params.path or ".", "search")
+    try:
+        st = os.stat(rp.real)
+    except FileNotFoundError:
+        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
+    except OSError as exc:
+        raise PathError(f"`{rp.shown}` cannot be searched: {exc.strerror}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        return _Target(rp.shown, rp.real, ".", False)
+    if stat.S_ISREG(st.st_mode):
+        return _Target(rp.shown, rp.real.parent, rp.real.name, True)
+    raise PathError(f"`{rp.shown}` is not a file.")
+
+
+def _rg_args(rg: str, params: GrepParams, target: _Target) -> list[str]:
+    mode = params.output_mode
+    args = [rg, "--no-config", "--hidden", "--null", "--with-filename", "--no-heading",
+            "--color", "never"]  # fmt: skip
+    if params.include_ignored:
+        args.append("--no-ignore")
+    for vcs in VCS_DIRS:
+        args += ["--glob", f"!{vcs}"]
+    if params.ignore_case:
+        args.append("--ignore-case")
+    if params.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if mode == "content":
+        # Line numbers always come from rg: they tell a match (':') from context ('-').
+        args += ["--line-number", "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
+        for flag, value in (("--before-context", params.before_context),
+                            ("--after-context", params.after_context),
+                            ("--context", params.context)):  # fmt: skip
+            if value is not None:
+                args += [flag, str(value)]
+    else:
+        args += ["--max-columns", "500"]
+    if params.glob:
+        args += ["--glob", params.glob]
+    if params.type:
+        args += ["--type", params.type]
+    if mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif mode == "count_matches":
+        args.append("--count-matches")
+    args += ["--", params.pattern, target.arg]
+    return args
+
+
+@dataclass
+class _RgRun:
+    stdout: bytes = b""
+    stderr: bytes = b""
+    returncode: int | None = None
+    timed_out: bool = False
+    overflow: bool = False
+    chunks: list[bytes] = field(default_factory=list)
+
+
+async def _run_rg(args: list[str], cwd: Path, env: ToolEnv) -> _RgRun:
+    run = _RgRun()
+    size = 0
+    err = bytearray()
+    proc: Process = await anyio.open_process(
+        args, cwd=str(cwd), stdin=None, stdout=-1, stderr=-1, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout, stderr = proc.stdout, proc.stderr
+
+        async def drain_stderr() -> None:
+            async for chunk in stderr:
+                if len(err) < 64_000:
+                    err.extend(chunk)
+
+        async def pump() -> None:
+            nonlocal size
+            last = anyio.current_time()
+            async for chunk in stdout:
+                take = chunk[: max(RG_MAX_BUFFER - size, 0)]
+                if take:
+                    run.chunks.append(take)
+                    size += len(take)
+                if len(take) < len(chunk):
+                    run.overflow = True
+                now = anyio.current_time()
+                if now - last >= PROGRESS_EVERY_S:
+                    last = now
+                    await env.reporter.progress(size, None, f"{size} bytes of results so far")
+
+        with anyio.move_on_after(RG_TIMEOUT_S) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain_stderr)
+                await pump()
+            run.returncode = await proc.wait()
+        run.timed_out = scope.cancelled_caught
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with anyio.CancelScope(shield=True):
+                await proc.wait()
+    run.stdout = b"".join(run.chunks)
+    run.chunks.clear()
+    run.stderr = bytes(err)
+    return run
+
+
+def _cut_line(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "[...truncated]"
+
+
+@dataclass
+class _Parsed:
+    lines: list[str]
+    skipped: list[str]
+    total_matches: int | None = None
+    files: int | None = None
+
+
+def _clean_path(raw: bytes) -> str:
+    p = raw.decode("utf-8", errors="replace")
+    return p[2:] if p.startswith("./") else p
+
+
+def _parse(run: _RgRun, params: GrepParams, target: _Target, env: ToolEnv) -> _Parsed:
+    data = run.stdout
+    if run.overflow:
+        cut = data.rfind(b"\n" if params.output_mode != "files_with_matches" else b"\0")
+        data = data[: cut + 1] if cut >= 0 else b""
+    base = str(target.cwd)
+    secrets = env.workspace.secrets
+
+    @functools.lru_cache(maxsize=4096)
+    def hidden(rel: str) -> bool:
+        return secrets.is_sensitive(f"{base}/{rel}")
+
+    skipped: set[str] = set()
+    lines: list[str] = []
+    mode = params.output_mode
+    if mode == "files_with_matches":
+        paths = [_clean_path(p) for p in data.split(b"\0") if p.strip(b"\n")]
+        kept = []
+        for p in paths:
+            if hidden(p):
+                skipped.add(p.rsplit("/", 1)[-1])
+            else:
+                kept.append(p)
+        kept.sort(key=lambda p: _mtime(target.cwd, p), reverse=True)
+        return _Parsed(kept, sorted(skipped))
+    if mode == "count_matches":
+        total = 0
+        for row in data.splitlines():
+            path_b, _, count_b = row.partition(b"\0")
+            p = _clean_path(path_b)
+            if hidden(p):
+                skipped.add(p.rsplit("/", 1)[-1])
+                continue
+            n = int(count_b or b"0")
+            total += n
+            lines.append(f"{p}:{n}")
+        return _Parsed(lines, sorted(skipped), total, len(lines))
+    for row in data.splitlines():
+        path_b, nul, rest = row.partition(b"\0")
+        if not nul:  # a group separator "--"
+            if lines and lines[-1] != "--":
+                lines.append("--")
+            continue
+        p = _clean_path(path_b)
+        if hidden(p):
+            skipped.add(p.rsplit("/", 1)[-1])
+            continue
+        text = rest.decode("utf-8", errors="replace")
+        digits = len(text) - len(text.lstrip("0123456789"))
+        number, sep, body = text[:digits], text[digits : digits + 1], text[digits + 1 :]
+        if params.line_number and number:
+            lines.append(f"{p}{sep}{number}{sep}{body}")
+        else:
+            lines.append(f"{p}{sep}{body}")
+    while lines and lines[-1] == "--":
+        lines.pop()
+    while lines and lines[0] == "--":
+        lines.pop(0)
+    return _Parsed(lines, sorted(skipped))
+
+
+def _mtime(cwd: Path, rel: str) -> float:
+    try:
+        return os.stat(os.path.join(cwd, rel)).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _page(parsed: _Parsed, params: GrepParams) -> tuple[list[str], list[str], int | None]:
+    """Kimi's pagination: offset, then head_limit; returns (lines, messages, next_offset)."""
+    rest = parsed.lines[params.offset :]
+    total = len(parsed.lines)
+    messages: list[str] = []
+    next_offset = None
+    if params.head_limit and len(rest) > params.head_limit:
+        rest = rest[: params.head_limit]
+        next_offset = params.offset + params.head_limit
+        messages.append(
+            f"Results truncated to {params.head_limit} lines (total: {total}). "
+            f"Use offset={next_offset} to see more."
+        )
+    return rest, messages, next_offset
+
+
+def _fit_output(lines: list[str]) -> tuple[str, bool]:
+    """Kimi's ToolResultBuilder: lines cut at 2000 characters, 50,000 characters in all."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        line = _cut_line(line)
+        if used + len(line) + 1 > MAX_OUTPUT_CHARS:
+            return "\n".join(out), True
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out), False
+
+
+async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
+    try:
+        target = _target(params, env)
+    except PathError as exc:
+        return Outcome.from_path_error(exc)
+    rg = find_rg()
+    if rg is None:
+        return Outcome.error(
+            "Failed to grep. Error: ripgrep (rg) is not installed beside filegate; reinstall "
+            "filegate (it depends on the `ripgrep` wheel).",
+            "Failed to grep",
+        )
+    run = await _run_rg(_rg_args(rg, params, target), target.cwd, env)
+    if run.returncode not in (0, 1, None) and not run.stdout:
+        err = run.stderr.decode("utf-8", errors="replace").strip() or f"rg exited {run.returncode}"
+        return Outcome.error(f"Failed to grep. Error: {err}", "Failed to grep")
+    if run.timed_out and not run.stdout:
+        return Outcome.error(
+            f"Grep timed out after {math.floor(RG_TIMEOUT_S)}s. Try a more specific path or pattern.",
+            "Grep timed out",
+        )
+    parsed = await anyio.to_thread.run_sync(_parse, run, params, target, env)
+    lines, messages, next_offset = _page(parsed, params)
+    if params.output_mode == "count_matches":
+        messages.insert(0, f"Found {parsed.total_matches} total occurrences across {parsed.files} files.")
+    if parsed.skipped:
+        messages.append(skipped_secrets_warning(parsed.skipped))
+        await env.reporter.log("info", f"Grep skipped {len(parsed.skipped)} sensitive file(s)")
+    if run.overflow:
+        messages.append("Output exceeded buffer limit. Some results omitted.")
+    if run.timed_out:
+        messages.append(f"Grep timed out after {math.floor(RG_TIMEOUT_S)}s. Partial results returned.")
+    if run.returncode == 2 and run.stdout:
+        first = run.stderr.decode("utf-8", errors="replace").strip().splitlines()[:1]
+        messages.append("Some files could not be searched" + (f": {first[0]}" if first else "."))
+    output, cut = _fit_output(lines)
+    if cut:
+        messages.append("Output is truncated to fit in the message.")
+    if not parsed.lines:
+        messages.insert(0, "No matches found")
+    message = _join(messages)
+    facts = GrepFacts(
+        mode=params.output_mode,
+        total_lines=len(parsed.lines),
+        returned_lines=len(lines),
+        next_offset=next_offset,
+        total_matches=parsed.total_matches,
+        files=parsed.files if params.output_mode == "count_matches" else None,
+        skipped_sensitive=len(parsed.skipped),
+        timed_out=run.timed_out,
+        output_truncated=cut or run.overflow,
+    )
+    return Outcome(output=output, message=message, structured=facts.model_dump())
+
+
+def _join(messages: list[str]) -> str:
+    parts = [m if m.endswith(".") else m + "." for m in messages]
+    return " ".join(parts)
+
+
+DESCRIPTION = load_description("grep", HEAD_LIMIT=HEAD_LIMIT)
