@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +17,14 @@ from pydantic import ValidationError
 from filegate import __version__
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> typing.NoReturn:
+        """One line, not the whole usage block: the command may be buried in a client config."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="filegate",
         description="MCP server with Kimi CLI's file tools. Every flag also reads FILEGATE_<NAME>.",
     )

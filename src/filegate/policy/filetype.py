@@ -186,6 +186,10 @@ def detect_file_type(name: str, header: bytes) -> FileType:
         sig = sniff_signature(header)
         kind = _kind_of(sig) if sig else None
     if kind is not None and kind.kind != "text":
+        # libmagic trusts short prefixes too ("GIF8" alone is a GIF to it): media must also
+        # carry a full signature, or else be text if it reads as text.
+        if sniff_signature(header) is None and _looks_like_text(header):
+            return FileType("text", "text/plain")
         return kind
     if kind is not None or (mime == "application/octet-stream" and _looks_like_text(header)):
         return kind or FileType("text", "text/plain")

@@ -144,6 +144,10 @@ class _Walk:
                 nxt.add((p, i + 1))
         return self.closure(nxt)
 
+    def _at(self, state: tuple[int, int], seg: object) -> bool:
+        p, i = state
+        return i < len(self.patterns[p]) and self.patterns[p][i] is seg
+
     def ended(self, states: set[tuple[int, int]]) -> bool:
         return any(i == len(self.patterns[p]) for p, i in states)
 
@@ -181,7 +185,11 @@ class _Walk:
             if is_dir and any(i < len(self.patterns[p]) for p, i in nxt):
                 # Through a symlinked directory only by name, never by `**` (no cycles).
                 if is_link:
-                    nxt = {(p, i) for p, i in nxt if self.patterns[p][i] is not GLOBSTAR}
+                    nxt = {
+                        (p, i)
+                        for p, i in nxt
+                        if i < len(self.patterns[p]) and self.patterns[p][i] is not GLOBSTAR
+                    }
                     if not nxt:
                         continue
                 self.walk(path, child_rel, nxt, via_link or is_link)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 import shutil
 import stat
@@ -357,7 +356,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         return Outcome.error(f"Failed to grep. Error: {err}", "Failed to grep")
     if run.timed_out and not run.stdout:
         return Outcome.error(
-            f"Grep timed out after {math.floor(RG_TIMEOUT_S)}s. Try a more specific path or pattern.",
+            f"Grep timed out after {RG_TIMEOUT_S:g}s. Try a more specific path or pattern.",
             "Grep timed out",
         )
     parsed = await anyio.to_thread.run_sync(_parse, run, params, target, env)
@@ -370,7 +369,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
     if run.overflow:
         messages.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
-        messages.append(f"Grep timed out after {math.floor(RG_TIMEOUT_S)}s. Partial results returned.")
+        messages.append(f"Grep timed out after {RG_TIMEOUT_S:g}s. Partial results returned.")
     if run.returncode == 2 and run.stdout:
         first = run.stderr.decode("utf-8", errors="replace").strip().splitlines()[:1]
         messages.append("Some files could not be searched" + (f": {first[0]}" if first else "."))

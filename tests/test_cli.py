@@ -1,0 +1,54 @@
+"""The command line: help, version, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from filegate import __version__
+from tests.conftest import FILEGATE
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FILEGATE, *args], capture_output=True, text=True, timeout=60, env=env,
+                          input="")  # fmt: skip
+
+
+def test_help_explains_every_flag() -> None:
+    out = run("--help").stdout
+    for flag in ("--workdir", "--add-dir", "--confine", "--secret-pattern", "--transport", "--host",
+                 "--port", "--path", "--token", "--log-level", "--approval", "--read-only",
+                 "--result-budget", "--image-max-side", "--client", "--allowed-origin"):  # fmt: skip
+        assert flag in out
+
+
+def test_version() -> None:
+    assert run("--version").stdout.strip() == f"filegate {__version__}"
+    module = subprocess.run([sys.executable, "-m", "filegate", "--version"], capture_output=True, text=True)
+    assert module.stdout.strip() == f"filegate {__version__}"
+
+
+def test_bad_values_are_one_line_errors_with_exit_2(tmp_path: Path) -> None:
+    cases = [
+        (["--workdir", str(tmp_path / "nope")], "--workdir"),
+        (["--transport", "carrier-pigeon"], "--transport"),
+        (["--port", "99999"], "--port"),
+        (["--approval", "maybe"], "--approval"),
+        (["--result-budget", "ten"], "--result-budget"),
+        (["--transport", "http", "--host", "0.0.0.0"], "without a token"),
+        (["--bogus"], "unrecognized arguments"),
+    ]
+    for args, expect in cases:
+        proc = run(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert expect in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
+
+
+def test_environment_variables_are_read(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "FILEGATE_WORKDIR": str(tmp_path / "missing")}
+    proc = run(env=env)
+    assert proc.returncode == 2 and "--workdir" in proc.stderr
