@@ -127,11 +127,13 @@ class FilegateTool(Tool):
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed."""
-    from filegate.tools import glob, grep, read_file
+    from filegate.tools import glob, grep, read_file, read_media
 
     specs = [
         ToolSpec("ReadFile", read_file.ReadFileParams, read_file.read_file,
                  read_file.DESCRIPTION, True, read_file.ReadFileFacts),
+        ToolSpec("ReadMediaFile", read_media.ReadMediaFileParams, read_media.read_media_file,
+                 read_media.DESCRIPTION, True, read_media.ReadMediaFacts),
         ToolSpec("Glob", glob.GlobParams, glob.glob_tool, glob.DESCRIPTION, True,
                  glob.GlobFacts),
         ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True,

@@ -1,0 +1,385 @@
+"""ReadMediaFile: an image or a video as MCP content blocks, fitted to the client's budget."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from filegate.fsio.media import (
+    MAX_FRAMES,
+    FittedImage,
+    Keyframes,
+    MediaError,
+    VideoFrame,
+    VideoInfo,
+    b64_len,
+    extract_keyframes,
+    fit_image_to_budget,
+    load_av,
+    probe_video,
+)
+from filegate.policy.budget import MAX_MEDIA_BYTES
+from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
+from filegate.policy.workspace import PathError, ResolvedPath, Workspace, open_regular
+from filegate.tools.describe import load_description
+from filegate.tools.outcome import ImagePart, MediaPart, Outcome, ResourcePart, TextPart, ToolEnv
+from filegate.tools.read_file import PATH_HELP
+
+# Kimi's MAX_MEDIA_MEGABYTES, as its message words it.
+MAX_MEDIA_MB = MAX_MEDIA_BYTES >> 20
+# JSON framing of one content block on the wire ({"type":"image","data":"…","mimeType":"…"}),
+# rounded up: the budget counts what the client receives, not only the payload.
+BLOCK_FRAME_CHARS = 64
+# Kimi's sentence after every loaded image or video (read_media.py).
+COORDINATES_ADVICE = (
+    "If you need to output coordinates, output relative coordinates first and compute absolute "
+    "coordinates using the original image size; if you generate or edit images/videos via "
+    "commands or scripts, read the result back immediately before continuing."
+)
+VIDEO_EXTRA = "pip install 'filegate[video]'"
+# Numbers that are at least as long as any real one: used to reserve room for the text blocks
+# before the media's own figures are known.
+# Below this many base64 characters no image is worth sending (a 32x32 JPEG is ~1 KB).
+MIN_MEDIA_CHARS = 1024
+_WIDE = 10**12
+_WIDE_FLOAT = 10.0**9
+
+
+class ReadMediaFileParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Annotated[str, Field(description=PATH_HELP)]
+
+
+class ReadMediaFacts(BaseModel):
+    """structuredContent of a successful ReadMediaFile."""
+
+    kind: Literal["image", "video"]
+    mime: str
+    size: int = Field(description="Bytes of the file on disk.")
+    width: int | None = Field(description="Original width in px (EXIF orientation applied).")
+    height: int | None
+    duration: float | None = Field(default=None, description="Video length in seconds.")
+    codec: str | None = None
+    returned: Literal["original", "resized", "frames"]
+    returned_mime: str
+    returned_width: int | None = None
+    returned_height: int | None = None
+    returned_bytes: int = Field(description="Bytes sent, before base64.")
+    frame_times: list[float] = Field(default_factory=list)
+    budget: int = Field(description="Characters this client accepts in one result.")
+
+
+# --- the gate: size, then type -----------------------------------------------------------
+
+
+def _check_size(rp: ResolvedPath, size: int) -> None:
+    if size == 0:
+        raise PathError(f"`{rp.shown}` is empty.", "Empty file")
+    if size > MAX_MEDIA_BYTES:
+        raise PathError(
+            f"`{rp.shown}` is {size} bytes, which exceeds the max {MAX_MEDIA_MB}MB bytes for media files.",
+            "File too large",
+        )
+
+
+def _check_media(rp: ResolvedPath, ft: FileType) -> None:
+    if ft.kind == "text":
+        raise PathError(
+            f"`{rp.shown}` is a text file. Use ReadFile to read text files.",
+            "Unsupported file type",
+        )
+    if ft.kind == "unknown":
+        raise PathError(
+            f"`{rp.shown}` seems not readable as an image or video file ({ft.mime}). You may need "
+            "to read it with proper shell commands, Python tools or MCP tools if available. If "
+            "you read/operate it with Python, you MUST ensure that any third-party packages are "
+            "installed in a virtual environment (venv).",
+            "File not readable",
+        )
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The file's ``size`` bytes, read once (one allocation in the usual single read)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < size:
+        chunk = os.pread(fd, size - got, got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+# --- what the result weighs ---------------------------------------------------------------
+
+
+def result_chars(parts: list[MediaPart], message: str, facts: ReadMediaFacts | None) -> int:
+    """Characters of every content block as the client receives them, base64 included."""
+    total = len(message) + BLOCK_FRAME_CHARS
+    for part in parts:
+        if isinstance(part, TextPart):
+            total += len(part.text)
+        elif isinstance(part, ImagePart):
+            total += b64_len(len(part.data)) + len(part.mime)
+        else:
+            total += b64_len(len(part.data)) + len(part.mime) + len(part.uri)
+        total += BLOCK_FRAME_CHARS
+    if facts is not None:
+        total += len(json.dumps(facts.model_dump()))
+    return total
+
+
+def _room(budget: int, skeleton: Outcome) -> int:
+    """Base64 characters left for media once the text blocks of ``skeleton`` are counted."""
+    facts = ReadMediaFacts.model_validate(skeleton.structured) if skeleton.structured else None
+    room = budget - result_chars(skeleton.parts, skeleton.message, facts)
+    if room < MIN_MEDIA_CHARS:
+        raise MediaError(
+            f"this client's result budget of {budget} characters leaves no room for media after "
+            "the text that describes it; raise --result-budget."
+        )
+    return room
+
+
+def _checked(outcome: Outcome, budget: int) -> Outcome:
+    facts = ReadMediaFacts.model_validate(outcome.structured)
+    used = result_chars(outcome.parts, outcome.message, facts)
+    if used > budget:  # the reserve was computed with wider numbers: this is a bug if it happens
+        raise MediaError(f"the result would take {used} characters, over the budget of {budget}.")
+    return outcome
+
+
+# --- images -------------------------------------------------------------------------------
+
+
+def _image_outcome(rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, budget: int) -> Outcome:
+    message = (
+        f"Loaded image file `{rp.shown}` ({ft.mime}, {size} bytes, original size {img.width}x{img.height}px"
+    )
+    if img.reencoded:
+        message += f"; returned as {img.out_width}x{img.out_height}px {img.mime}, {len(img.data)} bytes"
+        if img.frames > 1:
+            message += f", the first of {img.frames} frames"
+    message += f"). {COORDINATES_ADVICE}"
+    tag = html.escape(rp.shown, quote=True)
+    facts = ReadMediaFacts(
+        kind="image",
+        mime=ft.mime,
+        size=size,
+        width=img.width,
+        height=img.height,
+        returned="resized" if img.reencoded else "original",
+        returned_mime=img.mime,
+        returned_width=img.out_width,
+        returned_height=img.out_height,
+        returned_bytes=len(img.data),
+        budget=budget,
+    )
+    return Outcome(
+        message=message,
+        structured=facts.model_dump(),
+        parts=[TextPart(f'<image path="{tag}">'), ImagePart(img.data, img.mime), TextPart("</image>")],
+    )
+
+
+def _read_image(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
+    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE)
+    room = _room(env.result_budget, _image_outcome(rp, ft, _WIDE, wide, env.result_budget))
+    data = _read_all(fd, size)
+    img = fit_image_to_budget(data, room, env.image_max_side)
+    del data
+    return _checked(_image_outcome(rp, ft, size, img, env.result_budget), env.result_budget)
+
+
+def _decode_hint(ft: FileType) -> str:
+    if ft.mime in ("image/heic", "image/heif"):
+        return (
+            " HEIC/HEIF needs the pillow-heif plugin (`pip install pillow-heif` in the server's "
+            "environment); or convert the file to JPEG or PNG first."
+        )
+    if ft.mime == "image/avif":
+        return (
+            " This server's Pillow has no AVIF support: upgrade Pillow, or convert the file to "
+            "JPEG or PNG first."
+        )
+    return ""
+
+
+# --- videos -------------------------------------------------------------------------------
+
+
+def resource_uri(workspace: Workspace, rp: ResolvedPath) -> str:
+    """``filegate://workspace/<workdir-relative path>`` inside the workspace (no absolute
+    path of the machine leaks), the file's ``file://`` URI outside it."""
+    if not rp.inside:
+        return rp.real.as_uri()
+    rel = PurePosixPath(os.path.relpath(rp.real, workspace.workdir))
+    return "filegate://workspace/" + quote(str(rel))
+
+
+def _describe_video(ft: FileType, size: int, info: VideoInfo) -> str:
+    facts = [ft.mime, f"{size} bytes"]
+    if info.duration is not None:
+        facts.append(f"duration {info.duration:.2f} s")
+    if info.width and info.height:
+        facts.append(f"{info.width}x{info.height}px")
+    if info.codec:
+        facts.append(f"codec {info.codec}")
+    return ", ".join(facts)
+
+
+def _video_facts(ft: FileType, size: int, info: VideoInfo, budget: int, **returned: Any) -> ReadMediaFacts:
+    return ReadMediaFacts(
+        kind="video",
+        mime=ft.mime,
+        size=size,
+        width=info.width,
+        height=info.height,
+        duration=info.duration,
+        codec=info.codec,
+        budget=budget,
+        **returned,
+    )
+
+
+def _video_outcome(
+    rp: ResolvedPath, ft: FileType, size: int, info: VideoInfo, uri: str, data: bytes, budget: int
+) -> Outcome:
+    tag = html.escape(rp.shown, quote=True)
+    header = f'<video path="{tag}">\n{_describe_video(ft, size, info)}'
+    message = f"Loaded video file `{rp.shown}` ({ft.mime}, {size} bytes). {COORDINATES_ADVICE}"
+    facts = _video_facts(ft, size, info, budget, returned="original", returned_mime=ft.mime,
+                         returned_bytes=len(data))  # fmt: skip
+    return Outcome(
+        message=message,
+        structured=facts.model_dump(),
+        parts=[TextPart(header), ResourcePart(uri, ft.mime, data), TextPart("</video>")],
+    )
+
+
+def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, budget: int) -> Outcome:
+    info, frames = kf.info, kf.frames
+    n = len(frames)
+    tag = html.escape(rp.shown, quote=True)
+    parts: list[MediaPart] = [
+        TextPart(
+            f'<video path="{tag}">\n{_describe_video(ft, size, info)}\nThe video is over this '
+            f"client's result budget ({budget} characters), so here "
+            + (f"are {n} evenly spaced frames." if n != 1 else "is one frame of it.")
+        )
+    ]
+    for i, frame in enumerate(frames, 1):
+        parts.append(TextPart(f"Frame {i}/{n} at {frame.time:.2f} s:"))
+        parts.append(ImagePart(frame.image.data, frame.image.mime))
+    parts.append(TextPart("</video>"))
+    first = frames[0].image if frames else None
+    shape = f" of {first.out_width}x{first.out_height}px {first.mime}" if first else ""
+    sent = sum(len(f.image.data) for f in frames)
+    size_text = f", original size {info.width}x{info.height}px" if info.width else ""
+    message = (
+        f"Loaded video file `{rp.shown}` ({ft.mime}, {size} bytes{size_text}) as {n} "
+        f"frame{'s' if n != 1 else ''}{shape}, {sent} bytes. {COORDINATES_ADVICE}"
+    )
+    facts = _video_facts(
+        ft, size, info, budget, returned="frames",
+        returned_mime=first.mime if first else "image/jpeg",
+        returned_width=first.out_width if first else None,
+        returned_height=first.out_height if first else None,
+        returned_bytes=sent,
+        frame_times=[round(f.time, 3) for f in frames],
+    )  # fmt: skip
+    return Outcome(message=message, structured=facts.model_dump(), parts=parts)
+
+
+def _wide_info() -> VideoInfo:
+    return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE)
+
+
+def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
+    budget = env.result_budget
+    uri = resource_uri(env.workspace, rp)
+    skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"", budget)
+    if b64_len(size) <= _room(budget, skeleton):
+        data = _read_all(fd, size)
+        info = probe_video(io.BytesIO(data))  # VideoInfo() when PyAV is not installed
+        return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), budget)
+    if load_av() is None:
+        raise PathError(
+            f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "
+            f"base64), over this client's result budget of {budget} characters. Install the "
+            f"video extra (`{VIDEO_EXTRA}`) to get evenly spaced frames instead, or pass a "
+            "shorter or smaller clip.",
+            "File too large",
+        )
+    room = _room(budget, _frames_skeleton(rp, ft, budget))
+    with os.fdopen(os.dup(fd), "rb") as source:
+        kf = extract_keyframes(source, room, env.image_max_side)
+    if not kf.frames:
+        raise MediaError("no frame could be decoded.")
+    return _checked(_frames_outcome(rp, ft, size, kf, budget), budget)
+
+
+def _frames_skeleton(rp: ResolvedPath, ft: FileType, budget: int) -> Outcome:
+    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True)
+    frames = [VideoFrame(_WIDE_FLOAT, wide) for _ in range(MAX_FRAMES)]
+    return _frames_outcome(rp, ft, _WIDE, Keyframes(_wide_info(), frames), budget)
+
+
+# --- the tool -----------------------------------------------------------------------------
+
+Reader = Callable[[ResolvedPath, int, int, FileType, ToolEnv], Outcome]
+
+
+def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
+    fd = open_regular(rp)
+    ft: FileType | None = None
+    try:
+        size = os.fstat(fd).st_size
+        _check_size(rp, size)
+        ft = detect_file_type(rp.real.name, os.pread(fd, SNIFF_BYTES, 0))
+        _check_media(rp, ft)
+        reader: Reader = _read_image if ft.kind == "image" else _read_video
+        return reader(rp, fd, size, ft, env)
+    except MediaError as exc:
+        assert ft is not None
+        hint = _decode_hint(ft) if ft.kind == "image" else ""
+        return Outcome.error(
+            f"Failed to read `{rp.shown}` as {ft.kind} ({ft.mime}): {exc}{hint}",
+            "Failed to read file",
+        )
+    except OSError as exc:
+        return Outcome.error(
+            f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
+        )
+    finally:
+        os.close(fd)
+
+
+async def read_media_file(params: ReadMediaFileParams, env: ToolEnv) -> Outcome:
+    try:
+        rp = env.workspace.resolve(params.path, "read")
+        if rp.sensitive:
+            return Outcome.error(
+                f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
+                "Reading this file is blocked to protect credentials.",
+                "Sensitive file",
+            )
+        return await anyio.to_thread.run_sync(_read, rp, env, abandon_on_cancel=True)
+    except PathError as exc:
+        return Outcome.from_path_error(exc)
+
+
+DESCRIPTION = load_description(
+    "read_media", MAX_MEDIA_MB=MAX_MEDIA_MB, MAX_FRAMES=MAX_FRAMES, VIDEO_EXTRA=VIDEO_EXTRA
+)

@@ -1,0 +1,473 @@
+"""ReadMediaFile through real MCP clients, on real media the tests encode (Pillow, PyAV)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp.types import Implementation
+from PIL import Image, features
+
+from filegate.policy.budget import KIMI_BUDGET
+from filegate.settings import DEFAULT_RESULT_BUDGET
+from tests import media_factory as mf
+from tests.conftest import call, connect, stdio_transport, text
+
+COORDS = "compute absolute coordinates using the original image size"
+
+
+# --- media made once per session, copied into each test's workspace ------------------------
+
+MAKERS: dict[str, Callable[[Path], object]] = {
+    "photo.jpg": lambda p: mf.write_photo_jpeg(p, 4000, 3000),
+    "small.jpg": lambda p: mf.write_photo_jpeg(p, 320, 240),
+    "small.png": lambda p: mf.write_png(p, mf.line_art(200, 150)),
+    "small.webp": lambda p: mf.photo(200, 150).save(p, "WEBP"),
+    "rotated.jpg": lambda p: mf.write_rotated_jpeg(p, 300, 200),
+    "diagram.png": lambda p: mf.write_png(p, mf.line_art(3000, 2000)),
+    "alpha.png": lambda p: mf.write_png(p, mf.transparent(2200, 1400)),
+    "alpha_noisy.png": lambda p: mf.write_png(p, mf.transparent(800, 600, noisy=True)),
+    "anim.gif": lambda p: mf.write_animated_gif(p, 6, (300, 200)),
+    "truncated.png": mf.write_truncated_png,
+    "photo.bmp": lambda p: mf.photo(120, 80).save(p, "BMP"),
+    "clip.mp4": mf.write_mp4,
+    "clip.webm": mf.write_webm,
+    "noisy.mp4": lambda p: mf.write_mp4(p, size=(320, 240), noisy=True),
+}
+
+
+@pytest.fixture(scope="session")
+def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("media")
+    for name, make in MAKERS.items():
+        make(d / name)
+    return d
+
+
+@pytest.fixture
+def put(ws: Path, media_dir: Path) -> Callable[..., Path]:
+    """Copy a generated file into the workspace, optionally under another name."""
+
+    def _put(name: str, as_name: str | None = None, into: Path | None = None) -> Path:
+        dest = (into or ws) / (as_name or name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(media_dir / name, dest)
+        return dest
+
+    return _put
+
+
+# --- what a client received ------------------------------------------------------------------
+
+
+def blocks(result: Any, kind: str) -> list[Any]:
+    return [b for b in result.content if b.type == kind]
+
+
+def one_image(result: Any) -> tuple[Any, bytes, Image.Image]:
+    assert not result.is_error, text(result)
+    (img,) = blocks(result, "image")
+    raw = base64.b64decode(img.data)
+    return img, raw, Image.open(io.BytesIO(raw))
+
+
+def wire_chars(result: Any) -> int:
+    """The content array (+ structuredContent) as JSON: what the client's limit applies to."""
+    content = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
+    return len(json.dumps(content)) + len(json.dumps(result.structured_content or {}))
+
+
+def kimi_info() -> Implementation:
+    return Implementation(name="kimi-cli", version="1.51.0")
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+async def test_large_photo_comes_back_as_one_jpeg_within_the_default_budget(
+    ws: Path, put: Callable[..., Path], mode: str
+) -> None:
+    src = put("photo.jpg")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadMediaFile", path="photo.jpg")
+    img, raw, im = one_image(r)
+    assert img.mime_type == "image/jpeg" and im.format == "JPEG"
+    assert max(im.size) <= 2048 and im.size[0] / im.size[1] == pytest.approx(4 / 3, rel=0.01)
+    assert wire_chars(r) <= DEFAULT_RESULT_BUDGET
+    w, h = im.size
+    msg = text(r)
+    assert (
+        f"Loaded image file `photo.jpg` (image/jpeg, {src.stat().st_size} bytes, original size "
+        f"4000x3000px; returned as {w}x{h}px image/jpeg, {len(raw)} bytes)." in msg
+    )
+    assert COORDS in msg
+    assert [b.type for b in r.content] == ["text", "image", "text", "text"]
+    assert r.content[0].text == '<image path="photo.jpg">'
+    facts = r.structured_content
+    assert facts["returned"] == "resized" and facts["width"] == 4000 and facts["budget"] == 1 << 20
+
+
+async def test_kimi_client_name_gets_a_100000_character_result(
+    ws: Path, put: Callable[..., Path], mode: str
+) -> None:
+    put("photo.jpg")
+    async with connect(ws, mode, client_client_info=kimi_info()) as c:
+        r = await call(c, "ReadMediaFile", path="photo.jpg")
+    _img, _raw, im = one_image(r)
+    assert wire_chars(r) <= KIMI_BUDGET
+    assert r.structured_content["budget"] == KIMI_BUDGET
+    assert max(im.size) >= 400  # still a useful picture
+
+
+async def test_client_flag_kimi_sets_the_budget_and_result_budget_flag_wins(
+    ws: Path, put: Callable[..., Path]
+) -> None:
+    put("photo.jpg")
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="photo.jpg")
+    assert r.structured_content["budget"] == KIMI_BUDGET and wire_chars(r) <= KIMI_BUDGET
+    async with connect(ws, result_budget=50_000, client_client_info=kimi_info()) as c:
+        r = await call(c, "ReadMediaFile", path="photo.jpg")
+    assert r.structured_content["budget"] == 50_000 and wire_chars(r) <= 50_000
+
+
+@pytest.mark.parametrize(
+    ("name", "mime"),
+    [("small.jpg", "image/jpeg"), ("small.png", "image/png"), ("small.webp", "image/webp"),
+     ("anim.gif", "image/gif")],
+)  # fmt: skip
+async def test_image_that_fits_is_sent_byte_for_byte(
+    ws: Path, put: Callable[..., Path], name: str, mime: str
+) -> None:
+    src = put(name)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path=name)
+    img, raw, im = one_image(r)
+    assert img.mime_type == mime and raw == src.read_bytes()
+    assert "returned as" not in text(r)
+    assert f"original size {im.size[0]}x{im.size[1]}px)." in text(r)
+    assert r.structured_content["returned"] == "original"
+
+
+async def test_exif_rotation_is_applied_when_reencoding(ws: Path, put: Callable[..., Path]) -> None:
+    put("rotated.jpg")  # stored 300x200, left half red, EXIF orientation 6
+    async with connect(ws, image_max_side=100) as c:
+        r = await call(c, "ReadMediaFile", path="rotated.jpg")
+    _img, _raw, im = one_image(r)
+    assert im.size == (67, 100)  # upright: portrait
+    assert "original size 200x300px; returned as 67x100px" in text(r)
+    assert im.getexif().get(0x0112) in (None, 1)  # no tag left that would rotate it again
+    rgb = im.convert("RGB")
+    top, bottom = rgb.getpixel((33, 10)), rgb.getpixel((33, 90))
+    assert top[0] > 200 and top[2] < 60  # red on top once upright
+    assert bottom[2] > 200 and bottom[0] < 60
+
+
+async def test_exif_rotated_image_that_fits_reports_its_upright_size(
+    ws: Path, put: Callable[..., Path]
+) -> None:
+    src = put("rotated.jpg")
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="rotated.jpg")
+    _img, raw, _im = one_image(r)
+    assert raw == src.read_bytes()
+    assert "original size 200x300px)." in text(r)
+
+
+async def test_transparent_png_over_the_side_limit_stays_png_with_alpha(
+    ws: Path, put: Callable[..., Path], mode: str
+) -> None:
+    put("alpha.png")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadMediaFile", path="alpha.png")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/png" and max(im.size) == 2048
+    alpha = im.convert("RGBA").getchannel("A").getextrema()
+    assert alpha[0] < 50 and alpha[1] > 200
+    assert wire_chars(r) <= DEFAULT_RESULT_BUDGET
+
+
+async def test_heavy_transparent_png_on_a_small_budget_keeps_alpha_as_webp(
+    ws: Path, put: Callable[..., Path]
+) -> None:
+    put("alpha_noisy.png")
+    async with connect(ws, result_budget=40_000) as c:
+        r = await call(c, "ReadMediaFile", path="alpha_noisy.png")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/webp" and im.mode == "RGBA"
+    assert im.getchannel("A").getextrema()[0] < 50
+    assert wire_chars(r) <= 40_000
+
+
+async def test_line_art_stays_png_when_downscaled(ws: Path, put: Callable[..., Path]) -> None:
+    put("diagram.png")
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="diagram.png")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/png" and im.size[0] < 3000
+    assert wire_chars(r) <= KIMI_BUDGET
+
+
+async def test_animated_gif_that_must_be_reencoded_becomes_its_first_frame(
+    ws: Path, put: Callable[..., Path]
+) -> None:
+    put("anim.gif")
+    async with connect(ws, image_max_side=150) as c:
+        r = await call(c, "ReadMediaFile", path="anim.gif")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/png" and not getattr(im, "is_animated", False)
+    assert im.size == (150, 100)
+    assert "the first of 6 frames" in text(r)
+    # Frame 0 has its box at x = 0..12 of 300 (red); later frames move it right.
+    assert im.convert("RGB").getpixel((3, 10))[0] > 150
+
+
+async def test_bmp_is_converted_to_a_format_every_client_accepts(ws: Path, put: Callable[..., Path]) -> None:
+    put("photo.bmp")
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="photo.bmp")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/png" and im.size == (120, 80)
+    assert "(image/bmp," in text(r) and "returned as 120x80px image/png" in text(r)
+
+
+@pytest.mark.skipif(not features.check("avif"), reason="this Pillow has no AVIF codec")
+async def test_avif_is_decoded_and_converted(ws: Path) -> None:
+    mf.photo(300, 200).save(ws / "pic.avif", "AVIF")
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="pic.avif")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/jpeg" and im.size == (300, 200)
+    assert "(image/avif," in text(r)
+
+
+async def test_heic_without_the_plugin_is_a_clear_error(ws: Path) -> None:
+    if "HEIF" in Image.OPEN:
+        pytest.skip("pillow-heif is installed here")
+    (ws / "IMG_0001.HEIC").write_bytes(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0\0\0\x08free" + bytes(64))
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="IMG_0001.HEIC")
+    assert r.is_error
+    assert "image/heic" in text(r) and "pip install pillow-heif" in text(r)
+
+
+async def test_truncated_png_is_refused_not_forwarded(ws: Path, put: Callable[..., Path]) -> None:
+    put("truncated.png")
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="truncated.png")
+    assert r.is_error and not blocks(r, "image")
+    assert text(r).startswith("Failed to read `truncated.png` as image (image/png):")
+    assert "truncated or corrupt" in text(r)
+
+
+# --- the gate: size first, then type -----------------------------------------------------------
+
+
+async def test_empty_file_is_refused(ws: Path, mode: str) -> None:
+    (ws / "empty.png").write_bytes(b"")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadMediaFile", path="empty.png")
+    assert r.is_error and text(r) == "`empty.png` is empty."
+
+
+async def test_sparse_file_over_100_mib_is_too_large_before_any_read(ws: Path) -> None:
+    mf.write_sparse(ws / "huge.mp4", 101 << 20)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="huge.mp4")
+    assert r.is_error
+    assert text(r) == (f"`huge.mp4` is {101 << 20} bytes, which exceeds the max 100MB bytes for media files.")
+
+
+async def test_text_file_named_png_is_refused_as_text(ws: Path, mode: str) -> None:
+    (ws / "notes.png").write_text("just some notes\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadMediaFile", path="notes.png")
+    assert r.is_error
+    assert text(r) == "`notes.png` is a text file. Use ReadFile to read text files."
+
+
+async def test_png_without_an_image_name_is_still_an_image(ws: Path, put: Callable[..., Path]) -> None:
+    src = put("small.png", "notes.txt")
+    put("small.jpg", "README")
+    async with connect(ws) as c:
+        r1 = await call(c, "ReadMediaFile", path="notes.txt")
+        r2 = await call(c, "ReadMediaFile", path="README")
+    img, raw, _im = one_image(r1)
+    assert img.mime_type == "image/png" and raw == src.read_bytes()
+    assert one_image(r2)[0].mime_type == "image/jpeg"
+
+
+async def test_video_named_like_text_is_a_video(ws: Path, put: Callable[..., Path]) -> None:
+    put("clip.webm", "clip.txt")
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="clip.txt")
+    (res,) = blocks(r, "resource")
+    assert res.resource.mime_type == "video/webm"
+
+
+async def test_unknown_binary_gets_kimis_advice(ws: Path) -> None:
+    (ws / "doc.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n" + bytes(64))
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="doc.pdf")
+    assert r.is_error
+    assert text(r).startswith(
+        "`doc.pdf` seems not readable as an image or video file (application/pdf). You may need "
+        "to read it with proper shell commands"
+    )
+
+
+async def test_sensitive_file_is_refused_even_through_a_symlink(ws: Path, put: Callable[..., Path]) -> None:
+    put("small.png", "server.pem")
+    (ws / "picture.png").symlink_to(ws / "server.pem")
+    async with connect(ws) as c:
+        r1 = await call(c, "ReadMediaFile", path="server.pem")
+        r2 = await call(c, "ReadMediaFile", path="picture.png")
+    for r in (r1, r2):
+        assert r.is_error and not blocks(r, "image")
+        assert "appears to contain secrets" in text(r)
+
+
+async def test_relative_path_out_of_the_workspace_and_directories_are_refused(
+    ws: Path, outside: Path, put: Callable[..., Path]
+) -> None:
+    put("small.png", into=outside)
+    async with connect(ws) as c:
+        r1 = await call(c, "ReadMediaFile", path="../outside/small.png")
+        r2 = await call(c, "ReadMediaFile", path=".")
+        r3 = await call(c, "ReadMediaFile", path="")
+    assert text(r1) == (
+        "`../outside/small.png` is not an absolute path. You must provide an absolute path to "
+        "read a file outside the working directory."
+    )
+    assert text(r2) == "`.` is not a file."
+    assert text(r3) == "File path cannot be empty."
+
+
+async def test_absolute_path_outside_is_read_unless_confined(
+    ws: Path, outside: Path, put: Callable[..., Path]
+) -> None:
+    src = put("small.png", into=outside)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path=str(src))
+    assert one_image(r)[1] == src.read_bytes()
+    async with connect(ws, confine=True) as c:
+        r = await call(c, "ReadMediaFile", path=str(src))
+    assert r.is_error and "outside the workspace" in text(r)
+
+
+# --- videos --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "mime"), [("clip.mp4", "video/mp4"), ("clip.webm", "video/webm")])
+async def test_small_video_is_an_embedded_video_resource(
+    ws: Path, put: Callable[..., Path], mode: str, name: str, mime: str
+) -> None:
+    src = put(name, into=ws / "clips")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadMediaFile", path=f"clips/{name}")
+    assert not r.is_error, text(r)
+    assert [b.type for b in r.content] == ["text", "resource", "text", "text"]
+    res = r.content[1].resource
+    assert res.mime_type == mime
+    assert str(res.uri) == f"filegate://workspace/clips/{name}"
+    assert base64.b64decode(res.blob) == src.read_bytes()
+    header = r.content[0].text
+    assert header.startswith(f'<video path="clips/{name}">\n{mime}, {src.stat().st_size} bytes')
+    assert "duration 2.00 s" in header and "160x120px" in header and "codec " in header
+    assert r.content[3].text.startswith(
+        f"Loaded video file `clips/{name}` ({mime}, {src.stat().st_size} bytes). If you need"
+    )
+    assert str(ws) not in json.dumps([b.model_dump(mode="json") for b in r.content])
+    assert wire_chars(r) <= DEFAULT_RESULT_BUDGET
+
+
+async def test_video_outside_the_workspace_gets_its_file_uri(
+    ws: Path, outside: Path, put: Callable[..., Path]
+) -> None:
+    src = put("clip.mp4", into=outside)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path=str(src))
+    (res,) = blocks(r, "resource")
+    assert str(res.resource.uri) == src.as_uri()
+
+
+async def test_video_over_budget_becomes_evenly_spaced_frames(
+    ws: Path, put: Callable[..., Path], mode: str
+) -> None:
+    src = put("noisy.mp4")  # ~300 KB: over Kimi's 100,000 characters
+    async with connect(ws, mode, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="noisy.mp4")
+    assert not r.is_error, text(r)
+    assert not blocks(r, "resource")
+    images = blocks(r, "image")
+    assert 2 <= len(images) <= 8
+    labels = [b.text for b in r.content[1:-2] if b.type == "text"]
+    assert len(labels) == len(images)
+    # Each frame is preceded by its timestamp.
+    kinds = [b.type for b in r.content[1:-2]]
+    assert kinds == ["text", "image"] * len(images)
+    times = [float(label.split(" at ")[1].removesuffix(" s:")) for label in labels]
+    assert times == sorted(times) and len(set(times)) == len(times) and times[-1] < 2.0
+    for b in images:
+        assert b.mime_type == "image/jpeg"
+        assert Image.open(io.BytesIO(base64.b64decode(b.data))).size == (320, 240)
+    assert wire_chars(r) <= KIMI_BUDGET
+    header = r.content[0].text
+    assert f"video/mp4, {src.stat().st_size} bytes, duration 2.00 s, 320x240px" in header
+    assert "result budget (100000 characters)" in header
+    assert r.structured_content["frame_times"] == pytest.approx(times, abs=0.01)
+
+
+async def test_video_over_budget_without_pyav_names_budget_size_and_extra(
+    ws: Path, put: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A simulated missing package (not a mock of our code): `import av` now raises ImportError.
+    monkeypatch.setitem(sys.modules, "av", None)
+    src = put("noisy.mp4")
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="noisy.mp4")
+        small = await call(c, "ReadMediaFile", path=str(put("clip.mp4")))
+    assert r.is_error
+    msg = text(r)
+    assert f"{src.stat().st_size} bytes" in msg and "budget of 100000 characters" in msg
+    assert "pip install 'filegate[video]'" in msg
+    # A video that fits needs no PyAV: it goes out as is, without metadata.
+    (res,) = blocks(small, "resource")
+    assert res.resource.mime_type == "video/mp4" and "duration" not in small.content[0].text
+
+
+async def test_broken_video_is_refused(ws: Path, put: Callable[..., Path]) -> None:
+    good = put("clip.mp4").read_bytes()
+    (ws / "broken.mp4").write_bytes(good[:40] + bytes(200))
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="broken.mp4")
+    assert r.is_error and text(r).startswith("Failed to read `broken.mp4` as video (video/mp4):")
+
+
+# --- wire-level: the installed server over stdio, and the tool listing --------------------------
+
+
+async def test_photo_over_stdio_is_one_image_block_under_one_mib(ws: Path, put: Callable[..., Path]) -> None:
+    put("photo.jpg")
+    async with Client(stdio_transport(ws)) as c:
+        r = await call(c, "ReadMediaFile", path="photo.jpg")
+    img, _raw, im = one_image(r)
+    assert img.mime_type == "image/jpeg" and len(img.data) < 1 << 20 and max(im.size) <= 2048
+
+
+async def test_tool_is_listed_read_only_with_a_short_description(ws: Path) -> None:
+    async with connect(ws) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+    tool = tools["ReadMediaFile"]
+    assert tool.annotations is not None and tool.annotations.read_only_hint is True
+    assert list(tool.input_schema["properties"]) == ["path"]
+    assert len(tool.description or "") < 1200  # well under 1,000 tokens
+    assert "100MB" in (tool.description or "")
