@@ -1,21 +1,288 @@
-"""Asking the user before a write (SPEC §6). Placeholder policy until elicitation lands."""
+"""Asking the user before a write (SPEC §6): elicitation in both protocol eras, and the fallback.
+
+- ``--approval auto``: every write the path rules allow goes through.
+- ``--approval ask`` (default): ask through elicitation. Handshake era: ``elicitation/create``
+  on the session's back channel. 2026-07-28 era: an input-required result whose sealed request
+  state names the operation (tool, real path, hashes of the old and new bytes); the answer on
+  the retry counts only for that very operation, and a file that changed in between is asked
+  about again. A client that cannot be asked may write inside the workspace only, and never
+  a sensitive file.
+- ``--approval strict``: like ask, but a client that cannot be asked may not write at all.
+
+"Approve for this session" lets later writes of the same class (inside / outside the
+workspace) through without asking, in the same MCP session only: a handshake-era session
+(stdio or HTTP), or a stdio process on 2026-07-28 (one process serves one client). A
+2026-07-28 HTTP connection has no session, so it is offered approve / reject only. Sensitive
+files are asked about every time.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import logging
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 from filegate.policy.workspace import Workspace
+from filegate.server.session import InputRequired
 from filegate.tools.outcome import Decision, WriteRequest
 
 if TYPE_CHECKING:
     from filegate.server.session import CallContext, SessionRuntime
 
+log = logging.getLogger("filegate")
+
+WriteClass = Literal["inside", "outside"]
+
+# Kimi's rejection sentences (KIMI-REFERENCE §1, Approval).
+REJECTED = (
+    "The tool call is rejected by the user. Stop what you are doing and wait for the user to "
+    "tell you how to proceed."
+)
+REJECTED_WITH_FEEDBACK = "The tool call is rejected by the user. User feedback: {feedback}"
+CANCELLED = (
+    "The user cancelled the approval of this write, so nothing was written. Stop what you are "
+    "doing and wait for the user to tell you how to proceed."
+)
+# The key of our one request in an input-required result (2026-07-28).
+ANSWER_KEY = "approval"
+# Bumped whenever the sealed state's shape changes: an old answer never approves.
+STATE_VERSION = 1
+
+APPROVE = "approve"
+APPROVE_SESSION = "approve_for_session"
+REJECT = "reject"
+
+
+def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
+    """The form: one enum (approve [/ approve for this session] / reject) and a feedback text.
+
+    ``write_class`` None: no session to remember an answer in, so no session choice.
+    """
+    values, titles = [APPROVE], ["Approve this write"]
+    if write_class is not None:
+        where = "inside the workspace" if write_class == "inside" else "outside the workspace"
+        values.append(APPROVE_SESSION)
+        titles.append(f"Approve, and allow further writes {where} this session without asking")
+    values.append(REJECT)
+    titles.append("Reject")
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": values,
+                "enumNames": titles,
+                "default": APPROVE,
+            },
+            "feedback": {
+                "type": "string",
+                "title": "Feedback",
+                "description": "Optional: why, or what to do instead (the model reads this).",
+            },
+        },
+        "required": ["decision"],
+    }
+
+
+def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
+    """What the user reads: tool, path, where it is, the size and line change, the diff."""
+    where = "inside the workspace" if request.inside else "OUTSIDE the workspace"
+    action = "create" if request.created else "change"
+    lines = [f"{request.tool} wants to {action} `{request.shown}` ({where})."]
+    if changed:
+        lines.append("The file changed since you were asked; this is the change as it stands now.")
+    if request.created:
+        lines.append(f"New file: {request.new_size} bytes, {request.new_lines} lines.")
+    else:
+        lines.append(
+            f"Size: {request.old_size} → {request.new_size} bytes "
+            f"({request.new_size - request.old_size:+d}); lines: {request.old_lines} → "
+            f"{request.new_lines} ({request.new_lines - request.old_lines:+d})."
+        )
+    if request.sensitive:
+        lines.append("Warning: this file matches a sensitive-file pattern (it may hold secrets).")
+    lines.extend(request.notes)
+    return "\n".join([*lines, "", request.diff])
+
+
+@dataclass(frozen=True, slots=True)
+class SealedOperation:
+    """The write an answer is for; sealed (encrypted + MAC) into the request state by the SDK."""
+
+    v: int
+    tool: str
+    path: str
+    old: str
+    new: str
+    session: bool  # the form offered "approve for this session"
+
+    @classmethod
+    def of(cls, request: WriteRequest, session: bool) -> SealedOperation:
+        return cls(
+            STATE_VERSION, request.tool, str(request.real), request.old_hash, request.new_hash, session
+        )
+
+    @classmethod
+    def parse(cls, state: str | None) -> SealedOperation | None:
+        if not state:
+            return None
+        try:
+            return cls(**json.loads(state))
+        except (ValueError, TypeError):
+            return None
+
+    def dump(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    def same_target(self, request: WriteRequest) -> bool:
+        return self.v == STATE_VERSION and (self.tool, self.path) == (request.tool, str(request.real))
+
+    def matches(self, request: WriteRequest) -> bool:
+        return self.same_target(request) and (self.old, self.new) == (
+            request.old_hash,
+            request.new_hash,
+        )
+
+
+def write_class(request: WriteRequest) -> WriteClass:
+    return "inside" if request.inside else "outside"
+
 
 class ElicitingApprover:
+    """The Approver a tool call gets: decides by the settings, the session, and the user."""
+
     def __init__(self, runtime: SessionRuntime, call: CallContext, workspace: Workspace) -> None:
         self.runtime = runtime
         self.call = call
         self.workspace = workspace
 
     async def approve(self, request: WriteRequest) -> Decision:
-        raise NotImplementedError("write approval is not built yet")
+        mode = self.runtime.settings.approval
+        if mode == "auto":
+            return Decision(True, "auto")
+        if not request.sensitive and write_class(request) in self._session_classes():
+            return Decision(True, "session")
+        if not self.call.can_elicit:
+            return self._without_elicitation(request, mode == "strict")
+        if self.call.modern:
+            return self._modern(request)
+        return await self._handshake(request)
+
+    # --- the session -------------------------------------------------------------------
+
+    def _session_key(self) -> object | None:
+        """What "this session" is for this call, or None when there is no session."""
+        if not self.call.modern:
+            # mcp 2 builds a ServerSession per request; the connection is what lasts.
+            return getattr(self.call.session, "_connection", None) or self.call.session
+        if self.call.transport == "stdio":
+            return self.runtime  # one stdio process serves exactly one client
+        return None
+
+    def _session_classes(self) -> set[str]:
+        key = self._session_key()
+        return self.runtime.session_approvals.get(key, set()) if key is not None else set()
+
+    def _offer_session(self, request: WriteRequest) -> WriteClass | None:
+        if request.sensitive or self._session_key() is None:
+            return None
+        return write_class(request)
+
+    def _remember(self, request: WriteRequest) -> None:
+        key = self._session_key()
+        if key is not None:
+            self.runtime.session_approvals.setdefault(key, set()).add(write_class(request))
+
+    # --- the three ways to decide ------------------------------------------------------
+
+    def _without_elicitation(self, request: WriteRequest, strict: bool) -> Decision:
+        cannot = "this client cannot be asked (it does not support MCP elicitation)"
+        if strict:
+            return Decision(
+                False,
+                "strict",
+                f"filegate runs with `--approval strict` and {cannot}, so no write is allowed. "
+                "Nothing was written. Use a client that supports elicitation, or start filegate "
+                "with `--approval ask` to allow writes inside the workspace.",
+            )
+        if request.sensitive:
+            return Decision(
+                False,
+                "no-elicitation",
+                f"`{request.shown}` matches a sensitive-file pattern, so writing it needs the "
+                f"user's approval, and {cannot}. Nothing was written. To allow it, the user can "
+                "start filegate with `--approval auto`.",
+            )
+        if not request.inside:
+            return Decision(
+                False,
+                "no-elicitation",
+                f"`{request.shown}` is outside the workspace; writing there needs the user's "
+                f"approval, and {cannot}. Nothing was written. To allow it, the user can start "
+                f"filegate with `--add-dir {request.real.parent}` (to add that directory to the "
+                "workspace) or with `--approval auto`.",
+            )
+        return Decision(True, "no-elicitation")
+
+    async def _handshake(self, request: WriteRequest) -> Decision:
+        offer = self._offer_session(request)
+        ctx = self.call.ctx
+        try:
+            result = await self.call.session.elicit_form(
+                approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+            )
+        except Exception as exc:  # the client failed to answer: nothing may be written
+            log.info("elicitation failed: %s", exc)
+            return Decision(
+                False,
+                "elicitation-failed",
+                f"Could not ask the user to approve this write ({exc}). Nothing was written.",
+            )
+        return self._decide(request, result, offer is not None, "elicited")
+
+    def _modern(self, request: WriteRequest) -> Decision:
+        """2026-07-28: decide on the retry's answer, if it is for this very write; else ask."""
+        ctx = self.call.ctx
+        sealed = SealedOperation.parse(ctx.request_state)
+        answer = (ctx.input_responses or {}).get(ANSWER_KEY)
+        if sealed is not None and isinstance(answer, ElicitResult):
+            if sealed.matches(request):
+                return self._decide(request, answer, sealed.session, "elicited")
+            changed = sealed.same_target(request)
+        else:
+            changed = False
+        offer = self._offer_session(request)
+        params = ElicitRequestFormParams(
+            message=approval_message(request, changed=changed),
+            requested_schema=approval_schema(offer),
+        )
+        raise InputRequired(
+            InputRequiredResult(
+                result_type="input_required",
+                input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
+                request_state=SealedOperation.of(request, offer is not None).dump(),
+            )
+        )
+
+    def _decide(
+        self, request: WriteRequest, result: ElicitResult, session_offered: bool, route: str
+    ) -> Decision:
+        if result.action == "cancel":
+            return Decision(False, route, CANCELLED)
+        content = result.content or {}
+        choice = content.get("decision") if result.action == "accept" else REJECT
+        if choice == APPROVE:
+            return Decision(True, route)
+        if choice == APPROVE_SESSION:
+            if session_offered:
+                self._remember(request)
+                return Decision(True, f"{route}, approved for the session")
+            return Decision(True, route)
+        feedback = str(content.get("feedback") or "").strip()
+        if feedback:
+            return Decision(False, route, REJECTED_WITH_FEEDBACK.format(feedback=feedback))
+        return Decision(False, route, REJECTED)

@@ -84,6 +84,8 @@ class WriteRequest:
     old_lines: int
     new_lines: int
     diff: str  # unified diff, already cut to a readable length
+    created: bool = False  # the file does not exist yet
+    notes: tuple[str, ...] = ()  # extra lines for the user (directories created, line endings)
 
 
 @dataclass(frozen=True, slots=True)

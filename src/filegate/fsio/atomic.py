@@ -1,0 +1,321 @@
+"""Atomic, durable replacement of one file, and a per-path write lock (SPEC §2.5, §2.10, §4).
+
+``replace_file`` writes the new bytes to an unnamed temp file in the target's directory
+(``O_TMPFILE``; a hidden named temp where that is unsupported), fsyncs it, checks that the
+target still is what the caller saw, renames over it and fsyncs the directory. A process
+killed at any instant leaves the old file or the new one. Every directory on the way is
+opened component-wise with ``O_NOFOLLOW``, so a symlink swapped in after the path was
+resolved makes the write fail instead of landing elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from filegate.policy.workspace import _open_components
+
+# Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
+# creating and renaming one can leave it behind, hidden (leading dot).
+TEMP_SUFFIX = ".filegate.tmp"
+# Linux NAME_MAX is 255; the temp name adds a dot, 16 hex digits and the suffix.
+_TEMP_NAME_KEEP = 200
+# Hashing a file for the stale check reads it in blocks of this size.
+_HASH_BLOCK = 1 << 20
+
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_TMPFILE = getattr(os, "O_TMPFILE", 0)
+
+
+class WriteError(Exception):
+    """A write that did not happen; ``str(exc)`` is the sentence the model sees."""
+
+    def __init__(self, message: str, brief: str = "Failed to write file") -> None:
+        super().__init__(message)
+        self.brief = brief
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a file looked like when it was read: the stale-write check compares against it."""
+
+    exists: bool
+    size: int = 0
+    mtime_ns: int = 0
+    sha256: str = ""
+
+    @classmethod
+    def absent(cls) -> Snapshot:
+        return cls(exists=False)
+
+    @classmethod
+    def of(cls, data: bytes, st: os.stat_result) -> Snapshot:
+        return cls(True, st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_all(fd: int, limit: int, shown: str) -> tuple[bytes, Snapshot]:
+    """The whole regular file behind ``fd`` (at most ``limit`` bytes) and its snapshot."""
+    st = os.fstat(fd)
+    if st.st_size > limit:
+        raise _too_large(shown, st.st_size, limit)
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, max(st.st_size - total, 0) + _HASH_BLOCK)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(shown, total, limit)
+    data = b"".join(chunks)
+    st = os.fstat(fd)
+    return data, Snapshot(True, len(data), st.st_mtime_ns, sha256_hex(data))
+
+
+def _too_large(shown: str, size: int, limit: int) -> WriteError:
+    return WriteError(
+        f"`{shown}` is {size} bytes; filegate changes files of at most {limit} bytes. "
+        "Use shell tools for a file this large.",
+        "File too large",
+    )
+
+
+# --- the write ----------------------------------------------------------------------------
+
+
+def replace_file(real: Path, data: bytes, *, expect: Snapshot, shown: str, create_dirs: bool = False) -> int:
+    """Atomically make ``real`` hold ``data``; return the bytes written.
+
+    ``expect`` is the target as the caller read it: if it changed since, nothing is written.
+    An existing target keeps its mode bits (and owner, where permitted).
+    """
+    try:
+        dfd = _open_parent(real.parent, create_dirs)
+    except FileNotFoundError:
+        raise WriteError(
+            f"`{shown}` parent directory does not exist.", "Parent directory not found"
+        ) from None
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    try:
+        return _replace_in(dfd, real.name, data, expect, shown)
+    finally:
+        os.close(dfd)
+
+
+def _open_parent(parent: Path, create: bool) -> int:
+    if not create:
+        return _open_components(parent, os.O_RDONLY | _DIRECTORY)
+    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for part in parent.parts[1:]:
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+                os.fsync(fd)  # the new entry is durable before anything is put in it
+            except FileExistsError:
+                pass
+            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) -> int:
+    current = _lstat_at(dfd, name)
+    _check_target(current, shown, dfd, name)
+    temp_name: str | None = None
+    tfd = -1
+    try:
+        tfd, temp_name = _create_temp(dfd, name, existing=current is not None)
+        _write_all(tfd, data)
+        if current is not None:
+            _copy_metadata(tfd, current)
+        os.fsync(tfd)
+        _check_unchanged(dfd, name, expect, shown)
+        if temp_name is None:
+            temp_name = _temp_name(name)
+            os.link(f"/proc/self/fd/{tfd}", temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        os.rename(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        temp_name = None
+        os.fsync(dfd)
+        return len(data)
+    except WriteError:
+        raise
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    finally:
+        if tfd >= 0:
+            os.close(tfd)
+        if temp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name, dir_fd=dfd)
+
+
+def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) -> None:
+    if st is None:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        # The path was resolved through its symlinks before; a link here now is a swap.
+        raise WriteError(
+            f"`{shown}` was replaced by a symlink after its path was checked. Nothing was written."
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteError(f"`{shown}` is not a file.", "Invalid path")
+    # Root passes access(2) on any file; the write bits still say what the owner wants.
+    if not (st.st_mode & 0o222) or not os.access(name, os.W_OK, dir_fd=dfd):
+        raise WriteError(
+            f"`{shown}` is read-only (no write permission). Nothing was written. Make it writable "
+            "first if it should change.",
+            "Permission denied",
+        )
+
+
+def _temp_name(name: str) -> str:
+    return f".{name[:_TEMP_NAME_KEEP]}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
+
+
+def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | None]:
+    """An unnamed temp file in the directory, or a named one; (fd, name or None)."""
+    # A new file gets 0o666 minus the umask, as open(2) would give it; an existing file's
+    # mode is copied onto the temp before it becomes visible.
+    mode = 0o600 if existing else 0o666
+    if _TMPFILE and os.path.exists("/proc/self/fd"):
+        try:
+            fd = os.open(".", _TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=dfd)
+            return fd, None
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise
+    temp = _temp_name(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    return os.open(temp, flags, mode, dir_fd=dfd), temp
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _copy_metadata(fd: int, st: os.stat_result) -> None:
+    if st.st_uid != os.geteuid() or st.st_gid != os.getegid():
+        with contextlib.suppress(OSError):  # only root (or the group's member) may do this
+            os.fchown(fd, st.st_uid, st.st_gid)
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+
+
+def _check_unchanged(dfd: int, name: str, expect: Snapshot, shown: str) -> None:
+    """The stale-write check: size, mtime and content hash as the caller read them."""
+    st = _lstat_at(dfd, name)
+    if st is None:
+        if expect.exists:
+            raise _stale(shown, "it was deleted")
+        return
+    if not expect.exists:
+        raise _stale(shown, "it was created by someone else")
+    if st.st_size != expect.size or st.st_mtime_ns != expect.mtime_ns:
+        raise _stale(shown, "its size or modification time changed")
+    if _hash_at(dfd, name) != expect.sha256:
+        raise _stale(shown, "its content changed")
+
+
+def _hash_at(dfd: int, name: str) -> str:
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    try:
+        h = hashlib.sha256()
+        while chunk := os.read(fd, _HASH_BLOCK):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def _stale(shown: str, why: str) -> WriteError:
+    return WriteError(
+        f"`{shown}` changed on disk after the change was prepared ({why}). Nothing was written. "
+        "Read the file again and redo the change.",
+        "File changed",
+    )
+
+
+_REASONS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large for the file system or the process's file size limit",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EISDIR: "it is a directory",
+}
+
+
+def _failure(shown: str, exc: OSError) -> WriteError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return WriteError(
+            f"`{shown}` changed while being written (a symlink or file appeared in its path). "
+            "Nothing was written."
+        )
+    reason = _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+    brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else "Failed to write file"
+    return WriteError(f"Failed to write `{shown}`: {reason}. Nothing was written.", brief)
+
+
+# --- one writer per path ------------------------------------------------------------------
+
+
+class PathLocks:
+    """An asyncio lock per resolved path, dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, path: Path) -> AsyncIterator[None]:
+        key = str(path)
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+# Process-wide: two servers in one process writing one file still take turns.
+PATH_LOCKS = PathLocks()

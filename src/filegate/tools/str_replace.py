@@ -1,0 +1,404 @@
+"""StrReplaceFile: exact, byte-faithful string replacement, after approval (SPEC §4, §6).
+
+The file is edited as bytes: line endings, a BOM and undecodable bytes outside the replaced
+spans come out exactly as they went in. UTF-16/32 files (with a BOM) are transcoded to UTF-8
+for the edit and back, which is lossless.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Annotated
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from filegate.fsio.atomic import PATH_LOCKS, WriteError
+from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
+from filegate.policy.workspace import PathError, ResolvedPath
+from filegate.tools.describe import load_description
+from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.writing import (
+    Current,
+    Encoding,
+    Written,
+    approve_and_replace,
+    detect_encoding,
+    failure,
+    lines_sentence,
+    load_current,
+)
+
+PATH_HELP = (
+    "The path to the file to edit. Absolute paths are required when editing files outside "
+    "the working directory."
+)
+# A "found N times" error lists the line numbers of at most this many matches.
+MAX_LISTED_MATCHES = 20
+# The "closest region" shown for an old string that matches nothing: at most this many lines,
+CLOSEST_MAX_LINES = 30
+# ... each cut to this many characters (ReadFile cuts at 2000; this is a hint, not a read),
+CLOSEST_LINE_CHARS = 400
+# ... and the fuzzy line search runs only on files up to this size (it is O(lines)).
+FUZZY_MAX_BYTES = 4 << 20
+# A line counts as "close" from this difflib ratio up.
+FUZZY_MIN_RATIO = 0.6
+
+
+class Edit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    old: Annotated[str, Field(description="The old string to replace. Can be multi-line.")]
+    new: Annotated[str, Field(description="The new string to replace with. Can be multi-line.")]
+    replace_all: Annotated[bool, Field(description="Whether to replace all occurrences.")] = False
+
+
+class StrReplaceFileParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Annotated[str, Field(description=PATH_HELP)]
+    edit: Annotated[
+        Edit | list[Edit],
+        Field(
+            description="The edit(s) to apply to the file. You can provide a single edit or a "
+            "list of edits here."
+        ),
+    ]
+
+    @property
+    def edits(self) -> list[Edit]:
+        return self.edit if isinstance(self.edit, list) else [self.edit]
+
+
+class StrReplaceFileFacts(BaseModel):
+    """structuredContent of a successful StrReplaceFile."""
+
+    path: str
+    size: int
+    edits: int
+    replacements: int
+    line_endings_adapted: list[int]  # numbers of the edits written with the file's line ending
+    lines_added: int
+    lines_removed: int
+
+
+# --- applying edits to bytes --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Applied:
+    data: bytes
+    replacements: int = 0
+    to_crlf: list[int] = field(default_factory=list)  # edits written with CRLF
+    to_lf: list[int] = field(default_factory=list)  # edits whose CRLF text matched as LF
+
+
+class EditFailed(Exception):
+    """An edit that cannot be applied: ``message`` for the model, ``output`` to show below it."""
+
+    def __init__(self, message: str, output: str = "", brief: str = "Failed to edit file") -> None:
+        super().__init__(message)
+        self.message = message
+        self.output = output
+        self.brief = brief
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _to_crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+class _Eols:
+    """The original file's line endings, looked at only when a matching rule needs them."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    @cached_property
+    def crlf(self) -> bool:
+        """At least one CRLF."""
+        return b"\r\n" in self._data
+
+    @cached_property
+    def bare_lf(self) -> bool:
+        """At least one LF without a CR before it."""
+        return self._data.count(b"\n") > self._data.count(b"\r\n")
+
+    @property
+    def pure_crlf(self) -> bool:
+        return self.crlf and not self.bare_lf
+
+
+def _match(data: bytes, old: bytes, eols: _Eols) -> tuple[int, bytes, str]:
+    """(count, the bytes that match, "" | "crlf" | "lf"): exact first, then the other EOL."""
+    count = data.count(old)
+    if count:
+        return count, old, ""
+    if eols.crlf and b"\n" in old and _to_crlf(old) != old:
+        alt = _to_crlf(old)
+        if count := data.count(alt):
+            return count, alt, "crlf"
+    if eols.bare_lf and b"\r\n" in old:
+        alt = old.replace(b"\r\n", b"\n")
+        if count := data.count(alt):
+            return count, alt, "lf"
+    return 0, old, ""
+
+
+def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
+    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
+
+    An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
+    written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF.
+    """
+    eols = _Eols(data)
+    out = Applied(data)
+    for number, edit in enumerate(edits, start=1):
+        count, old, eol = _match(out.data, _utf8(edit.old), eols)
+        if count == 0:
+            raise _not_found(out.data, edit, number, len(edits), shown)
+        if count > 1 and not edit.replace_all:
+            raise _ambiguous(out.data, old, count, number, len(edits), shown)
+        new = _utf8(edit.new)
+        if eol == "crlf" or (b"\n" in new and eols.pure_crlf and _to_crlf(new) != new):
+            new = _to_crlf(new)
+            out.to_crlf.append(number)
+        elif eol == "lf":
+            new = new.replace(b"\r\n", b"\n")
+            out.to_lf.append(number)
+        out.data = out.data.replace(old, new) if edit.replace_all else out.data.replace(old, new, 1)
+        out.replacements += count if edit.replace_all else 1
+    return out
+
+
+def _which(number: int, total: int) -> str:
+    return "the old string" if total == 1 else f"the old string of edit {number} (of {total})"
+
+
+def _after(number: int) -> str:
+    if number == 1:
+        return ""
+    earlier = "edit 1" if number == 2 else f"edits 1-{number - 1}"
+    return f" Edits apply in order, so it must match the text as {earlier} left it."
+
+
+def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str) -> EditFailed:
+    message = (
+        f"No replacements were made: {_which(number, total)} was not found in `{shown}`."
+        f"{_after(number)} Nothing was written."
+    )
+    region = closest_region(data, edit.old)
+    if region is None:
+        message += " No similar text was found either; read the file again before editing it."
+        return EditFailed(message, brief="No replacements made")
+    first, last, text = region
+    message += f" The closest match is at lines {first}-{last} (shown below)."
+    return EditFailed(message, text, "No replacements made")
+
+
+def _ambiguous(data: bytes, old: bytes, count: int, number: int, total: int, shown: str) -> EditFailed:
+    lines: list[int] = []
+    pos, line, scanned = data.find(old), 1, 0
+    while pos >= 0 and len(lines) < MAX_LISTED_MATCHES:
+        line += data.count(b"\n", scanned, pos)
+        scanned = pos
+        lines.append(line)
+        pos = data.find(old, pos + len(old))
+    listed = ", ".join(map(str, lines)) + (", …" if count > len(lines) else "")
+    return EditFailed(
+        f"No replacements were made: {_which(number, total)} occurs {count} times in `{shown}` "
+        f"(at lines {listed}). Include more surrounding lines in `old` so that it matches exactly "
+        "once, or set `replace_all` to true to replace every occurrence. Nothing was written.",
+        brief="Ambiguous edit",
+    )
+
+
+def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
+    """(first line, last line, numbered text) of the part of ``data`` most like ``old``."""
+    old_lines = old.splitlines() or [old]
+    ranked = sorted(((len(s.strip()), i) for i, s in enumerate(old_lines) if s.strip()), reverse=True)
+    if not ranked:
+        return None
+    anchor = _exact_anchor(data, old_lines, ranked[:3]) or _fuzzy_anchor(data, old_lines, ranked[0][1])
+    if anchor is None:
+        return None
+    file_line, old_index = anchor
+    first = max(1, file_line - old_index - 1)
+    count = min(len(old_lines) + 2, CLOSEST_MAX_LINES)
+    return _numbered(data, first, count)
+
+
+def _exact_anchor(data: bytes, old_lines: list[str], ranked: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """A file line containing one of the longest lines of ``old`` (stripped), verbatim."""
+    for _, i in ranked:
+        pos = data.find(_utf8(old_lines[i].strip()))
+        if pos >= 0:
+            return data.count(b"\n", 0, pos) + 1, i
+    return None
+
+
+def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int] | None:
+    """The file line most like the longest line of ``old`` (difflib ratio), small files only."""
+    if len(data) > FUZZY_MAX_BYTES:
+        return None
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(old_lines[i].strip())
+    best, best_line = FUZZY_MIN_RATIO, 0
+    for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
+        matcher.set_seq1(line.strip())
+        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+            ratio = matcher.ratio()
+            if ratio > best:
+                best, best_line = ratio, n
+    return (best_line, i) if best_line else None
+
+
+def _numbered(data: bytes, first: int, count: int) -> tuple[int, int, str] | None:
+    start = 0
+    for _ in range(first - 1):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return None
+    out: list[str] = []
+    for n in range(first, first + count):
+        if start >= len(data):
+            break
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        text = data[start:end].decode("utf-8", "replace").rstrip("\r")
+        if len(text) > CLOSEST_LINE_CHARS:
+            text = text[:CLOSEST_LINE_CHARS] + "..."
+        out.append(f"{n:6d}\t{text}")
+        start = end + 1
+    if not out:
+        return None
+    return first, first + len(out) - 1, "\n".join(out)
+
+
+# --- the tool -----------------------------------------------------------------------------
+
+
+def _check_edits(edits: list[Edit]) -> None:
+    if not edits:
+        raise EditFailed("No edits were given: `edit` is an empty list.", brief="No edits")
+    total = len(edits)
+    for number, edit in enumerate(edits, start=1):
+        which = "`old`" if total == 1 else f"`old` of edit {number} (of {total})"
+        if edit.old == "":
+            raise EditFailed(
+                f"{which} is empty. Give the exact text to replace; to write a whole file, "
+                "use WriteFile. Nothing was written.",
+                brief="Empty old string",
+            )
+        if edit.old == edit.new:
+            raise EditFailed(
+                f"{which} is the same as its `new`, so the edit would change nothing. Nothing was written.",
+                brief="No change",
+            )
+
+
+def _check_text(rp: ResolvedPath, data: bytes) -> None:
+    ft = detect_file_type(rp.real.name, data[:SNIFF_BYTES])
+    if ft.kind != "text":
+        raise EditFailed(
+            f"`{rp.shown}` is not a text file ({ft.mime}); StrReplaceFile only edits text files. "
+            "Nothing was written.",
+            brief="Not a text file",
+        )
+
+
+def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, Encoding]:
+    """The edited bytes of the whole file, in its own encoding (runs in a worker thread)."""
+    _check_text(rp, data)
+    encoding = detect_encoding(data)
+    if encoding.utf8:
+        return apply_edits(data, edits, rp.shown), encoding
+    try:
+        text = data[len(encoding.bom) :].decode(encoding.codec, "surrogatepass")
+    except UnicodeDecodeError:
+        raise EditFailed(
+            f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
+            f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
+            brief="Undecodable file",
+        ) from None
+    applied = apply_edits(_utf8(text), edits, rp.shown)
+    body = applied.data.decode("utf-8", "surrogatepass")
+    applied.data = encoding.bom + encoding.encode(body)
+    return applied, encoding
+
+
+async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcome:
+    edits = params.edits
+    try:
+        _check_edits(edits)
+        rp = env.workspace.resolve(params.path, "edit")
+        async with PATH_LOCKS.hold(rp.real):
+            current = await anyio.to_thread.run_sync(
+                lambda: load_current(rp, must_exist=True), abandon_on_cancel=True
+            )
+            applied, encoding = await _apply(rp, current, edits)
+            if applied.data == current.data:
+                raise EditFailed(
+                    "The edits leave the file exactly as it was (a later edit undid an earlier "
+                    "one). Nothing was written.",
+                    brief="No change",
+                )
+            result = await approve_and_replace(
+                "StrReplaceFile", rp, env, current, applied.data,
+                encoding=encoding, notes=_eol_notes(applied),
+            )  # fmt: skip
+    except (PathError, WriteError) as exc:
+        return failure(exc)
+    except EditFailed as exc:
+        return Outcome.error(exc.message, exc.brief, exc.output)
+    if isinstance(result, Outcome):
+        return result
+    return _success(params, rp, applied, result)
+
+
+async def _apply(rp: ResolvedPath, current: Current, edits: list[Edit]) -> tuple[Applied, Encoding]:
+    data = current.data or b""
+    return await anyio.to_thread.run_sync(lambda: _edit_bytes(rp, data, edits), abandon_on_cancel=True)
+
+
+def _numbers(numbers: list[int]) -> str:
+    return ("edit " if len(numbers) == 1 else "edits ") + ", ".join(map(str, numbers))
+
+
+def _eol_notes(applied: Applied) -> tuple[str, ...]:
+    notes = []
+    if applied.to_crlf:
+        notes.append(
+            f"Line endings: the file uses CRLF (\\r\\n); {_numbers(applied.to_crlf)} "
+            "matched and written with CRLF."
+        )
+    if applied.to_lf:
+        notes.append(
+            f"Line endings: {_numbers(applied.to_lf)} gave CRLF (\\r\\n) text that the file has "
+            "with LF (\\n); matched and written with LF."
+        )
+    return tuple(notes)
+
+
+def _success(params: StrReplaceFileParams, rp: ResolvedPath, applied: Applied, w: Written) -> Outcome:
+    n = len(params.edits)
+    message = (
+        f"File successfully edited. Applied {n} edit(s) with {applied.replacements} total replacement(s)."
+    )
+    for note in _eol_notes(applied):
+        message += " " + note
+    message += lines_sentence(w.diff)
+    facts = StrReplaceFileFacts(
+        path=rp.shown, size=w.size, edits=n, replacements=applied.replacements,
+        line_endings_adapted=sorted(applied.to_crlf + applied.to_lf),
+        lines_added=w.diff.added, lines_removed=w.diff.removed,
+    )  # fmt: skip
+    return Outcome(message=message, structured=facts.model_dump())
+
+
+DESCRIPTION = load_description("str_replace")

@@ -1,0 +1,401 @@
+"""Approval of writes (SPEC §6) through real fastmcp clients in both protocol eras.
+
+Every test asserts what is on disk afterwards: nothing may be written before approval.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult as WireElicitResult
+from mcp.types import InputRequiredResult
+
+from tests.conftest import FILEGATE, call, connect, http_server, make_server, stdio_transport, text
+
+REJECTED = (
+    "The tool call is rejected by the user. Stop what you are doing and wait for the user to "
+    "tell you how to proceed."
+)
+
+
+class Answers:
+    """An elicitation handler that gives one fixed answer and records what it was asked."""
+
+    def __init__(self, decision: str | None = "approve", action: str = "accept", feedback: str = "") -> None:
+        self.decision = decision
+        self.action = action
+        self.feedback = feedback
+        self.messages: list[str] = []
+        self.schemas: list[dict[str, Any]] = []
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.messages.append(message)
+        self.schemas.append(params.requested_schema)
+        if self.action != "accept":
+            return ElicitResult(action=self.action)  # type: ignore[arg-type]
+        content: dict[str, Any] = {"decision": self.decision}
+        if self.feedback:
+            content["feedback"] = self.feedback
+        return ElicitResult(action="accept", content=content)
+
+    @property
+    def choices(self) -> list[str]:
+        return list(self.schemas[-1]["properties"]["decision"]["enum"])
+
+
+# --- the answers ---------------------------------------------------------------------------
+
+
+async def test_approved_write_lands_and_the_message_shows_path_sizes_and_diff(ws: Path, mode: str) -> None:
+    (ws / "notes.txt").write_text("alpha\nbeta\n")
+    answers = Answers("approve")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        r = await call(c, "StrReplaceFile", path="notes.txt", edit={"old": "beta", "new": "gamma"})
+    assert not r.is_error, text(r)
+    assert (ws / "notes.txt").read_text() == "alpha\ngamma\n"
+    (message,) = answers.messages
+    assert "StrReplaceFile wants to change `notes.txt` (inside the workspace)." in message
+    assert "Size: 11 → 12 bytes (+1); lines: 2 → 2 (+0)." in message
+    assert "-beta\n+gamma" in message
+    assert str(ws) not in message  # inside paths are shown relative to the workdir
+
+
+async def test_reject_with_feedback_writes_nothing_and_returns_the_feedback(ws: Path, mode: str) -> None:
+    (ws / "a.py").write_text("x = 1\n")
+    answers = Answers("reject", feedback="use tabs")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        r = await call(c, "WriteFile", path="a.py", content="x = 2\n")
+    assert r.is_error
+    assert text(r) == "The tool call is rejected by the user. User feedback: use tabs"
+    assert (ws / "a.py").read_text() == "x = 1\n"
+
+
+async def test_decline_is_a_rejection_and_writes_nothing(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, client_elicitation_handler=Answers(action="decline")) as c:
+        r = await call(c, "WriteFile", path="new.txt", content="data")
+    assert r.is_error and text(r) == REJECTED
+    assert not (ws / "new.txt").exists()
+
+
+async def test_cancel_says_the_user_cancelled_and_writes_nothing(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("keep\n")
+    async with connect(ws, mode, client_elicitation_handler=Answers(action="cancel")) as c:
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "keep", "new": "lose"})
+    assert r.is_error and "cancelled" in text(r)
+    assert (ws / "a.txt").read_text() == "keep\n"
+
+
+async def test_accept_without_a_decision_is_not_an_approval(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, client_elicitation_handler=Answers(decision=None)) as c:
+        r = await call(c, "WriteFile", path="new.txt", content="data")
+    assert r.is_error and text(r) == REJECTED
+    assert not (ws / "new.txt").exists()
+
+
+async def test_a_failing_elicitation_writes_nothing(ws: Path, mode: str) -> None:
+    async def broken(*_: Any) -> Any:
+        raise RuntimeError("dialog crashed")
+
+    async with connect(ws, mode, client_elicitation_handler=broken) as c:
+        try:
+            r = await call(c, "WriteFile", path="new.txt", content="data")
+        except MCPError:  # 2026-07-28: the client itself fails the call
+            pass
+        else:
+            assert r.is_error and "Could not ask the user" in text(r)
+    assert not (ws / "new.txt").exists()
+
+
+# --- approve for this session --------------------------------------------------------------
+
+
+async def test_session_approval_skips_later_asks_in_a_handshake_session(ws: Path) -> None:
+    answers = Answers("approve_for_session")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        for i in range(3):
+            r = await call(c, "WriteFile", path=f"f{i}.txt", content=str(i))
+            assert not r.is_error, text(r)
+    assert len(answers.messages) == 1
+    assert answers.choices == ["approve", "approve_for_session", "reject"]
+    assert [(ws / f"f{i}.txt").read_text() for i in range(3)] == ["0", "1", "2"]
+
+
+async def test_session_approval_is_not_offered_on_a_2026_connection_without_session(ws: Path) -> None:
+    answers = Answers("approve")
+    async with connect(ws, "auto", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="a.txt", content="1")
+        await call(c, "WriteFile", path="b.txt", content="2")
+    assert answers.choices == ["approve", "reject"]
+    assert len(answers.messages) == 2
+    assert (ws / "b.txt").read_text() == "2"
+
+
+async def test_session_approval_for_inside_writes_still_asks_outside_and_sensitive(
+    ws: Path, outside: Path
+) -> None:
+    answers = Answers("approve_for_session")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="in.txt", content="1")
+        await call(c, "WriteFile", path=str(outside / "out.txt"), content="2")
+        await call(c, "WriteFile", path=".env", content="KEY=1\n")
+    assert len(answers.messages) == 3
+    assert "OUTSIDE the workspace" in answers.messages[1]
+    assert "sensitive-file pattern" in answers.messages[2]
+    assert answers.choices == ["approve", "reject"]  # no session choice for a secrets file
+    assert (outside / "out.txt").read_text() == "2"
+    assert (ws / ".env").read_text() == "KEY=1\n"
+
+
+async def test_session_approval_never_crosses_to_another_client(ws: Path) -> None:
+    server = make_server(ws)
+    first, second = Answers("approve_for_session"), Answers("reject")
+    async with Client(server, mode="legacy", elicitation_handler=first) as c1:
+        assert not (await call(c1, "WriteFile", path="a.txt", content="1")).is_error
+        async with Client(server, mode="legacy", elicitation_handler=second) as c2:
+            r = await call(c2, "WriteFile", path="b.txt", content="2")
+        assert r.is_error and text(r) == REJECTED
+        assert not (await call(c1, "WriteFile", path="c.txt", content="3")).is_error
+    assert len(first.messages) == 1 and len(second.messages) == 1
+    assert not (ws / "b.txt").exists()
+    assert (ws / "c.txt").read_text() == "3"
+
+
+# --- clients that cannot be asked, and the three modes --------------------------------------
+
+
+async def test_without_elicitation_inside_writes_proceed(ws: Path, mode: str) -> None:
+    async with connect(ws, mode) as c:
+        r = await call(c, "WriteFile", path="a.txt", content="hello")
+    assert not r.is_error, text(r)
+    assert (ws / "a.txt").read_text() == "hello"
+
+
+async def test_without_elicitation_outside_writes_are_refused_naming_the_flags(
+    ws: Path, outside: Path, mode: str
+) -> None:
+    target = outside / "secret.txt"
+    async with connect(ws, mode) as c:
+        r = await call(c, "WriteFile", path=str(target), content="overwritten")
+    assert r.is_error
+    assert "--approval auto" in text(r) and f"--add-dir {outside}" in text(r)
+    assert target.read_text() == "OUTSIDE-CONTENT\n"
+
+
+async def test_without_elicitation_sensitive_writes_are_refused(ws: Path, mode: str) -> None:
+    (ws / ".env").write_text("TOKEN=old\n")
+    (ws / "notes").symlink_to(ws / ".env")  # a harmless name pointing at a secrets file
+    async with connect(ws, mode) as c:
+        r1 = await call(c, "StrReplaceFile", path=".env", edit={"old": "old", "new": "new"})
+        r2 = await call(c, "WriteFile", path="notes", content="TOKEN=x\n")
+    assert r1.is_error and r2.is_error
+    assert "sensitive-file pattern" in text(r1) and "--approval auto" in text(r1)
+    assert (ws / ".env").read_text() == "TOKEN=old\n"
+    assert (ws / "notes").is_symlink()
+
+
+async def test_strict_refuses_every_write_it_cannot_ask_about(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="strict") as c:
+        r = await call(c, "WriteFile", path="a.txt", content="x")
+    assert r.is_error and "--approval strict" in text(r)
+    assert not (ws / "a.txt").exists()
+
+
+async def test_strict_still_asks_a_client_that_can_elicit(ws: Path, mode: str) -> None:
+    answers = Answers("approve")
+    async with connect(ws, mode, approval="strict", client_elicitation_handler=answers) as c:
+        r = await call(c, "WriteFile", path="a.txt", content="x")
+    assert not r.is_error and len(answers.messages) == 1
+    assert (ws / "a.txt").read_text() == "x"
+
+
+async def test_auto_never_asks_and_writes_outside_too(ws: Path, outside: Path, mode: str) -> None:
+    answers = Answers("reject")
+    async with connect(ws, mode, approval="auto", client_elicitation_handler=answers) as c:
+        r = await call(c, "WriteFile", path=str(outside / "o.txt"), content="x")
+    assert not r.is_error, text(r)
+    assert answers.messages == []
+    assert (outside / "o.txt").read_text() == "x"
+
+
+async def test_confine_forbids_outside_writes_even_with_auto(ws: Path, outside: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto", confine=True) as c:
+        r = await call(c, "WriteFile", path=str(outside / "secret.txt"), content="x")
+        r2 = await call(c, "StrReplaceFile", path=str(outside / "secret.txt"), edit={"old": "O", "new": "o"})
+    assert r.is_error and "outside the workspace" in text(r)
+    assert r2.is_error
+    assert (outside / "secret.txt").read_text() == "OUTSIDE-CONTENT\n"
+
+
+async def test_read_only_does_not_register_the_write_tools(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, read_only=True) as c:
+        names = {t.name for t in await c.list_tools()}
+    assert "WriteFile" not in names and "StrReplaceFile" not in names
+    assert "ReadFile" in names
+
+
+async def test_write_tools_schemas_have_no_refs_or_titles(ws: Path) -> None:
+    async with connect(ws) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+    for name in ("WriteFile", "StrReplaceFile"):
+        dumped = str(tools[name].input_schema)
+        assert "$ref" not in dumped and "'title'" not in dumped
+        assert tools[name].annotations is not None and tools[name].annotations.destructive_hint
+    edit = tools["StrReplaceFile"].input_schema["properties"]["edit"]
+    assert [branch["type"] for branch in edit["anyOf"]] == ["object", "array"]
+
+
+# --- stale files and the sealed 2026-07-28 answer --------------------------------------------
+
+
+async def test_file_changed_while_the_user_looked_is_not_overwritten(ws: Path) -> None:
+    target = ws / "a.txt"
+    target.write_text("one\n")
+
+    async def meddle(*_: Any) -> Any:
+        target.write_text("someone else's change\n")
+        return {"decision": "approve"}
+
+    async with connect(ws, "legacy", client_elicitation_handler=meddle) as c:
+        r = await call(c, "WriteFile", path="a.txt", content="mine\n")
+    assert r.is_error and "changed on disk" in text(r)
+    assert target.read_text() == "someone else's change\n"
+
+
+async def test_modern_retry_on_a_changed_file_asks_again_about_the_new_change(ws: Path) -> None:
+    target = ws / "a.txt"
+    target.write_text("x = 1\ny = 2\n")
+    messages: list[str] = []
+
+    async def meddle_once(message: str, *_: Any) -> Any:
+        messages.append(message)
+        if len(messages) == 1:
+            target.write_text("x = 1\ny = 2\nz = 3\n")
+        return {"decision": "approve"}
+
+    async with connect(ws, "auto", client_elicitation_handler=meddle_once) as c:
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "y = 2", "new": "y = 20"})
+    assert not r.is_error, text(r)
+    assert len(messages) == 2
+    assert "changed since you were asked" in messages[1] and "+z = 3" not in messages[1]
+    assert target.read_text() == "x = 1\ny = 20\nz = 3\n"
+
+
+def _approve() -> dict[str, Any]:
+    return {"approval": WireElicitResult(action="accept", content={"decision": "approve"})}
+
+
+async def test_modern_answer_for_one_write_cannot_approve_another(ws: Path) -> None:
+    async with connect(ws, "auto", client_elicitation_handler=Answers("reject")) as c:
+        first = await c.session.call_tool(
+            name="WriteFile", arguments={"path": "a.txt", "content": "A"}, allow_input_required=True
+        )
+        assert isinstance(first, InputRequiredResult) and first.request_state
+        # The sealed state of the write to a.txt, replayed on a write to b.txt.
+        with pytest.raises(MCPError, match="requestState"):
+            await c.session.call_tool(
+                name="WriteFile",
+                arguments={"path": "b.txt", "content": "B"},
+                input_responses=_approve(),
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        # A forged (unsealed) state is refused by the SDK's boundary before filegate runs.
+        forged = '{"v":1,"tool":"WriteFile","path":"x","old":"","new":"","session":false}'
+        with pytest.raises(MCPError, match="requestState"):
+            await c.session.call_tool(
+                name="WriteFile",
+                arguments={"path": "a.txt", "content": "A"},
+                input_responses=_approve(),
+                request_state=forged,
+                allow_input_required=True,
+            )
+        # An answer without any state is no approval: it is asked again.
+        again = await c.session.call_tool(
+            name="WriteFile",
+            arguments={"path": "a.txt", "content": "A"},
+            input_responses=_approve(),
+            allow_input_required=True,
+        )
+        assert isinstance(again, InputRequiredResult)
+        # The right state and answer for the same write: it lands.
+        done = await c.session.call_tool(
+            name="WriteFile",
+            arguments={"path": "a.txt", "content": "A"},
+            input_responses=_approve(),
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert not isinstance(done, InputRequiredResult) and not done.is_error
+    assert (ws / "a.txt").read_text() == "A"
+    assert not (ws / "b.txt").exists()
+
+
+async def test_modern_answer_is_refused_when_the_file_changed_before_the_retry(ws: Path) -> None:
+    (ws / "a.txt").write_text("old\n")
+    async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
+        first = await c.session.call_tool(
+            name="WriteFile", arguments={"path": "a.txt", "content": "new\n"}, allow_input_required=True
+        )
+        assert isinstance(first, InputRequiredResult)
+        (ws / "a.txt").write_text("changed\n")
+        retry = await c.session.call_tool(
+            name="WriteFile",
+            arguments={"path": "a.txt", "content": "new\n"},
+            input_responses=_approve(),
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(retry, InputRequiredResult)  # asked again, about the file as it is now
+    assert (ws / "a.txt").read_text() == "changed\n"
+
+
+# --- real subprocesses ----------------------------------------------------------------------
+
+
+async def test_stdio_subprocess_approved_write_in_both_eras(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_bytes(b"one\r\ntwo\r\n")
+    answers = Answers("approve")
+    async with Client(stdio_transport(ws), mode=mode, elicitation_handler=answers) as c:
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "two", "new": "TWO"})
+    assert not r.is_error, text(r)
+    assert len(answers.messages) == 1
+    assert (ws / "a.txt").read_bytes() == b"one\r\nTWO\r\n"
+
+
+async def test_stdio_process_is_one_session_in_both_eras(ws: Path, mode: str) -> None:
+    answers = Answers("approve_for_session")
+    async with Client(stdio_transport(ws), mode=mode, elicitation_handler=answers) as c:
+        for i in range(2):
+            assert not (await call(c, "WriteFile", path=f"{i}.txt", content="x")).is_error
+    assert len(answers.messages) == 1
+    assert (ws / "1.txt").read_text() == "x"
+
+
+async def test_stdio_write_is_logged_to_stderr_with_tool_path_bytes_and_route(
+    ws: Path, tmp_path: Path
+) -> None:
+    log_path = tmp_path / "stderr.log"
+    args = ["--workdir", str(ws), "--approval", "auto"]
+    transport = StdioTransport(FILEGATE, args, cwd=str(ws), keep_alive=False, log_file=log_path)
+    async with Client(transport) as c:
+        assert not (await call(c, "WriteFile", path="a.txt", content="12345")).is_error
+    logged = log_path.read_text()
+    assert f"WriteFile wrote 5 bytes to {ws / 'a.txt'}" in logged and "approval: auto" in logged
+
+
+async def test_http_approval_in_both_eras(ws: Path, mode: str) -> None:
+    answers = Answers("approve_for_session")
+    with http_server(ws) as url:
+        async with Client(url, mode=mode, elicitation_handler=answers) as c:
+            for i in range(2):
+                assert not (await call(c, "WriteFile", path=f"{i}.txt", content="x")).is_error
+    # A handshake-era HTTP session remembers the answer; a 2026-07-28 connection has no session.
+    assert len(answers.messages) == (1 if mode == "legacy" else 2)
+    assert os.path.exists(ws / "1.txt")
