@@ -139,6 +139,15 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True,
                  grep.GrepFacts),
     ]  # fmt: skip
+    if not settings.read_only:
+        from filegate.tools import str_replace, write_file
+
+        specs += [
+            ToolSpec("WriteFile", write_file.WriteFileParams, write_file.write_file,
+                     write_file.DESCRIPTION, False, write_file.WriteFileFacts),
+            ToolSpec("StrReplaceFile", str_replace.StrReplaceFileParams, str_replace.str_replace_file,
+                     str_replace.DESCRIPTION, False, str_replace.StrReplaceFileFacts),
+        ]  # fmt: skip
     return specs
 
 
