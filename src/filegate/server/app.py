@@ -85,6 +85,17 @@ def _validation_message(exc: ValidationError) -> str:
     )
 
 
+# Human titles: fastmcp would derive "Readfile" and "Strreplacefile" from the names.
+TITLES = {
+    "ReadFile": "Read file",
+    "ReadMediaFile": "Read image or video",
+    "WriteFile": "Write file",
+    "StrReplaceFile": "Edit file (replace strings)",
+    "Glob": "Find files by pattern",
+    "Grep": "Search file contents",
+}
+
+
 class FilegateTool(Tool):
     """A tool whose arguments are validated by its own params model (Kimi's aliases)."""
 
@@ -101,6 +112,7 @@ class FilegateTool(Tool):
         )
         tool = cls(
             name=spec.name,
+            title=TITLES.get(spec.name, spec.name),
             description=spec.description,
             parameters=json_schema(spec.params),
             output_schema=json_schema(spec.output) if spec.output else None,
