@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult as WireElicitResult
 from mcp.types import InputRequiredResult
 
-from tests.conftest import FILEGATE, call, connect, http_server, make_server, stdio_transport, text
+from tests.conftest import FILEGATE, call, connect, http_server, make_server, text
 
 REJECTED = (
     "The tool call is rejected by the user. Stop what you are doing and wait for the user to "
@@ -359,35 +359,25 @@ async def test_modern_answer_is_refused_when_the_file_changed_before_the_retry(w
 # --- real subprocesses ----------------------------------------------------------------------
 
 
-async def test_stdio_subprocess_approved_write_in_both_eras(ws: Path, mode: str) -> None:
+async def test_stdio_subprocess_approved_writes_one_session_and_the_stderr_log(
+    ws: Path, tmp_path: Path, mode: str
+) -> None:
     (ws / "a.txt").write_bytes(b"one\r\ntwo\r\n")
-    answers = Answers("approve")
-    async with Client(stdio_transport(ws), mode=mode, elicitation_handler=answers) as c:
+    answers = Answers("approve_for_session")
+    log_path = tmp_path / "stderr.log"
+    args = ["--workdir", str(ws)]
+    transport = StdioTransport(FILEGATE, args, cwd=str(ws), keep_alive=False, log_file=log_path)
+    async with Client(transport, mode=mode, elicitation_handler=answers) as c:
         r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "two", "new": "TWO"})
-    assert not r.is_error, text(r)
+        assert not r.is_error, text(r)
+        r = await call(c, "WriteFile", path="b.txt", content="12345")
+        assert not r.is_error, text(r)
+    # One stdio process is one session in both eras: the second write was not asked about.
     assert len(answers.messages) == 1
     assert (ws / "a.txt").read_bytes() == b"one\r\nTWO\r\n"
-
-
-async def test_stdio_process_is_one_session_in_both_eras(ws: Path, mode: str) -> None:
-    answers = Answers("approve_for_session")
-    async with Client(stdio_transport(ws), mode=mode, elicitation_handler=answers) as c:
-        for i in range(2):
-            assert not (await call(c, "WriteFile", path=f"{i}.txt", content="x")).is_error
-    assert len(answers.messages) == 1
-    assert (ws / "1.txt").read_text() == "x"
-
-
-async def test_stdio_write_is_logged_to_stderr_with_tool_path_bytes_and_route(
-    ws: Path, tmp_path: Path
-) -> None:
-    log_path = tmp_path / "stderr.log"
-    args = ["--workdir", str(ws), "--approval", "auto"]
-    transport = StdioTransport(FILEGATE, args, cwd=str(ws), keep_alive=False, log_file=log_path)
-    async with Client(transport) as c:
-        assert not (await call(c, "WriteFile", path="a.txt", content="12345")).is_error
     logged = log_path.read_text()
-    assert f"WriteFile wrote 5 bytes to {ws / 'a.txt'}" in logged and "approval: auto" in logged
+    assert f"StrReplaceFile wrote 10 bytes to {ws / 'a.txt'}" in logged
+    assert f"WriteFile wrote 5 bytes to {ws / 'b.txt'} (inside workspace, approval: session)" in logged
 
 
 async def test_http_approval_in_both_eras(ws: Path, mode: str) -> None:
