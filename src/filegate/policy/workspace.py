@@ -197,6 +197,8 @@ def _os_error(shown: str, exc: OSError) -> PathError:
             f"`{shown}` changed while being opened (a symlink appeared in its path) or goes "
             "through a symlink loop."
         )
+    if exc.errno == errno.ENXIO:  # open(2) of a Unix socket (or a device with no driver)
+        return PathError(f"`{shown}` is not a file.")
     if exc.errno == errno.EACCES:
         return PathError(f"`{shown}` is not readable: permission denied.", "Permission denied")
     if exc.errno == errno.ENAMETOOLONG:
