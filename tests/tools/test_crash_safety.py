@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.fsio.atomic import TEMP_SUFFIX
+from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, replace_file
 
 # Two contents of different sizes, so a torn or truncated file cannot pass for either.
 CONTENT_A = b"".join(b"A line %06d of the old content\r\n" % i for i in range(8_000))  # ~270 KB
@@ -63,13 +63,24 @@ def kill_loop(tmp_path: Path, kills: int, seed: int) -> dict[str, int]:
         assert data in (CONTENT_A, CONTENT_B), f"torn file: {len(data)} bytes"
         assert target.stat().st_mode & 0o777 == 0o640
         seen["old" if data == CONTENT_A else "new"] += 1
-    seen["temps_left"] = sum(1 for p in tmp_path.iterdir() if p.name.endswith(TEMP_SUFFIX))
+        # one fixed temp name per target: a killed write leaves at most one behind
+        assert temps(tmp_path) <= 1
+    seen["temps_left"] = temps(tmp_path)
+    # the next write of the same file removes what a killed one left
+    data = target.read_bytes()
+    replace_file(target, CONTENT_A, expect=Snapshot.of(data, target.stat()), shown="target.txt")
+    seen["temps_after_next_write"] = temps(tmp_path)
     return seen
+
+
+def temps(directory: Path) -> int:
+    return sum(1 for p in directory.iterdir() if p.name.endswith(TEMP_SUFFIX))
 
 
 def test_killed_writer_leaves_old_or_new_content(tmp_path: Path) -> None:
     seen = kill_loop(tmp_path, kills=20, seed=1)
     assert seen["old"] + seen["new"] == 20
+    assert seen["temps_after_next_write"] == 0
 
 
 @pytest.mark.slow
@@ -77,3 +88,4 @@ def test_killed_writer_leaves_old_or_new_content_over_hundreds_of_kills(tmp_path
     seen = kill_loop(tmp_path, kills=250, seed=2)
     print(f"\ncrash loop: {seen}")
     assert seen["old"] + seen["new"] == 250
+    assert seen["temps_after_next_write"] == 0

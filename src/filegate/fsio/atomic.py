@@ -15,7 +15,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -152,6 +151,7 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         _check_unchanged(dfd, name, expect, shown)
         if temp_name is None:
             temp_name = _temp_name(name)
+            _remove_stale_temp(dfd, temp_name)
             os.link(f"/proc/self/fd/{tfd}", temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
         os.rename(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         temp_name = None
@@ -196,7 +196,16 @@ def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) ->
 
 
 def _temp_name(name: str) -> str:
-    return f".{name[:_TEMP_NAME_KEEP]}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    """One fixed temp name per target: a temp that a SIGKILL left behind (between link and
+    rename) is found and removed by the next write of the same file, never piles up."""
+    return f".{name[:_TEMP_NAME_KEEP]}{TEMP_SUFFIX}"
+
+
+def _remove_stale_temp(dfd: int, temp_name: str) -> None:
+    # Writes to one path are serialized by the per-path lock, so a temp under this name is
+    # a leftover of a killed process, not a write in flight.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp_name, dir_fd=dfd)
 
 
 def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | None]:
@@ -212,6 +221,7 @@ def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | Non
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
     temp = _temp_name(name)
+    _remove_stale_temp(dfd, temp)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     return os.open(temp, flags, mode, dir_fd=dfd), temp
 

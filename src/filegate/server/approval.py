@@ -178,7 +178,7 @@ class ElicitingApprover:
         """What "this session" is for this call, or None when there is no session."""
         if not self.call.modern:
             # mcp 2 builds a ServerSession per request; the connection is what lasts.
-            return getattr(self.call.session, "_connection", None) or self.call.session
+            return self.call.connection
         if self.call.transport == "stdio":
             return self.runtime  # one stdio process serves exactly one client
         return None

@@ -35,6 +35,9 @@ class CallContext:
         self.ctx = ctx
         session = ctx.session
         self.session = session
+        # mcp 2 builds a ServerSession per request; the connection is what lives as long as
+        # the client's session (handshake era), so per-session memory is keyed on it.
+        self.connection: object = getattr(session, "_connection", None) or session
         self.modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
         caps = session.client_capabilities
         self.can_elicit = bool(
@@ -73,18 +76,18 @@ class SessionRuntime:
         """The workspace narrowed by the client's roots (handshake era; roots never widen)."""
         if not call.has_roots or call.modern or not call.session.can_send_request:
             return self.workspace
-        cached = self._roots.get(call.session)
+        cached = self._roots.get(call.connection)
         if cached is not None:
             return cached
         try:
             result = await call.session.list_roots()
         except Exception:
             log.info("client declared roots but list_roots failed; using the whole workspace")
-            self._roots[call.session] = self.workspace
+            self._roots[call.connection] = self.workspace
             return self.workspace
         paths = [Path(unquote(urlparse(str(r.uri)).path)) for r in result.roots]
         narrowed = self.workspace.narrowed(paths) if paths else self.workspace
-        self._roots[call.session] = narrowed
+        self._roots[call.connection] = narrowed
         return narrowed
 
     async def env_for(self, call: CallContext) -> ToolEnv:
