@@ -32,3 +32,18 @@ async def test_roots_cannot_widen_in_either_era(ws: Path, outside: Path, mode: s
         assert r.is_error and "OUTSIDE" not in text(r)
         r = await call(c, "Glob", pattern="*", directory=str(outside))
         assert r.is_error and "secret" not in text(r)
+
+
+async def test_changed_roots_are_asked_for_again(ws: Path) -> None:
+    for name in ("one", "two"):
+        (ws / name).mkdir()
+        (ws / name / "f.txt").write_text(f"{name.upper()}\n")
+    current = [(ws / "one").as_uri()]
+    async with connect(ws, "legacy", client_roots=lambda _ctx: list(current)) as c:
+        assert not (await call(c, "ReadFile", path="one/f.txt")).is_error
+        assert (await call(c, "ReadFile", path="two/f.txt")).is_error
+        current[:] = [(ws / "two").as_uri()]
+        await c.send_roots_list_changed()
+        r = await call(c, "ReadFile", path="two/f.txt")
+        assert not r.is_error and "TWO" in text(r)
+        assert (await call(c, "ReadFile", path="one/f.txt")).is_error

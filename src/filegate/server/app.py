@@ -32,7 +32,7 @@ from filegate import __version__  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.render import render  # noqa: E402
-from filegate.server.session import CallContext, InputRequired, SessionRuntime  # noqa: E402
+from filegate.server.session import CallContext, InputRequired, RootsChanged, SessionRuntime  # noqa: E402
 from filegate.settings import Settings  # noqa: E402
 from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402
 
@@ -180,6 +180,7 @@ def build_server(settings: Settings) -> FastMCP:
         ),
         mask_error_details=True,
         on_duplicate="error",
+        middleware=[RootsChanged(runtime)],
     )
     for spec in tool_specs(settings):
         server.add_tool(FilegateTool.create(spec, runtime))

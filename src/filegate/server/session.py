@@ -9,6 +9,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from fastmcp import Context
+from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.types import InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -90,6 +91,9 @@ class SessionRuntime:
         self._roots[call.connection] = narrowed
         return narrowed
 
+    def forget_roots(self, connection: object) -> None:
+        self._roots.pop(connection, None)
+
     async def env_for(self, call: CallContext) -> ToolEnv:
         from filegate.server.approval import ElicitingApprover
 
@@ -101,3 +105,16 @@ class SessionRuntime:
             result_budget=result_budget_for(self.settings, call.client_name),
             image_max_side=self.settings.image_max_side,
         )
+
+
+class RootsChanged(Middleware):
+    """A client that says its roots changed is asked for them again on its next call."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        self.runtime = runtime
+
+    async def on_notification(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        if context.method == "notifications/roots/list_changed" and context.fastmcp_context:
+            session = context.fastmcp_context.session
+            self.runtime.forget_roots(getattr(session, "_connection", None) or session)
+        return await call_next(context)
