@@ -181,6 +181,20 @@ def open_regular(rp: ResolvedPath) -> int:
         raise
 
 
+def open_directory(rp: ResolvedPath) -> int:
+    """Open a directory without following any symlink on its path, or raise PathError.
+
+    The fd pins the directory: a symlink swapped in after the check cannot redirect a search
+    that runs in it (``/proc/self/fd/<fd>`` as a child's working directory).
+    """
+    try:
+        return _open_components(rp.real, os.O_RDONLY | _DIRECTORY)
+    except FileNotFoundError:
+        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+
+
 def stat_target(rp: ResolvedPath) -> os.stat_result | None:
     """lstat the resolved path: None when it does not exist, PathError on other failures."""
     try:

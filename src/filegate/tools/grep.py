@@ -18,7 +18,7 @@ from anyio.abc import Process
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.policy.workspace import PathError
+from filegate.policy.workspace import PathError, open_directory, open_regular
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import Outcome, ToolEnv
 
@@ -28,6 +28,11 @@ MAX_OUTPUT_CHARS = 50_000
 MAX_LINE_CHARS = 2000
 RG_MAX_BUFFER = 20_000_000
 RG_TIMEOUT_S = 20.0
+# Where a child can enter a directory by the fd its parent opened (Linux): the search runs in
+# the very directory that was checked, even if a symlink is swapped into its path afterwards.
+PROC_FD = "/proc/self/fd"
+# rg's name for standard input, where a single file is searched from an fd opened here.
+RG_STDIN = "<stdin>"
 # How often a long search tells a client that sent a progress token how far it got.
 PROGRESS_EVERY_S = 1.0
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -112,12 +117,18 @@ def find_rg() -> str | None:
 @dataclass
 class _Target:
     shown: str
-    cwd: Path  # rg runs here
-    arg: str  # what rg searches, relative to cwd
+    cwd: Path  # the searched directory (a single file: its parent); paths are shown relative to it
+    arg: str  # what rg searches: "." in the pinned directory, or "-" for the file on stdin
     single_file: bool
+    fd: int  # opened without following symlinks: the directory rg runs in, or the file it reads
+    name: str = ""  # a single file's name, printed in place of rg's "<stdin>"
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _target(params: GrepParams, env: ToolEnv) -> _Target:
+    """Resolve ``path`` and open it (no symlink followed), so rg searches what was checked."""
     rp = env.workspace.resolve(params.path or ".", "search")
     try:
         st = os.stat(rp.real)
@@ -126,10 +137,19 @@ def _target(params: GrepParams, env: ToolEnv) -> _Target:
     except OSError as exc:
         raise PathError(f"`{rp.shown}` cannot be searched: {exc.strerror}.") from None
     if stat.S_ISDIR(st.st_mode):
-        return _Target(rp.shown, rp.real, ".", False)
+        return _Target(rp.shown, rp.real, ".", False, open_directory(rp))
     if stat.S_ISREG(st.st_mode):
-        return _Target(rp.shown, rp.real.parent, rp.real.name, True)
+        return _Target(rp.shown, rp.real.parent, "-", True, open_regular(rp), rp.real.name)
     raise PathError(f"`{rp.shown}` is not a file.")
+
+
+def _rg_cwd(target: _Target) -> str:
+    """rg's working directory: the pinned directory itself, through /proc where there is one."""
+    if target.single_file:
+        return "/"  # rg reads the file on stdin and needs no directory
+    if os.path.isdir(PROC_FD):
+        return f"{PROC_FD}/{target.fd}"
+    return str(target.cwd)  # pragma: no cover - Linux always has /proc
 
 
 def _rg_args(rg: str, params: GrepParams, target: _Target) -> list[str]:
@@ -176,12 +196,17 @@ class _RgRun:
     chunks: list[bytes] = field(default_factory=list)
 
 
-async def _run_rg(args: list[str], cwd: Path, env: ToolEnv) -> _RgRun:
+async def _run_rg(args: list[str], target: _Target, env: ToolEnv) -> _RgRun:
     run = _RgRun()
     size = 0
     err = bytearray()
     proc: Process = await anyio.open_process(
-        args, cwd=str(cwd), stdin=None, stdout=-1, stderr=-1, start_new_session=True
+        args,
+        cwd=_rg_cwd(target),
+        stdin=target.fd if target.single_file else None,
+        stdout=-1,
+        stderr=-1,
+        start_new_session=True,
     )
     try:
         assert proc.stdout is not None and proc.stderr is not None
@@ -236,8 +261,10 @@ class _Parsed:
     files: int | None = None
 
 
-def _clean_path(raw: bytes) -> str:
+def _clean_path(raw: bytes, target: _Target) -> str:
     p = raw.decode("utf-8", errors="replace")
+    if target.single_file and p == RG_STDIN:
+        return target.name
     return p[2:] if p.startswith("./") else p
 
 
@@ -257,7 +284,7 @@ def _parse(run: _RgRun, params: GrepParams, target: _Target, env: ToolEnv) -> _P
     lines: list[str] = []
     mode = params.output_mode
     if mode == "files_with_matches":
-        paths = [_clean_path(p) for p in data.split(b"\0") if p.strip(b"\n")]
+        paths = [_clean_path(p, target) for p in data.split(b"\0") if p.strip(b"\n")]
         kept = []
         for p in paths:
             if hidden(p):
@@ -270,7 +297,7 @@ def _parse(run: _RgRun, params: GrepParams, target: _Target, env: ToolEnv) -> _P
         total = 0
         for row in data.splitlines():
             path_b, _, count_b = row.partition(b"\0")
-            p = _clean_path(path_b)
+            p = _clean_path(path_b, target)
             if hidden(p):
                 skipped.add(p.rsplit("/", 1)[-1])
                 continue
@@ -284,7 +311,7 @@ def _parse(run: _RgRun, params: GrepParams, target: _Target, env: ToolEnv) -> _P
             if lines and lines[-1] != "--":
                 lines.append("--")
             continue
-        p = _clean_path(path_b)
+        p = _clean_path(path_b, target)
         if hidden(p):
             skipped.add(p.rsplit("/", 1)[-1])
             continue
@@ -339,10 +366,6 @@ def _fit_output(lines: list[str]) -> tuple[str, bool]:
 
 
 async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
-    try:
-        target = _target(params, env)
-    except PathError as exc:
-        return Outcome.from_path_error(exc)
     rg = find_rg()
     if rg is None:
         return Outcome.error(
@@ -350,7 +373,14 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
             "filegate (it depends on the `ripgrep` wheel).",
             "Failed to grep",
         )
-    run = await _run_rg(_rg_args(rg, params, target), target.cwd, env)
+    try:
+        target = _target(params, env)
+    except PathError as exc:
+        return Outcome.from_path_error(exc)
+    try:
+        run = await _run_rg(_rg_args(rg, params, target), target, env)
+    finally:
+        target.close()
     if run.returncode not in (0, 1, None) and not run.stdout:
         err = run.stderr.decode("utf-8", errors="replace").strip() or f"rg exited {run.returncode}"
         return Outcome.error(f"Failed to grep. Error: {err}", "Failed to grep")
