@@ -92,8 +92,8 @@ class Workspace:
         joined = shown if is_abs else os.path.join(self.workdir, shown)
         try:
             real = os.path.realpath(joined)
-        except (OSError, ValueError) as exc:  # pragma: no cover - realpath is lenient
-            raise PathError(f"`{shown}` cannot be resolved: {exc}.") from exc
+        except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
+            raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.") from None
         inside = self.contains(real)
         if not inside:
             if not is_abs:
@@ -122,7 +122,10 @@ class Workspace:
                 f"`{shown}` is not an absolute path. You must provide an absolute path to search.",
                 "Invalid directory",
             )
-        real = os.path.realpath(shown)
+        try:
+            real = os.path.realpath(shown)
+        except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
+            raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.", "Invalid directory") from None
         if not self.contains(real):
             raise PathError(
                 f"`{shown}` is outside the workspace. You can only search within the working "

@@ -195,13 +195,15 @@ class _Walk:
                 self.walk(path, child_rel, nxt, via_link or is_link)
 
     def _linked_dir(self, path: Path) -> bool:
-        real = os.path.realpath(path)
-        return os.path.isdir(real) and self.workspace.contains(real)
+        real = _realpath(path)
+        return real is not None and os.path.isdir(real) and self.workspace.contains(real)
 
     def emit(self, path: Path, rel: str, is_dir: bool, is_link: bool) -> None:
         if not self.include_dirs and (is_dir or not os.path.isfile(path)):
             return
-        real = os.path.realpath(path) if is_link else str(path)
+        real = _realpath(path) if is_link else str(path)
+        if real is None:  # a link that stopped being one while it was resolved: leave it out
+            return
         if not is_dir and self.workspace.secrets.is_sensitive(real):
             self.skipped.append(path.name)
             return
@@ -209,6 +211,14 @@ class _Walk:
             self.more = True
             return
         self.matches.append(rel)
+
+
+def _realpath(path: Path) -> str | None:
+    """realpath, or None when a symlink on the way is swapped mid-resolution (readlink EINVAL)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return None
 
 
 def _kind(path: Path) -> tuple[bool | None, bool]:
