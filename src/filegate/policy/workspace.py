@@ -113,6 +113,12 @@ class Workspace:
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
         if raw is None:
+            if not self.contains(str(self.workdir)):  # client roots narrowed it away
+                raise PathError(
+                    "The working directory is outside the roots this client offered. Pass "
+                    "`directory`: an absolute path inside one of the roots.",
+                    "Directory outside roots",
+                )
             return ".", self.workdir
         shown = os.path.expanduser(raw) if raw.startswith("~") else raw
         if "\0" in shown:
