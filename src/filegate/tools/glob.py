@@ -56,6 +56,10 @@ Segment = object  # GLOBSTAR, a literal str, or a compiled re.Pattern
 
 def compile_pattern(pattern: str) -> list[list[Segment]]:
     """Brace-expand and split into per-directory segments; refuse absolute and `..`."""
+    if "\0" in pattern:
+        raise PathError(
+            f"Pattern `{pattern!r}` contains a NUL byte, which no file name can hold.", "Invalid pattern"
+        )
     if pattern.startswith("/") or pattern.startswith("~"):
         raise PathError(
             f"Pattern `{pattern}` is absolute. Give a pattern relative to `directory`, and put "

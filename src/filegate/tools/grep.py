@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 import anyio
 from anyio.abc import Process
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError, open_directory, open_regular
@@ -85,6 +85,15 @@ class GrepParams(BaseModel):
     include_ignored: Annotated[
         bool, Field(description="Also search files ignored by .gitignore and similar.")
     ] = False
+
+    @field_validator("pattern", "glob", "type")
+    @classmethod
+    def _no_nul(cls, v: str | None, info: ValidationInfo) -> str | None:
+        # rg takes these as command-line arguments, which cannot hold a NUL byte.
+        if v is not None and "\0" in v:
+            tip = " (to match a NUL byte, write \\x00 in the regex)" if info.field_name == "pattern" else ""
+            raise ValueError(f"cannot contain a NUL byte{tip}")
+        return v
 
 
 class GrepFacts(BaseModel):
