@@ -85,8 +85,7 @@ class Workspace:
         """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
         if not raw:
             raise PathError("File path cannot be empty.", "Empty file path")
-        if "\0" in raw:
-            raise PathError(f"`{raw!r}` contains a NUL byte, which no file path can hold.")
+        _check_encodable(raw)
         shown = os.path.expanduser(raw) if raw.startswith("~") else raw
         is_abs = os.path.isabs(shown)
         joined = shown if is_abs else os.path.join(self.workdir, shown)
@@ -120,9 +119,8 @@ class Workspace:
                     "Directory outside roots",
                 )
             return ".", self.workdir
+        _check_encodable(raw)
         shown = os.path.expanduser(raw) if raw.startswith("~") else raw
-        if "\0" in shown:
-            raise PathError(f"`{shown!r}` contains a NUL byte, which no path can hold.")
         if not os.path.isabs(shown):
             raise PathError(
                 f"`{shown}` is not an absolute path. You must provide an absolute path to search.",
@@ -143,6 +141,19 @@ class Workspace:
         if not os.path.isdir(real):
             raise PathError(f"`{shown}` is not a directory.", "Invalid directory")
         return shown, Path(real)
+
+
+def _check_encodable(raw: str) -> None:
+    """A path the OS can take: no NUL byte, no lone surrogate (JSON can carry both)."""
+    if "\0" in raw:
+        raise PathError(f"`{raw!r}` contains a NUL byte, which no file path can hold.")
+    try:
+        os.fsencode(raw)
+    except UnicodeEncodeError:
+        raise PathError(
+            f"`{raw.encode('utf-8', 'backslashreplace').decode()}` contains a lone UTF-16 surrogate, "
+            "which no file path can hold."
+        ) from None
 
 
 # --- opening without following, never blocking -------------------------------------------
