@@ -31,6 +31,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
 from filegate import __version__  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
+from filegate.server.notify import NotableEvents  # noqa: E402
 from filegate.server.render import render  # noqa: E402
 from filegate.server.session import CallContext, InputRequired, RootsChanged, SessionRuntime  # noqa: E402
 from filegate.settings import Settings  # noqa: E402
@@ -184,6 +185,7 @@ def build_server(settings: Settings) -> FastMCP:
     )
     for spec in tool_specs(settings):
         server.add_tool(FilegateTool.create(spec, runtime))
+    server.add_middleware(NotableEvents())
     return server
 
 
@@ -212,7 +214,9 @@ def serve(settings: Settings) -> None:
     configure_logging(settings.log_level)
     server = build_server(settings)
     if settings.transport == "stdio":
-        server.run("stdio", show_banner=False)
+        from filegate.server.shutdown import run_stdio
+
+        run_stdio(server)
         return
     from filegate.server.http import run_http
 

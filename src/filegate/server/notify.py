@@ -1,0 +1,95 @@
+"""Notable events, told to the client as MCP log messages and to the operator on stderr.
+
+Tools report facts in their structuredContent; this middleware turns the notable ones into
+one log message each, with the same level whatever the tool:
+
+| fact (structuredContent)          | MCP level | why                                         |
+|-----------------------------------|-----------|---------------------------------------------|
+| ``skipped_sensitive`` > 0         | notice    | a policy acted: files were hidden on purpose |
+| ``truncated`` / ``output_truncated`` | info   | the answer is partial, the model is told how |
+| ``timed_out``                     | warning   | the search stopped early, results partial    |
+
+The model already reads all of this in the result text; the log lines are for the human
+watching the client's log. Clients filter them with ``logging/setLevel``. On stderr the
+operator sees what was sent (``--log-level INFO``), plus one line per client session and per
+failed call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.tools import ToolResult
+from fastmcp.tools.base import InputRequiredToolResult
+from mcp.types import CallToolRequestParams, InitializeRequest
+
+log = logging.getLogger("filegate")
+
+Level = Literal["debug", "info", "notice", "warning", "error"]
+
+# Longest piece of a failed call's message put on stderr (the model got all of it).
+ERROR_EXCERPT = 200
+
+
+def events(tool: str, facts: dict[str, Any]) -> list[tuple[Level, str]]:
+    """The log messages a result's structured facts call for, in a fixed order."""
+    found: list[tuple[Level, str]] = []
+    skipped = facts.get("skipped_sensitive")
+    if isinstance(skipped, int) and skipped > 0:
+        found.append(("notice", f"{tool} left out {skipped} file(s) that may hold secrets."))
+    if facts.get("timed_out") is True:
+        found.append(("warning", f"{tool} stopped at its time limit; the results are partial."))
+    if facts.get("truncated") is True or facts.get("output_truncated") is True:
+        found.append(("info", f"{tool} returned part of its output; the result says how to page."))
+    return found
+
+
+def _first_text(result: ToolResult) -> str:
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            return text.splitlines()[0][:ERROR_EXCERPT] if text else ""
+    return ""
+
+
+class NotableEvents(Middleware):
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[InitializeRequest],
+        call_next: Callable[[MiddlewareContext[InitializeRequest]], Any],
+    ) -> Any:
+        result = await call_next(context)
+        params = context.message.params
+        info = params.client_info
+        log.info(
+            "client %s %s connected (protocol %s)",
+            info.name,
+            info.version,
+            getattr(result, "protocol_version", params.protocol_version),
+        )
+        return result
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[CallToolRequestParams],
+        call_next: Callable[[MiddlewareContext[CallToolRequestParams]], Any],
+    ) -> Any:
+        result = await call_next(context)
+        if not isinstance(result, ToolResult) or isinstance(result, InputRequiredToolResult):
+            return result  # an input-required round: nothing has happened yet
+        tool = context.message.name
+        if result.is_error:
+            log.info("%s failed: %s", tool, _first_text(result))
+            return result
+        ctx = context.fastmcp_context
+        if ctx is None or not result.structured_content:
+            return result
+        for level, text in events(tool, result.structured_content):
+            try:
+                await ctx.log(text, level=level, logger_name="filegate")
+            except Exception:  # a client that went away must not fail the call
+                log.debug("log notification failed", exc_info=True)
+        return result

@@ -1,0 +1,139 @@
+"""Stopping cleanly on SIGTERM/SIGINT, on stdio and on HTTP.
+
+In-flight tool calls get a short grace period to finish; then they are cancelled, which runs
+their cleanup (Grep kills its rg child) and answers the caller with an error result. Only
+then does the process exit. Without this, SIGTERM killed a stdio server at once (rg lived on)
+and SIGINT left it waiting for stdin forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.tools import ToolResult
+from mcp.types import CallToolRequestParams, TextContent
+
+log = logging.getLogger("filegate")
+
+# How long in-flight calls may keep running after SIGTERM/SIGINT. `docker stop` sends SIGKILL
+# 10 s after SIGTERM; 5 s leaves room for cancelling and closing connections.
+CALL_GRACE_S = 5.0
+# How long cancelled calls get to run their cleanup (killing and reaping rg takes milliseconds).
+CANCEL_WAIT_S = 3.0
+# How often the drain loop looks at the set of running calls.
+POLL_S = 0.02
+# After a drain on stdio: time for the cancelled calls' error results to reach stdout.
+FLUSH_S = 0.2
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+NOT_STARTED = "filegate is shutting down, so this call was not run. Try again once it is back."
+CANCELLED = "The call was cancelled because filegate is shutting down. Nothing more was done."
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class CallGate(Middleware):
+    """Tracks running tool calls so shutdown can let them finish, or cancel them."""
+
+    def __init__(self) -> None:
+        self.closing = False
+        self._calls: set[anyio.CancelScope] = set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[CallToolRequestParams],
+        call_next: Callable[[MiddlewareContext[CallToolRequestParams]], Any],
+    ) -> ToolResult:
+        name = context.message.name
+        if self.closing:
+            return _error(NOT_STARTED)
+        scope = anyio.CancelScope()
+        self._calls.add(scope)
+        try:
+            with scope:
+                result: ToolResult = await call_next(context)
+                return result
+        finally:
+            self._calls.discard(scope)
+        log.warning("%s cancelled at shutdown", name)
+        return _error(CANCELLED)
+
+    async def drain(self, grace: float = CALL_GRACE_S, hurry: Callable[[], bool] = lambda: False) -> None:
+        """Refuse new calls, wait up to ``grace`` seconds for running ones, cancel the rest.
+
+        ``hurry()`` turning true (a second Ctrl+C) ends the grace period at once.
+        """
+        self.closing = True
+        if self._calls:
+            log.info("waiting up to %.0f s for %d running call(s)", grace, len(self._calls))
+        with anyio.move_on_after(grace):
+            while self._calls and not hurry():
+                await anyio.sleep(POLL_S)
+        if not self._calls:
+            return
+        log.warning("cancelling %d running call(s)", len(self._calls))
+        for scope in list(self._calls):
+            scope.cancel()
+        with anyio.move_on_after(CANCEL_WAIT_S):
+            while self._calls:
+                await anyio.sleep(POLL_S)
+
+
+def run_stdio(server: FastMCP) -> None:
+    """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
+
+    On a signal: drain running calls, then die of that same signal (the conventional exit
+    status). Waiting for the stdio reader is not an option: it blocks in a thread until the
+    client writes or closes stdin.
+    """
+    gate = CallGate()
+    server.add_middleware(gate)
+    received: list[int] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def stop(signum: int) -> None:
+                log.info("received %s, stopping", signal.Signals(signum).name)
+                busy = gate.in_flight > 0
+                await gate.drain(hurry=lambda: len(received) > 1)
+                if busy:
+                    await anyio.sleep(FLUSH_S)
+                _die(signum)
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*SIGNALS) as signals:
+                    async for signum in signals:
+                        received.append(int(signum))
+                        if len(received) == 1:
+                            tg.start_soon(stop, int(signum))
+
+            tg.start_soon(watch)
+            await server.run_stdio_async(show_banner=False)
+            tg.cancel_scope.cancel()  # stdin closed: the normal way out
+
+    anyio.run(main)
+
+
+def _die(signum: int) -> None:
+    """Exit as if ``signum`` had not been caught (as PID 1, SIG_DFL is ignored: exit anyway)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)

@@ -1,0 +1,201 @@
+"""Real `filegate` processes for the transport, interop and shutdown tests.
+
+Every wait here is a hang guard (a generous deadline after which the test fails), never a
+measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import FILEGATE, free_port
+
+# Hang guards.
+START_S = 30.0
+STOP_S = 30.0
+
+INSPECTOR = Path(__file__).resolve().parents[3] / "shared" / "tools" / "inspector"
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[bytes]
+    port: int
+    stderr: Path
+    path: str = "/mcp"
+    workdir: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def log(self) -> str:
+        return self.stderr.read_text(errors="replace")
+
+    def stop(self, *signals: signal.Signals) -> int:
+        """Send each signal (default SIGTERM) and wait for the process to end."""
+        for sig in signals or (signal.SIGTERM,):
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"filegate did not stop; stderr:\n{self.log()[-3000:]}") from None
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One raw HTTP exchange (headers exactly as given, Host included), first 64 KiB of body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=STOP_S)
+    try:
+        conn.request(method, path, body=body, headers=dict(headers or {}))
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read(65536)
+    finally:
+        conn.close()
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], port: int, stderr: Path) -> None:
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"filegate exited {proc.returncode}: {stderr.read_text()[-2000:]}")
+        with contextlib.suppress(OSError):
+            if request(port, "GET", "/healthz")[0] == 200:
+                return
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"filegate did not come up; stderr:\n{stderr.read_text()[-2000:]}")
+
+
+@contextlib.contextmanager
+def serve(
+    cmd: list[str],
+    tmp: Path,
+    port: int,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    path: str = "/mcp",
+) -> Iterator[Served]:
+    """Start ``cmd`` (an HTTP filegate on ``port``), wait for /healthz, stop it at the end."""
+    stderr = tmp / f"filegate-{port}.stderr"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+    served = Served(proc, port, stderr, path)
+    try:
+        wait_healthy(proc, port, stderr)
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def http_filegate(
+    workdir: Path, tmp: Path, *flags: str, env: Mapping[str, str] | None = None
+) -> Iterator[Served]:
+    """`filegate --transport http` on a free loopback port."""
+    port = free_port()
+    cmd = [FILEGATE, "--transport", "http", "--port", str(port), "--workdir", str(workdir)]
+    with serve([*cmd, *flags], tmp, port, env=env) as served:
+        served.workdir = workdir
+        yield served
+
+
+def children(pid: int) -> dict[int, str]:
+    """Live child processes of ``pid`` (from /proc): pid → command name."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        fields = rest.split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found[int(entry)] = name
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for_child(pid: int, name: str) -> int:
+    """The pid of ``pid``'s child called ``name``, once it exists."""
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        for child, cname in children(pid).items():
+            if cname == name:
+                return child
+        time.sleep(0.02)
+    raise AssertionError(f"no {name} child of {pid} appeared")
+
+
+def filegate_children_of_me(workdir: Path) -> list[int]:
+    """`filegate` processes this test started (stdio transports) serving ``workdir``."""
+    pids = []
+    for child in children(os.getpid()):
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if any(b"filegate" in part for part in cmdline) and str(workdir).encode() in cmdline:
+                pids.append(child)
+    return pids
+
+
+def inspector_missing() -> str | None:
+    """Why the MCP Inspector cannot run here, or None."""
+    if not INSPECTOR.exists():
+        return f"the Inspector wrapper {INSPECTOR} is not in this checkout's shared tools"
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        return "npm/node are not installed: the MCP Inspector is an npm package"
+    return None
+
+
+def run_inspector(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(INSPECTOR), "--cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,  # the first run installs the package from npm
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+PYTHON = sys.executable
