@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -148,3 +150,156 @@ def http_server(workdir: Path, *flags: str, grep_timeout: float | None = None) -
             proc.kill()
             proc.wait()
         log.close()
+
+
+# --- many short-lived stdio servers, fast: fork them from a warm parent ------------------------
+
+# A process that has imported filegate (about 1–2 s) and forks a fresh stdio server on request:
+# each child is a real filegate process serving MCP on its own pipes (named FIFOs), started in
+# milliseconds, so a crash loop can kill hundreds of them. The child runs filegate's own
+# ``cli.main`` exactly as the console script does.
+ZYGOTE = r"""
+import asyncio, io, json, os, signal, sys, tempfile
+import filegate.cli, filegate.server.app, filegate.server.shutdown, filegate.settings
+from fastmcp import Client
+async def warm():  # one in-memory session pulls in every lazily imported module
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "a.txt"), "w").write("warm\n")
+        server = filegate.server.app.build_server(filegate.settings.Settings(workdir=d, approval="auto"))
+        async with Client(server, mode="legacy") as c:
+            for tool, args in (("ReadFile", {"path": "a.txt"}), ("Grep", {"pattern": "w"}),
+                               ("StrReplaceFile", {"path": "a.txt", "edit": {"old": "w", "new": "W"}})):
+                await c.call_tool(tool, args, raise_on_error=False)
+asyncio.run(warm())
+control_in = io.TextIOWrapper(io.FileIO(0, closefd=False))
+print("ready", flush=True)
+for line in control_in:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        fin = os.open(req["stdin"], os.O_RDONLY)
+        fout = os.open(req["stdout"], os.O_WRONLY)
+        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        for fd, target in ((fin, 0), (fout, 1), (err, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, closefd=False)), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8")
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.chdir(req["cwd"])
+        if req.get("no_tmpfile"):  # the named-temp path, as on a file system without O_TMPFILE
+            import filegate.fsio.atomic
+            filegate.fsio.atomic._TMPFILE = 0
+        code = 1
+        try:
+            code = filegate.cli.main(req["args"])
+        finally:
+            os._exit(code)
+    while True:  # reap the children killed so far
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if done == 0:
+            break
+    print(pid, flush=True)
+"""
+
+
+class RawStdio:
+    """A minimal JSON-RPC client on a server's stdio pipes (handshake era, 2025-06-18)."""
+
+    def __init__(self, pid: int, stdin: Any, stdout: Any) -> None:
+        self.pid = pid
+        self._in = stdin
+        self._out = stdout
+        self._next = 1
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._buf = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._in.write((json.dumps(message) + "\n").encode())
+        self._in.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        rid = self._next
+        self._next += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return rid
+
+    def call(self, tool: str, args: dict[str, Any]) -> int:
+        return self.request("tools/call", {"name": tool, "arguments": args})
+
+    def reply(self, rid: int, timeout: float = 60.0) -> dict[str, Any]:
+        """Read until the reply to ``rid`` arrives (a hang guard, not a timing)."""
+        deadline = time.monotonic() + timeout
+        while rid not in self._replies:
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                ready, _, _ = select.select([self._out], [], [], max(left, 0))
+                if not ready:
+                    raise TimeoutError(f"no reply to request {rid} within {timeout} s")
+                chunk = os.read(self._out.fileno(), 1 << 20)
+                if not chunk:
+                    raise EOFError("the server closed its stdout")
+                self._buf += chunk
+            line, _, self._buf = self._buf.partition(b"\n")
+            msg = json.loads(line)
+            if "id" in msg and ("result" in msg or "error" in msg):
+                self._replies[int(msg["id"])] = msg
+        return self._replies.pop(rid)
+
+    def initialize(self) -> None:
+        rid = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
+        self.reply(rid)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close_pipes(self) -> None:
+        for f in (self._in, self._out):
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+class Zygote:
+    """Forks stdio filegate servers on demand (see ZYGOTE)."""
+
+    def __init__(self, fifo_dir: Path) -> None:
+        self.dir = fifo_dir
+        self.count = 0
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == b"ready\n"
+
+    def spawn(self, workdir: Path, *flags: str, no_tmpfile: bool = False) -> RawStdio:
+        self.count += 1
+        fin, fout = self.dir / f"in{self.count}", self.dir / f"out{self.count}"
+        os.mkfifo(fin)
+        os.mkfifo(fout)
+        req = {"stdin": str(fin), "stdout": str(fout), "stderr": str(self.dir / "stderr.log"),
+               "cwd": str(workdir), "args": ["--workdir", str(workdir), *flags],
+               "no_tmpfile": no_tmpfile}  # fmt: skip
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
+        self.proc.stdin.flush()
+        pid = int(self.proc.stdout.readline())
+        stdin = open(fin, "wb")  # noqa: SIM115 - owned by the RawStdio
+        stdout = open(fout, "rb", buffering=0)  # noqa: SIM115
+        os.unlink(fin)
+        os.unlink(fout)
+        client = RawStdio(pid, stdin, stdout)
+        client.initialize()
+        return client
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
