@@ -60,6 +60,14 @@ def compile_pattern(pattern: str) -> list[list[Segment]]:
         raise PathError(
             f"Pattern `{pattern!r}` contains a NUL byte, which no file name can hold.", "Invalid pattern"
         )
+    try:
+        os.fsencode(pattern)
+    except UnicodeEncodeError:
+        shown = pattern.encode("utf-8", "backslashreplace").decode()
+        raise PathError(
+            f"Pattern `{shown}` contains a lone UTF-16 surrogate, which no file name can hold.",
+            "Invalid pattern",
+        ) from None
     if pattern.startswith("/") or pattern.startswith("~"):
         raise PathError(
             f"Pattern `{pattern}` is absolute. Give a pattern relative to `directory`, and put "
