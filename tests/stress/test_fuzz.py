@@ -75,7 +75,7 @@ odd_chars = st.sampled_from(
 odd_text = st.lists(st.one_of(odd_chars, st.text(max_size=8)), max_size=12).map("".join)
 enormous = st.builds(lambda s, n: s * n, st.sampled_from(["a", "é", "\n", "x\ny\r\n", "🙂", "/.."]),
                      st.integers(1_000, 400_000))  # fmt: skip
-strings = st.one_of(st.text(max_size=40), odd_text, enormous)
+strings = st.one_of(st.text(max_size=40), odd_chars, odd_text, enormous)
 paths = st.one_of(
     strings,
     st.sampled_from(

@@ -88,11 +88,16 @@ class GrepParams(BaseModel):
 
     @field_validator("pattern", "glob", "type")
     @classmethod
-    def _no_nul(cls, v: str | None, info: ValidationInfo) -> str | None:
-        # rg takes these as command-line arguments, which cannot hold a NUL byte.
+    def _fits_argv(cls, v: str | None, info: ValidationInfo) -> str | None:
+        # rg takes these as command-line arguments: no NUL byte, nothing UTF-8 cannot encode.
         if v is not None and "\0" in v:
             tip = " (to match a NUL byte, write \\x00 in the regex)" if info.field_name == "pattern" else ""
             raise ValueError(f"cannot contain a NUL byte{tip}")
+        if v is not None:
+            try:
+                os.fsencode(v)
+            except UnicodeEncodeError:
+                raise ValueError("cannot contain a lone UTF-16 surrogate") from None
         return v
 
 
