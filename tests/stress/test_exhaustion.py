@@ -309,6 +309,8 @@ async def test_regexes_rg_refuses_are_clear_errors(ws: Path, mode: str) -> None:
             ("a{1000}{1000}{1000}", "exceeds size limit"),
             ("(?<=a)b", "look-around"),
             ("a\x00b", "NUL byte"),
+            ("\ud800", "lone UTF-16 surrogate"),
+            ("a" * 200_000, "too long to pass to ripgrep"),
         ]:
             r = await guarded(c, "Grep", pattern=pattern)
             assert r.is_error and expect in text(r), (pattern, text(r))

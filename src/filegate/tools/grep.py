@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import shutil
@@ -33,6 +34,8 @@ RG_TIMEOUT_S = 20.0
 PROC_FD = "/proc/self/fd"
 # rg's name for standard input, where a single file is searched from an fd opened here.
 RG_STDIN = "<stdin>"
+# Linux's MAX_ARG_STRLEN: the longest single command-line argument exec accepts (E2BIG beyond).
+MAX_ARG_BYTES = 128 << 10
 # How often a long search tells a client that sent a progress token how far it got.
 PROGRESS_EVERY_S = 1.0
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -393,6 +396,8 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         return Outcome.from_path_error(exc)
     try:
         run = await _run_rg(_rg_args(rg, params, target), target, env)
+    except OSError as exc:  # rg could not be started
+        return Outcome.error(_spawn_failure(exc), "Failed to grep")
     finally:
         target.close()
     if run.returncode not in (0, 1, None) and not run.stdout:
@@ -435,6 +440,15 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         output_truncated=cut or run.overflow,
     )
     return Outcome(output=output, message=message, structured=facts.model_dump())
+
+
+def _spawn_failure(exc: OSError) -> str:
+    if exc.errno == errno.E2BIG:
+        return (
+            "Failed to grep. Error: the pattern or glob is too long to pass to ripgrep (Linux takes "
+            f"at most {MAX_ARG_BYTES // 1024} KiB per argument). Use a shorter pattern."
+        )
+    return f"Failed to grep. Error: ripgrep could not be started ({exc.strerror or exc})."
 
 
 def _join(messages: list[str]) -> str:
