@@ -1,0 +1,167 @@
+"""SIGTERM/SIGINT stop filegate cleanly on both transports and in both eras.
+
+A running Grep over a 1 TiB sparse file keeps a real rg busy for far longer than any test (its
+own time limit is 20 s). After the signal, the call must come back as an error result, the rg
+child must be gone, and the process must exit. A second signal skips the grace period, which
+keeps these tests short; the full grace period runs in the slow variants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+
+from filegate.server.shutdown import CANCELLED, NOT_STARTED, CallGate
+from tests.conftest import call, make_server, stdio_transport, text
+from tests.server.served import (
+    alive,
+    filegate_children_of_me,
+    http_filegate,
+    wait_for_child,
+)
+
+HUGE = 1 << 40  # a sparse file: no disk used, but rg reads zeros for minutes
+HURRY = (signal.SIGTERM, signal.SIGINT)  # the second signal ends the grace period
+
+
+@pytest.fixture
+def huge(ws: Path) -> Path:
+    path = ws / "huge.bin"
+    with path.open("wb") as f:
+        f.truncate(HUGE)
+    return path
+
+
+def grep_huge(c: Client[Any]) -> asyncio.Task[Any]:
+    return asyncio.create_task(call(c, "Grep", pattern="needle", path="huge.bin"))
+
+
+@contextlib.asynccontextmanager
+async def lenient(client: Client[Any]) -> AsyncIterator[Client[Any]]:
+    """The client, whose own closing may fail: its server is gone by then."""
+    await client.__aenter__()
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            await client.__aexit__(None, None, None)
+
+
+def no_trouble(log: str) -> None:
+    assert "Traceback" not in log
+    assert "ASGI callable returned without completing response" not in log
+
+
+# --- HTTP ----------------------------------------------------------------------------------
+
+
+async def _http_cancel(ws: Path, tmp: Path, mode: str, *signals: signal.Signals) -> None:
+    with http_filegate(ws, tmp, "--log-level", "INFO") as served:
+        async with lenient(Client(served.url, mode=mode)) as c:
+            running = grep_huge(c)
+            rg = await asyncio.to_thread(wait_for_child, served.proc.pid, "rg")
+            await asyncio.to_thread(served.stop, *signals)
+            result = await running
+        assert result.is_error and text(result) == CANCELLED
+    assert not alive(rg)
+    log = served.log()
+    assert "Grep cancelled at shutdown" in log
+    no_trouble(log)
+
+
+async def test_http_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
+    ws: Path, tmp_path: Path, huge: Path, mode: str
+) -> None:
+    await _http_cancel(ws, tmp_path, mode, *HURRY)
+
+
+@pytest.mark.slow
+async def test_http_sigterm_alone_waits_the_grace_period_then_cancels(
+    ws: Path, tmp_path: Path, huge: Path, mode: str
+) -> None:
+    await _http_cancel(ws, tmp_path, mode, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_http_stops_with_idle_clients_connected_and_ends_their_streams_properly(
+    ws: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    (ws / "a.txt").write_text("x\n")
+    with http_filegate(ws, tmp_path, "--log-level", "INFO") as served:
+        async with contextlib.AsyncExitStack() as stack:
+            for mode in ("legacy", "legacy", "auto"):  # handshake clients hold a GET stream
+                c = await stack.enter_async_context(lenient(Client(served.url, mode=mode)))
+                assert not (await call(c, "ReadFile", path="a.txt")).is_error
+            returncode = await asyncio.to_thread(served.stop, sig)
+    assert returncode in (-sig, 0)
+    log = served.log()
+    assert "Finished server process" in log
+    no_trouble(log)
+
+
+# --- stdio ---------------------------------------------------------------------------------
+
+
+async def _stdio_cancel(ws: Path, mode: str, *signals: signal.Signals) -> None:
+    async with lenient(Client(stdio_transport(ws), mode=mode)) as c:
+        (pid,) = filegate_children_of_me(ws)
+        running = grep_huge(c)
+        rg = await asyncio.to_thread(wait_for_child, pid, "rg")
+        for sig in signals:
+            os.kill(pid, sig)
+        result = await running
+        assert result.is_error and text(result) == CANCELLED
+    assert not alive(rg)
+    assert not alive(pid)
+
+
+async def test_stdio_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
+    ws: Path, huge: Path, mode: str
+) -> None:
+    await _stdio_cancel(ws, mode, *HURRY)
+
+
+@pytest.mark.slow
+async def test_stdio_sigterm_alone_waits_the_grace_period_then_cancels(
+    ws: Path, huge: Path, mode: str
+) -> None:
+    await _stdio_cancel(ws, mode, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_idle_stdio_server_exits_on_a_signal_without_waiting_for_stdin(
+    ws: Path, sig: signal.Signals
+) -> None:
+    """SIGINT used to leave the stdio server blocked on stdin until the client closed it."""
+    async with lenient(Client(stdio_transport(ws), mode="legacy")) as c:
+        await c.list_tools()
+        (pid,) = filegate_children_of_me(ws)
+        os.kill(pid, sig)
+        for _ in range(1500):  # hang guard: up to 30 s
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.02)
+        assert not alive(pid)
+
+
+# --- the gate, in memory -------------------------------------------------------------------
+
+
+async def test_calls_arriving_during_shutdown_are_refused_with_a_clear_error(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("x\n")
+    server = make_server(ws)
+    gate = CallGate()
+    server.add_middleware(gate)
+    async with Client(server, mode=mode) as c:
+        assert not (await call(c, "ReadFile", path="a.txt")).is_error
+        await gate.drain(grace=0)
+        r = await call(c, "ReadFile", path="a.txt")
+    assert r.is_error and text(r) == NOT_STARTED
