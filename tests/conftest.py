@@ -27,6 +27,12 @@ MODES = ["auto", "legacy"]
 FILEGATE = str(Path(sys.executable).parent / "filegate")
 
 
+@pytest.fixture(autouse=True)
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """filegate records in-flight temp files under $XDG_STATE_HOME; keep each test's apart."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -141,9 +142,10 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
     current = _lstat_at(dfd, name)
     _check_target(current, shown, dfd, name)
     temp_name: str | None = None
+    record: Path | None = None
     tfd = -1
     try:
-        tfd, temp_name = _create_temp(dfd, name, existing=current is not None)
+        tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None)
         _write_all(tfd, data)
         if current is not None:
             _copy_metadata(tfd, current)
@@ -151,7 +153,7 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         _check_unchanged(dfd, name, expect, shown)
         if temp_name is None:
             temp_name = _temp_name(name)
-            _remove_stale_temp(dfd, temp_name)
+            record = _record_pending(dfd, temp_name)
             os.link(f"/proc/self/fd/{tfd}", temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
         os.rename(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         temp_name = None
@@ -167,6 +169,7 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         if temp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temp_name, dir_fd=dfd)
+        _clear_pending(record)
 
 
 def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
@@ -196,34 +199,90 @@ def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) ->
 
 
 def _temp_name(name: str) -> str:
-    """One fixed temp name per target: a temp that a SIGKILL left behind (between link and
-    rename) is found and removed by the next write of the same file, never piles up."""
-    return f".{name[:_TEMP_NAME_KEEP]}{TEMP_SUFFIX}"
+    # Unique per write: two processes writing one file never touch each other's temp.
+    return f".{name[:_TEMP_NAME_KEEP]}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
 
 
-def _remove_stale_temp(dfd: int, temp_name: str) -> None:
-    # Writes to one path are serialized by the per-path lock, so a temp under this name is
-    # a leftover of a killed process, not a write in flight.
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temp_name, dir_fd=dfd)
+# --- temps a killed process may leave: recorded while they exist, swept at the next start ---
 
 
-def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | None]:
-    """An unnamed temp file in the directory, or a named one; (fd, name or None)."""
+def pending_dir() -> Path:
+    """Where in-flight named temps are recorded (outside any workspace)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "filegate" / "pending"
+
+
+def _record_pending(dfd: int, temp_name: str) -> Path | None:
+    """Note a named temp before it exists, so a restart can remove it if this process dies
+    before renaming it. Best effort: without a writable state dir nothing is recorded."""
+    try:
+        directory = os.readlink(f"/proc/self/fd/{dfd}")
+        record = pending_dir() / f"{os.getpid()}-{secrets.token_hex(8)}"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(os.path.join(directory, temp_name))
+        return record
+    except OSError:
+        return None
+
+
+def _clear_pending(record: Path | None) -> None:
+    if record is not None:
+        with contextlib.suppress(OSError):
+            record.unlink()
+
+
+def sweep_pending_temps() -> int:
+    """Remove the temps that killed filegate processes left behind; return how many."""
+    removed = 0
+    try:
+        records = list(pending_dir().iterdir())
+    except OSError:
+        return 0
+    for record in records:
+        pid = record.name.split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            temp = record.read_text()
+            st = os.lstat(temp)
+            if temp.endswith(TEMP_SUFFIX) and stat.S_ISREG(st.st_mode):
+                os.unlink(temp)
+                removed += 1
+        with contextlib.suppress(OSError):
+            record.unlink()
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | None, Path | None]:
+    """An unnamed temp file in the directory, or a named one; (fd, name or None, its record)."""
     # A new file gets 0o666 minus the umask, as open(2) would give it; an existing file's
     # mode is copied onto the temp before it becomes visible.
     mode = 0o600 if existing else 0o666
     if _TMPFILE and os.path.exists("/proc/self/fd"):
         try:
             fd = os.open(".", _TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=dfd)
-            return fd, None
+            return fd, None, None
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
     temp = _temp_name(name)
-    _remove_stale_temp(dfd, temp)
+    record = _record_pending(dfd, temp)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-    return os.open(temp, flags, mode, dir_fd=dfd), temp
+    try:
+        return os.open(temp, flags, mode, dir_fd=dfd), temp, record
+    except BaseException:
+        _clear_pending(record)
+        raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -212,6 +212,10 @@ def configure_logging(level: str) -> None:
 
 def serve(settings: Settings) -> None:
     configure_logging(settings.log_level)
+    from filegate.fsio.atomic import sweep_pending_temps
+
+    if swept := sweep_pending_temps():
+        log.warning("removed %d temp file(s) left by a killed filegate write", swept)
     server = build_server(settings)
     if settings.transport == "stdio":
         from filegate.server.shutdown import run_stdio
