@@ -52,3 +52,26 @@ def test_environment_variables_are_read(tmp_path: Path) -> None:
     env = {**os.environ, "FILEGATE_WORKDIR": str(tmp_path / "missing")}
     proc = run(env=env)
     assert proc.returncode == 2 and "--workdir" in proc.stderr
+
+
+def test_environment_lists() -> None:
+    from filegate.settings import Settings
+
+    env = {
+        "FILEGATE_SECRET_PATTERNS": "*.p12, secrets/",
+        "FILEGATE_ALLOWED_ORIGINS": '["https://a.example:8443"]',
+    }
+    import os
+
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        s = Settings()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    assert s.secret_patterns == ["*.p12", "secrets/"]
+    assert s.allowed_origins == ["https://a.example:8443"]

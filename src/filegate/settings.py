@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Literal
@@ -18,11 +19,13 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_RESULT_BUDGET = 1 << 20
 
 
-def _split_list(value: object) -> object:
-    """Env lists are ``os.pathsep``-separated (``/a:/b``); flags arrive as real lists."""
-    if isinstance(value, str):
-        return [part for part in value.split(os.pathsep) if part]
-    return value
+def _split_list(value: object, sep: str) -> object:
+    """An environment list: a JSON array, or items joined by ``sep``; flags arrive as lists."""
+    if not isinstance(value, str):
+        return value
+    if value.lstrip().startswith("["):
+        return json.loads(value)
+    return [part.strip() for part in value.split(sep) if part.strip()]
 
 
 class Settings(BaseSettings):
@@ -52,10 +55,15 @@ class Settings(BaseSettings):
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)
 
-    @field_validator("add_dirs", "secret_patterns", "allowed_origins", mode="before")
+    @field_validator("add_dirs", mode="before")
     @classmethod
-    def _lists_from_env(cls, value: object) -> object:
-        return _split_list(value)
+    def _dirs_from_env(cls, value: object) -> object:
+        return _split_list(value, os.pathsep)  # like PATH: /a:/b
+
+    @field_validator("secret_patterns", "allowed_origins", mode="before")
+    @classmethod
+    def _items_from_env(cls, value: object) -> object:
+        return _split_list(value, ",")  # URLs hold ':'; patterns with ',' need the JSON form
 
     @field_validator("log_level", mode="before")
     @classmethod

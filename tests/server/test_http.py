@@ -125,11 +125,6 @@ def test_allowed_origin_admits_that_browser_origin_only(ws: Path, tmp_path: Path
         assert post_init(served, **AUTH, Origin="https://other.example.com")[0] == 403
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="settings.py splits FILEGATE_ALLOWED_ORIGINS on os.pathsep (':'), which cuts every "
-    "URL in two ('https', '//app.example.com'); origins need a comma separator",
-)
 def test_allowed_origins_also_come_from_the_environment(ws: Path, tmp_path: Path) -> None:
     env = {"FILEGATE_ALLOWED_ORIGINS": "https://app.example.com", "FILEGATE_TOKEN": TOKEN}
     with http_filegate(ws, tmp_path, env=env) as served:

@@ -23,6 +23,7 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 from filegate.policy.workspace import Workspace
@@ -50,6 +51,10 @@ CANCELLED = (
 ANSWER_KEY = "approval"
 # Bumped whenever the sealed state's shape changes: an old answer never approves.
 STATE_VERSION = 1
+
+# How long a handshake-era question may stay unanswered (the 2026-07-28 sealed answer expires
+# after the SDK's 600 s too).
+ASK_TIMEOUT_S = 600.0
 
 APPROVE = "approve"
 APPROVE_SESSION = "approve_for_session"
@@ -232,8 +237,19 @@ class ElicitingApprover:
         offer = self._offer_session(request)
         ctx = self.call.ctx
         try:
-            result = await self.call.session.elicit_form(
-                approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+            # The file's lock is held while the user decides (writes to it queue up and are
+            # asked in turn); a client that never answers must not hold it forever.
+            with anyio.fail_after(ASK_TIMEOUT_S):
+                result = await self.call.session.elicit_form(
+                    approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+                )
+        except TimeoutError:
+            log.info("no answer to the approval question within %ss", ASK_TIMEOUT_S)
+            return Decision(
+                False,
+                "unanswered",
+                f"The user did not answer the approval question within {ASK_TIMEOUT_S:g} seconds, "
+                "so nothing was written. Ask the user, then try again.",
             )
         except Exception as exc:  # the client failed to answer: nothing may be written
             log.info("elicitation failed: %s", exc)
