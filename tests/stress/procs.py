@@ -77,6 +77,11 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
+def rg_processes(marker: str) -> list[int]:
+    """Live rg processes whose command line mentions ``marker`` (e.g. a unique pattern)."""
+    return [p for p in processes_running(marker) if cmdline(p)[:1] and cmdline(p)[0].endswith("/rg")]
+
+
 def rg_children(pid: int) -> list[int]:
     return [k for k in children(pid) if cmdline(k)[:1] and cmdline(k)[0].endswith("rg")]
 
@@ -251,12 +256,31 @@ class RawStdio:
                 self._replies[int(msg["id"])] = msg
         return self._replies.pop(rid)
 
-    def initialize(self) -> None:
+    def next_request(self, timeout: float = 60.0) -> dict[str, Any]:
+        """Read until the server sends a request of its own (e.g. elicitation/create)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" not in self._buf:
+                ready, _, _ = select.select([self._out], [], [], max(deadline - time.monotonic(), 0))
+                if not ready:
+                    raise TimeoutError(f"no request from the server within {timeout} s")
+                chunk = os.read(self._out.fileno(), 1 << 20)
+                if not chunk:
+                    raise EOFError("the server closed its stdout")
+                self._buf += chunk
+            line, _, self._buf = self._buf.partition(b"\n")
+            msg = json.loads(line)
+            if "method" in msg and "id" in msg:
+                return dict(msg)
+            if "id" in msg and ("result" in msg or "error" in msg):
+                self._replies[int(msg["id"])] = msg
+
+    def initialize(self, capabilities: dict[str, Any] | None = None) -> None:
         rid = self.request(
             "initialize",
             {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities or {},
                 "clientInfo": {"name": "raw", "version": "0"},
             },
         )
@@ -280,7 +304,9 @@ class Zygote:
         )
         assert self.proc.stdout is not None and self.proc.stdout.readline() == b"ready\n"
 
-    def spawn(self, workdir: Path, *flags: str, no_tmpfile: bool = False) -> RawStdio:
+    def spawn(
+        self, workdir: Path, *flags: str, no_tmpfile: bool = False, capabilities: dict[str, Any] | None = None
+    ) -> RawStdio:
         self.count += 1
         fin, fout = self.dir / f"in{self.count}", self.dir / f"out{self.count}"
         os.mkfifo(fin)
@@ -297,7 +323,7 @@ class Zygote:
         os.unlink(fin)
         os.unlink(fout)
         client = RawStdio(pid, stdin, stdout)
-        client.initialize()
+        client.initialize(capabilities)
         return client
 
     def close(self) -> None:
