@@ -50,7 +50,10 @@ CANCELLED = (
 # The key of our one request in an input-required result (2026-07-28).
 ANSWER_KEY = "approval"
 # Bumped whenever the sealed state's shape changes: an old answer never approves.
-STATE_VERSION = 1
+STATE_VERSION = 2
+# A file that keeps changing under the user's answers is given up on after this many re-asks
+# (rather than leaving the client to run out of rounds).
+MAX_REASKS = 3
 
 # How long a handshake-era question may stay unanswered (the 2026-07-28 sealed answer expires
 # after the SDK's 600 s too).
@@ -124,11 +127,18 @@ class SealedOperation:
     old: str
     new: str
     session: bool  # the form offered "approve for this session"
+    reasks: int = 0  # how often the file changed under an answer and the user was asked again
 
     @classmethod
-    def of(cls, request: WriteRequest, session: bool) -> SealedOperation:
+    def of(cls, request: WriteRequest, session: bool, reasks: int = 0) -> SealedOperation:
         return cls(
-            STATE_VERSION, request.tool, str(request.real), request.old_hash, request.new_hash, session
+            STATE_VERSION,
+            request.tool,
+            str(request.real),
+            request.old_hash,
+            request.new_hash,
+            session,
+            reasks,
         )
 
     @classmethod
@@ -271,6 +281,15 @@ class ElicitingApprover:
             changed = sealed.same_target(request)
         else:
             changed = False
+        reasks = sealed.reasks + 1 if changed and sealed is not None else 0
+        if reasks > MAX_REASKS:
+            return Decision(
+                False,
+                "stale",
+                f"`{request.shown}` changed {MAX_REASKS + 1} times while the user was being asked "
+                "about this write (other writes to it are landing), so nothing was written. Read "
+                "the file again and retry the edit.",
+            )
         offer = self._offer_session(request)
         params = ElicitRequestFormParams(
             message=approval_message(request, changed=changed),
@@ -280,7 +299,7 @@ class ElicitingApprover:
             InputRequiredResult(
                 result_type="input_required",
                 input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
-                request_state=SealedOperation.of(request, offer is not None).dump(),
+                request_state=SealedOperation.of(request, offer is not None, reasks).dump(),
             )
         )
 
