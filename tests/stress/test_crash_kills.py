@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,6 @@ FILLER = b"".join(
 OLD_HEAD, NEW_HEAD = "state: old\r\n", "state: new, and longer than the old one\r\n"
 OLD = OLD_HEAD.encode() + FILLER
 NEW = NEW_HEAD.encode() + FILLER
-
-
-@pytest.fixture(scope="module")
-def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
-    z = Zygote(tmp_path_factory.mktemp("fifos"))
-    yield z
-    z.close()
 
 
 def temps(directory: Path) -> list[str]:

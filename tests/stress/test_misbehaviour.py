@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,6 @@ from tests.stress.procs import Zygote, http_server, rg_processes, wait_until
 GONE_S = 10.0
 TERA = 1 << 40  # a sparse file rg reads for minutes
 REJECTED = "The tool call is rejected by the user."
-
-
-@pytest.fixture(scope="module")
-def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
-    z = Zygote(tmp_path_factory.mktemp("fifos"))
-    yield z
-    z.close()
 
 
 def _tera(ws: Path) -> None:
@@ -143,6 +135,7 @@ async def test_http_connection_dropped_mid_grep_kills_rg_at_once_on_2026_connect
             assert not r.is_error, text(r)
 
 
+@pytest.mark.slow
 async def test_http_connection_dropped_mid_grep_in_a_handshake_session_ends_rg_by_the_timeout(
     ws: Path,
 ) -> None:
