@@ -188,8 +188,10 @@ def inspector_missing() -> str | None:
 
 
 def run_inspector(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    # The Inspector gives a server 15 s to answer by default; a loaded CI machine starting
+    # several servers at once can need more (a hang guard, not a measurement).
     return subprocess.run(
-        [str(INSPECTOR), "--cli", *args],
+        [str(INSPECTOR), "--cli", "--connect-timeout", "120000", *args],
         capture_output=True,
         text=True,
         timeout=180,  # the first run installs the package from npm
