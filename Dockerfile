@@ -1,0 +1,40 @@
+# filegate as a streamable-HTTP endpoint in a container.
+#
+#   docker build -t filegate .
+#   docker run --rm -p 127.0.0.1:8000:8000 -e FILEGATE_TOKEN="$(openssl rand -hex 32)" \
+#       -v "$PWD:/workspace" --user "$(id -u):$(id -g)" filegate
+#
+# Inside the container the server binds 0.0.0.0, so it refuses to start without FILEGATE_TOKEN.
+# Clients connect to http://127.0.0.1:8000/mcp with "Authorization: Bearer <token>". Extra
+# flags go after the image name (for example --read-only). --user lets the server write files
+# owned by you in the mounted directory; without it, it runs as the image's user 10001.
+FROM python:3.11-slim-bookworm
+
+# libmagic for content sniffing (python-magic); nothing else comes from apt.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libmagic1 \
+ && rm -rf /var/lib/apt/lists/*
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# The package from this repository (ripgrep comes with it as a wheel).
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN pip install . && rm -rf /src
+
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin filegate \
+ && mkdir /workspace && chown filegate:filegate /workspace
+USER filegate
+WORKDIR /workspace
+VOLUME ["/workspace"]
+EXPOSE 8000
+
+# The slim image has no curl: Python asks /healthz (no token needed, says only "ok").
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+
+ENTRYPOINT ["filegate", "--transport", "http", "--host", "0.0.0.0", "--port", "8000", "--workdir", "/workspace"]
