@@ -180,6 +180,13 @@ control_in = io.TextIOWrapper(io.FileIO(0, closefd=False))
 print("ready", flush=True)
 for line in control_in:
     req = json.loads(line)
+    while True:  # reap the children killed so far, before the next one starts (and looks for them)
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if done == 0:
+            break
     pid = os.fork()
     if pid == 0:
         os.setsid()
@@ -202,13 +209,6 @@ for line in control_in:
             code = filegate.cli.main(req["args"])
         finally:
             os._exit(code)
-    while True:  # reap the children killed so far
-        try:
-            done, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if done == 0:
-            break
     print(pid, flush=True)
 """
 
