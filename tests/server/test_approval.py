@@ -389,3 +389,65 @@ async def test_http_approval_in_both_eras(ws: Path, mode: str) -> None:
     # A handshake-era HTTP session remembers the answer; a 2026-07-28 connection has no session.
     assert len(answers.messages) == (1 if mode == "legacy" else 2)
     assert os.path.exists(ws / "1.txt")
+
+
+# --- 2026-07-28: questions about one file are asked one at a time (its "turn") -------------
+
+
+async def test_a_pending_2026_question_holds_the_files_turn_until_its_retry(ws: Path) -> None:
+    """A second write waits while the first question is out, then is asked on the new bytes."""
+    import asyncio
+
+    (ws / "f.txt").write_text("one\ntwo\n")
+    server = make_server(ws)
+    first_args = {"path": "f.txt", "edit": {"old": "one", "new": "ONE"}}
+    async with (
+        Client(server, elicitation_handler=Answers()) as asker,
+        Client(server, elicitation_handler=Answers()) as other,
+    ):
+        asked = await asker.session.call_tool(
+            name="StrReplaceFile", arguments=first_args, allow_input_required=True
+        )
+        assert isinstance(asked, InputRequiredResult)
+        second = asyncio.create_task(
+            other.call_tool(
+                "StrReplaceFile",
+                {"path": "f.txt", "edit": {"old": "two", "new": "TWO"}},
+                raise_on_error=False,
+            )
+        )
+        await asyncio.sleep(0.5)
+        assert not second.done()  # waiting for the turn, not asked on stale bytes
+        answer = {"approval": WireElicitResult(action="accept", content={"decision": "approve"})}
+        done = await asker.session.call_tool(
+            name="StrReplaceFile", arguments=first_args, input_responses=answer,
+            request_state=asked.request_state, allow_input_required=True,
+        )  # fmt: skip
+        assert not isinstance(done, InputRequiredResult) and not done.is_error
+        r = await asyncio.wait_for(second, 30)
+        assert not r.is_error, text(r)
+    assert (ws / "f.txt").read_text() == "ONE\nTWO\n"
+
+
+async def test_an_abandoned_2026_question_gives_the_turn_back_after_a_while(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from filegate.server import approval
+
+    monkeypatch.setattr(approval, "TURN_TIMEOUT_S", 0.5)
+    (ws / "f.txt").write_text("one\ntwo\n")
+    server = make_server(ws)
+    async with (
+        Client(server, elicitation_handler=Answers()) as gone,
+        Client(server, elicitation_handler=Answers()) as other,
+    ):
+        asked = await gone.session.call_tool(
+            name="StrReplaceFile", arguments={"path": "f.txt", "edit": {"old": "one", "new": "ONE"}},
+            allow_input_required=True,
+        )  # fmt: skip
+        assert isinstance(asked, InputRequiredResult)  # ... and never answered
+        r = await other.call_tool(
+            "StrReplaceFile", {"path": "f.txt", "edit": {"old": "two", "new": "TWO"}}, raise_on_error=False
+        )
+        assert not r.is_error, text(r)
+    assert (ws / "f.txt").read_text() == "one\nTWO\n"

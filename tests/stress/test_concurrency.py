@@ -82,20 +82,10 @@ async def test_fifty_concurrent_approved_edits_in_handshake_sessions_lose_nothin
     _all_done(ws, await _fifty_edits(ws, ["legacy"] * 5))
 
 
-async def test_fifty_concurrent_approved_edits_on_2026_connections_lose_nothing_silently(ws: Path) -> None:
-    """On 2026-07-28 the lock cannot span the input-required round trip, and an answer is bound
-    to the file's bytes (SPEC §6): an edit whose file changed under its answer is asked again,
-    and after a few changes refused with a clear error. Whatever lands, nothing is lost silently:
-    the file holds exactly the edits reported as done."""
-    results = await _fifty_edits(ws, ["auto"] * 5)
-    lines = (ws / "slots.txt").read_text().splitlines()
-    for s, r in enumerate(results):
-        if r.is_error:
-            assert "changed 4 times while the user was being asked" in text(r), text(r)
-            assert lines[s] == f"slot-{s:02d}: todo"
-        else:
-            assert lines[s] == f"slot-{s:02d}: done"
-    assert any(not r.is_error for r in results)
+async def test_fifty_concurrent_approved_edits_on_2026_connections_lose_nothing(ws: Path) -> None:
+    """No lock spans a 2026-07-28 question (the answer comes on a retry); the question holds
+    the file's turn instead, so these are asked one at a time too, and all land."""
+    _all_done(ws, await _fifty_edits(ws, ["auto"] * 5))
 
 
 # --- 10 clients, mixed reads and writes, their own approvals -------------------------------

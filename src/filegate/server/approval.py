@@ -18,9 +18,13 @@ files are asked about every time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import secrets
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -50,7 +54,7 @@ CANCELLED = (
 # The key of our one request in an input-required result (2026-07-28).
 ANSWER_KEY = "approval"
 # Bumped whenever the sealed state's shape changes: an old answer never approves.
-STATE_VERSION = 2
+STATE_VERSION = 3
 # A file that keeps changing under the user's answers is given up on after this many re-asks
 # (rather than leaving the client to run out of rounds).
 MAX_REASKS = 3
@@ -58,6 +62,10 @@ MAX_REASKS = 3
 # How long a handshake-era question may stay unanswered (the 2026-07-28 sealed answer expires
 # after the SDK's 600 s too).
 ASK_TIMEOUT_S = 600.0
+# How long a 2026-07-28 question holds its file's turn waiting for the retry; a client that
+# went away blocks other writes of that file no longer than this (a later answer still
+# counts: it is asked again if the file changed meanwhile).
+TURN_TIMEOUT_S = 120.0
 
 APPROVE = "approve"
 APPROVE_SESSION = "approve_for_session"
@@ -128,9 +136,10 @@ class SealedOperation:
     new: str
     session: bool  # the form offered "approve for this session"
     reasks: int = 0  # how often the file changed under an answer and the user was asked again
+    turn: str = ""  # the file's turn this question holds (see Turns)
 
     @classmethod
-    def of(cls, request: WriteRequest, session: bool, reasks: int = 0) -> SealedOperation:
+    def of(cls, request: WriteRequest, session: bool, reasks: int = 0, turn: str = "") -> SealedOperation:
         return cls(
             STATE_VERSION,
             request.tool,
@@ -139,6 +148,7 @@ class SealedOperation:
             request.new_hash,
             session,
             reasks,
+            turn,
         )
 
     @classmethod
@@ -163,6 +173,50 @@ class SealedOperation:
         )
 
 
+class Turns:
+    """2026-07-28: questions about one file are asked one at a time.
+
+    In the handshake era the file's lock is held while the user decides, so parallel edits of
+    one file are asked in turn, each on the bytes the previous one left. A 2026-07-28 question
+    ends the call (input-required) and the answer comes on a retry, so no lock can span it;
+    instead the question holds the file's *turn*, named in its sealed state, until its retry
+    is done. Another write of the file waits for the turn (at most TURN_TIMEOUT_S) before it
+    reads the file, so its diff is computed on what the first one wrote.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[str, float]] = {}  # path -> (token, expires at)
+        self._released: dict[str, anyio.Event] = {}
+
+    @contextlib.asynccontextmanager
+    async def take(self, path: str, token: str) -> AsyncIterator[None]:
+        """Hold ``path``'s turn as ``token`` (waiting for another holder first). The turn
+        stays held past an InputRequired (the question is out), else it is given back."""
+        while True:
+            held = self._held.get(path)
+            now = anyio.current_time()
+            if held is None or held[0] == token or held[1] <= now:
+                break
+            event = self._released.setdefault(path, anyio.Event())
+            with anyio.move_on_after(held[1] - now):
+                await event.wait()
+        self._held[path] = (token, anyio.current_time() + TURN_TIMEOUT_S)
+        asked = False
+        try:
+            yield
+        except InputRequired:
+            asked = True
+            raise
+        finally:
+            if not asked and self._held.get(path, ("",))[0] == token:
+                del self._held[path]
+                if path in self._released:
+                    self._released.pop(path).set()
+
+
+TURNS = Turns()
+
+
 def write_class(request: WriteRequest) -> WriteClass:
     return "inside" if request.inside else "outside"
 
@@ -174,6 +228,16 @@ class ElicitingApprover:
         self.runtime = runtime
         self.call = call
         self.workspace = workspace
+        self._turn = ""
+
+    def turn(self, path: Path) -> contextlib.AbstractAsyncContextManager[None]:
+        """Taken by a write before it reads the file: see Turns (2026-07-28 questions only)."""
+        asks = self.call.modern and self.call.can_elicit and self.runtime.settings.approval != "auto"
+        if not asks:
+            return contextlib.nullcontext()
+        sealed = SealedOperation.parse(self.call.ctx.request_state)
+        self._turn = sealed.turn if sealed is not None and sealed.turn else secrets.token_hex(8)
+        return TURNS.take(str(path), self._turn)
 
     async def approve(self, request: WriteRequest) -> Decision:
         mode = self.runtime.settings.approval
@@ -299,7 +363,7 @@ class ElicitingApprover:
             InputRequiredResult(
                 result_type="input_required",
                 input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
-                request_state=SealedOperation.of(request, offer is not None, reasks).dump(),
+                request_state=SealedOperation.of(request, offer is not None, reasks, self._turn).dump(),
             )
         )
 

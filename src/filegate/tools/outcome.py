@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -96,6 +97,11 @@ class Decision:
 
 
 class Approver(Protocol):
+    def turn(self, path: Path) -> AbstractAsyncContextManager[None]:
+        """Held around reading, asking about and writing ``path``: writes of one file that
+        must be asked about are asked one at a time."""
+        ...
+
     async def approve(self, request: WriteRequest) -> Decision: ...
 
 

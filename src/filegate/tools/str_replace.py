@@ -337,7 +337,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     try:
         _check_edits(edits)
         rp = env.workspace.resolve(params.path, "edit")
-        async with PATH_LOCKS.hold(rp.real):
+        async with env.approver.turn(rp.real), PATH_LOCKS.hold(rp.real):
             current = await anyio.to_thread.run_sync(
                 lambda: load_current(rp, must_exist=True), abandon_on_cancel=True
             )

@@ -64,7 +64,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     try:
         rp = env.workspace.resolve(params.path, "write")
         _check_parent(rp, params.create_dirs)
-        async with PATH_LOCKS.hold(rp.real):
+        async with env.approver.turn(rp.real), PATH_LOCKS.hold(rp.real):
             current = await anyio.to_thread.run_sync(
                 lambda: load_current(rp, must_exist=False), abandon_on_cancel=True
             )
