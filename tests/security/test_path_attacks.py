@@ -466,6 +466,7 @@ def calls_for(trap: Trap) -> Iterator[Call]:
         yield "WriteFile", {"path": f("new.txt"), "content": PWNED}
         yield "StrReplaceFile", {"path": f("plain.txt"), "edit": {"old": OUTSIDE_CANARY, "new": PWNED}}
     if d is not None:
+        yield "WriteFile", {"path": f"{d}/made/new.txt", "content": PWNED, "create_dirs": True}
         yield "Glob", {"pattern": "*", "directory": d}
         yield "Glob", {"pattern": "sub/*", "directory": d}
         yield "Grep", {"pattern": "CANARY", "path": d, "output_mode": "content", "include_ignored": True}
