@@ -1,0 +1,73 @@
+"""A wheel built from this repository installs into a fresh venv and works there.
+
+Slow (about a minute: the fresh venv pulls every dependency from the package index), so it
+runs with ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from filegate import __version__
+from tests.conftest import text
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile"]
+
+pytestmark = pytest.mark.slow
+
+
+def run(*cmd: str | Path, cwd: Path | None = None) -> str:
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=900, cwd=cwd)
+    assert done.returncode == 0, f"{cmd}: {done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the wheel, a fresh venv with it installed)."""
+    tmp = tmp_path_factory.mktemp("pkg")
+    run(sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", tmp / "dist", cwd=REPO)
+    (wheel,) = (tmp / "dist").glob("filegate-*.whl")
+    venv = tmp / "venv"
+    run(sys.executable, "-m", "venv", venv)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "-U", "pip")
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", wheel)
+    return wheel, venv
+
+
+def test_wheel_carries_the_code_the_tool_descriptions_and_the_script(
+    fresh: tuple[Path, Path],
+) -> None:
+    wheel, _ = fresh
+    assert wheel.name == f"filegate-{__version__}-py3-none-any.whl"
+    names = zipfile.ZipFile(wheel).namelist()
+    for md in ("read_file", "read_media", "write_file", "str_replace", "glob", "grep"):
+        assert f"filegate/tools/{md}.md" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "filegate = filegate.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert not any(n.startswith("tests/") for n in names)
+
+
+def test_filegate_version_prints_the_version_in_a_fresh_venv(fresh: tuple[Path, Path]) -> None:
+    _, venv = fresh
+    assert run(venv / "bin" / "filegate", "--version") == f"filegate {__version__}\n"
+    assert run(venv / "bin" / "python", "-m", "filegate", "--version") == f"filegate {__version__}\n"
+    assert (venv / "bin" / "rg").exists()  # ripgrep came as a wheel
+
+
+async def test_the_installed_server_serves_every_tool(fresh: tuple[Path, Path], tmp_path: Path) -> None:
+    _, venv = fresh
+    (tmp_path / "a.txt").write_text("installed from a wheel\n")
+    transport = StdioTransport(str(venv / "bin" / "filegate"), ["--workdir", str(tmp_path)], keep_alive=False)
+    async with Client(transport) as c:
+        assert [t.name for t in await c.list_tools()] == TOOLS
+        r = await c.call_tool("Grep", {"pattern": "wheel", "output_mode": "content"})
+        assert text(r).startswith("a.txt:1:installed from a wheel")
