@@ -96,12 +96,15 @@ def _pick(tool: str, target: Path) -> tuple[str, dict[str, Any]]:
 
 
 def _wait_gone(pid: int) -> None:
-    for _ in range(400):
+    """Until every thread of the killed server has exited (a thread-group leader shows as a
+    zombie while its other threads are still dying, and cannot be reaped before they are)."""
+    for _ in range(2000):
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+            threads = len(os.listdir(f"/proc/{pid}/task"))
+        except (OSError, IndexError):
             return
-        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+        if state == "Z" and threads <= 1:
             return
         time.sleep(0.005)
     raise AssertionError(f"server {pid} survived SIGKILL")
