@@ -88,14 +88,6 @@ def test_the_right_token_opens_a_session(srv: Served) -> None:
     assert b'"serverInfo":{"name":"filegate"' in body
 
 
-def test_a_custom_path_is_protected_too(ws: Path, tmp_path: Path) -> None:
-    with http_filegate(ws, tmp_path, "--token", TOKEN, "--path", "/tools/mcp") as served:
-        hdrs = {"Host": f"127.0.0.1:{served.port}", **MCP_HEADERS}
-        assert request(served.port, "POST", "/tools/mcp", hdrs, INIT)[0] == 401
-        assert request(served.port, "POST", "/tools/mcp", {**hdrs, **AUTH}, INIT)[0] == 200
-        assert request(served.port, "POST", "/mcp", {**hdrs, **AUTH}, INIT)[0] == 404
-
-
 # --- Host and Origin -----------------------------------------------------------------------
 
 
@@ -117,29 +109,42 @@ def test_loopback_origin_is_accepted(srv: Served) -> None:
     assert post_init(srv, **AUTH, Origin="http://localhost:5173")[0] == 200
 
 
-def test_allowed_origin_admits_that_browser_origin_only(ws: Path, tmp_path: Path) -> None:
-    flags = ("--token", TOKEN, "--allowed-origin", "https://app.example.com")
+def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(
+    ws: Path, tmp_path: Path
+) -> None:
+    flags = ("--token", TOKEN, "--path", "/tools/mcp", "--allowed-origin", "https://app.example.com")
     with http_filegate(ws, tmp_path, *flags, "--allowed-origin", "https://b.example") as served:
-        assert post_init(served, **AUTH, Origin="https://app.example.com")[0] == 200
-        assert post_init(served, **AUTH, Origin="https://b.example")[0] == 200
-        assert post_init(served, **AUTH, Origin="https://other.example.com")[0] == 403
+        hdrs = {"Host": f"127.0.0.1:{served.port}", **MCP_HEADERS}
+
+        def post(path: str, **extra: str) -> int:
+            return request(served.port, "POST", path, {**hdrs, **extra}, INIT)[0]
+
+        assert post("/tools/mcp", Origin="https://app.example.com") == 401  # still needs the token
+        assert post("/tools/mcp", **AUTH, Origin="https://app.example.com") == 200
+        assert post("/tools/mcp", **AUTH, Origin="https://b.example") == 200
+        assert post("/tools/mcp", **AUTH, Origin="https://other.example.com") == 403
+        assert post("/tools/mcp", **AUTH) == 200
+        assert post("/mcp", **AUTH) == 404
 
 
-def test_allowed_origins_also_come_from_the_environment(ws: Path, tmp_path: Path) -> None:
-    env = {"FILEGATE_ALLOWED_ORIGINS": "https://app.example.com", "FILEGATE_TOKEN": TOKEN}
-    with http_filegate(ws, tmp_path, env=env) as served:
-        assert post_init(served, **AUTH, Origin="https://app.example.com")[0] == 200
-        assert post_init(served, **AUTH, Origin="https://other.example.com")[0] == 403
-
-
-def test_fastmcp_environment_cannot_switch_the_guards_off(ws: Path, tmp_path: Path) -> None:
+def test_token_and_origins_from_the_environment_and_fastmcp_env_cannot_weaken_guards(
+    ws: Path, tmp_path: Path
+) -> None:
     env = {
+        "FILEGATE_TOKEN": TOKEN,
+        "FILEGATE_ALLOWED_ORIGINS": "https://app.example.com,https://b.example",
+        # fastmcp reads these; filegate pins what they would change.
         "FASTMCP_HTTP_HOST_ORIGIN_PROTECTION": "false",
         "FASTMCP_HTTP_ALLOWED_HOSTS": '["*"]',
+        "FASTMCP_HTTP_ALLOWED_ORIGINS": '["*"]',
         "FASTMCP_STATELESS_HTTP": "true",
         "FASTMCP_JSON_RESPONSE": "true",
     }
-    with http_filegate(ws, tmp_path, "--token", TOKEN, env=env) as served:
+    with http_filegate(ws, tmp_path, env=env) as served:
+        assert post_init(served)[0] == 401
+        assert post_init(served, **AUTH, Origin="https://app.example.com")[0] == 200
+        assert post_init(served, **AUTH, Origin="https://b.example")[0] == 200
+        assert post_init(served, **AUTH, Origin="https://other.example.com")[0] == 403
         assert post_init(served, **AUTH, Host="evil.example.com")[0] == 421
         status, hdrs, _ = post_init(served, **AUTH)
         assert status == 200 and hdrs["content-type"].startswith("text/event-stream")
@@ -279,11 +284,3 @@ async def test_log_level_info_puts_access_lines_and_client_events_on_stderr(ws: 
     assert "filegate: ReadFile failed: " in log
     assert "DEBUG" not in log
     assert "Traceback" not in log
-
-
-async def test_log_level_error_hides_info_and_warnings(ws: Path, tmp_path: Path) -> None:
-    with http_filegate(ws, tmp_path, "--log-level", "ERROR") as served:
-        async with Client(served.url, mode="legacy") as c:
-            await call(c, "ReadFile", path="missing.txt")
-        served.stop()
-    assert served.log() == ""
