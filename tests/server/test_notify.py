@@ -1,0 +1,77 @@
+"""Notable events reach the client as MCP log messages, at one level whatever the tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from filegate.server.notify import events
+from tests.conftest import call, connect
+
+
+class Logs:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str | None]] = []
+
+    async def __call__(self, message: Any) -> None:
+        data = message.data
+        self.seen.append((message.level, data["msg"] if isinstance(data, dict) else data, message.logger))
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        ({"skipped_sensitive": 2}, [("notice", "Glob left out 2 file(s) that may hold secrets.")]),
+        ({"truncated": True}, [("info", "Glob returned part of its output; the result says how to page.")]),
+        (
+            {"output_truncated": True},
+            [("info", "Glob returned part of its output; the result says how to page.")],
+        ),
+        ({"timed_out": True}, [("warning", "Glob stopped at its time limit; the results are partial.")]),
+        ({"skipped_sensitive": 0, "truncated": False, "timed_out": False}, []),
+        ({"truncated_lines": [3], "next_line_offset": 10}, []),  # paging is not an event
+    ],
+)
+def test_each_fact_maps_to_one_message_at_a_fixed_level(
+    facts: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    assert events("Glob", facts) == expected
+
+
+def test_several_facts_come_in_a_fixed_order() -> None:
+    facts = {"output_truncated": True, "timed_out": True, "skipped_sensitive": 1}
+    assert [level for level, _ in events("Grep", facts)] == ["notice", "warning", "info"]
+
+
+async def test_a_skipped_secret_is_a_notice_to_the_client(ws: Path, mode: str) -> None:
+    (ws / ".env").write_text("KEY=1\n")
+    (ws / "a.txt").write_text("x\n")
+    logs = Logs()
+    async with connect(ws, mode, client_log_handler=logs) as c:
+        r = await call(c, "Glob", pattern="*")
+    assert not r.is_error
+    assert ("notice", "Glob left out 1 file(s) that may hold secrets.", "filegate") in logs.seen
+
+
+async def test_a_truncated_result_is_an_info_message(ws: Path, mode: str) -> None:
+    for i in range(1001):  # one past Glob's 1000 matches
+        (ws / f"f{i:04}.txt").touch()
+    logs = Logs()
+    async with connect(ws, mode, client_log_handler=logs) as c:
+        r = await call(c, "Glob", pattern="*.txt")
+    assert r.structured_content["truncated"] is True
+    assert [s for s in logs.seen if s[0] == "info" and "Glob" in s[1]] == [
+        ("info", "Glob returned part of its output; the result says how to page.", "filegate")
+    ]
+
+
+async def test_ordinary_and_failed_calls_send_no_log_messages(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("x\n")
+    logs = Logs()
+    async with connect(ws, mode, client_log_handler=logs) as c:
+        assert not (await call(c, "ReadFile", path="a.txt")).is_error
+        assert (await call(c, "ReadFile", path="missing.txt")).is_error
+        assert not (await call(c, "Glob", pattern="*.txt")).is_error
+    assert logs.seen == []
