@@ -83,6 +83,7 @@ def test_every_method_on_the_mcp_path_needs_the_token(srv: Served, method: str) 
 def test_the_right_token_opens_a_session(srv: Served) -> None:
     status, hdrs, body = post_init(srv, **AUTH)
     assert status == 200
+    assert not any(h.startswith("access-control-") for h in hdrs)  # no CORS unless asked
     assert hdrs["content-type"].startswith("text/event-stream")  # stateful, SSE
     assert hdrs.get("mcp-session-id")
     assert b'"serverInfo":{"name":"filegate"' in body
@@ -125,6 +126,26 @@ def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(
         assert post("/tools/mcp", **AUTH, Origin="https://other.example.com") == 403
         assert post("/tools/mcp", **AUTH) == 200
         assert post("/mcp", **AUTH) == 404
+
+        # A browser page on that origin can make the call: its preflight is answered ...
+        preflight = {
+            "Host": f"127.0.0.1:{served.port}",
+            "Origin": "https://app.example.com",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
+        }
+        status, cors, _ = request(served.port, "OPTIONS", "/tools/mcp", preflight)
+        assert status == 200 and cors["access-control-allow-origin"] == "https://app.example.com"
+        assert "authorization" in cors["access-control-allow-headers"]
+        assert "POST" in cors["access-control-allow-methods"]
+        # ... and it may read the session id; other origins get no preflight at all.
+        _, resp, _ = request(
+            served.port, "POST", "/tools/mcp",
+            {**hdrs, **AUTH, "Origin": "https://app.example.com"}, INIT,
+        )  # fmt: skip
+        assert "mcp-session-id" in resp["access-control-expose-headers"].lower()
+        other = {**preflight, "Origin": "https://other.example.com"}
+        assert request(served.port, "OPTIONS", "/tools/mcp", other)[0] == 403
 
 
 def test_token_and_origins_from_the_environment_and_fastmcp_env_cannot_weaken_guards(

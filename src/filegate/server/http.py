@@ -28,6 +28,7 @@ from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,6 +39,9 @@ from filegate.settings import Settings
 log = logging.getLogger("filegate")
 
 HEALTH_PATH = "/healthz"
+# What a browser page on an --allowed-origin may send and read (streamable HTTP, both eras).
+CORS_METHODS = ["GET", "POST", "DELETE"]
+CORS_EXPOSE = ["Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"]
 # After the calls are drained and open responses ended, how long uvicorn waits for the
 # connections to close before cancelling what is left.
 HTTP_GRACE_S = 2.0
@@ -118,6 +122,10 @@ def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges
         server.auth = BearerVerifier(settings.token.get_secret_value())
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(_healthz)
     middleware = [Middleware(TrackExchanges, exchanges=exchanges)] if exchanges else []
+    if settings.allowed_origins:
+        # A browser page may call the endpoint only if its preflight is answered and the
+        # responses carry CORS headers; other origins still get 403 from the guard.
+        middleware.insert(0, _cors(list(settings.allowed_origins)))
     app: Starlette = server.http_app(
         path=settings.path,
         middleware=middleware,
@@ -130,6 +138,17 @@ def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges
         allowed_origins=list(settings.allowed_origins),
     )
     return app
+
+
+def _cors(origins: list[str]) -> Middleware:
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=origins,
+        allow_methods=CORS_METHODS,
+        allow_headers=["*"],  # Authorization, Content-Type, Mcp-* and Last-Event-ID
+        expose_headers=CORS_EXPOSE,
+        max_age=600,
+    )
 
 
 class _Server(uvicorn.Server):
