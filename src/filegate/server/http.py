@@ -7,7 +7,8 @@
   (compared in constant time; 401 with ``WWW-Authenticate: Bearer`` otherwise). Binding a
   non-loopback address without a token is refused earlier, in Settings.
 - Host and Origin are checked on every request (421 / 403): DNS rebinding cannot reach a
-  server on loopback. ``--allowed-origin`` admits browser-based clients.
+  server on loopback. ``--allowed-origin`` admits browser-based clients (and answers their
+  CORS preflights). Host names other than loopback and the bound address get 421.
 - ``GET /healthz`` needs no token and answers ``ok``: it tells liveness and nothing else.
 - SIGTERM/SIGINT: stop accepting, let running calls finish (shutdown.CALL_GRACE_S), cancel the
   rest (killing their rg), end open responses properly, then stop.
