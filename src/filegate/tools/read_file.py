@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Annotated, Any
 
@@ -9,15 +10,17 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from filegate.fsio.lines import (
+    PendingCount,
+    RawLine,
+    checkpoints,
     decode_line,
     iter_lines_from,
-    line_index,
     offset_of_line,
-    read_span,
+    tail_lines,
     tail_starts,
 )
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath, open_regular
+from filegate.policy.workspace import PathError, ResolvedPath, Workspace, open_regular
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import Outcome, ToolEnv
 
@@ -70,9 +73,15 @@ def truncate_line(line: str, max_length: int = MAX_LINE_LENGTH, marker: str = ".
     return line[: max_length - len(marker + linebreak)] + marker + linebreak
 
 
+# detect_file_type is a function of (name, first bytes) alone, and libmagic takes 1-6 ms over
+# an 8 KiB text header (bench/README.md), more than the rest of a small read: answers for the
+# most recent headers are kept (256 x 8 KiB at most).
+_detect_file_type = functools.lru_cache(maxsize=256)(detect_file_type)
+
+
 def _check_readable_text(rp: ResolvedPath, fd: int) -> None:
     header = os.pread(fd, SNIFF_BYTES, 0)
-    ft = detect_file_type(rp.real.name, header)
+    ft = _detect_file_type(rp.real.name, header)
     if ft.kind in ("image", "video"):
         raise PathError(
             f"`{rp.shown}` is an {ft.kind} file ({ft.mime}). Use ReadMediaFile to read image or video files.",
@@ -90,65 +99,78 @@ def _check_readable_text(rp: ResolvedPath, fd: int) -> None:
 
 def _window(fd: int, start: int, n_lines: int) -> dict[str, Any]:
     st = os.fstat(fd)
-    idx = line_index(fd, st)
-    lines: list[tuple[int, str]] = []
-    truncated: list[int] = []
-    n_bytes = 0
-    max_lines = max_bytes = False
-    if start > 0:
-        pos = offset_of_line(fd, start, idx)
-        raws = iter_lines_from(fd, pos, start) if pos is not None else iter(())
-        for raw in raws:
-            text = decode_line(raw)
-            cut = truncate_line(text)
-            if cut != text or raw.long:
-                truncated.append(raw.number)
-            lines.append((raw.number, cut))
-            n_bytes += len(cut.encode("utf-8"))
-            if len(lines) >= n_lines:
-                break
-            if len(lines) >= MAX_LINES:
-                max_lines = True
-                break
-            if n_bytes >= MAX_BYTES:
-                max_bytes = True
-                break
-    else:
-        starts = tail_starts(fd, st.st_size, -start)
-        first = idx.total - len(starts) + 1
-        bounds = [*starts, st.st_size]
-        window = [
-            read_span(fd, bounds[i], bounds[i + 1], first + i)
-            for i in range(min(len(starts), n_lines, MAX_LINES))
-        ]
-        decoded = []
-        for r in window:
-            text = decode_line(r)
-            cut = truncate_line(text)
-            decoded.append((r.number, cut, cut != text or r.long))
-        # Keep the newest lines that fit the byte cap (Kimi's tail rule).
-        total_bytes = 0
-        kept: list[tuple[int, str, bool]] = []
-        for item in reversed(decoded):
-            size = len(item[1].encode("utf-8"))
-            if kept and total_bytes + size > MAX_BYTES:
-                max_bytes = True
-                break
-            total_bytes += size
-            kept.append(item)
-        kept.reverse()
-        for number, text, was_cut in kept:
-            lines.append((number, text))
-            if was_cut:
-                truncated.append(number)
+    # The count (wc -l on a big file) runs while this thread finds and reads the lines.
+    counting = PendingCount(fd, st)
+    try:
+        lines: list[tuple[int, str]] = []
+        truncated: list[int] = []
+        max_lines = max_bytes = False
+        if start > 0:
+            max_lines, max_bytes = _read_forward(fd, st, start, n_lines, lines, truncated)
+            count = counting.result()
+        else:
+            starts = tail_starts(fd, st.st_size, -start)
+            count = counting.result()
+            first = count.total - len(starts) + 1
+            window = tail_lines(fd, st.st_size, starts, first, min(n_lines, MAX_LINES))
+            max_bytes = _keep_tail(window, lines, truncated)
+    finally:
+        counting.close()
     return {
         "lines": lines,
         "truncated": truncated,
-        "total": idx.total,
-        "complete": idx.complete,
+        "total": count.total,
+        "complete": count.complete,
         "max_lines": max_lines,
         "max_bytes": max_bytes,
     }
+
+
+def _read_forward(fd: int, st: os.stat_result, start: int, n_lines: int, lines: list[tuple[int, str]],
+                  truncated: list[int]) -> tuple[bool, bool]:  # fmt: skip
+    """Lines from ``start`` on into ``lines``; returns (max_lines, max_bytes) reached."""
+    n_bytes = 0
+    pos = offset_of_line(fd, start, checkpoints(st))
+    raws = iter_lines_from(fd, pos, start) if pos is not None else iter(())
+    for raw in raws:
+        text = decode_line(raw)
+        cut = truncate_line(text)
+        if cut != text or raw.long:
+            truncated.append(raw.number)
+        lines.append((raw.number, cut))
+        n_bytes += len(cut.encode("utf-8"))
+        if len(lines) >= n_lines:
+            break
+        if len(lines) >= MAX_LINES:
+            return True, False
+        if n_bytes >= MAX_BYTES:
+            return False, True
+    return False, False
+
+
+def _keep_tail(window: list[RawLine], lines: list[tuple[int, str]], truncated: list[int]) -> bool:
+    """Keep the newest lines of ``window`` that fit the byte cap (Kimi's tail rule)."""
+    decoded = []
+    for r in window:
+        text = decode_line(r)
+        cut = truncate_line(text)
+        decoded.append((r.number, cut, cut != text or r.long))
+    total_bytes = 0
+    max_bytes = False
+    kept: list[tuple[int, str, bool]] = []
+    for item in reversed(decoded):
+        size = len(item[1].encode("utf-8"))
+        if kept and total_bytes + size > MAX_BYTES:
+            max_bytes = True
+            break
+        total_bytes += size
+        kept.append(item)
+    kept.reverse()
+    for number, text, was_cut in kept:
+        lines.append((number, text))
+        if was_cut:
+            truncated.append(number)
+    return max_bytes
 
 
 def _format(params: ReadFileParams, w: dict[str, Any]) -> Outcome:
@@ -183,15 +205,21 @@ def _format(params: ReadFileParams, w: dict[str, Any]) -> Outcome:
 
 
 async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
+    # Resolving (realpath: an lstat per component) is file work too: off the event loop, in
+    # the same worker-thread round trip as the read.
+    return await anyio.to_thread.run_sync(_resolve_and_read, params, env.workspace, abandon_on_cancel=True)
+
+
+def _resolve_and_read(params: ReadFileParams, workspace: Workspace) -> Outcome:
     try:
-        rp = env.workspace.resolve(params.path, "read")
+        rp = workspace.resolve(params.path, "read")
         if rp.sensitive:
             return Outcome.error(
                 f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
                 "Reading this file is blocked to protect credentials.",
                 "Sensitive file",
             )
-        return await anyio.to_thread.run_sync(_read, params, rp, abandon_on_cancel=True)
+        return _read(params, rp)
     except PathError as exc:
         return Outcome.from_path_error(exc)
 
