@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio
-import bracex
 from pydantic import BaseModel, ConfigDict, Field
-from wcmatch import fnmatch as wfnmatch
 
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError, Workspace
@@ -74,6 +72,10 @@ def compile_pattern(pattern: str) -> list[list[Segment]]:
             "the absolute part in `directory`.",
             "Invalid pattern",
         )
+    # Imported on the first Glob, not at start-up (wcmatch takes ~15 ms to import).
+    import bracex
+    from wcmatch import fnmatch as wfnmatch
+
     try:
         alternatives = bracex.expand(pattern, limit=MAX_BRACE_ALTERNATIVES)
     except Exception:
@@ -114,6 +116,33 @@ def starts_with_globstar(pattern: str) -> bool:
     return p.startswith("**")
 
 
+State = tuple[int, int]  # (pattern index, segment index)
+
+
+@dataclass(frozen=True, slots=True)
+class _Moves:
+    """Where a set of live states goes on one directory entry, worked out once per set."""
+
+    on_dir: frozenset[State]  # `**` stays where it is, on a directory
+    on_any: frozenset[State]  # a final `**` matches any entry
+    names: dict[str, frozenset[State]]  # literal segments
+    regexes: tuple[tuple[re.Pattern[str], State], ...]
+
+    @property
+    def literal(self) -> bool:
+        """Only literal names can match: look them up instead of listing the directory."""
+        return not (self.on_dir or self.on_any or self.regexes)
+
+
+@dataclass(frozen=True, slots=True)
+class _After:
+    """Facts about a set of states reached on an entry."""
+
+    ended: bool  # some pattern is complete: the entry matches
+    live: frozenset[State]  # states that can still match below the entry
+    by_name: frozenset[State]  # live states that are not at a `**` (the way into a symlink)
+
+
 @dataclass
 class _Walk:
     root: Path
@@ -126,8 +155,12 @@ class _Walk:
     unreadable: int = 0
     more: bool = False
     timed_out: bool = False
+    # The walk meets the same few state sets over and over (tens of thousands of entries,
+    # a handful of sets): their moves and closures are computed once.
+    _moves: dict[frozenset[State], _Moves] = field(default_factory=dict)
+    _after: dict[frozenset[State], tuple[frozenset[State], _After]] = field(default_factory=dict)
 
-    def closure(self, states: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    def closure(self, states: set[State]) -> set[State]:
         out = set(states)
         todo = list(states)
         while todo:
@@ -140,41 +173,75 @@ class _Walk:
                 todo.append((p, i + 1))
         return out
 
-    def step(self, states: set[tuple[int, int]], name: str, is_dir: bool) -> set[tuple[int, int]]:
-        nxt: set[tuple[int, int]] = set()
-        for p, i in states:
+    def moves(self, live: frozenset[State]) -> _Moves:
+        hit = self._moves.get(live)
+        if hit is not None:
+            return hit
+        on_dir: set[State] = set()
+        on_any: set[State] = set()
+        names: dict[str, set[State]] = {}
+        regexes: list[tuple[re.Pattern[str], State]] = []
+        for p, i in live:
             segs = self.patterns[p]
-            if i >= len(segs):
-                continue
             seg = segs[i]
             if seg is GLOBSTAR:
-                if is_dir:
-                    nxt.add((p, i))
+                on_dir.add((p, i))
                 if i == len(segs) - 1:
-                    nxt.add((p, i + 1))
-            elif (seg == name) if isinstance(seg, str) else seg.fullmatch(name):  # type: ignore[attr-defined]
-                nxt.add((p, i + 1))
-        return self.closure(nxt)
+                    on_any.add((p, i + 1))
+            elif isinstance(seg, str):
+                names.setdefault(seg, set()).add((p, i + 1))
+            else:
+                regexes.append((seg, (p, i + 1)))  # type: ignore[arg-type]
+        made = _Moves(frozenset(on_dir), frozenset(on_any),
+                      {k: frozenset(v) for k, v in names.items()}, tuple(regexes))  # fmt: skip
+        self._moves[live] = made
+        return made
 
-    def _at(self, state: tuple[int, int], seg: object) -> bool:
-        p, i = state
-        return i < len(self.patterns[p]) and self.patterns[p][i] is seg
+    def after(self, reached: frozenset[State]) -> tuple[frozenset[State], _After]:
+        """The closure of ``reached`` (as a set and as facts), cached."""
+        hit = self._after.get(reached)
+        if hit is not None:
+            return hit
+        full = frozenset(self.closure(set(reached)))
+        live = frozenset((p, i) for p, i in full if i < len(self.patterns[p]))
+        by_name = frozenset((p, i) for p, i in live if self.patterns[p][i] is not GLOBSTAR)
+        made = (full, _After(len(live) < len(full), live, by_name))
+        self._after[reached] = made
+        return made
 
-    def ended(self, states: set[tuple[int, int]]) -> bool:
+    def step(self, states: set[State], name: str, is_dir: bool) -> set[State]:
+        live = frozenset((p, i) for p, i in states if i < len(self.patterns[p]))
+        return set(self.after(self._reach(self.moves(live), name, is_dir))[0])
+
+    @staticmethod
+    def _reach(m: _Moves, name: str, is_dir: bool) -> frozenset[State]:
+        reached = m.on_any | m.on_dir if is_dir else m.on_any
+        hit = m.names.get(name)
+        if hit is not None:
+            reached = reached | hit
+        for rx, target in m.regexes:
+            if rx.fullmatch(name):
+                reached = reached | {target}
+        return reached
+
+    def ended(self, states: set[State]) -> bool:
         return any(i == len(self.patterns[p]) for p, i in states)
 
-    def walk(self, directory: Path, rel: str, states: set[tuple[int, int]], via_link: bool) -> None:
+    def start(self) -> None:
+        first = self.after(frozenset((p, 0) for p in range(len(self.patterns))))[1]
+        self.walk(str(self.root), "", first.live, False)
+
+    def walk(self, directory: str, rel: str, live: frozenset[State], via_link: bool) -> None:
         if self.more or self.timed_out:
             return
         if time.monotonic() > self.deadline:
             self.timed_out = True
             return
-        live = [(p, i) for p, i in states if i < len(self.patterns[p])]
-        literal = all(isinstance(self.patterns[p][i], str) for p, i in live)
+        m = self.moves(live)
+        prefix = directory if directory.endswith("/") else directory + "/"
         try:
-            if literal:
-                names = sorted({str(self.patterns[p][i]) for p, i in live})
-                entries = [(n, *_kind(directory / n)) for n in names]
+            if m.literal:
+                entries = [(n, *_kind(prefix + n)) for n in sorted(m.names)]
                 entries = [e for e in entries if e[1] is not None]
             else:
                 with os.scandir(directory) as it:
@@ -184,40 +251,35 @@ class _Walk:
             self.unreadable += 1
             return
         for name, plain_dir, is_link in entries:
-            path = directory / name
+            path = prefix + name
             is_dir = bool(plain_dir) or (bool(is_link) and self._linked_dir(path))
-            nxt = self.step(set(live), name, is_dir)
-            if not nxt:
+            reached = self._reach(m, name, is_dir)
+            if not reached:
                 continue
+            facts = self.after(reached)[1]
             child_rel = f"{rel}/{name}" if rel else name
-            if self.ended(nxt):
-                self.emit(path, child_rel, is_dir, is_link)
+            if facts.ended:
+                self.emit(path, child_rel, is_dir, bool(is_link))
                 if self.more:
                     return
-            if is_dir and any(i < len(self.patterns[p]) for p, i in nxt):
+            if is_dir and facts.live:
                 # Through a symlinked directory only by name, never by `**` (no cycles).
-                if is_link:
-                    nxt = {
-                        (p, i)
-                        for p, i in nxt
-                        if i < len(self.patterns[p]) and self.patterns[p][i] is not GLOBSTAR
-                    }
-                    if not nxt:
-                        continue
-                self.walk(path, child_rel, nxt, via_link or is_link)
+                below = facts.by_name if is_link else facts.live
+                if below:
+                    self.walk(path, child_rel, below, via_link or bool(is_link))
 
-    def _linked_dir(self, path: Path) -> bool:
+    def _linked_dir(self, path: str) -> bool:
         real = _realpath(path)
         return real is not None and os.path.isdir(real) and self.workspace.contains(real)
 
-    def emit(self, path: Path, rel: str, is_dir: bool, is_link: bool) -> None:
+    def emit(self, path: str, rel: str, is_dir: bool, is_link: bool) -> None:
         if not self.include_dirs and (is_dir or not os.path.isfile(path)):
             return
-        real = _realpath(path) if is_link else str(path)
+        real = _realpath(path) if is_link else path
         if real is None:  # a link that stopped being one while it was resolved: leave it out
             return
         if not is_dir and self.workspace.secrets.is_sensitive(real):
-            self.skipped.append(path.name)
+            self.skipped.append(path.rsplit("/", 1)[-1])
             return
         if len(self.matches) >= MAX_MATCHES:
             self.more = True
@@ -225,7 +287,7 @@ class _Walk:
         self.matches.append(rel)
 
 
-def _realpath(path: Path) -> str | None:
+def _realpath(path: str) -> str | None:
     """realpath, or None when a symlink on the way is swapped mid-resolution (readlink EINVAL)."""
     try:
         return os.path.realpath(path)
@@ -233,7 +295,7 @@ def _realpath(path: Path) -> str | None:
         return None
 
 
-def _kind(path: Path) -> tuple[bool | None, bool]:
+def _kind(path: str) -> tuple[bool | None, bool]:
     """(is a real directory, is a symlink) of a path, or (None, False) when it does not exist."""
     try:
         st = os.lstat(path)
@@ -295,7 +357,7 @@ def _glob(params: GlobParams, workspace: Workspace) -> Outcome:
     walk = _Walk(root, compile_pattern(params.pattern), params.include_dirs, workspace,
                  time.monotonic() + WALK_BUDGET_S)  # fmt: skip
     if walk.patterns:
-        walk.walk(root, "", walk.closure({(p, 0) for p in range(len(walk.patterns))}), False)
+        walk.start()
     n = len(walk.matches)
     if walk.more:
         msg = (f"Found more than {MAX_MATCHES} matches for pattern `{params.pattern}`. Only the "
