@@ -21,6 +21,8 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from mcp.types import CallToolRequestParams, TextContent
 
+from filegate.server.stdio import run_stdio_async
+
 log = logging.getLogger("filegate")
 
 # How long in-flight calls may keep running after SIGTERM/SIGINT. `docker stop` sends SIGKILL
@@ -124,7 +126,7 @@ def run_stdio(server: FastMCP) -> None:
                             tg.start_soon(stop, int(signum))
 
             tg.start_soon(watch)
-            await server.run_stdio_async(show_banner=False)
+            await run_stdio_async(server)  # filegate.server.stdio: no worker thread per message
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)

@@ -1,0 +1,243 @@
+"""stdio on the event loop's own file descriptors: no worker-thread round trip per message.
+
+The MCP SDK's stdio transport (mcp/server/stdio.py) wraps stdin and stdout with
+``anyio.wrap_file``: every line read, and every message written (a write and a flush), is a
+hop to a worker thread and back. Under load that was half of a FastMCP server's samples
+(FASTMCP-4-NOTES §10). Here stdin and stdout are made non-blocking and served by the asyncio
+selector (``add_reader`` / ``add_writer``); JSON-RPC framing and parsing stay the SDK's own
+(``stdio_server`` with explicit streams).
+
+As the SDK does, fds 0 and 1 are diverted while serving (0 reads /dev/null, 1 writes to
+stderr), so children (rg, wc) and stray prints never touch the wire; both are restored, and
+made blocking again, on the way out.
+
+The SDK transport is used instead when stdin and stdout are not pipes or sockets (a terminal,
+a regular file), when they are one and the same socket, off asyncio, or off POSIX.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import stat
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+log = logging.getLogger("filegate")
+
+# One read(2) takes at most this much; a message longer than this arrives over several reads.
+READ_CHUNK = 1 << 16
+# Stop reading stdin while this many complete lines wait to be parsed (a client sending
+# faster than the server parses); resume below LINES_LOW. Bounds memory like a pipe buffer.
+LINES_HIGH, LINES_LOW = 64, 16
+# On the way out, how long the last replies may take to drain into a slow client's pipe.
+FINAL_FLUSH_S = 5.0
+
+
+class _LineReader:
+    """The lines of a non-blocking fd, read whenever the event loop says it is readable."""
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._fd, self._loop = fd, loop
+        self._buf = bytearray()
+        self._lines: deque[bytes] = deque()
+        self._eof = False
+        self._reading = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._resume()
+
+    def _resume(self) -> None:
+        if not self._reading and not self._eof:
+            self._loop.add_reader(self._fd, self._on_readable)
+            self._reading = True
+
+    def _pause(self) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._fd, READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # ECONNRESET and friends: the client is gone
+            log.debug("stdin read failed: %s", exc)
+            data = b""
+        if not data:
+            self._eof = True
+            self._pause()
+        else:
+            start = len(self._buf)
+            self._buf += data
+            if b"\n" in data:
+                cut = self._buf.rindex(b"\n", start) + 1
+                self._lines.extend(bytes(self._buf[:cut]).split(b"\n")[:-1])
+                del self._buf[:cut]
+                if len(self._lines) >= LINES_HIGH:
+                    self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def __aiter__(self) -> _LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self._lines:
+            if self._eof:
+                if self._buf:  # a last line without its line break
+                    rest = bytes(self._buf)
+                    self._buf.clear()
+                    return rest.decode("utf-8", errors="replace")
+                raise StopAsyncIteration
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        line = self._lines.popleft()
+        if len(self._lines) <= LINES_LOW:
+            self._resume()
+        # What the SDK's text wrapper yields: UTF-8 with replacement, the line break kept.
+        return line.decode("utf-8", errors="replace") + "\n"
+
+    def close(self) -> None:
+        self._eof = True
+        self._pause()
+
+
+class _Writer:
+    """write() buffers, flush() writes it all out, waiting on the selector when the pipe is full."""
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._fd, self._loop = fd, loop
+        self._buf = bytearray()
+
+    async def write(self, text: str) -> None:
+        self._buf += text.encode("utf-8")
+
+    async def flush(self) -> None:
+        while self._buf:
+            try:
+                n = os.write(self._fd, self._buf)
+            except (BlockingIOError, InterruptedError):
+                await self._writable()
+                continue
+            del self._buf[:n]
+
+    async def _writable(self) -> None:
+        ready: asyncio.Future[None] = self._loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        self._loop.add_writer(self._fd, wake)
+        try:
+            await ready
+        finally:
+            self._loop.remove_writer(self._fd)
+
+
+def _pipe_or_socket(fd: int) -> os.stat_result | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
+
+
+def usable() -> bool:
+    """Whether stdin/stdout suit this transport (else the SDK's threaded one is used)."""
+    if os.name != "posix":
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio (trio)
+        return False
+    st_in, st_out = _pipe_or_socket(0), _pipe_or_socket(1)
+    if st_in is None or st_out is None:
+        return False
+    # One socket for both directions would be read by two parties at once.
+    return (st_in.st_dev, st_in.st_ino) != (st_out.st_dev, st_out.st_ino)
+
+
+@contextlib.contextmanager
+def _claimed(fd: int, divert: Callable[[], int]) -> Any:
+    """A private, non-blocking duplicate of ``fd`` while ``fd`` itself points at ``divert()``."""
+    import fcntl
+
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        other = divert()
+        try:
+            os.dup2(other, fd)
+        finally:
+            os.close(other)
+        os.set_blocking(private, False)
+        try:
+            yield private
+        finally:
+            with contextlib.suppress(OSError):
+                os.set_blocking(private, True)  # the description is shared with fd's old owners
+            os.dup2(private, fd)
+    finally:
+        os.close(private)
+
+
+def _devnull_for_reading() -> int:
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+def _stderr_for_writing() -> int:
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+@contextlib.asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads."""
+    from mcp.server.stdio import stdio_server
+
+    if not usable():
+        log.debug("stdio: the SDK's threaded transport (stdin/stdout are not both pipes or sockets)")
+        async with stdio_server() as streams:
+            yield streams
+        return
+    loop = asyncio.get_running_loop()
+    log.debug("stdio: served on the event loop's own file descriptors")
+    sys.stdout.flush()
+    with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
+        reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
+        try:
+            async with stdio_server(stdin=reader, stdout=writer) as streams:  # type: ignore[arg-type]
+                yield streams
+        finally:
+            reader.close()
+            # Whatever is left for the client; a client that is gone (EPIPE) gets nothing.
+            with anyio.move_on_after(FINAL_FLUSH_S, shield=True), contextlib.suppress(OSError):
+                await writer.flush()
+
+
+async def run_stdio_async(server: FastMCP) -> None:
+    """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`."""
+    from fastmcp.server.context import reset_transport, set_transport
+
+    token = set_transport("stdio")
+    try:
+        async with server._lifespan_manager(), stdio_streams() as (read_stream, write_stream):
+            low = server._mcp_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+    finally:
+        reset_transport(token)

@@ -1,0 +1,129 @@
+"""The event-loop stdio transport (server/stdio.py) under a raw JSON-RPC client.
+
+Pipes (Python clients), socket pairs (Node clients such as the MCP Inspector and Claude
+Desktop), and a regular file on stdin (the SDK's threaded transport takes over).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FILEGATE
+
+INIT = {
+    "jsonrpc": "2.0", "id": 0, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "raw", "version": "0"}},
+}  # fmt: skip
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call(i: int, tool: str, **args: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+
+
+def burst(ws: Path) -> tuple[bytes, set[int]]:
+    """Everything at once: 150 small reads, 10 reads of ~100 KB, one 300 KB request line."""
+    (ws / "small.txt").write_text("hello\n")
+    (ws / "wide.txt").write_text(("w" * 199 + "\n") * 600)
+    msgs: list[dict[str, Any]] = [INIT, INITIALIZED]
+    msgs += [call(i, "ReadFile", path="small.txt") for i in range(1, 151)]
+    msgs += [call(i, "ReadFile", path="wide.txt") for i in range(151, 161)]
+    msgs.append(call(161, "ReadFile", path="x" * 300_000))
+    return b"".join(json.dumps(m).encode() + b"\n" for m in msgs), set(range(162))
+
+
+def exchange(send: Any, recv: Any, data: bytes, ids: set[int]) -> dict[int, dict[str, Any]]:
+    """Write all requests (from a thread) while reading replies until every id is answered.
+
+    Input is closed only after that: on end of input an MCP stdio server stops, and calls
+    still running then are not answered.
+    """
+    writer = threading.Thread(target=send, args=(data,))
+    writer.start()
+    got: dict[int, dict[str, Any]] = {}
+    buf = b""
+    while set(got) != ids:
+        chunk = recv()
+        assert chunk, f"the server closed its output with {len(ids - set(got))} replies missing"
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            msg = json.loads(line)
+            if "id" in msg:
+                got[msg["id"]] = msg
+    writer.join()
+    return got
+
+
+def check(got: dict[int, dict[str, Any]], ids: set[int]) -> None:
+    assert set(got) == ids
+    assert got[0]["result"]["serverInfo"]["name"] == "filegate"
+    assert "hello" in got[1]["result"]["content"][0]["text"]
+    wide = got[155]["result"]
+    assert not wide.get("isError") and len(wide["content"][0]["text"]) > 100_000
+    assert got[161]["result"]["isError"]  # the 300 KB path arrived whole, and was refused
+
+
+def test_a_burst_over_pipes_is_answered_in_full(ws: Path) -> None:
+    data, ids = burst(ws)
+    proc = subprocess.Popen([FILEGATE, "--workdir", str(ws)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin and proc.stdout
+
+    def send(b: bytes) -> None:
+        assert proc.stdin
+        proc.stdin.write(b)
+        proc.stdin.flush()
+
+    got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, ids)  # type: ignore[union-attr]
+    proc.stdin.close()
+    assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    check(got, ids)
+
+
+def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
+    data, ids = burst(ws)
+    in_ours, in_theirs = socket.socketpair()
+    out_ours, out_theirs = socket.socketpair()
+    with in_ours, out_ours:
+        proc = subprocess.Popen([FILEGATE, "--workdir", str(ws)], stdin=in_theirs, stdout=out_theirs,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        in_theirs.close()
+        out_theirs.close()
+        got = exchange(in_ours.sendall, lambda: out_ours.recv(1 << 16), data, ids)
+        in_ours.shutdown(socket.SHUT_WR)  # end of input: the server exits
+        assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    check(got, ids)
+
+
+def test_stdin_from_a_regular_file_still_works(ws: Path, tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(INIT) + "\n" + json.dumps(INITIALIZED) + "\n")
+    with requests.open("rb") as stdin:
+        proc = subprocess.run([FILEGATE, "--workdir", str(ws), "--log-level", "DEBUG"], stdin=stdin,
+                              capture_output=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"threaded transport" in proc.stderr  # a file cannot be polled: the SDK's transport
+    assert json.loads(proc.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "filegate"
+
+
+@pytest.mark.skipif(not hasattr(os, "get_blocking"), reason="POSIX only")
+def test_stdin_is_left_blocking_after_a_clean_exit(ws: Path) -> None:
+    r, w = os.pipe()
+    try:
+        os.write(w, json.dumps(INIT).encode() + b"\n")
+        os.close(w)
+        proc = subprocess.run([FILEGATE, "--workdir", str(ws)], stdin=r, capture_output=True, timeout=60)
+        assert proc.returncode == 0 and b'"id":0' in proc.stdout.replace(b" ", b"")
+        assert os.get_blocking(r)  # the same open pipe: the server gave back what it changed
+    finally:
+        os.close(r)
