@@ -19,7 +19,7 @@ def test_help_explains_every_flag() -> None:
     out = run("--help").stdout
     for flag in ("--workdir", "--add-dir", "--confine", "--secret-pattern", "--transport", "--host",
                  "--port", "--path", "--token", "--log-level", "--approval", "--read-only",
-                 "--result-budget", "--image-max-side", "--client", "--allowed-origin"):  # fmt: skip
+                 "--result-budget", "--image-max-side", "--client", "--allowed-origin", "--allowed-host"):  # fmt: skip
         assert flag in out
 
 

@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="browser Origin allowed to call the HTTP endpoint (repeatable)",
     )
+    a(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        metavar="HOST",
+        help="another Host header the HTTP endpoint answers to, e.g. files.internal:8000 (repeatable)",
+    )
     a("--log-level", help="DEBUG, INFO, WARNING (default), ERROR; logs go to stderr")
     a(
         "--approval",

@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     path: str = "/mcp"
     token: SecretStr | None = None
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: LogLevel = "WARNING"
     approval: ApprovalMode = "ask"
     read_only: bool = False
@@ -60,7 +61,7 @@ class Settings(BaseSettings):
     def _dirs_from_env(cls, value: object) -> object:
         return _split_list(value, os.pathsep)  # like PATH: /a:/b
 
-    @field_validator("secret_patterns", "allowed_origins", mode="before")
+    @field_validator("secret_patterns", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod
     def _items_from_env(cls, value: object) -> object:
         return _split_list(value, ",")  # URLs hold ':'; patterns with ',' need the JSON form

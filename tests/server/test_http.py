@@ -172,6 +172,13 @@ def test_token_and_origins_from_the_environment_and_fastmcp_env_cannot_weaken_gu
         assert hdrs.get("mcp-session-id")
 
 
+def test_allowed_host_adds_a_name_and_nothing_else(ws: Path, tmp_path: Path) -> None:
+    with http_filegate(ws, tmp_path, "--token", TOKEN, "--allowed-host", "files.internal:8000") as served:
+        assert post_init(served, **AUTH, Host="files.internal:8000")[0] == 200
+        assert post_init(served, **AUTH, Host="evil.example.com")[0] == 421
+        assert post_init(served, **AUTH)[0] == 200  # loopback still works
+
+
 # --- /healthz ------------------------------------------------------------------------------
 
 

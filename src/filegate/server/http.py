@@ -135,7 +135,7 @@ def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges
         json_response=False,
         stateless_http=False,
         host_origin_protection=True,
-        allowed_hosts=[],
+        allowed_hosts=list(settings.allowed_hosts),
         allowed_origins=list(settings.allowed_origins),
     )
     return app

@@ -511,7 +511,6 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         messages.insert(0, f"Found {parsed.total_matches} total occurrences across {parsed.files} files.")
     if parsed.skipped:
         messages.append(skipped_secrets_warning(parsed.skipped))
-        await env.reporter.log("info", f"Grep skipped {len(parsed.skipped)} sensitive file(s)")
     if run.overflow:
         messages.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
