@@ -352,9 +352,3 @@ async def test_grep_past_the_real_twenty_second_timeout(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     await _past_timeout(ws, 20.0)
-
-
-def test_rg_is_on_hand() -> None:
-    from filegate.tools.grep import find_rg
-
-    assert find_rg() is not None and shutil.which(find_rg() or "") is not None
