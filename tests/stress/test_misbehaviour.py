@@ -308,20 +308,19 @@ async def test_a_state_sealed_by_another_server_is_refused(tmp_path: Path) -> No
 
 
 async def test_approve_for_session_sent_where_it_was_not_offered_approves_once(ws: Path) -> None:
-    """2026-07-28 over HTTP has no session: an answer claiming "for this session" approves the one
-    write it was asked about and is not remembered for the next."""
-    with http_server(ws) as server:
-        async with Client(server.url, elicitation_handler=_approve) as c:
-            first = await _ask(c, "WriteFile", {"path": "a.txt", "content": "1\n"})
-            session_answer = {
-                "approval": WireElicitResult(action="accept", content={"decision": "approve_for_session"})
-            }
-            done = await _retry(
-                c, "WriteFile", {"path": "a.txt", "content": "1\n"}, first.request_state, session_answer
-            )
-            assert not isinstance(done, InputRequiredResult) and not done.is_error, done
-            again = await c.session.call_tool(
-                name="WriteFile", arguments={"path": "b.txt", "content": "2\n"}, allow_input_required=True
-            )
-            assert isinstance(again, InputRequiredResult)
+    """A 2026-07-28 connection that is not stdio (HTTP; here in memory, which takes the same
+    path) has no session: an answer claiming "for this session" approves the one write it was
+    asked about and is not remembered for the next."""
+    args = {"path": "a.txt", "content": "1\n"}
+    session_answer = {
+        "approval": WireElicitResult(action="accept", content={"decision": "approve_for_session"})
+    }
+    async with connect(ws, "auto", client_elicitation_handler=_approve) as c:
+        first = await _ask(c, "WriteFile", args)
+        done = await _retry(c, "WriteFile", args, first.request_state, session_answer)
+        assert not isinstance(done, InputRequiredResult) and not done.is_error, done
+        again = await c.session.call_tool(
+            name="WriteFile", arguments={"path": "b.txt", "content": "2\n"}, allow_input_required=True
+        )
+        assert isinstance(again, InputRequiredResult)
     assert (ws / "a.txt").read_text() == "1\n" and not (ws / "b.txt").exists()
