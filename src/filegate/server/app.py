@@ -34,6 +34,7 @@ from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.notify import NotableEvents  # noqa: E402
 from filegate.server.render import render  # noqa: E402
 from filegate.server.session import CallContext, InputRequired, RootsChanged, SessionRuntime  # noqa: E402
+from filegate.server.state import defer_session_state  # noqa: E402
 from filegate.settings import Settings  # noqa: E402
 from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402
 
@@ -183,6 +184,7 @@ def build_server(settings: Settings) -> FastMCP:
         on_duplicate="error",
         middleware=[RootsChanged(runtime)],
     )
+    defer_session_state(server)  # no py-key-value import until session state is written
     for spec in tool_specs(settings):
         server.add_tool(FilegateTool.create(spec, runtime))
     server.add_middleware(NotableEvents())
