@@ -70,3 +70,10 @@ def test_nul_byte_and_empty_path_are_refused(ws: Path) -> None:
         Workspace(ws).resolve("a\0b")
     with pytest.raises(PathError, match="File path cannot be empty."):
         Workspace(ws).resolve("")
+
+
+def test_a_huge_path_is_quoted_by_its_ends(ws: Path) -> None:
+    raw = "../" + "x" * 100_000
+    with pytest.raises(PathError) as err:
+        Workspace(ws).resolve(raw)
+    assert len(str(err.value)) < 500 and "…" in str(err.value)

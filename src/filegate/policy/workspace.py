@@ -32,6 +32,17 @@ class ResolvedPath:
     sensitive: bool
 
 
+# Messages quote the caller's path; a huge one is shown by its ends (PATH_MAX is 4096).
+MAX_SHOWN_PATH = 300
+
+
+def abbreviate(path: str) -> str:
+    """The path for a message: whole, or its start and end around an ellipsis if very long."""
+    if len(path) <= MAX_SHOWN_PATH:
+        return path
+    return f"{path[:200]}…{path[-80:]}"
+
+
 def _within(path: str, root: str) -> bool:
     """Component-wise containment: ``/proj-evil`` is not inside ``/proj``; a dir is inside itself."""
     return path == root or path.startswith(root if root.endswith("/") else root + "/")
@@ -86,9 +97,10 @@ class Workspace:
         if not raw:
             raise PathError("File path cannot be empty.", "Empty file path")
         _check_encodable(raw)
-        shown = os.path.expanduser(raw) if raw.startswith("~") else raw
-        is_abs = os.path.isabs(shown)
-        joined = shown if is_abs else os.path.join(self.workdir, shown)
+        full = os.path.expanduser(raw) if raw.startswith("~") else raw
+        shown = abbreviate(full)
+        is_abs = os.path.isabs(full)
+        joined = full if is_abs else os.path.join(self.workdir, full)
         try:
             real = os.path.realpath(joined)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
@@ -120,14 +132,15 @@ class Workspace:
                 )
             return ".", self.workdir
         _check_encodable(raw)
-        shown = os.path.expanduser(raw) if raw.startswith("~") else raw
-        if not os.path.isabs(shown):
+        full = os.path.expanduser(raw) if raw.startswith("~") else raw
+        shown = abbreviate(full)
+        if not os.path.isabs(full):
             raise PathError(
                 f"`{shown}` is not an absolute path. You must provide an absolute path to search.",
                 "Invalid directory",
             )
         try:
-            real = os.path.realpath(shown)
+            real = os.path.realpath(full)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
             raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.", "Invalid directory") from None
         if not self.contains(real):
