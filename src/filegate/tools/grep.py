@@ -366,7 +366,7 @@ class _Parser:
         if cut >= 0:
             block = bytes(self.rest[: cut + 1])
             del self.rest[: cut + 1]
-            self._records(block.split(self.sep)[:-1])
+            self._records(block.split(self.sep)[:-1], cr=b"\r" in block)
 
     def finish(self, chunks: list[bytes], overflow: bool) -> _Parsed:
         self.feed_from(chunks)
@@ -386,14 +386,18 @@ class _Parser:
             lines.pop(0)
         return _Parsed(lines, skipped)
 
-    def _records(self, records: list[bytes], last: bool = False) -> None:
+    def _records(self, records: list[bytes], last: bool = False, cr: bool = True) -> None:
         if self.mode == "files_with_matches":
             self._paths(records)
             return
-        # The rows of bytes.splitlines() over the whole output, record by record.
-        rows: list[bytes] = []
-        for r in records:
-            rows.extend(r.splitlines() or ([] if last else [b""]))
+        # The rows of bytes.splitlines() over the whole output, record by record (without a
+        # CR anywhere, those are the records themselves).
+        if last or cr:
+            rows: list[bytes] = []
+            for r in records:
+                rows.extend(r.splitlines() or ([] if last else [b""]))
+        else:
+            rows = records
         if self.mode == "count_matches":
             self._counts(rows)
         else:
