@@ -26,11 +26,13 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
 )
 
 
-def _glob_to_regex(pattern: str) -> str:
-    """A gitignore-style glob → regex over a '/'-separated path that ends at the string's end."""
+def _glob_to_regex(pattern: str) -> tuple[str, str, str]:
+    """A gitignore-style glob → (prefix, body, suffix) of a regex over a '/'-separated path
+    that ends at the string's end. Split so that rules sharing a prefix and suffix can share
+    them in one alternation: tried once per position, not once per pattern."""
     anchored = pattern.startswith("/")
-    pattern = pattern.strip("/") if pattern.endswith("/") else pattern.lstrip("/")
-    dir_only = pattern != "" and pattern.endswith("/")
+    dir_only = pattern.endswith("/") and pattern.strip("/") != ""
+    pattern = pattern.strip("/")
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -43,9 +45,16 @@ def _glob_to_regex(pattern: str) -> str:
         else:
             out.append(_segment_chars(pattern[i]) if pattern[i] != "[" else _char_class(pattern, i))
             i = _skip_class(pattern, i) if pattern[i] == "[" else i + 1
-    body = "".join(out)
     prefix = "^/?" if anchored else "(?:^|/)"
-    return prefix + body + ("/.*" if dir_only else "(?:/.*)?") + "$"
+    return prefix, "".join(out), ("/.*$" if dir_only else "(?:/.*)?$")
+
+
+def _combine(rules: list[tuple[str, str, str]]) -> re.Pattern[str] | None:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for prefix, body, suffix in rules:
+        groups.setdefault((prefix, suffix), []).append(body)
+    alternatives = [f"{p}(?:{'|'.join(bodies)}){s}" for (p, s), bodies in groups.items()]
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
 def _segment_chars(ch: str) -> str:
@@ -69,8 +78,8 @@ def _char_class(pattern: str, i: int) -> str:
 
 class _Rules:
     def __init__(self, patterns: Iterable[str]) -> None:
-        include: list[str] = []
-        exclude: list[str] = []
+        include: list[tuple[str, str, str]] = []
+        exclude: list[tuple[str, str, str]] = []
         for raw in patterns:
             p = raw.strip()
             if not p or p.startswith("#"):
@@ -78,8 +87,8 @@ class _Rules:
             (exclude if p.startswith("!") else include).append(
                 _glob_to_regex(p[1:] if p.startswith("!") else p)
             )
-        self.include = re.compile("|".join(include), re.IGNORECASE) if include else None
-        self.exclude = re.compile("|".join(exclude), re.IGNORECASE) if exclude else None
+        self.include = _combine(include)
+        self.exclude = _combine(exclude)
 
     def match(self, path: str) -> bool:
         if self.include is None or not self.include.search(path):
