@@ -106,25 +106,9 @@ async def approve_and_replace(
     notes: tuple[str, ...] = (),
 ) -> Written | Outcome:
     """Show the change, get the user's answer, write it atomically; an Outcome when refused."""
-    old = current.data or b""
-    diff = await anyio.to_thread.run_sync(
-        unified_diff, _shown_in_diff(rp, env), old, new, encoding.codec, abandon_on_cancel=True
-    )
-    request = WriteRequest(
-        tool=tool,
-        shown=env.workspace.display(rp.real) if rp.inside else str(rp.real),
-        real=rp.real,
-        inside=rp.inside,
-        sensitive=rp.sensitive,
-        old_hash=current.snapshot.sha256,
-        new_hash=sha256_hex(new),
-        old_size=len(old),
-        new_size=len(new),
-        old_lines=count_lines(old, encoding),
-        new_lines=count_lines(new, encoding),
-        diff=diff.text,
-        created=current.data is None,
-        notes=notes,
+    # Diffing, hashing and counting a big file take a while: off the event loop, in one go.
+    diff, request = await anyio.to_thread.run_sync(
+        lambda: _describe(tool, rp, env, current, new, encoding, notes), abandon_on_cancel=True
     )
     decision = await env.approver.approve(request)
     if not decision.approved:
@@ -142,6 +126,37 @@ async def approve_and_replace(
         decision.route,
     )
     return Written(size, current.data is None, diff, decision.route)
+
+
+def _describe(
+    tool: str,
+    rp: ResolvedPath,
+    env: ToolEnv,
+    current: Current,
+    new: bytes,
+    encoding: Encoding,
+    notes: tuple[str, ...],
+) -> tuple[Diff, WriteRequest]:
+    """The diff and the request the user is asked about (blocking: call in a thread)."""
+    old = current.data or b""
+    diff = unified_diff(_shown_in_diff(rp, env), old, new, encoding.codec)
+    request = WriteRequest(
+        tool=tool,
+        shown=env.workspace.display(rp.real) if rp.inside else str(rp.real),
+        real=rp.real,
+        inside=rp.inside,
+        sensitive=rp.sensitive,
+        old_hash=current.snapshot.sha256,
+        new_hash=sha256_hex(new),
+        old_size=len(old),
+        new_size=len(new),
+        old_lines=count_lines(old, encoding),
+        new_lines=count_lines(new, encoding),
+        diff=diff.text,
+        created=current.data is None,
+        notes=notes,
+    )
+    return diff, request
 
 
 def _shown_in_diff(rp: ResolvedPath, env: ToolEnv) -> str:
