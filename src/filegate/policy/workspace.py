@@ -121,6 +121,17 @@ class Workspace:
                 )
         return ResolvedPath(shown, Path(real), inside, self.secrets.is_sensitive(real))
 
+    def resolve_for_read(self, raw: str) -> ResolvedPath:
+        """A path a reader (ReadFile, ReadMediaFile) may open: the rules, and never a secret."""
+        rp = self.resolve(raw, "read")
+        if rp.sensitive:
+            raise PathError(
+                f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
+                "Reading this file is blocked to protect credentials.",
+                "Sensitive file",
+            )
+        return rp
+
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
         if raw is None:

@@ -212,14 +212,7 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
 
 def _resolve_and_read(params: ReadFileParams, workspace: Workspace) -> Outcome:
     try:
-        rp = workspace.resolve(params.path, "read")
-        if rp.sensitive:
-            return Outcome.error(
-                f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
-                "Reading this file is blocked to protect credentials.",
-                "Sensitive file",
-            )
-        return _read(params, rp)
+        return _read(params, workspace.resolve_for_read(params.path))
     except PathError as exc:
         return Outcome.from_path_error(exc)
 

@@ -368,13 +368,7 @@ def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
 
 async def read_media_file(params: ReadMediaFileParams, env: ToolEnv) -> Outcome:
     try:
-        rp = env.workspace.resolve(params.path, "read")
-        if rp.sensitive:
-            return Outcome.error(
-                f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
-                "Reading this file is blocked to protect credentials.",
-                "Sensitive file",
-            )
+        rp = env.workspace.resolve_for_read(params.path)
         return await anyio.to_thread.run_sync(_read, rp, env, abandon_on_cancel=True)
     except PathError as exc:
         return Outcome.from_path_error(exc)
