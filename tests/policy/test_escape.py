@@ -1,0 +1,57 @@
+"""SPEC §2.9: what a shown string may hold, and the way back."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from filegate.policy.escape import escape, escape_text, has_unsafe_text, unescape
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("plain/name.py", "plain/name.py"),
+        ("a\nb", "a\\x0ab"),
+        ("a\rb", "a\\x0db"),
+        ("\x1b[2Kx", "\\x1b[2Kx"),
+        ("tab\there", "tab\\x09here"),
+        ("del\x7f", "del\\x7f"),
+        ("c1\x9b", "c1\\x9b"),
+        ("tick`s", "tick\\x60s"),
+        ("rtl\u202eexe.txt", "rtl\\u202eexe.txt"),
+        ("iso\u2066x\u2069", "iso\\u2066x\\u2069"),
+        ("ls\u2028ps\u2029", "ls\\u2028ps\\u2029"),
+        ("alm\u061c", "alm\\u061c"),
+        ("lrm\u200e\u200f", "lrm\\u200e\\u200f"),
+        (os.fsdecode(b"caf\xe9.py"), "caf\\xe9.py"),
+        ("lone\ud800", "lone\\ud800"),
+        ("caf\u00e9 ünïcode ok", "caf\u00e9 ünïcode ok"),
+    ],
+)
+def test_escape_leaves_no_unsafe_character(raw: str, shown: str) -> None:
+    assert escape(raw) == shown
+    assert "\n" not in escape(raw) and "\r" not in escape(raw) and "`" not in escape(raw)
+    escape(raw).encode("utf-8")  # never a lone surrogate: every transport can carry it
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["a\nb", "\x1b]52;c;AAAA\x07", "tick`", os.fsdecode(b"\xff\xfe name"), "rtl\u202e", "x\u2028y"],
+)
+def test_unescape_gives_back_the_same_name(raw: str) -> None:
+    assert unescape(escape(raw)) == raw
+    assert os.fsencode(unescape(escape(raw))) == os.fsencode(raw)
+
+
+def test_unescape_leaves_plain_names_alone() -> None:
+    assert unescape("src/main.py") == "src/main.py"
+    assert unescape("C:\\not-an-escape") == "C:\\not-an-escape"
+
+
+def test_escape_text_keeps_layout_and_backticks_but_not_control_sequences() -> None:
+    text = "def f():\n\treturn `x`\r\n\x1b[2K\u202e"
+    assert escape_text(text) == "def f():\n\treturn `x`\\x0d\n\\x1b[2K\\u202e"
+    assert has_unsafe_text(text)
+    assert not has_unsafe_text("plain\ttext\n")
