@@ -14,16 +14,13 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.fsio.media import (
+from filegate.media.image import FittedImage, MediaError, b64_len, fit_image_to_budget
+from filegate.media.video import (
     MAX_FRAMES,
-    FittedImage,
     Keyframes,
-    MediaError,
     VideoFrame,
     VideoInfo,
-    b64_len,
     extract_keyframes,
-    fit_image_to_budget,
     load_av,
     probe_video,
 )
