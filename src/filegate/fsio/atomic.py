@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from filegate.errors import WriteError as WriteError  # re-exported: its old home
 from filegate.policy.workspace import _open_components
 
 # Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
@@ -35,14 +36,6 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
-
-
-class WriteError(Exception):
-    """A write that did not happen; ``str(exc)`` is the sentence the model sees."""
-
-    def __init__(self, message: str, brief: str = "Failed to write file") -> None:
-        super().__init__(message)
-        self.brief = brief
 
 
 @dataclass(frozen=True, slots=True)

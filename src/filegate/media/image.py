@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
 
+from filegate.errors import MediaError as MediaError  # re-exported: its old home
+
 Image.init()
 # HEIC/HEIF need a plugin (pillow-heif); use it when the user installed it.
 with contextlib.suppress(Exception):
@@ -55,10 +57,6 @@ _TRANSPOSE = {
     7: Image.Transpose.TRANSVERSE,
     8: Image.Transpose.ROTATE_90,
 }
-
-
-class MediaError(Exception):
-    """Media that cannot be decoded or fitted; ``str(exc)`` is a sentence for the model."""
 
 
 def b64_len(n_bytes: int) -> int:

@@ -9,17 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from filegate.errors import PathError as PathError  # re-exported: its old home
 from filegate.policy.secrets import SecretMatcher
 
 Action = Literal["read", "write", "edit", "search"]
-
-
-class PathError(Exception):
-    """A path the rules refuse; ``str(exc)`` is the sentence the model sees."""
-
-    def __init__(self, message: str, brief: str = "Invalid path") -> None:
-        super().__init__(message)
-        self.brief = brief
 
 
 @dataclass(frozen=True, slots=True)

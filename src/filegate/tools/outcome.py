@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from filegate.policy.workspace import PathError, Workspace
+from filegate.errors import Refusal
+from filegate.policy.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +50,13 @@ class Outcome:
         return cls(output=output, message=message, is_error=True, brief=brief)
 
     @classmethod
-    def from_path_error(cls, exc: PathError) -> Outcome:
-        return cls.error(str(exc), exc.brief)
+    def from_refusal(cls, exc: Refusal) -> Outcome:
+        """The error result for a refusal (any of ``filegate.errors``): its sentence, its brief
+        and whatever it shows below the sentence."""
+        return cls.error(exc.message, exc.brief, exc.output)
+
+    # The name from before the error family (PathError was the only refusal then).
+    from_path_error = from_refusal
 
 
 class Reporter(Protocol):

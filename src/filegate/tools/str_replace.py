@@ -15,6 +15,7 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from filegate.errors import EditFailed as EditFailed  # re-exported: its old home
 from filegate.fsio.atomic import PATH_LOCKS, WriteError
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import PathError, ResolvedPath
@@ -93,16 +94,6 @@ class Applied:
     replacements: int = 0
     to_crlf: list[int] = field(default_factory=list)  # edits written with CRLF
     to_lf: list[int] = field(default_factory=list)  # edits whose CRLF text matched as LF
-
-
-class EditFailed(Exception):
-    """An edit that cannot be applied: ``message`` for the model, ``output`` to show below it."""
-
-    def __init__(self, message: str, output: str = "", brief: str = "Failed to edit file") -> None:
-        super().__init__(message)
-        self.message = message
-        self.output = output
-        self.brief = brief
 
 
 def _utf8(text: str) -> bytes:

@@ -1,0 +1,65 @@
+"""Every refusal a tool can meet, in one family (a leaf module: it imports nothing of filegate).
+
+A refusal is an exception whose text is meant for the model: ``message`` is the sentence it
+reads, ``brief`` a few words for a title or log, ``output`` anything to show below the message
+(an edit's closest region). A tool turns one into an error result with
+``filegate.tools.outcome.Outcome.from_refusal`` — never a stack trace.
+
+Hierarchy::
+
+    Refusal                 a refusal the model reads (message, brief, output)
+    ├── PathError           the path rules of SPEC §2 refuse the path, or it cannot be opened
+    │                       (policy resolves, fsio opens; both raise it)
+    ├── WriteError          a write that did not happen: too large, stale, the file changed
+    │                       under it, the disk refused (fsio.atomic)
+    ├── EditFailed          an edit that cannot be applied to the current text
+    │                       (tools.str_replace)
+    └── MediaError          media that cannot be decoded or fitted (fsio.media); its message is
+                            the end of a sentence ("it could not be decoded …") that the tool
+                            completes with the path and type
+
+Other exceptions are not refusals: an ``OSError`` nothing expected, a bug. They are not turned
+into friendly text here, so they are not hidden.
+"""
+
+from __future__ import annotations
+
+
+class Refusal(Exception):
+    """Something the model asked for and will not get; ``str(exc)`` is the sentence it sees."""
+
+    default_brief = "Refused"
+
+    def __init__(self, message: str, brief: str | None = None, output: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.brief = self.default_brief if brief is None else brief
+        self.output = output
+
+
+class PathError(Refusal):
+    """A path the rules refuse, or one that cannot be opened as the rules require."""
+
+    default_brief = "Invalid path"
+
+
+class WriteError(Refusal):
+    """A write that did not happen; nothing was written."""
+
+    default_brief = "Failed to write file"
+
+
+class EditFailed(Refusal):
+    """An edit that cannot be applied: ``message`` for the model, ``output`` to show below it."""
+
+    default_brief = "Failed to edit file"
+
+    # Positional order kept from before the family existed: (message, output, brief).
+    def __init__(self, message: str, output: str = "", brief: str | None = None) -> None:
+        super().__init__(message, brief, output)
+
+
+class MediaError(Refusal):
+    """Media that cannot be decoded or fitted; ``str(exc)`` ends a sentence the tool begins."""
+
+    default_brief = "Failed to read file"
