@@ -40,11 +40,12 @@ def test_from_refusal_carries_message_brief_and_output() -> None:
 
 
 def test_old_homes_still_export_the_same_classes() -> None:
-    from filegate.fsio import atomic, media
+    from filegate.fsio import atomic
+    from filegate.media import image
     from filegate.policy import workspace
     from filegate.tools import str_replace
 
     assert workspace.PathError is PathError
     assert atomic.WriteError is WriteError
-    assert media.MediaError is MediaError
+    assert image.MediaError is MediaError
     assert str_replace.EditFailed is EditFailed

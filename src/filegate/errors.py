@@ -14,9 +14,9 @@ Hierarchy::
     │                       under it, the disk refused (fsio.atomic)
     ├── EditFailed          an edit that cannot be applied to the current text
     │                       (tools.str_replace)
-    └── MediaError          media that cannot be decoded or fitted (fsio.media); its message is
-                            the end of a sentence ("it could not be decoded …") that the tool
-                            completes with the path and type
+    └── MediaError          media that cannot be decoded or fitted (media.image, media.video);
+                            its message ends a sentence ("it could not be decoded …")
+                            that the tool begins with the path and type
 
 Other exceptions are not refusals: an ``OSError`` nothing expected, a bug. They are not turned
 into friendly text here, so they are not hidden.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
 
+# The one filegate import here: errors is a leaf too (it imports nothing).
 from filegate.errors import MediaError as MediaError  # re-exported: its old home
 
 Image.init()
