@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
 from PIL import Image
 
-from tests.conftest import call, connect, text, texts
+from tests.conftest import call, connect, stdio_transport, text, texts
 
 
 async def read(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:
@@ -24,8 +26,9 @@ async def test_numbered_lines_and_kimi_summary(ws: Path, mode: str) -> None:
     assert not err
     assert out == "     1\tone\n     2\ttwo\n     3\tthree\n"
     assert msg == "3 lines read from file starting from line 1. Total lines in file: 3. End of file reached."
-    assert facts == {"start_line": 1, "lines_read": 3, "total_lines": 3, "end_of_file": True,
-                     "truncated_lines": [], "next_line_offset": None}  # fmt: skip
+    assert facts == {"start_line": 1, "lines_read": 3, "total_lines": 3, "total_is_exact": True,
+                     "numbered_from_end": False, "end_of_file": True, "truncated_lines": [],
+                     "next_line_offset": None}  # fmt: skip
 
 
 async def test_window_in_the_middle_reports_next_offset(ws: Path, mode: str) -> None:
@@ -197,3 +200,137 @@ async def test_tilde_expands_to_home(
     monkeypatch.setenv("HOME", str(home))
     err, parts, _ = await read(ws, mode, path="~/h.txt")
     assert not err and "home file" in parts[0]
+
+
+# --- issue 11 / 18: answers a model can trust ------------------------------------------------
+
+KIMI_BUDGET = 100_000
+
+
+def _kimi_sees(result: object) -> int:
+    """What Kimi CLI counts against its 100,000-character cut: len() of every text part."""
+    return sum(len(t) for t in texts(result))
+
+
+async def test_a_full_read_fits_kimis_budget_with_whole_lines_and_the_summary(ws: Path) -> None:
+    # 1000 lines of 100 bytes: under both of Kimi's caps, but 107,000 characters numbered.
+    (ws / "long.txt").write_text("".join(f"{i:05d}" + "x" * 94 + "\n" for i in range(1, 1201)))
+    async with Client(stdio_transport(ws, "--client", "kimi")) as c:
+        r = await call(c, "ReadFile", path="long.txt")
+        assert not r.is_error
+        out, msg = texts(r)
+        assert _kimi_sees(r) <= KIMI_BUDGET
+        rows = out.split("\n")
+        assert rows[-1] == ""  # ends with a whole line
+        k = len(rows) - 1
+        assert 900 < k < 1000
+        assert all(row == f"{i:6d}\t{i:05d}" + "x" * 94 for i, row in enumerate(rows[:-1], 1))
+        assert msg == (
+            f"{k} lines read from file starting from line 1. Total lines in file: 1200."
+            f" Max {KIMI_BUDGET} characters reached (this client's result budget);"
+            f" continue with line_offset={k + 1}."
+        )
+        facts = r.structured_content
+        assert facts["next_line_offset"] == k + 1 and not facts["end_of_file"]
+        r2 = await call(c, "ReadFile", path="long.txt", line_offset=k + 1)
+        assert texts(r2)[0].startswith(f"{k + 1:6d}\t{k + 1:05d}")
+
+
+async def test_a_tail_fits_kimis_budget_keeping_the_newest_lines(ws: Path, mode: str) -> None:
+    (ws / "long.txt").write_text("".join(f"{i:05d}" + "y" * 94 + "\n" for i in range(1, 1201)))
+    async with connect(ws, mode, client="kimi") as c:
+        r = await call(c, "ReadFile", path="long.txt", line_offset=-1000)
+        out, msg = texts(r)
+        assert _kimi_sees(r) <= KIMI_BUDGET
+        rows = out.split("\n")[:-1]
+        first = 1200 - len(rows) + 1
+        assert rows[0] == f"{first:6d}\t{first:05d}" + "y" * 94 and rows[-1].startswith("  1200\t01200")
+        assert msg == (
+            f"{len(rows)} lines read from file starting from line {first}. Total lines in file: 1200."
+            f" Lines 201 to {first - 1} did not fit this client's result budget"
+            f" ({KIMI_BUDGET} characters): read them with line_offset=201, n_lines={first - 201}."
+        )
+
+
+async def test_long_truncated_lines_fit_too_and_list_only_what_is_shown(ws: Path, mode: str) -> None:
+    # 1000 lines cut at 2000 characters: 2 MB of text, 102,400 bytes cap → 52 lines = 104k chars.
+    (ws / "wide.txt").write_text(("x" * 3000 + "\n") * 1000)
+    async with connect(ws, mode, client="kimi") as c:
+        r = await call(c, "ReadFile", path="wide.txt")
+        out, msg = texts(r)
+        assert _kimi_sees(r) <= KIMI_BUDGET
+        k = out.count("\n")
+        assert out.endswith("x" * 1996 + "...\n") and 40 < k < 52
+        assert msg.endswith(
+            f"continue with line_offset={k + 1}. Lines {list(range(1, k + 1))} were truncated."
+        )
+        assert r.structured_content["truncated_lines"] == list(range(1, k + 1))
+
+
+async def test_the_default_budget_leaves_kimis_caps_alone(ws: Path, mode: str) -> None:
+    (ws / "long.txt").write_text("".join(f"{i:05d}" + "x" * 94 + "\n" for i in range(1, 1201)))
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="long.txt")
+        assert texts(r)[0].count("\n") == 1000
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "utf-8-sig"])
+async def test_utf16_and_utf32_with_a_bom_are_decoded(ws: Path, mode: str, encoding: str) -> None:
+    bom = {"utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE,
+           "utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE, "utf-8-sig": b""}  # fmt: skip
+    body = "".join(f"ligne {i} — été ✓ {chr(0x10A0 + i)}\r\n" for i in range(1, 41))
+    (ws / "u.txt").write_bytes(bom[encoding] + body.encode(encoding))
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="u.txt")
+        out, msg = texts(r)
+        assert "\0" not in out and "\ufeff" not in out and "\r" not in out
+        assert out == "".join(f"{i:6d}\tligne {i} — été ✓ {chr(0x10A0 + i)}\n" for i in range(1, 41))
+        assert (
+            msg
+            == "40 lines read from file starting from line 1. Total lines in file: 40. End of file reached."
+        )
+        r = await call(c, "ReadFile", path="u.txt", line_offset=-2)
+        assert (
+            texts(r)[0]
+            == f"    39\tligne 39 — été ✓ {chr(0x10A0 + 39)}\n    40\tligne 40 — été ✓ {chr(0x10A0 + 40)}\n"
+        )
+        r = await call(c, "ReadFile", path="u.txt", line_offset=20, n_lines=1)
+        assert texts(r)[0] == f"    20\tligne 20 — été ✓ {chr(0x10A0 + 20)}\n"
+
+
+async def test_cr_only_line_endings_are_split_and_no_raw_cr_is_shown(ws: Path, mode: str) -> None:
+    (ws / "mac.txt").write_bytes(b"one\rtwo\rthree\r")
+    (ws / "mixed.txt").write_bytes(b"a\rb\nc\r\n\rd")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="mac.txt")
+        assert texts(r) == ["     1\tone\n     2\ttwo\n     3\tthree\n",
+                            "3 lines read from file starting from line 1. Total lines in file: 3. End of file reached."]  # fmt: skip
+        r = await call(c, "ReadFile", path="mac.txt", line_offset=-1)
+        assert texts(r)[0] == "     3\tthree\n"
+        r = await call(c, "ReadFile", path="mixed.txt")
+        assert "\r" not in "".join(texts(r)) and "\r" not in str(r.structured_content)
+        assert texts(r)[0] == "     1\ta\u240db\n     2\tc\n     3\t\u240dd"
+
+
+async def test_video_refusal_reads_a_video_file(ws: Path, mode: str) -> None:
+    (ws / "clip").write_bytes(b"\x1a\x45\xdf\xa3" + b"\x00" * 20 + b"webm" + b"\x00" * 100)
+    err, parts, _ = await read(ws, mode, path="clip")
+    assert err and parts[0].startswith("`clip` is a video file (video/webm). Use ReadMediaFile")
+
+
+async def test_a_same_size_rewrite_with_its_mtime_restored_is_counted_again(ws: Path, mode: str) -> None:
+    path = ws / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    st = path.stat()
+    _, (_out, msg), _ = await read(ws, mode, path="a.txt", line_offset=-1)
+    assert "Total lines in file: 4." in msg
+    with path.open("r+") as f:  # same inode, same size, then the old mtime back
+        f.write("ab\ncd\n\n\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, (out, msg), _ = await read(ws, mode, path="a.txt", line_offset=-1)
+    assert "Total lines in file: 4." in msg and out == "     4\t\n"
+    with path.open("r+") as f:
+        f.write("abcdef\n\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, (out, msg), _ = await read(ws, mode, path="a.txt", line_offset=-2)
+    assert "Total lines in file: 2." in msg and out == "     1\tabcdef\n     2\t\n"

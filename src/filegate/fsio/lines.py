@@ -1,20 +1,32 @@
-"""Line windows of arbitrarily large files in bounded memory (SPEC §4 ReadFile).
+"""Line windows of arbitrarily large files in bounded memory and bounded time (SPEC §4 ReadFile).
 
-Lines end at b"\\n"; a CR before it is dropped (CRLF shows as LF). Only the first
-``KEEP_BYTES`` of any line are ever held, so a 5 MB single line costs 8 KiB.
+A file is read through a :class:`Source`: the open descriptor, the stat taken when the read
+started (nothing past that size is read, so a file being appended is counted and numbered as
+it was), the file's :class:`Codec` and the call's :class:`Scan` (its deadline and its cancel
+flag, checked at every chunk). Holes of sparse files are skipped with SEEK_DATA/SEEK_HOLE:
+they hold zeros, never a line break.
 
-Two facts about a file are remembered, keyed by (device, inode, size, mtime): its line count,
-and checkpoints (byte offset, lines before it) every ``CHUNK`` bytes that a scan has passed, so
-a repeat read of an unchanged file neither counts nor scans again.
+Codecs: UTF-8 (a BOM is skipped), UTF-16 and UTF-32 with a BOM. Lines end at the codec's LF
+(a CR before it is dropped: CRLF shows as LF), or at CR when the first bytes hold CRs and no
+LF (classic Mac files). Only the first ``KEEP_BYTES`` of any line are ever held, so a 5 MB
+single line costs 8 KiB.
+
+Two facts about a file are remembered, keyed by (device, inode, size, mtime, ctime): its line
+count, and checkpoints (byte offset, line breaks before it) about every ``CHUNK`` bytes that a
+scan has passed, so a repeat read of an unchanged file neither counts nor scans again. ctime
+is in the key because a rewrite of the same size can put its old mtime back; its ctime moves.
 """
 
 from __future__ import annotations
 
 import array
+import codecs
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -26,6 +38,9 @@ CHUNK = 1 << 20
 KEEP_BYTES = 8192
 # Counting lines of a multi-GiB file stops after this long; the total is then a lower bound.
 COUNT_BUDGET_S = 5.0
+# Seeking to an offset, reading lines and finding a tail stop after this long in all (a client
+# such as Kimi CLI gives a tool call 60 s); the answer then says what is known.
+SCAN_BUDGET_S = 15.0
 # Files this large are counted by coreutils `wc -l`, in a process of its own: it counts with
 # SIMD (1 GiB in 0.17 s on the benchmark machine, bench/README.md) where bytes.count manages
 # 1.2 GB/s, and it runs on another core while this thread finds the requested lines.
@@ -40,12 +55,222 @@ TAIL_BLOCK = 64 << 10
 TAIL_ONE_READ = 4 << 20
 # Unchanged files whose count and checkpoints are remembered.
 CACHE_FILES = 64
+# A file with more unallocated bytes than this is read hole by hole (SEEK_DATA/SEEK_HOLE).
+SPARSE_SLACK = 1 << 20
+# More data segments than this (a file of alternating blocks and holes) is not worth mapping.
+MAX_SEGMENTS = 100_000
+# A wc that is running is looked at this often, so that a cancelled read stops it soon.
+POLL_S = 0.05
 
-Key = tuple[int, int, int, int]
+Key = tuple[int, int, int, int, int]
 
 
 def file_key(st: os.stat_result) -> Key:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+# --- the call's deadline and cancellation ---------------------------------------------------
+
+
+class ScanStopped(Exception):
+    """A scan stopped before it was done."""
+
+
+class ReadCancelled(ScanStopped):
+    """Nobody waits for this read any more."""
+
+
+class OutOfTime(ScanStopped):
+    """The scan's time budget ran out; ``passed_lines`` line breaks were seen before it."""
+
+    def __init__(self, passed_lines: int | None = None) -> None:
+        super().__init__("out of time")
+        self.passed_lines = passed_lines
+
+
+@dataclass(slots=True)
+class Scan:
+    deadline: float
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def start(cls, budget_s: float = SCAN_BUDGET_S, cancel: threading.Event | None = None) -> Scan:
+        return cls(time.monotonic() + budget_s, cancel or threading.Event())
+
+    def check(self, deadline: float | None = None) -> None:
+        if self.cancel.is_set():
+            raise ReadCancelled("cancelled")
+        if time.monotonic() > (self.deadline if deadline is None else deadline):
+            raise OutOfTime()
+
+
+# --- codecs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    name: str  # Python codec of the text after the BOM
+    unit: int  # bytes per code unit: 1, 2 or 4
+    start: int  # bytes of BOM before line 1
+    newline: bytes  # the line break, one code unit
+    cr: bytes  # CR as one code unit (dropped before a LF break)
+    lf_breaks: bool  # False: lines end at CR (a classic Mac file)
+
+    @property
+    def newline_value(self) -> int:
+        return int.from_bytes(self.newline, sys.byteorder)
+
+    @property
+    def plain(self) -> bool:
+        """Byte-for-byte what `wc -l` counts."""
+        return self.unit == 1 and self.lf_breaks
+
+
+_BOMS = (  # UTF-32-LE's BOM starts with UTF-16-LE's: longest first
+    (codecs.BOM_UTF32_LE, "utf-32-le", 4),
+    (codecs.BOM_UTF32_BE, "utf-32-be", 4),
+    (codecs.BOM_UTF8, "utf-8", 1),
+    (codecs.BOM_UTF16_LE, "utf-16-le", 2),
+    (codecs.BOM_UTF16_BE, "utf-16-be", 2),
+)
+
+
+def detect_codec(header: bytes) -> Codec:
+    """The codec of a file from its first bytes: a BOM decides, else UTF-8."""
+    name, unit, start = "utf-8", 1, 0
+    for bom, bom_name, bom_unit in _BOMS:
+        if header.startswith(bom):
+            name, unit, start = bom_name, bom_unit, len(bom)
+            break
+    body = header[start : len(header) - (len(header) - start) % unit]
+    text = body.decode(name, errors="replace")
+    lf = "\n" in text or "\r" not in text
+    return Codec(name, unit, start, ("\n" if lf else "\r").encode(name), "\r".encode(name), lf)
+
+
+UTF8 = detect_codec(b"")
+
+
+def _typecode(unit: int) -> str:
+    for code in ("H", "I", "L"):
+        if array.array(code).itemsize == unit:
+            return code
+    raise RuntimeError(f"no array type of {unit} bytes")  # pragma: no cover
+
+
+def _count_breaks(codec: Codec, data: bytes) -> int:
+    if codec.unit == 1:
+        return data.count(codec.newline)
+    units = array.array(_typecode(codec.unit))
+    units.frombytes(memoryview(data)[: len(data) - len(data) % codec.unit])
+    return units.count(codec.newline_value)
+
+
+def _find_break(codec: Codec, data: bytes, base: int, start: int, end: int | None = None) -> int:
+    """Index of the first line break in ``data[start:end]`` on a code-unit boundary of the
+    file (``data`` starts at file offset ``base``), or -1."""
+    while True:
+        k = data.find(codec.newline, start, end)
+        if k == -1 or (base + k) % codec.unit == 0:
+            return k
+        start = k + 1
+
+
+def _rfind_break(codec: Codec, data: bytes, base: int, end: int) -> int:
+    while True:
+        k = data.rfind(codec.newline, 0, end)
+        if k == -1 or (base + k) % codec.unit == 0:
+            return k
+        end = k + codec.unit - 1
+
+
+# --- the file being read --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Source:
+    """An open file as it was when the read started."""
+
+    fd: int
+    st: os.stat_result
+    codec: Codec
+    scan: Scan
+
+    @property
+    def size(self) -> int:
+        return self.st.st_size
+
+    @property
+    def sparse(self) -> bool:
+        return self.st.st_blocks * 512 + SPARSE_SLACK < self.st.st_size
+
+
+def _seek_data(fd: int, pos: int) -> int | None:
+    """The first data byte at or after ``pos``; None when only a hole follows."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            return None
+        return pos  # no SEEK_DATA on this file system: all of it is data
+
+
+def _seek_hole(fd: int, pos: int, end: int) -> int:
+    try:
+        return min(os.lseek(fd, pos, os.SEEK_HOLE), end)
+    except OSError:
+        return end
+
+
+def _chunks(
+    src: Source, pos: int, end: int, deadline: float | None = None
+) -> Iterator[tuple[int, bytes | int]]:
+    """(offset, bytes) of data and (offset, length) of holes from ``pos`` to ``end``."""
+    while pos < end:
+        src.scan.check(deadline)
+        n = min(CHUNK, end - pos)
+        if src.sparse:
+            data_at = _seek_data(src.fd, pos)
+            if data_at is None or data_at >= end:
+                yield pos, end - pos
+                return
+            if data_at > pos:
+                yield pos, data_at - pos
+                pos = data_at
+                continue
+            n = min(n, max(_seek_hole(src.fd, pos, end) - pos, 1))
+        data = os.pread(src.fd, n, pos)
+        if not data:  # the file shrank
+            return
+        yield pos, data
+        pos += len(data)
+
+
+def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The data regions of [lo, hi), ascending (all of it when the file is not sparse)."""
+    if not src.sparse:
+        return [(lo, hi)] if lo < hi else []
+    out: list[tuple[int, int]] = []
+    pos = lo
+    while pos < hi:
+        src.scan.check()
+        data_at = _seek_data(src.fd, pos)
+        if data_at is None or data_at >= hi:
+            break
+        hole_at = max(_seek_hole(src.fd, data_at, hi), data_at + 1)
+        out.append((data_at, hole_at))
+        if len(out) > MAX_SEGMENTS:
+            raise OutOfTime()
+        pos = hole_at
+    return out
+
+
+def _ends_with_break(src: Source) -> bool:
+    u = src.codec.unit
+    return src.size - u >= src.codec.start and os.pread(src.fd, u, src.size - u) == src.codec.newline
+
+
+# --- remembered facts -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,17 +281,17 @@ class LineCount:
 
 @dataclass(slots=True)
 class Checkpoints:
-    """(offset, newlines before it) at chunk starts, ascending; grows as scans pass them."""
+    """(offset, line breaks before it) at chunk starts, ascending; grows as scans pass them."""
 
     offsets: array.array[int] = field(default_factory=lambda: array.array("q", [0]))
     before: array.array[int] = field(default_factory=lambda: array.array("q", [0]))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def seek_point(self, line: int) -> tuple[int, int]:
-        """The last (offset, newlines_before) with fewer than ``line - 1`` newlines before it.
+        """The last (offset, breaks_before) with fewer than ``line - 1`` breaks before it.
 
         Fewer, not as many: a checkpoint may fall inside a line, so the scan from it must
-        still see the newline that ends line ``line - 1``.
+        still see the break that ends line ``line - 1``.
         """
         with self.lock:
             lo, hi, best = 0, len(self.offsets) - 1, 0
@@ -81,7 +306,7 @@ class Checkpoints:
 
     def add(self, offset: int, before: int) -> None:
         with self.lock:
-            if offset > self.offsets[-1]:
+            if offset >= self.offsets[-1] + CHUNK:
                 self.offsets.append(offset)
                 self.before.append(before)
 
@@ -128,18 +353,18 @@ def checkpoints(st: os.stat_result) -> Checkpoints:
 class PendingCount:
     """A line count under way (``wc -l`` in its own process) or already known."""
 
-    def __init__(self, fd: int, st: os.stat_result, budget_s: float = COUNT_BUDGET_S) -> None:
-        self._fd, self._st, self._budget = fd, st, budget_s
-        self._deadline = time.monotonic() + budget_s
+    def __init__(self, src: Source, budget_s: float = COUNT_BUDGET_S) -> None:
+        self._src = src
+        self._deadline = min(time.monotonic() + budget_s, src.scan.deadline)
         self._known: LineCount | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        hit = _COUNTS.get(file_key(st))
+        hit = _COUNTS.get(file_key(src.st))
         if isinstance(hit, LineCount):
             self._known = hit
-        elif st.st_size >= WC_MIN_BYTES and _wc() is not None:
-            self._proc = _spawn_wc(fd)
+        elif src.size >= WC_MIN_BYTES and src.codec.plain and not src.sparse:
+            self._proc = _spawn_wc(src.fd)
         if self._known is None and self._proc is None:
-            self._known = self._remember(_count(fd, st, budget_s))
+            self._known = self._remember(_count(src, self._deadline))
 
     def result(self) -> LineCount:
         if self._known is not None:
@@ -147,19 +372,35 @@ class PendingCount:
         assert self._proc is not None
         proc, self._proc = self._proc, None
         try:
-            out, _ = proc.communicate(timeout=max(self._deadline - time.monotonic(), 0.01))
-            newlines = int(out.split()[0]) if proc.returncode == 0 and out.split() else None
-        except subprocess.TimeoutExpired:
+            newlines = self._wait(proc)
+        finally:
             _stop(proc)
-            newlines = None
-        except ValueError:  # not a number: a wc unlike coreutils' or BSD's
+        if newlines is not None and _changed(self._src):  # wc read past the size we started with
             newlines = None
         if newlines is None:
-            self._known = self._remember(_count(self._fd, self._st, FALLBACK_BUDGET_S))
+            fallback = min(time.monotonic() + FALLBACK_BUDGET_S, self._src.scan.deadline)
+            self._known = self._remember(_count(self._src, max(fallback, self._deadline)))
         else:
-            last = os.pread(self._fd, 1, self._st.st_size - 1) if self._st.st_size else b"\n"
-            self._known = self._remember(LineCount(newlines + (last != b"\n"), True))
+            tail = 0 if _ends_with_break(self._src) else 1
+            self._known = self._remember(LineCount(newlines + tail, True))
         return self._known
+
+    def _wait(self, proc: subprocess.Popen[bytes]) -> int | None:
+        while True:
+            if self._src.scan.cancel.is_set():
+                raise ReadCancelled("cancelled")
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                out, _ = proc.communicate(timeout=min(left, POLL_S))
+            except subprocess.TimeoutExpired:
+                continue
+            words = out.split()
+            try:
+                return int(words[0]) if proc.returncode == 0 and words else None
+            except ValueError:  # not a number: a wc unlike coreutils' or BSD's
+                return None
 
     def close(self) -> None:
         """Stop a count nobody will wait for (the read failed or was abandoned)."""
@@ -169,19 +410,28 @@ class PendingCount:
 
     def _remember(self, count: LineCount) -> LineCount:
         if count.complete:
-            stored = _COUNTS.put(file_key(self._st), count)
+            stored = _COUNTS.put(file_key(self._src.st), count)
             assert isinstance(stored, LineCount)
             return stored
         return count
 
 
-def line_count(fd: int, st: os.stat_result, budget_s: float = COUNT_BUDGET_S) -> LineCount:
+def line_count(src: Source, budget_s: float = COUNT_BUDGET_S) -> LineCount:
     """The number of lines of an open file, one sequential pass at most, cached."""
-    pending = PendingCount(fd, st, budget_s)
+    pending = PendingCount(src, budget_s)
     try:
         return pending.result()
     finally:
         pending.close()
+
+
+def _changed(src: Source) -> bool:
+    now = os.fstat(src.fd)
+    return (now.st_size, now.st_mtime_ns, now.st_ctime_ns) != (
+        src.st.st_size,
+        src.st.st_mtime_ns,
+        src.st.st_ctime_ns,
+    )
 
 
 _wc_path: list[str | None] = []
@@ -194,76 +444,87 @@ def _wc() -> str | None:
 
 
 def _spawn_wc(fd: int) -> subprocess.Popen[bytes] | None:
-    """`wc -l` reading the already-open file from its start (no path is opened again)."""
+    """`wc -l` reading the already-open file from its start (no path is looked up again).
+
+    wc gets a file description of its own (a reopen of /proc/self/fd/N names this very inode):
+    sharing ours would make the SEEK_DATA/SEEK_HOLE of this process move wc's position.
+    """
     wc = _wc()
     if wc is None:
         return None
     try:
-        os.lseek(fd, 0, os.SEEK_SET)  # this fd is otherwise only read with pread
-        return subprocess.Popen([wc, "-l"], stdin=fd, stdout=subprocess.PIPE,
+        own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not os.path.samestat(os.fstat(own), os.fstat(fd)):
+            return None
+        return subprocess.Popen([wc, "-l"], stdin=own, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env={"LC_ALL": "C"})  # fmt: skip
     except OSError:
         return None
+    finally:
+        os.close(own)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.kill()
+    if proc.poll() is None:
+        proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the kernel (a hung NFS)
         proc.wait(timeout=1.0)
     if proc.stdout is not None:
         proc.stdout.close()
 
 
-def _count(fd: int, st: os.stat_result, budget_s: float) -> LineCount:
-    """Count in Python, leaving a checkpoint at every chunk on the way."""
-    marks = checkpoints(st)
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    pos = newlines = 0
-    last = b""
-    deadline = time.monotonic() + budget_s
-    complete = True
-    while True:
-        n = os.preadv(fd, [view], pos)
-        if n <= 0:
-            break
-        newlines += buf.count(b"\n", 0, n)
-        last = bytes(buf[n - 1 : n])
-        pos += n
-        if n == CHUNK:
-            marks.add(pos, newlines)
-        if time.monotonic() > deadline and pos < st.st_size:
-            complete = False
-            break
-    return LineCount(newlines + (1 if pos > 0 and last != b"\n" and complete else 0), complete)
+def _count(src: Source, deadline: float) -> LineCount:
+    """Count in Python up to the size the read started with, leaving checkpoints on the way.
+
+    Holes are skipped. Out of time, the count is a lower bound; cancelled, it raises.
+    """
+    marks = checkpoints(src.st)
+    breaks = 0
+    try:
+        for at, data in _chunks(src, src.codec.start, src.size, deadline):
+            if isinstance(data, int):
+                continue
+            breaks += _count_breaks(src.codec, data)
+            marks.add(at + len(data), breaks)
+    except OutOfTime:
+        return LineCount(breaks, False)
+    has_text = src.size > src.codec.start
+    return LineCount(breaks + (1 if has_text and not _ends_with_break(src) else 0), True)
 
 
 # --- finding and reading lines -------------------------------------------------------------
 
 
-def offset_of_line(fd: int, line: int, marks: Checkpoints) -> int | None:
-    """Byte offset where 1-based ``line`` starts, or None past the end."""
+def offset_of_line(src: Source, line: int) -> int | None:
+    """Byte offset where 1-based ``line`` starts, or None past the end.
+
+    Out of time it raises OutOfTime with the number of lines passed.
+    """
+    c = src.codec
     if line == 1:
-        return 0
+        return c.start
+    marks = checkpoints(src.st)
     pos, seen = marks.seek_point(line)
     need = line - 1 - seen
-    while need > 0:
-        chunk = os.pread(fd, CHUNK, pos)
-        if not chunk:
-            return None
-        c = chunk.count(b"\n")
-        if c < need:
-            need -= c
-            pos += len(chunk)
-            if len(chunk) == CHUNK:
-                marks.add(pos, line - 1 - need)
-            continue
-        i = -1
-        for _ in range(need):
-            i = chunk.find(b"\n", i + 1)
-        pos += i + 1
-        need = 0
-    return pos
+    try:
+        for at, data in _chunks(src, max(pos, c.start), src.size):
+            if isinstance(data, int):
+                continue
+            k = _count_breaks(c, data)
+            if k < need:
+                need -= k
+                marks.add(at + len(data), line - 1 - need)
+                continue
+            i = -c.unit
+            for _ in range(need):
+                i = _find_break(c, data, at, i + c.unit)
+            return at + i + c.unit
+    except OutOfTime:
+        raise OutOfTime(line - 1 - need) from None
+    return None
 
 
 @dataclass(slots=True)
@@ -274,31 +535,36 @@ class RawLine:
     newline: bool  # the line ended with a line break
 
 
-def iter_lines_from(fd: int, pos: int, first_number: int) -> Iterator[RawLine]:
-    """Yield RawLine objects from byte ``pos`` on, holding at most one chunk and one head."""
+def iter_lines_from(src: Source, pos: int, first_number: int) -> Iterator[RawLine]:
+    """RawLine objects from byte ``pos`` on, holding at most one chunk and one head.
+
+    Raises OutOfTime (after the lines already yielded) when the scan's time is up.
+    """
+    c = src.codec
+    u = c.unit
     number = first_number
     head = bytearray()
     long = False
-    while True:
-        chunk = os.pread(fd, CHUNK, pos)
-        if not chunk:
-            if head or long:
-                yield RawLine(number, bytes(head), long, False)
-            return
-        pos += len(chunk)
-        i = 0
-        n = len(chunk)
+    for at, data in _chunks(src, pos, src.size):
+        if isinstance(data, int):  # a hole: zeros, no line break in it
+            room = KEEP_BYTES - len(head)
+            if room > 0:
+                head += bytes(min(room, data))
+            if data > max(room, 0):
+                long = True
+            continue
+        i, n = 0, len(data)
         while i < n:
-            j = chunk.find(b"\n", i)
+            j = _find_break(c, data, at, i)
             end = n if j == -1 else j
             if not head and not long and j != -1 and end - i <= KEEP_BYTES:
-                yield RawLine(number, chunk[i:end], False, True)  # the common case: one slice
+                yield RawLine(number, data[i:end], False, True)  # the common case: one slice
                 number += 1
-                i = j + 1
+                i = j + u
                 continue
             room = KEEP_BYTES - len(head)
             if room > 0:
-                head += chunk[i : min(end, i + room)]
+                head += data[i : min(end, i + room)]
             if end - i > max(room, 0):
                 long = True
             if j == -1:
@@ -307,74 +573,91 @@ def iter_lines_from(fd: int, pos: int, first_number: int) -> Iterator[RawLine]:
             number += 1
             head = bytearray()
             long = False
-            i = j + 1
+            i = j + u
+    if head or long:
+        yield RawLine(number, bytes(head), long, False)
 
 
-def decode_line(raw: RawLine) -> str:
-    """Bytes of a line → text: CR of CRLF dropped, invalid UTF-8 as U+FFFD, LF kept."""
+def decode_line(raw: RawLine, codec: Codec = UTF8) -> str:
+    """Bytes of a line → text ending in LF: CR of CRLF dropped, invalid bytes as U+FFFD.
+
+    No raw CR ever comes out: a CR inside a line is shown as U+240D (and, in a file whose
+    lines end at CR, a LF inside a line as U+240A), so content cannot forge a line break
+    a terminal or a model would see.
+    """
     head = raw.head
-    if raw.newline and not raw.long and head.endswith(b"\r"):
-        head = head[:-1]
-    text = head.decode("utf-8", errors="replace")
+    u = codec.unit
+    if codec.lf_breaks and raw.newline and not raw.long and head[-u:] == codec.cr and len(head) % u == 0:
+        head = head[:-u]
+    text = head.decode(codec.name, errors="replace")
+    if "\r" in text:
+        text = text.replace("\r", "\u240d")
+    if not codec.lf_breaks and "\n" in text:
+        text = text.replace("\n", "\u240a")
     return text + ("\n" if raw.newline else "")
 
 
-def tail_starts(fd: int, size: int, count: int) -> list[int]:
-    """Start offsets of the last ``count`` lines (oldest first), scanning backwards."""
-    if size == 0 or count <= 0:
+def tail_starts(src: Source, count: int) -> list[int]:
+    """Start offsets of the last ``count`` lines (oldest first), scanning backwards.
+
+    Only data is read: the holes of a sparse file hold no line break.
+    """
+    c, u = src.codec, src.codec.unit
+    if src.size <= c.start or count <= 0:
         return []
-    end = size
     # A final line break ends the last line; it does not start a new one.
-    if os.pread(fd, 1, size - 1) == b"\n":
-        end = size - 1
+    end = src.size - u if _ends_with_break(src) else src.size
     starts: deque[int] = deque()
-    pos = end
-    block = TAIL_BLOCK
-    while pos > 0 and len(starts) < count:
-        lo = max(0, pos - block)
-        chunk = os.pread(fd, pos - lo, lo)
-        j = len(chunk)
-        while len(starts) < count:
-            k = chunk.rfind(b"\n", 0, j)
-            if k == -1:
-                break
-            starts.appendleft(lo + k + 1)
-            j = k
-        pos = lo
-        block = min(block * 4, CHUNK)
-    if len(starts) < count and pos == 0:
-        starts.appendleft(0)
+    for lo_seg, hi_seg in reversed(_segments(src, c.start, end)):
+        pos, block = hi_seg, TAIL_BLOCK
+        while pos > lo_seg and len(starts) < count:
+            src.scan.check()
+            lo = max(lo_seg, pos - block)
+            chunk = os.pread(src.fd, pos - lo, lo)
+            j = len(chunk)
+            while len(starts) < count:
+                k = _rfind_break(c, chunk, lo, j)
+                if k == -1:
+                    break
+                starts.appendleft(lo + k + u)
+                j = k
+            pos = lo
+            block = min(block * 4, CHUNK)
+        if len(starts) >= count:
+            break
+    if len(starts) < count:
+        starts.appendleft(c.start)
     return list(starts)
 
 
-def tail_lines(fd: int, size: int, starts: list[int], first_number: int, limit: int) -> list[RawLine]:
+def tail_lines(src: Source, starts: list[int], first_number: int, limit: int) -> list[RawLine]:
     """The first ``limit`` of the lines beginning at ``starts`` (from tail_starts)."""
     k = min(len(starts), limit)
     if k <= 0:
         return []
-    bounds = [*starts, size]
+    bounds = [*starts, src.size]
     base, stop = starts[0], bounds[k]
     if stop - base > TAIL_ONE_READ:
-        return [read_span(fd, bounds[i], bounds[i + 1], first_number + i) for i in range(k)]
-    data = os.pread(fd, stop - base, base)
+        return [read_span(src, bounds[i], bounds[i + 1], first_number + i) for i in range(k)]
+    data = os.pread(src.fd, stop - base, base)
+    nl, u = src.codec.newline, src.codec.unit
     out: list[RawLine] = []
     for i in range(k):
         a, b = bounds[i] - base, min(bounds[i + 1] - base, len(data))
-        newline = b > a and data[b - 1 : b] == b"\n"
-        body = data[a : b - 1] if newline else data[a:b]
+        newline = b - a >= u and data[b - u : b] == nl
+        body = data[a : b - u] if newline else data[a:b]
         long = len(body) > KEEP_BYTES
         out.append(RawLine(first_number + i, body[:KEEP_BYTES] if long else body, long, newline))
     return out
 
 
-def read_span(fd: int, start: int, end: int, number: int) -> RawLine:
+def read_span(src: Source, start: int, end: int, number: int) -> RawLine:
     """The line occupying bytes [start, end) (its break included, if any)."""
+    u = src.codec.unit
     length = end - start
-    data = os.pread(fd, min(length, KEEP_BYTES + 2), start)
-    newline = length > 0 and os.pread(fd, 1, end - 1) == b"\n"
-    body_len = length - (1 if newline else 0)
-    if newline and body_len > 0 and body_len <= KEEP_BYTES + 1:
-        data = data[:body_len]
+    data = os.pread(src.fd, min(length, KEEP_BYTES + 2 * u), start)
+    newline = length >= u and os.pread(src.fd, u, end - u) == src.codec.newline
+    body_len = length - (u if newline else 0)
     long = body_len > KEEP_BYTES
     head = data[:KEEP_BYTES] if long else data[:body_len]
     return RawLine(number, head, long, newline)

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
-from typing import Annotated, Any
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from filegate.fsio.lines import (
+    OutOfTime,
     PendingCount,
     RawLine,
-    checkpoints,
+    ReadCancelled,
+    Scan,
+    Source,
     decode_line,
+    detect_codec,
     iter_lines_from,
     offset_of_line,
     tail_lines,
@@ -79,12 +86,13 @@ def truncate_line(line: str, max_length: int = MAX_LINE_LENGTH, marker: str = ".
 _detect_file_type = functools.lru_cache(maxsize=256)(detect_file_type)
 
 
-def _check_readable_text(rp: ResolvedPath, fd: int) -> None:
-    header = os.pread(fd, SNIFF_BYTES, 0)
+def _check_readable_text(rp: ResolvedPath, header: bytes) -> None:
     ft = _detect_file_type(rp.real.name, header)
     if ft.kind in ("image", "video"):
+        article = "an" if ft.kind == "image" else "a"
         raise PathError(
-            f"`{rp.shown}` is an {ft.kind} file ({ft.mime}). Use ReadMediaFile to read image or video files.",
+            f"`{rp.shown}` is {article} {ft.kind} file ({ft.mime}). Use ReadMediaFile to read image or "
+            "video files.",
             "Unsupported file type",
         )
     if ft.kind == "unknown":
@@ -97,62 +105,105 @@ def _check_readable_text(rp: ResolvedPath, fd: int) -> None:
         )
 
 
-def _window(fd: int, start: int, n_lines: int) -> dict[str, Any]:
-    st = os.fstat(fd)
+@dataclass(slots=True)
+class Window:
+    """The lines found, and what is known about the file around them."""
+
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    truncated: list[int] = field(default_factory=list)
+    total: int = 0
+    complete: bool = True  # False: ``total`` is a lower bound (the count ran out of time)
+    reason: str | None = None  # "max_lines" | "max_bytes" | "time": why reading stopped early
+    eof: bool = False  # the last line returned is the file's last line (or none is left)
+    from_end: bool = False  # numbered from the end (-1 = last line): the total is not known
+    tail: bool = False
+    not_reached: int | None = None  # the offset was not reached in time; lines passed on the way
+
+
+def _window(src: Source, start: int, n_lines: int) -> Window:
     # The count (wc -l on a big file) runs while this thread finds and reads the lines.
-    counting = PendingCount(fd, st)
+    counting = PendingCount(src)
     try:
-        lines: list[tuple[int, str]] = []
-        truncated: list[int] = []
-        max_lines = max_bytes = False
         if start > 0:
-            max_lines, max_bytes = _read_forward(fd, st, start, n_lines, lines, truncated)
-            count = counting.result()
-        else:
-            starts = tail_starts(fd, st.st_size, -start)
-            count = counting.result()
-            first = count.total - len(starts) + 1
-            window = tail_lines(fd, st.st_size, starts, first, min(n_lines, MAX_LINES))
-            max_bytes = _keep_tail(window, lines, truncated)
+            return _forward(src, start, n_lines, counting)
+        return _tail(src, -start, n_lines, counting)
     finally:
         counting.close()
-    return {
-        "lines": lines,
-        "truncated": truncated,
-        "total": count.total,
-        "complete": count.complete,
-        "max_lines": max_lines,
-        "max_bytes": max_bytes,
-    }
 
 
-def _read_forward(fd: int, st: os.stat_result, start: int, n_lines: int, lines: list[tuple[int, str]],
-                  truncated: list[int]) -> tuple[bool, bool]:  # fmt: skip
-    """Lines from ``start`` on into ``lines``; returns (max_lines, max_bytes) reached."""
+def _forward(src: Source, start: int, n_lines: int, counting: PendingCount) -> Window:
+    w = Window()
     n_bytes = 0
-    pos = offset_of_line(fd, start, checkpoints(st))
-    raws = iter_lines_from(fd, pos, start) if pos is not None else iter(())
-    for raw in raws:
-        text = decode_line(raw)
-        cut = truncate_line(text)
-        if cut != text or raw.long:
-            truncated.append(raw.number)
-        lines.append((raw.number, cut))
-        n_bytes += len(cut.encode("utf-8"))
-        if len(lines) >= n_lines:
-            break
-        if len(lines) >= MAX_LINES:
-            return True, False
-        if n_bytes >= MAX_BYTES:
-            return False, True
-    return False, False
+    exhausted = False
+    try:
+        pos = offset_of_line(src, start)
+        if pos is None:
+            exhausted = True
+        else:
+            for raw in iter_lines_from(src, pos, start):
+                n_bytes += _take(w, raw, src)
+                if len(w.lines) >= n_lines:
+                    break
+                if len(w.lines) >= MAX_LINES:
+                    w.reason = "max_lines"
+                    break
+                if n_bytes >= MAX_BYTES:
+                    w.reason = "max_bytes"
+                    break
+            else:
+                exhausted = True
+    except OutOfTime as stop:
+        w.reason = "time"
+        if not w.lines and stop.passed_lines is not None:
+            w.not_reached = stop.passed_lines
+    count = counting.result()
+    last = w.lines[-1][0] if w.lines else start - 1
+    w.total, w.complete = count.total, count.complete
+    if exhausted and w.lines and not count.complete:
+        w.total, w.complete = last, True  # read to the end: the last number is the total
+    elif not count.complete:
+        w.total = max(count.total, last)
+    w.eof = exhausted or (w.complete and last >= w.total)
+    return w
 
 
-def _keep_tail(window: list[RawLine], lines: list[tuple[int, str]], truncated: list[int]) -> bool:
+def _take(w: Window, raw: RawLine, src: Source) -> int:
+    text = decode_line(raw, src.codec)
+    cut = truncate_line(text)
+    if cut != text or raw.long:
+        w.truncated.append(raw.number)
+    w.lines.append((raw.number, cut))
+    return len(cut.encode("utf-8"))
+
+
+def _tail(src: Source, want: int, n_lines: int, counting: PendingCount) -> Window:
+    w = Window(tail=True)
+    try:
+        starts = tail_starts(src, want)
+    except OutOfTime:
+        count = counting.result()
+        return Window(total=count.total, complete=count.complete, reason="time", tail=True)
+    count = counting.result()
+    w.total, w.complete = count.total, count.complete
+    if starts and starts[0] == src.codec.start and len(starts) < want:
+        w.total, w.complete = len(starts), True  # the tail reached line 1: the whole file
+    if w.complete and w.total >= len(starts):
+        first = w.total - len(starts) + 1
+    else:  # never print absolute numbers that are not known
+        first, w.from_end = -len(starts), True
+    limit = min(n_lines, MAX_LINES)
+    window = tail_lines(src, starts, first, limit)
+    w.eof = limit >= len(starts)
+    if _keep_tail(window, w, src):
+        w.reason = "max_bytes"
+    return w
+
+
+def _keep_tail(window: list[RawLine], w: Window, src: Source) -> bool:
     """Keep the newest lines of ``window`` that fit the byte cap (Kimi's tail rule)."""
     decoded = []
     for r in window:
-        text = decode_line(r)
+        text = decode_line(r, src.codec)
         cut = truncate_line(text)
         decoded.append((r.number, cut, cut != text or r.long))
     total_bytes = 0
@@ -167,67 +218,162 @@ def _keep_tail(window: list[RawLine], lines: list[tuple[int, str]], truncated: l
         kept.append(item)
     kept.reverse()
     for number, text, was_cut in kept:
-        lines.append((number, text))
+        w.lines.append((number, text))
         if was_cut:
-            truncated.append(number)
+            w.truncated.append(number)
     return max_bytes
 
 
-def _format(params: ReadFileParams, w: dict[str, Any]) -> Outcome:
-    lines: list[tuple[int, str]] = w["lines"]
-    total: int = w["total"]
-    n_lines = params.n_lines
-    output = "".join(f"{n:6d}\t{text}" for n, text in lines)
+# --- the result, fitted to the client's budget ----------------------------------------------
+
+# JSON framing of one text block on the wire ({"type":"text","text":"…"}), rounded up.
+BLOCK_FRAME_CHARS = 64
+
+
+def _row(number: int, text: str) -> str:
+    return f"{number:6d}\t{text}"
+
+
+def _result_chars(o: Outcome) -> int:
+    """What a client counts of a result: every text block's characters (Kimi CLI counts
+    ``len(text)``), plus the structured content and the framing of each block."""
+    return len(o.output) + len(o.message) + len(json.dumps(o.structured)) + 2 * BLOCK_FRAME_CHARS
+
+
+def _format(params: ReadFileParams, w: Window, budget: int) -> Outcome:
+    """The result with as many whole lines as fit ``budget``; the summary is always there."""
+    full = _outcome(params, w, w.lines, None)
+    if _result_chars(full) <= budget:
+        return full
+    rows = [len(_row(n, t)) for n, t in w.lines]
+    if w.tail:
+        rows.reverse()  # a tail keeps its newest lines, as Kimi's byte cap does
+    overhead = _result_chars(full) - sum(rows) + 300  # the budget sentence, digits
+    k, used = 0, 0
+    while k < len(rows) and used + rows[k] <= budget - overhead:
+        used += rows[k]
+        k += 1
+    while True:
+        kept = _kept(w, k, budget - overhead)
+        out = _outcome(params, w, kept, budget)
+        if _result_chars(out) <= budget or k == 0:
+            return out
+        k -= 1
+
+
+def _kept(w: Window, k: int, room: int) -> list[tuple[int, str]]:
+    if k > 0:
+        return w.lines[-k:] if w.tail else w.lines[:k]
+    # Not even one whole line fits (a tiny --result-budget): the first one, cut to fit.
+    if not w.lines:
+        return []
+    number, text = w.lines[-1] if w.tail else w.lines[0]
+    cut = truncate_line(text, max(room - 16, 8))
+    if cut != text and number not in w.truncated:
+        w.truncated.append(number)
+    return [(number, cut)]
+
+
+def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], budget: int | None) -> Outcome:
+    """Kimi's summary for ``lines`` (all of ``w.lines``, or the part that fits ``budget``)."""
     k = len(lines)
-    start = lines[0][0] if lines else max(params.line_offset, 1)
-    msg = f"{k} lines read from file starting from line {start}." if k else "No lines read from file."
-    total_text = f"{total}" if w["complete"] else f"at least {total} (counting stopped early)"
-    msg += f" Total lines in file: {total_text}."
-    last = lines[-1][0] if lines else start - 1
-    eof = w["complete"] and last >= total
-    if w["max_lines"]:
+    dropped = len(w.lines) - k
+    first, last = (lines[0][0], lines[-1][0]) if lines else (None, None)
+    truncated = [n for n in w.truncated if any(n == m for m, _ in lines)] if dropped else w.truncated
+    if w.from_end:
+        msg = (
+            f"{k} lines read from the end of the file, numbered from the end (-1 is the last line)."
+            if k
+            else "No lines read from file."
+        )
+    else:
+        start = first if first is not None else max(params.line_offset, 1)
+        msg = f"{k} lines read from file starting from line {start}." if k else "No lines read from file."
+    if w.complete:
+        msg += f" Total lines in file: {w.total}."
+    else:
+        msg += f" Total lines in file: at least {w.total} (counting stopped at the time limit)."
+    eof = w.eof and not (dropped and not w.tail)
+    next_offset = None if eof else (last + 1 if last is not None else params.line_offset)
+    if w.from_end and next_offset is not None and next_offset >= 0:
+        next_offset = None
+    if w.not_reached is not None:
+        msg += (
+            f" Line {params.line_offset} was not reached within the time limit"
+            f" ({w.not_reached} lines were passed)."
+        )
+    elif dropped and w.tail and first is not None:
+        a, b = w.lines[0][0], first - 1
+        msg += (
+            f" Lines {a} to {b} did not fit this client's result budget ({budget} characters):"
+            f" read them with line_offset={a}, n_lines={b - a + 1}."
+        )
+    elif dropped:
+        msg += (
+            f" Max {budget} characters reached (this client's result budget);"
+            f" continue with line_offset={next_offset}."
+        )
+    elif w.reason == "max_lines":
         msg += f" Max {MAX_LINES} lines reached."
-    elif w["max_bytes"]:
+    elif w.reason == "max_bytes":
         msg += f" Max {MAX_BYTES} bytes reached."
-    elif k < n_lines:
+    elif w.reason == "time":
+        msg += " Reading stopped at the time limit."
+    elif eof and k < params.n_lines:
         msg += " End of file reached."
-    if w["truncated"]:
-        msg += f" Lines {w['truncated']} were truncated."
+    if truncated:
+        msg += f" Lines {truncated} were truncated."
     structured = {
-        "start_line": start,
+        "start_line": first if first is not None else max(params.line_offset, 1),
         "lines_read": k,
-        "total_lines": total,
+        "total_lines": w.total,
+        "total_is_exact": w.complete,
+        "numbered_from_end": w.from_end,
         "end_of_file": eof,
-        "truncated_lines": w["truncated"],
-        "next_line_offset": None if eof else last + 1,
+        "truncated_lines": truncated,
+        "next_line_offset": next_offset,
     }
+    output = "".join(_row(n, t) for n, t in lines)
     return Outcome(output=output, message=msg, structured=structured)
 
 
 async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
     # Resolving (realpath: an lstat per component) is file work too: off the event loop, in
-    # the same worker-thread round trip as the read.
-    return await anyio.to_thread.run_sync(_resolve_and_read, params, env.workspace, abandon_on_cancel=True)
-
-
-def _resolve_and_read(params: ReadFileParams, workspace: Workspace) -> Outcome:
+    # the same worker-thread round trip as the read. A call that is cancelled (or whose client
+    # went away) sets ``cancel``: the abandoned thread sees it at its next chunk and stops.
+    cancel = threading.Event()
     try:
-        return _read(params, workspace.resolve_for_read(params.path))
+        return await anyio.to_thread.run_sync(
+            _resolve_and_read, params, env.workspace, env.result_budget, cancel, abandon_on_cancel=True
+        )
+    finally:
+        cancel.set()
+
+
+def _resolve_and_read(
+    params: ReadFileParams, workspace: Workspace, budget: int, cancel: threading.Event
+) -> Outcome:
+    try:
+        return _read(params, workspace.resolve_for_read(params.path), budget, cancel)
     except PathError as exc:
         return Outcome.from_path_error(exc)
 
 
-def _read(params: ReadFileParams, rp: ResolvedPath) -> Outcome:
+def _read(params: ReadFileParams, rp: ResolvedPath, budget: int, cancel: threading.Event) -> Outcome:
     fd = open_regular(rp)
     try:
-        _check_readable_text(rp, fd)
+        header = os.pread(fd, SNIFF_BYTES, 0)
+        _check_readable_text(rp, header)
+        src = Source(fd, os.fstat(fd), detect_codec(header), Scan.start(cancel=cancel))
         try:
-            window = _window(fd, params.line_offset, params.n_lines)
+            window = _window(src, params.line_offset, params.n_lines)
+        except ReadCancelled:
+            return Outcome.error("The read was cancelled.", "Cancelled")
         except OSError as exc:
             return Outcome.error(
                 f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
             )
-        return _format(params, window)
+        return _format(params, window, budget)
     finally:
         os.close(fd)
 
@@ -238,6 +384,8 @@ class ReadFileFacts(BaseModel):
     start_line: int
     lines_read: int
     total_lines: int
+    total_is_exact: bool = True
+    numbered_from_end: bool = False
     end_of_file: bool
     truncated_lines: list[int]
     next_line_offset: int | None
