@@ -23,8 +23,29 @@ def test_help_explains_every_flag() -> None:
         assert flag in out
 
 
+def test_help_shows_allowed_values_and_examples() -> None:
+    out = run("--help").stdout
+    for values in ("{stdio,http}", "{ask,strict,auto}", "{DEBUG,INFO,WARNING,ERROR,CRITICAL}",
+                   "{kimi,claude-desktop,claude-code,generic}"):  # fmt: skip
+        assert values in out
+    examples = out.split("examples:", 1)[1]
+    assert "filegate --workdir" in examples and "filegate install" in examples
+
+
+def test_every_setting_has_a_flag_and_every_flag_a_setting() -> None:
+    from filegate.cli import build_parser, flag_names
+    from filegate.settings import Settings
+
+    flags = flag_names(build_parser())
+    flags.pop("help"), flags.pop("version")
+    assert set(flags) == set(Settings.model_fields)
+    for field, flag in flags.items():
+        assert flag.removeprefix("--") in (field.replace("_", "-"), field.replace("_", "-").removesuffix("s"))
+
+
 def test_version() -> None:
     assert run("--version").stdout.strip() == f"filegate {__version__}"
+    assert run("-V").stdout.strip() == f"filegate {__version__}"
     module = subprocess.run([sys.executable, "-m", "filegate", "--version"], capture_output=True, text=True)
     assert module.stdout.strip() == f"filegate {__version__}"
 
@@ -52,6 +73,17 @@ def test_environment_variables_are_read(tmp_path: Path) -> None:
     env = {**os.environ, "FILEGATE_WORKDIR": str(tmp_path / "missing")}
     proc = run(env=env)
     assert proc.returncode == 2 and "--workdir" in proc.stderr
+
+
+def test_errors_from_variables_name_the_variable_and_a_flag_that_exists(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "FILEGATE_ADD_DIRS": str(tmp_path / "missing")}
+    proc = run(env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "FILEGATE_ADD_DIRS (--add-dir)" in proc.stderr and "--add-dirs" not in proc.stderr
+    proc = run("--add-dir", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and proc.stderr.startswith("filegate: error: --add-dir: "), proc.stderr
 
 
 def test_environment_lists() -> None:

@@ -1,5 +1,6 @@
 """``filegate``: flags and environment → Settings → a running server.
 
+``filegate install CLIENT ...`` (filegate.install) writes a client's configuration instead.
 Importing this module stays cheap: fastmcp is imported only once a server is built.
 """
 
@@ -7,30 +8,49 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from filegate import __version__
+from filegate.settings import ApprovalMode, ClientPreset, LogLevel, Transport
+
+EXAMPLES = """\
+examples:
+  filegate --workdir ~/src/project                  serve a project over stdio (what clients start)
+  filegate --read-only --add-dir ~/notes            two directories, no write tools
+  FILEGATE_TOKEN=secret filegate --transport http --port 8000
+                                                    streamable HTTP at http://127.0.0.1:8000/mcp
+  filegate install claude-desktop --workdir ~/src/project
+                                                    write Claude Desktop's configuration for you
+  filegate install --help                           every client install knows
+
+Every flag also reads FILEGATE_<NAME> (FILEGATE_ADD_DIRS, FILEGATE_SECRET_PATTERNS, ...);
+flags win. Logs go to stderr; on stdio, stdout carries JSON-RPC only.
+"""
 
 
-class _Parser(argparse.ArgumentParser):
+class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:
         """One line, not the whole usage block: the command may be buried in a client config."""
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="filegate",
-        description="MCP server with Kimi CLI's file tools. Every flag also reads FILEGATE_<NAME>.",
-    )
+def _upper(value: str) -> str:
+    return value.upper()
+
+
+def add_server_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that configure a server (shared by ``filegate`` and ``filegate install``).
+
+    Allowed values come from the Settings types, so help and validation cannot drift apart.
+    """
     a = p.add_argument
-    a("--version", action="version", version=f"filegate {__version__}")
-    a("--workdir", help="directory to serve (default: current directory)")
+    a("--workdir", metavar="DIR", help="directory to serve (default: current directory)")
     a(
         "--add-dir",
         action="append",
@@ -51,10 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GLOB",
         help="extra sensitive-file pattern, gitignore syntax (repeatable; extends the defaults)",
     )
-    a("--transport", help="stdio (default) or http")
-    a("--host", help="HTTP bind address (default 127.0.0.1)")
-    a("--port", help="HTTP port (default 8000)")
-    a("--path", help="HTTP endpoint path (default /mcp)")
+    a("--transport", choices=get_args(Transport), help="how clients connect (default: stdio)")
+    a("--host", help="HTTP bind address (default: 127.0.0.1)")
+    a("--port", metavar="N", help="HTTP port (default: 8000)")
+    a("--path", help="HTTP endpoint path (default: /mcp)")
     a("--token", help="bearer token required on every HTTP request (needed off loopback)")
     a(
         "--allowed-origin",
@@ -70,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="another Host header the HTTP endpoint answers to, e.g. files.internal:8000 (repeatable)",
     )
-    a("--log-level", help="DEBUG, INFO, WARNING (default), ERROR; logs go to stderr")
+    a("--log-level", type=_upper, choices=get_args(LogLevel), help="stderr log level (default: WARNING)")
     a(
         "--approval",
+        choices=get_args(ApprovalMode),
         help="ask (default): elicit each write; strict: refuse what cannot be asked; auto: never ask",
     )
     a(
@@ -81,34 +102,79 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="do not offer WriteFile and StrReplaceFile",
     )
-    a("--client", help="result-budget preset: kimi, claude-desktop, claude-code, generic")
+    a(
+        "--client",
+        choices=get_args(ClientPreset),
+        help="result-budget preset (default: from the client's name)",
+    )
     a(
         "--result-budget",
+        metavar="N",
         help="max characters of one media result, base64 included (default 1 MiB; 100000 for Kimi CLI)",
     )
-    a("--image-max-side", help="downscale images whose longer side exceeds this (default 2048)")
+    a("--image-max-side", metavar="N", help="downscale images whose longer side exceeds this (default: 2048)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog="filegate",
+        description="MCP server with Kimi CLI's six file tools over one workspace.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-V", "--version", action="version", version=f"filegate {__version__}")
+    add_server_flags(p)
     return p
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Settings field → the flag that sets it (``add_dirs`` → ``--add-dir``)."""
+    return {a.dest: long_flag(a) for a in parser._actions if a.option_strings}
+
+
+def long_flag(action: argparse.Action) -> str:
+    """``--read-only`` of ``--read-only/--no-read-only``, ``--version`` of ``-V/--version``."""
+    return next(s for s in action.option_strings if s.startswith("--"))
+
+
+def settings_from(parser: argparse.ArgumentParser, args: argparse.Namespace, skip: Sequence[str] = ()) -> Any:
+    """Settings from parsed flags over the environment; exit 2 with one line on any bad value."""
+    from filegate.settings import Settings
+
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        parser.exit(2, f"filegate: error: {_one_line(exc, given, flag_names(parser))}\n")
+
+
+def _one_line(exc: ValidationError, given: dict[str, Any], flags: dict[str, str]) -> str:
+    """The first problem, named by its flag (and its FILEGATE_* variable when it came from there)."""
+    err = exc.errors()[0]
+    msg = err["msg"].removeprefix("Value error, ")
+    if not err["loc"]:
+        return msg
+    field = str(err["loc"][0])
+    name = flags.get(field, "--" + field.replace("_", "-"))
+    variable = f"FILEGATE_{field.upper()}"
+    if field not in given and variable in os.environ:
+        name = f"{variable} ({name})"
+    return f"{name}: {msg}"
 
 
 def parse_settings(argv: Sequence[str] | None = None) -> Any:
     """Parse flags over the environment; exit 2 with one line on any bad value."""
-    from filegate.settings import Settings
-
     parser = build_parser()
-    args = parser.parse_args(argv)
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "settings"
-        flag = "--" + where.split(".")[0].replace("_", "-") if err["loc"] else where
-        msg = err["msg"].removeprefix("Value error, ")
-        parser.exit(2, f"filegate: error: {flag}: {msg}\n")
+    return settings_from(parser, parser.parse_args(argv))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings = parse_settings(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["install"]:
+        from filegate.install import main as install
+
+        return install(args[1:])
+    settings = parse_settings(args)
     from filegate.server.app import serve
 
     with contextlib.suppress(KeyboardInterrupt):
