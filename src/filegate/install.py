@@ -1,0 +1,390 @@
+"""``filegate install CLIENT``: write filegate into an MCP client's configuration.
+
+The entry names the absolute path of the running ``filegate`` (so the client finds it without
+``PATH``) and the server flags given here. The client's file is merged, not replaced: other
+servers and settings stay, the old file is kept as ``<file>.<time>.bak``, and installing the
+same thing twice changes nothing. ``--print`` writes nothing and prints the snippet.
+
+Where each client keeps its configuration, and in which shape (checked against each client's
+documentation, November 2026):
+
+- claude-desktop: ``claude_desktop_config.json`` in ``~/Library/Application Support/Claude``
+  (macOS), ``%APPDATA%\\Claude`` (Windows), ``~/.config/Claude`` (Linux); ``mcpServers``.
+- claude-code: ``~/.claude.json`` (user scope, as ``claude mcp add -s user`` writes it);
+  ``mcpServers`` entries with a ``type``.
+- cursor: ``~/.cursor/mcp.json``; kimi: ``~/.kimi/mcp.json``; both ``mcpServers``.
+- vscode: ``mcp.json`` in the user profile (``Code/User`` beside ``settings.json``);
+  ``servers`` entries with a ``type``.
+- windsurf: ``~/.codeium/windsurf/mcp_config.json``; ``mcpServers`` (HTTP: ``serverUrl``).
+- gemini-cli: ``~/.gemini/settings.json``; ``mcpServers`` (HTTP: ``httpUrl``).
+- codex: ``$CODEX_HOME/config.toml``, default ``~/.codex/config.toml``;
+  ``[mcp_servers.NAME]`` tables (HTTP: ``http_headers``).
+- generic, generic-http: ``--config FILE``, or printed; ``mcpServers``.
+
+``~`` is ``%USERPROFILE%`` on Windows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from filegate.cli import ArgumentParser, add_server_flags, long_flag, settings_from
+from filegate.policy.escape import escape
+
+OSName = Literal["macos", "windows", "linux"]
+Format = Literal["json", "toml"]
+
+
+class InstallError(Exception):
+    """A configuration that cannot be written as asked; the message is the whole story."""
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    title: str
+    key: str = "mcpServers"
+    format: Format = "json"
+    # CLI agents start servers in the project they work on: no --workdir unless given.
+    starts_in_project: bool = False
+    stdio: bool = True
+    http: bool = True
+    # The entry's field names: a typed entry ("type": "stdio"), the URL's key, the headers' key.
+    typed: bool = False
+    url_key: str = "url"
+    headers_key: str = "headers"
+
+
+CLIENTS: dict[str, Client] = {
+    c.name: c
+    for c in (
+        Client("claude-desktop", "Claude Desktop", http=False),
+        Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
+        Client("cursor", "Cursor"),
+        Client("kimi", "Kimi CLI", starts_in_project=True),
+        Client("vscode", "VS Code", key="servers", typed=True),
+        Client("windsurf", "Windsurf", url_key="serverUrl"),
+        Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
+        Client(
+            "codex",
+            "Codex",
+            key="mcp_servers",
+            format="toml",
+            starts_in_project=True,
+            headers_key="http_headers",
+        ),
+        Client("generic", "an MCP client (stdio)", http=False),
+        Client("generic-http", "an MCP client (streamable HTTP)", stdio=False),
+    )
+}
+
+
+def detect_os() -> OSName:
+    if sys.platform == "darwin":
+        return "macos"
+    if sys.platform.startswith(("win", "cygwin", "msys")):
+        return "windows"
+    return "linux"
+
+
+def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | None:
+    """Where ``client`` reads its MCP servers on ``os_name``; None for the generic ones."""
+    home = Path(env.get("USERPROFILE" if os_name == "windows" else "HOME") or Path.home())
+    app_data = {  # each OS's per-user application-settings directory
+        "macos": home / "Library" / "Application Support",
+        "windows": Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming",
+        "linux": Path(env.get("XDG_CONFIG_HOME") or home / ".config"),
+    }[os_name]
+    paths = {
+        "claude-desktop": app_data / "Claude" / "claude_desktop_config.json",
+        "claude-code": home / ".claude.json",
+        "cursor": home / ".cursor" / "mcp.json",
+        "kimi": home / ".kimi" / "mcp.json",
+        "vscode": app_data / "Code" / "User" / "mcp.json",
+        "windsurf": home / ".codeium" / "windsurf" / "mcp_config.json",
+        "gemini-cli": home / ".gemini" / "settings.json",
+        "codex": Path(env["CODEX_HOME"]) / "config.toml" if env.get("CODEX_HOME")
+        else home / ".codex" / "config.toml",
+    }  # fmt: skip
+    return paths.get(client)
+
+
+def server_command() -> list[str]:
+    """The running filegate as an absolute command line a client can start."""
+    script = sys.argv[0]
+    if Path(script).name.lower().removesuffix(".exe") == "filegate" and Path(script).is_file():
+        return [os.path.abspath(script)]  # not resolved: a venv's python must stay the venv's
+    return [os.path.abspath(sys.executable), "-m", "filegate"]
+
+
+# --- entries -------------------------------------------------------------------------------
+
+
+def stdio_entry(client: Client, command: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "stdio"} if client.typed else {}
+    entry |= {"command": command[0], "args": list(command[1:])}
+    return entry
+
+
+def http_entry(client: Client, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "http"} if client.typed else {}
+    if client.name == "kimi":
+        entry["transport"] = "http"  # Kimi CLI reads the transport from the entry
+    entry[client.url_key] = url
+    if headers:
+        entry[client.headers_key] = dict(headers)
+    return entry
+
+
+# --- documents -----------------------------------------------------------------------------
+
+
+def merged_json(old: str, client: Client, name: str, entry: dict[str, Any], where: Path) -> str:
+    """``old`` (a client's JSON file, maybe empty) with ``entry`` set as server ``name``."""
+    try:
+        doc = json.loads(old) if old.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{escape(str(where))} is not plain JSON (line {exc.lineno}: {exc.msg}); nothing was "
+            f"changed. Add the entry by hand: filegate install {client.name} --print"
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get(client.key, {}), dict):
+        raise InstallError(f"{escape(str(where))}: '{client.key}' is not an object; nothing was changed")
+    servers = doc.setdefault(client.key, {})
+    servers[name] = entry
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        # A JSON string is a TOML basic string, but for DEL, which TOML wants escaped.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
+
+
+def toml_table(client: Client, name: str, entry: dict[str, Any]) -> str:
+    lines = [f"[{client.key}.{_toml_key(name)}]"]
+    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
+    return "\n".join(lines) + "\n"
+
+
+def merged_toml(old: str, client: Client, name: str, entry: dict[str, Any], where: Path) -> str:
+    """``old`` with the table ``[mcp_servers.NAME]`` (and its sub-tables) replaced or added.
+
+    Text surgery keeps the user's comments and layout; the result is parsed back and must hold
+    exactly ``entry``, else nothing is written.
+    """
+    try:
+        tomllib.loads(old)
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
+    ours = re.compile(
+        rf"^\s*\[\s*{re.escape(client.key)}\s*\.\s*\"?{re.escape(name)}\"?\s*(\.[^\]]*)?\]\s*(#.*)?$"
+    )
+    header = re.compile(r"^\s*\[")
+    kept: list[str] = []
+    skipping = False
+    for line in old.splitlines(keepends=True):
+        if header.match(line):
+            skipping = bool(ours.match(line))
+        if not skipping:
+            kept.append(line)
+    text = "".join(kept).rstrip("\n")
+    text = (text + "\n\n" if text else "") + toml_table(client, name, entry)
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        parsed = {}
+    if parsed.get(client.key, {}).get(name) != entry:
+        raise InstallError(
+            f"{escape(str(where))} defines '{client.key}.{name}' in a form this command does not edit; "
+            f"nothing was changed. Add the entry by hand: filegate install {client.name} --print"
+        )
+    return text
+
+
+def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
+    if client.format == "toml":
+        return toml_table(client, name, entry)
+    return json.dumps({client.key: {name: entry}}, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    backup: Path | None
+    changed: bool
+
+
+def write_config(client: Client, name: str, entry: dict[str, Any], path: Path) -> Written:
+    """Merge ``entry`` into ``path``: backup first, then an atomic replace; no-op when equal."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    merge = merged_toml if client.format == "toml" else merged_json
+    new = merge(old, client, name, entry, path)
+    if new == old:
+        return Written(path, None, changed=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600  # a client's file may hold tokens: private unless it already was otherwise
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.bak")
+        backup.write_bytes(path.read_bytes())
+        os.chmod(backup, mode)
+    temp = path.with_name(f".{path.name}.filegate-install.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(new)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temp, path)
+    return Written(path, backup, changed=True)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+EXAMPLES = """\
+examples:
+  filegate install claude-desktop --workdir ~/src/project
+  filegate install claude-code                      # Claude Code starts it in each project
+  filegate install kimi --read-only
+  filegate install cursor --print                   # show the snippet, write nothing
+  FILEGATE_TOKEN=secret filegate install vscode --transport http --port 8000
+  filegate install generic-http --token secret --config ./mcp.json
+
+Clients that start the server in the project they work on (claude-code, kimi, gemini-cli,
+codex) get no --workdir unless you give one; the others get the current directory.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog="filegate install",
+        description="Write filegate into an MCP client's configuration (merged, with a backup).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="CLIENT", choices=list(CLIENTS), help=", ".join(CLIENTS))
+    p.add_argument("--name", default="filegate", help="the server's name in the client (default: filegate)")
+    p.add_argument("--print", action="store_true", dest="print_only", help="print the snippet, write nothing")
+    p.add_argument("--os", choices=get_args(OSName), dest="os_name",
+                   help="whose file locations to use (default: this machine's)")  # fmt: skip
+    p.add_argument("--config", metavar="FILE", help="write this file instead of the client's own")
+    add_server_flags(p)
+    return p
+
+
+INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config")
+
+
+def server_args(
+    parser: argparse.ArgumentParser, ns: argparse.Namespace, settings: Any, client: Client
+) -> list[str]:
+    """The flags to record, in the parser's order (a stable order keeps reinstalls no-ops)."""
+    args: list[str] = []
+    for action in parser._actions:
+        dest = action.dest
+        value = getattr(ns, dest, None)
+        if not action.option_strings or dest in INSTALL_ONLY or dest in ("help", "token"):
+            continue
+        flag = long_flag(action)
+        if dest == "workdir":
+            if value is not None or not client.starts_in_project:
+                args += [flag, str(settings.workdir)]
+        elif dest == "add_dirs":
+            for d in settings.add_dirs:
+                args += [flag, str(d)]
+        elif dest == "client" and value is None and client.name == "kimi":
+            args += [flag, "kimi"]  # Kimi CLI does not say its name; its 100,000-char budget
+        elif value is None or dest == "transport":
+            continue
+        elif isinstance(action, argparse.BooleanOptionalAction):
+            args.append(flag if value else "--no-" + flag.removeprefix("--"))
+        elif isinstance(value, list):
+            for v in value:
+                args += [flag, str(v)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def endpoint_url(settings: Any) -> str:
+    host = settings.host
+    if host in ("0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"  # bound to every address: the client on this machine uses loopback
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}{settings.path}"
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    client = CLIENTS[ns.target]
+    if ns.transport is None and not client.stdio:
+        ns.transport = "http"
+    settings = settings_from(parser, ns, skip=INSTALL_ONLY)
+    if settings.transport == "http" and not client.http:
+        parser.exit(2, f"filegate install: error: {client.title} starts local servers only; use stdio\n")
+    if settings.transport == "stdio" and not client.stdio:
+        parser.exit(2, f"filegate install: error: {client.name} is for --transport http\n")
+    args = server_args(parser, ns, settings, client)
+    if settings.transport == "http":
+        token = settings.token.get_secret_value() if settings.token else None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        entry = http_entry(client, endpoint_url(settings), headers)
+    else:
+        entry = stdio_entry(client, [*server_command(), *args])
+    if ns.print_only:
+        sys.stdout.write(snippet(client, ns.name, entry))
+        return 0
+    os_name: OSName = ns.os_name or detect_os()
+    path = Path(ns.config).expanduser() if ns.config else config_path(client.name, os_name, os.environ)
+    if path is None:
+        parser.exit(
+            2,
+            f"filegate install: error: {client.name} has no file of its own: give --config FILE or --print\n",
+        )
+    try:
+        written = write_config(client, ns.name, entry, path)
+    except (InstallError, OSError) as exc:
+        parser.exit(2, f"filegate install: error: {exc}\n")
+    shown = escape(str(written.path))
+    if not written.changed:
+        print(f"{client.title}: {shown} already has this '{ns.name}' entry; nothing changed")
+    else:
+        kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
+        print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}; restart the client to load it")
+    if settings.transport == "http":
+        start = " ".join(_shell_quote(a) for a in [*server_command(), "--transport", "http", *args])
+        token_hint = "FILEGATE_TOKEN=YOUR_TOKEN " if settings.token else ""
+        print(f"start the server with: {token_hint}{start}")
+    return 0
+
+
+def _shell_quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)

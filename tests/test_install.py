@@ -1,0 +1,240 @@
+"""`filegate install CLIENT`: each client's file, merged, and started the way the client would.
+
+The per-OS locations below are written from each client's documentation, independently of
+filegate.install's table. The configurations are started for real with this venv's
+`filegate` (the wheel-built variant is tests/server/test_packaging.py, slow).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+
+from tests.conftest import FILEGATE, free_port, text
+from tests.server.served import serve
+
+CLIENTS = ["claude-desktop", "claude-code", "cursor", "kimi", "vscode", "windsurf", "gemini-cli", "codex"]
+HTTP_CLIENTS = ["claude-code", "cursor", "kimi", "vscode", "windsurf", "gemini-cli", "codex", "generic-http"]
+# CLI agents start their servers in the project they work on; the apps do not.
+STARTS_IN_PROJECT = {"claude-code", "kimi", "gemini-cli", "codex"}
+
+
+def expected_path(client: str, os_name: str, home: Path, appdata: Path) -> Path:
+    app = {"macos": home / "Library/Application Support", "windows": appdata, "linux": home / ".config"}[
+        os_name
+    ]
+    return {
+        "claude-desktop": app / "Claude/claude_desktop_config.json",
+        "claude-code": home / ".claude.json",
+        "cursor": home / ".cursor/mcp.json",
+        "kimi": home / ".kimi/mcp.json",
+        "vscode": app / "Code/User/mcp.json",
+        "windsurf": home / ".codeium/windsurf/mcp_config.json",
+        "gemini-cli": home / ".gemini/settings.json",
+        "codex": home / ".codex/config.toml",
+    }[client]
+
+
+def client_env(tmp: Path, os_name: str = "linux") -> dict[str, str]:
+    """A throw-away HOME (and APPDATA/USERPROFILE for Windows paths); nothing of the real user's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA")}
+    env["HOME"] = str(tmp / "home")
+    if os_name == "windows":
+        env["USERPROFILE"] = str(tmp / "home")
+        env["APPDATA"] = str(tmp / "appdata")
+    return env
+
+
+def install(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FILEGATE, "install", *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=60)  # fmt: skip
+
+
+def entry_as_client_reads_it(client: str, path: Path, name: str = "filegate") -> dict[str, Any]:
+    if client == "codex":
+        servers = tomllib.loads(path.read_text())["mcp_servers"]
+    else:
+        servers = json.loads(path.read_text())["servers" if client == "vscode" else "mcpServers"]
+    entry: dict[str, Any] = servers[name]
+    return entry
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "marker.txt").write_text("served through the installed configuration\n")
+    return ws
+
+
+async def start_as_client(entry: dict[str, Any], cwd: Path) -> list[str]:
+    """command + args + env + cwd from the entry, as the client spawns it; tools/list and a read."""
+    assert entry.get("type", "stdio") == "stdio", entry
+    transport = StdioTransport(entry["command"], entry.get("args", []), env=entry.get("env") or None,
+                               cwd=entry.get("cwd") or str(cwd), keep_alive=False)  # fmt: skip
+    async with Client(transport, mode="legacy") as c:
+        names = [t.name for t in await c.list_tools()]
+        r = await c.call_tool("ReadFile", {"path": "marker.txt"})
+        assert "served through the installed configuration" in text(r)
+    return names
+
+
+async def test_every_client_configuration_starts_as_written(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    elsewhere = tmp_path / "client-cwd"  # where an app such as Claude Desktop starts servers
+    elsewhere.mkdir()
+    started: dict[tuple[Any, ...], list[str]] = {}
+    for client in CLIENTS:
+        done = install(client, env=env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        path = expected_path(client, "linux", tmp_path / "home", tmp_path / "appdata")
+        assert str(path) in done.stdout
+        entry = entry_as_client_reads_it(client, path)
+        assert entry["command"] == FILEGATE  # absolute: no PATH needed
+        cwd = project if client in STARTS_IN_PROJECT else elsewhere
+        assert ("--workdir" in entry["args"]) == (client not in STARTS_IN_PROJECT), entry
+        assert ("kimi" in entry["args"]) == (client == "kimi"), entry  # --client kimi: its budget
+        # Several clients share one command line; one start proves each such line.
+        key = (entry["command"], tuple(entry["args"]), json.dumps(entry.get("env")), str(cwd))
+        if key not in started:
+            started[key] = await start_as_client(entry, cwd)
+        assert started[key] == ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile"]
+    assert len(started) == 3, started  # apps with --workdir, agents without, Kimi with its preset
+
+
+async def test_flags_given_to_install_reach_the_server(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    done = install("cursor", "--read-only", "--workdir", str(project), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    entry = entry_as_client_reads_it("cursor", tmp_path / "home/.cursor/mcp.json")
+    assert entry["args"] == ["--workdir", str(project), "--read-only"]
+    assert await start_as_client(entry, tmp_path) == ["ReadFile", "ReadMediaFile", "Glob", "Grep"]
+
+
+@pytest.mark.parametrize("os_name", ["macos", "windows", "linux"])
+def test_each_os_gets_each_clients_own_file(tmp_path: Path, project: Path, os_name: str) -> None:
+    env = client_env(tmp_path, os_name)
+    for client in CLIENTS:
+        done = install(client, "--os", os_name, env=env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        path = expected_path(client, os_name, tmp_path / "home", tmp_path / "appdata")
+        assert entry_as_client_reads_it(client, path)["command"] == FILEGATE
+    written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.parent != project)
+    assert len(written) == len(CLIENTS), written  # nothing else, no backups of new files
+
+
+def test_codex_home_is_honoured(tmp_path: Path, project: Path) -> None:
+    env = {**client_env(tmp_path), "CODEX_HOME": str(tmp_path / "codex-home")}
+    assert install("codex", env=env, cwd=project).returncode == 0
+    assert entry_as_client_reads_it("codex", tmp_path / "codex-home/config.toml")["command"] == FILEGATE
+
+
+def test_merge_keeps_everything_else_backs_up_and_is_idempotent(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    path = tmp_path / "home/.claude.json"
+    path.parent.mkdir(parents=True)
+    old = {
+        "numStartups": 7,
+        "mcpServers": {"other": {"command": "other-server"}, "filegate": {"command": "stale"}},
+    }
+    path.write_text(json.dumps(old))
+    first = install("claude-code", env=env, cwd=project)
+    assert first.returncode == 0 and "kept as" in first.stdout, first
+    doc = json.loads(path.read_text())
+    assert doc["numStartups"] == 7 and doc["mcpServers"]["other"] == {"command": "other-server"}
+    assert doc["mcpServers"]["filegate"]["command"] == FILEGATE
+    (backup,) = path.parent.glob(".claude.json.*.bak")
+    assert json.loads(backup.read_text()) == old
+    after_first = path.read_bytes()
+    second = install("claude-code", env=env, cwd=project)
+    assert second.returncode == 0 and "nothing changed" in second.stdout
+    assert path.read_bytes() == after_first
+    assert len(list(path.parent.glob(".claude.json.*.bak"))) == 1
+
+
+def test_codex_toml_merge_keeps_comments_and_other_tables(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    path = tmp_path / "home/.codex/config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '# my settings\nmodel = "o3"\n\n[mcp_servers.filegate]\ncommand = "old"\n\n'
+        '[mcp_servers.filegate.env]\nX = "1"\n\n[mcp_servers.other]\ncommand = "other"\n'
+    )
+    assert install("codex", "--approval", "strict", env=env, cwd=project).returncode == 0
+    body = path.read_text()
+    doc = tomllib.loads(body)
+    assert body.startswith("# my settings\n") and doc["model"] == "o3"
+    assert doc["mcp_servers"]["other"] == {"command": "other"}
+    assert doc["mcp_servers"]["filegate"] == {"command": FILEGATE, "args": ["--approval", "strict"]}
+
+
+def test_unreadable_config_is_left_alone(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    path = tmp_path / "home/.cursor/mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  // a comment\n  "mcpServers": {}\n}\n')
+    done = install("cursor", env=env, cwd=project)
+    assert done.returncode == 2 and "not plain JSON" in done.stderr and "--print" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert path.read_text() == '{\n  // a comment\n  "mcpServers": {}\n}\n'
+    assert not list(path.parent.glob("*.bak"))
+
+
+def test_print_writes_nothing(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    done = install("vscode", "--print", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout)["servers"]["filegate"]
+    assert entry == {"type": "stdio", "command": FILEGATE, "args": ["--workdir", str(project)]}
+    codex = tomllib.loads(install("codex", "--print", env=env, cwd=project).stdout)
+    assert codex["mcp_servers"]["filegate"] == {"command": FILEGATE, "args": []}
+    assert not (tmp_path / "home").exists()
+
+
+def test_bad_choices_fail_at_install_with_one_line(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    for args, expect in [
+        (["cursor", "--approval", "maybe"], "--approval"),
+        (["cursor", "--workdir", str(tmp_path / "missing")], "--workdir"),
+        (["claude-desktop", "--transport", "http"], "local servers only"),
+        (["generic"], "--config"),
+        (["notepad"], "invalid choice"),
+    ]:
+        done = install(*args, env=env, cwd=project)
+        assert done.returncode == 2, (args, done)
+        assert expect in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "home").exists()
+
+
+async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: Path) -> None:
+    env = {**client_env(tmp_path), "FILEGATE_TOKEN": "tok-123"}
+    port = free_port()
+    start_line = ""
+    for client in HTTP_CLIENTS:
+        extra = ["--config", str(tmp_path / "generic.json")] if client == "generic-http" else []
+        done = install(client, "--transport", "http", "--port", str(port), *extra, env=env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        start_line = done.stdout.split("start the server with: ", 1)[1].strip()
+    assert "tok-123" not in start_line  # the token is not echoed
+    words = shlex.split(start_line)
+    assert words[0] == "FILEGATE_TOKEN=YOUR_TOKEN" and words[1] == FILEGATE
+    with serve(words[1:], tmp_path, port, env={"FILEGATE_TOKEN": "tok-123"}, cwd=project) as served:
+        for client in HTTP_CLIENTS:
+            path = (tmp_path / "generic.json" if client == "generic-http"
+                    else expected_path(client, "linux", tmp_path / "home", tmp_path / "appdata"))  # fmt: skip
+            entry = entry_as_client_reads_it(client, path)
+            url = entry.get({"windsurf": "serverUrl", "gemini-cli": "httpUrl"}.get(client, "url"))
+            headers = entry.get("http_headers" if client == "codex" else "headers")
+            assert url == f"http://127.0.0.1:{served.port}/mcp", (client, entry)
+            async with Client(StreamableHttpTransport(url, headers=headers)) as c:
+                r = await c.call_tool("ReadFile", {"path": "marker.txt"})
+                assert "served through the installed configuration" in text(r), client
