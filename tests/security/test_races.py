@@ -101,6 +101,9 @@ async def _race(lay: Layout, prefix: str, rounds: int, mode: str, walk: bool = T
                     problems.append(f"{tool}({args}) crashed: {result_payload(r)[:300]}")
     assert not problems, "\n".join(problems[:10])
     assert snapshot(*lay.outside_dirs) == before
+    # The race was run, not just the calls: the swap showed in both directions (some calls met
+    # the real entry and succeeded, some met the outside symlink and were refused).
+    assert seen["ok"] > 0 and seen["refused"] > 0, f"the swap never showed in the results: {seen}"
     return seen
 
 
