@@ -181,9 +181,9 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
     assert listed.returncode == 0, listed.stderr
     assert "Error: tool" not in listed.stderr, listed.stderr  # no error-severity finding
     names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
-    # Glob and Grep are checked when the server offers them.
+    # This server offers every read tool (and the write tools after them).
     tools = [t for t in READ_TOOLS if t in names]
-    assert tools[:2] == ["ReadFile", "ReadMediaFile"]
+    assert tools == READ_TOOLS, names
     results = {}
     for tool in tools:
         assert runs[tool].returncode == 0, f"{tool}: {runs[tool].stderr}"
@@ -192,10 +192,8 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
         assert result["isError"] is False, (tool, result)
     assert results["ReadFile"]["content"][0]["text"] == "     1\tinterop line\n"
     assert results["ReadMediaFile"]["content"][1]["mimeType"] == "image/png"
-    if "Glob" in results:
-        assert results["Glob"]["content"][0]["text"] == "sub/b.py"
-    if "Grep" in results:
-        assert "a.txt:1:interop line" in results["Grep"]["content"][0]["text"]
+    assert results["Glob"]["content"][0]["text"] == "sub/b.py"
+    assert "a.txt:1:interop line" in results["Grep"]["content"][0]["text"]
 
 
 def test_inspector_cli_reports_a_tool_error_as_such(workspace: Path, server: Served) -> None:
