@@ -54,16 +54,16 @@ async def test_content_mode_with_context_and_separators(ws: Path, mode: str) -> 
 async def test_single_file_search_still_prints_its_name(ws: Path, mode: str) -> None:
     tree(ws, {"sub/one.py": "x = 1\nx = 2\n"})
     _, (out,), _ = await grep(ws, mode, pattern="x", path="sub/one.py", output_mode="content")
-    assert out == "one.py:1:x = 1\none.py:2:x = 2"
+    assert out == "sub/one.py:1:x = 1\nsub/one.py:2:x = 2"  # workdir-relative (SPEC §4 Grep)
     _, (out, msg), facts = await grep(ws, mode, pattern="x", path="sub/one.py", output_mode="count_matches")
-    assert out == "one.py:2" and msg == "Found 2 total occurrences across 1 files."
+    assert out == "sub/one.py:2" and msg == "Found 2 total occurrences across 1 files."
     assert facts and facts["total_matches"] == 2 and facts["files"] == 1
 
 
 async def test_count_matches_totals(ws: Path, mode: str) -> None:
     tree(ws, {"a.txt": "aa a\n", "b/c.txt": "a\n"})
     _, (out, msg), _ = await grep(ws, mode, pattern="a", output_mode="count_matches")
-    assert sorted(out.split("\n")) == ["a.txt:3", "b/c.txt:1"]
+    assert out.split("\n") == ["a.txt:3", "b/c.txt:1"]  # by path (SPEC §4 Grep: stable order)
     assert msg == "Found 4 total occurrences across 2 files."
 
 
@@ -145,7 +145,7 @@ async def test_path_rules_apply_to_grep(ws: Path, outside: Path, mode: str) -> N
 @pytest.mark.parametrize(
     ("args", "expect"),
     [
-        ({"pattern": "("}, "Failed to grep. Error: rg: regex parse error"),
+        ({"pattern": "("}, "Failed to grep. Error: regex parse error:\n    (\n"),
         ({"pattern": "x", "output_mode": "lines"}, "Input should be 'content', 'files_with_matches'"),
         ({"pattern": "x", "-A": -1}, "-A: Input should be greater than or equal to 0"),
         ({"pattern": "x", "head_limit": -5}, "head_limit: Input should be greater than or equal to 0"),
@@ -208,3 +208,259 @@ def _rg_children() -> list[int]:
         if comm == "rg" and int(fields[1]) == me and fields[0] != "Z":
             found.append(int(pid))
     return found
+
+
+# --- issue 18: files a cloned repository brings, rg's error text, the VCS exclusion -------
+
+BOMB_SCRIPT = r"""
+import asyncio, json, resource, sys
+from pathlib import Path
+# The server (this process) and rg (its child inherits the cap) under 2 GiB of address space:
+# a regression that lets rg read /dev/zero fails here, it cannot take the machine down.
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+sys.path.insert(0, sys.argv[2])
+from tests.conftest import call, connect, texts
+
+async def main():
+    out = []
+    async with connect(Path(sys.argv[1]), "auto") as c:
+        for mode in ("files_with_matches", "content"):
+            r = await call(c, "Grep", pattern="needle", output_mode=mode)
+            out.append([r.is_error, texts(r), r.structured_content])
+        r = await call(c, "Grep", pattern="needle", path="sub")
+        out.append([r.is_error, texts(r), r.structured_content])
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_ignore_files_that_are_links_or_devices_are_never_read(ws: Path) -> None:
+    """18.1: .gitignore/.ignore/.rgignore linked to /dev/zero made rg eat all memory; a FIFO
+    one made it hang. Under a 2 GiB cap and 60 s, every search answers at once."""
+    import json
+    import subprocess
+    import sys
+
+    tree(ws, {"found.txt": "needle\n", "sub/deep.txt": "needle\n", "sub/kept.txt": "needle\n"})
+    (ws / ".git").mkdir()
+    for d in (ws, ws / "sub"):
+        (d / ".ignore").symlink_to("/dev/zero")
+        (d / ".rgignore").symlink_to("/dev/zero")
+    (ws / ".gitignore").symlink_to("/dev/zero")
+    os.mkfifo(ws / "sub" / ".gitignore")
+    repo = Path(__file__).resolve().parents[2]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", BOMB_SCRIPT, str(ws), str(repo)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 30
+    (fwm_err, fwm, fwm_facts), (c_err, content, _), (s_err, sub, _) = json.loads(done.stdout)
+    assert not fwm_err and not c_err and not s_err
+    assert sorted(fwm[0].split("\n")) == ["found.txt", "sub/deep.txt", "sub/kept.txt"]
+    assert not fwm_facts["timed_out"]
+    assert "2 .gitignore file(s) were not used: they are symlinks or not regular files." in fwm[1]
+    assert content[0].split("\n") == ["found.txt:1:needle", "sub/deep.txt:1:needle", "sub/kept.txt:1:needle"]
+    assert sub[0].split("\n")[0].startswith("sub/")
+
+
+async def test_ignore_files_pointing_out_are_not_read_nor_quoted(
+    ws: Path, outside: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """18.3: an ignore file linked to an outside file, a secret or /proc/self/environ was read
+    by rg, and rg quoted its lines (an outside file, a secret, FILEGATE_TOKEN) in its stderr."""
+    monkeypatch.setenv("FILEGATE_TOKEN", "tok-CANARY-env")  # rg inherits it: /proc/self/environ
+    (outside / "rules").write_text("hidden.txt\nOUT-CANARY[\n")
+    tree(ws, {".env": "ENV-CANARY[\n", "hidden.txt": "needle\n", "a/b.txt": "needle\n"})
+    (ws / ".git").mkdir()
+    (ws / ".gitignore").symlink_to(outside / "rules")
+    (ws / "a" / ".gitignore").symlink_to(ws / ".env")
+    (ws / ".ignore").symlink_to("/proc/self/environ")
+    for output_mode in ("files_with_matches", "content", "count_matches"):
+        err, parts, _ = await grep(ws, mode, pattern="needle", output_mode=output_mode)
+        joined = "\n".join(parts)
+        assert not err and "CANARY" not in joined and "rg:" not in joined
+        assert "hidden.txt" in joined and "a/b.txt" in joined  # the outside rule was not applied
+
+
+async def test_regular_gitignore_and_exclude_are_honoured_in_and_above_the_search(
+    ws: Path, mode: str
+) -> None:
+    tree(ws, {".gitignore": "build/\n/top-only.txt\n", ".git/info/exclude": "excluded.txt\n",
+              "src/build/x.txt": "needle\n", "src/keep.txt": "needle\n", "src/excluded.txt": "needle\n",
+              "top-only.txt": "needle\n", "src/top-only.txt": "needle\n",
+              "src/.gitignore": "local.txt\n", "src/local.txt": "needle\n",
+              ".ignore": "src/keep.txt\n", "src/.rgignore": "keep.txt\n"})  # fmt: skip
+    _, (out, _msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
+    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]  # .ignore/.rgignore not honoured
+    _, (out, _msg), _ = await grep(ws, mode, pattern="needle", path="src", output_mode="count_matches")
+    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]
+    # One unusable ignore file: rg reads none itself, the regular ones still apply.
+    (ws / "src" / "other").mkdir()
+    (ws / "src" / "other" / ".gitignore").symlink_to("/dev/null")
+    _, (out, msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
+    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]
+    assert "1 .gitignore file(s) were not used" in msg
+
+
+@pytest.mark.parametrize("glob", ["*", "**", ".git/**", "**/config", "{.git,x}/**"])
+async def test_the_callers_glob_cannot_undo_the_vcs_exclusion(ws: Path, mode: str, glob: str) -> None:
+    """18.12: `glob: "*"` searched .git/ (tokens in remote URLs were printed)."""
+    tree(
+        ws, {".git/config": "url = https://tok-CANARY@host/x\n", ".hg/hgrc": "CANARY\n", "config": "CANARY\n"}
+    )
+    _, parts, _ = await grep(
+        ws, mode, pattern="CANARY", glob=glob, output_mode="content", include_ignored=True
+    )
+    assert "tok-CANARY" not in "\n".join(parts) and ".hg" not in "\n".join(parts)
+
+
+def _deep_tree_beyond_path_max(ws: Path) -> None:
+    """A folder rg cannot enter even as root: its path is longer than PATH_MAX."""
+    fd = os.open(ws, os.O_RDONLY)
+    try:
+        for _ in range(18):
+            os.mkdir("d" * 250, dir_fd=fd)
+            nfd = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        with open(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("needle\n")
+    finally:
+        os.close(fd)
+
+
+async def test_unreadable_entries_are_counted_never_quoted(ws: Path, mode: str) -> None:
+    tree(ws, {"ok.txt": "needle\n"})
+    _deep_tree_beyond_path_max(ws)
+    err, parts, _ = await grep(ws, mode, pattern="needle")
+    assert not err and parts[0] == "ok.txt"
+    assert parts[1].endswith("could not be read.") and "ddddd" not in parts[1] and "rg:" not in parts[1]
+    assert "1 file or folder could not be read." in parts[1]
+
+
+# --- issues 10 and 11: names, workdir-relative paths, stable order, paging, budget -------
+
+
+async def test_a_name_with_a_line_break_cannot_attribute_text_to_another_file(ws: Path, mode: str) -> None:
+    """10.2: records are split at the first NUL, never at a line break first."""
+    tree(ws, {"real.txt": "harmless\n", "x\nreal.txt": "forged needle\n", "--": "needle\n"})
+    _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content", **{"-C": 1})
+    assert out.split("\n") == ["--:1:needle", "--", "x\\x0areal.txt:1:forged needle"]
+    _, (out, _msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
+    assert out.split("\n") == ["--:1", "x\\x0areal.txt:1"]
+    _, (out,), _ = await grep(ws, mode, pattern="needle")
+    assert sorted(out.split("\n")) == ["--", "x\\x0areal.txt"]
+
+
+async def test_undecodable_and_control_names_are_escaped(ws: Path, mode: str) -> None:
+    """18.2 (Grep part): `caf\\xe9.py` was printed with U+FFFD, a name ReadFile cannot open."""
+    (ws / os.fsdecode(b"caf\xe9.py")).write_text("needle\n")
+    (ws / "bidi\u202egnp.txt").write_text("needle \x1b[2Kline\r\n")
+    _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
+    assert out.split("\n") == ["bidi\\u202egnp.txt:1:needle \\x1b[2Kline", "caf\\xe9.py:1:needle"]
+    assert "\ufffd" not in out
+
+
+async def test_paths_are_relative_to_the_workdir_and_readfile_takes_them(
+    ws: Path, outside: Path, mode: str
+) -> None:
+    """11.5: Grep(path="src") printed `pkg/mod.py`, which ReadFile could not open."""
+    tree(ws, {"src/pkg/mod.py": "needle = 1\n"})
+    async with connect(ws, mode) as c:
+        for output_mode, first in (("files_with_matches", "src/pkg/mod.py"),
+                                   ("content", "src/pkg/mod.py:1:needle = 1"),
+                                   ("count_matches", "src/pkg/mod.py:1")):  # fmt: skip
+            r = await call(c, "Grep", pattern="needle", path="src", output_mode=output_mode)
+            assert texts(r)[0] == first
+            r = await call(c, "Grep", pattern="needle", path="src/pkg", output_mode=output_mode)
+            assert texts(r)[0] == first
+        r = await call(c, "ReadFile", path="src/pkg/mod.py")
+        assert not r.is_error and "needle = 1" in text(r)
+        r = await call(c, "Grep", pattern="OUTSIDE", path=str(outside))
+        assert texts(r)[0] == str(outside / "secret.txt")
+
+
+def _many_matches(ws: Path) -> None:
+    """300 matching lines in 30 files (and files with equal times), the issue's paging case."""
+    stamp = time.time() - 100
+    for i in range(30):
+        p = ws / f"d{i % 4}" / f"f{(i * 7) % 30:02d}.txt"
+        p.parent.mkdir(exist_ok=True)
+        p.write_text("".join(f"needle {i} {j}\nhay\n" for j in range(10)))
+        os.utime(p, (stamp + i % 3, stamp + i % 3))
+
+
+async def test_same_call_same_bytes_and_paging_visits_every_result_once(ws: Path, mode: str) -> None:
+    """11.3: content and count orders changed from call to call; paging 300 matches as two
+    pages of 150 repeated and lost lines."""
+    _many_matches(ws)
+    async with connect(ws, mode) as c:
+        for output_mode, extra in (("content", {}), ("content", {"-C": 1}), ("count_matches", {}),
+                                   ("files_with_matches", {})):  # fmt: skip
+            args = {"pattern": "needle", "output_mode": output_mode, **extra}
+            fulls = {text(await call(c, "Grep", head_limit=0, **args)) for _ in range(4)}
+            assert len(fulls) == 1
+            full = texts(await call(c, "Grep", head_limit=0, **args))[0].split("\n")
+            assert (
+                len(full) == {"content": 300, "count_matches": 30, "files_with_matches": 30}[output_mode]
+                or extra
+            )
+            half = (len(full) + 1) // 2
+            for _ in range(3):
+                first = await call(c, "Grep", head_limit=half, offset=0, **args)
+                nxt = first.structured_content["next_offset"]
+                second = await call(c, "Grep", head_limit=half, offset=nxt, **args)
+                assert texts(first)[0].split("\n") + texts(second)[0].split("\n") == full
+        r = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0)
+        rows = texts(r)[0].split("\n")
+        paths = [row.split(":", 1)[0] for row in rows]
+        assert paths == sorted(paths)
+        assert [row for row in rows if row.startswith("d0/f00.txt:")] == [
+            f"d0/f00.txt:{2 * j + 1}:needle 0 {j}" for j in range(10)
+        ]
+        r = await call(c, "Grep", pattern="needle")
+        names = texts(r)[0].split("\n")
+        times = [-(ws / n).stat().st_mtime_ns for n in names]
+        assert sorted(zip(times, names, strict=True)) == list(
+            zip(times, names, strict=True)
+        )  # newest first, ties by path
+
+
+async def test_an_offset_past_the_end_says_so(ws: Path, mode: str) -> None:
+    """11.7: it said "Tool output is empty."."""
+    tree(ws, {"a.txt": "m\nm\nm\n"})
+    err, parts, facts = await grep(ws, mode, pattern="m", output_mode="content", offset=7)
+    assert not err and parts == [
+        "No results at offset 7: the search has 3 result line(s) in all, at offsets 0 to 2."
+    ]
+    assert facts and facts["returned_lines"] == 0 and facts["total_lines"] == 3
+
+
+async def test_the_whole_result_fits_the_clients_budget(ws: Path, mode: str) -> None:
+    """11.1: Kimi cuts a result at 100,000 characters; the summary must survive the cut."""
+    tree(ws, {"a.txt": "".join(f"needle {i:04d} " + "x" * 80 + "\n" for i in range(1500))})
+    async with connect(ws, mode, result_budget=5000) as c:
+        r = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0)
+        out, msg = texts(r)
+        assert len(out) + len(msg) <= 5000
+        n = len(out.split("\n"))
+        assert msg.startswith(f"Results truncated to {n} lines (total: 1500). Use offset={n} to see more.")
+        assert r.structured_content["next_offset"] == n
+        r2 = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0, offset=n)
+        assert texts(r2)[0].split("\n")[0] == f"a.txt:{n + 1}:needle {n:04d} " + "x" * 80
+
+
+async def test_count_total_leaves_out_the_matches_in_skipped_secrets(ws: Path, mode: str) -> None:
+    """Issue 17 (planted bug): "Found N total occurrences" counting a skipped secret's matches
+    tells how many times the pattern occurs in it."""
+    tree(
+        ws,
+        {".env": "TOKEN TOKEN TOKEN\nTOKEN\n", "keys/id_rsa": "TOKEN\n" * 5, "app.py": "TOKEN\nTOKEN = 1\n"},
+    )
+    _, (out, msg), facts = await grep(ws, mode, pattern="TOKEN", output_mode="count_matches")
+    assert out == "app.py:2"
+    assert msg.startswith("Found 2 total occurrences across 1 files.")
+    assert facts and facts["total_matches"] == 2 and facts["files"] == 1 and facts["skipped_sensitive"] == 2

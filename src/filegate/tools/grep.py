@@ -6,22 +6,27 @@ import contextlib
 import errno
 import functools
 import os
+import resource
 import shutil
 import stat
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
 import anyio
-from anyio.abc import Process
+from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError, open_directory, open_regular
+from filegate.tools import grep_ignores
 from filegate.tools.describe import load_description
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
+from filegate.tools.outcome import Outcome, Reporter, ToolEnv
 
 # Kimi's grep_local.py: default page, output caps, rg buffer and timeout.
 HEAD_LIMIT = 250
@@ -29,11 +34,18 @@ MAX_OUTPUT_CHARS = 50_000
 MAX_LINE_CHARS = 2000
 RG_MAX_BUFFER = 20_000_000
 RG_TIMEOUT_S = 20.0
+# rg's address space: ample for a search of the kernel tree (~60 MiB), and an ignore file or a
+# line without end runs into it instead of the machine's memory.
+RG_MEMORY_LIMIT = 512 << 20
+# rg's complaints are counted, never shown: this much is kept to count them.
+MAX_STDERR_BYTES = 64_000
+# rg's --context-separator (given as "\x00"): the row between two groups of context lines.
+CONTEXT_SEP = b"\0"
 # Where a child can enter a directory by the fd its parent opened (Linux): the search runs in
 # the very directory that was checked, even if a symlink is swapped into its path afterwards.
 PROC_FD = "/proc/self/fd"
 # rg's name for standard input, where a single file is searched from an fd opened here.
-RG_STDIN = "<stdin>"
+RG_STDIN = b"<stdin>"
 # Linux's MAX_ARG_STRLEN: the longest single command-line argument exec accepts (E2BIG beyond).
 MAX_ARG_BYTES = 128 << 10
 # rg's output is parsed while rg runs, in batches of about this many bytes.
@@ -45,7 +57,6 @@ SMALL_READ = 16 << 10
 COALESCE_S = 0.002
 # How often a long search tells a client that sent a progress token how far it got.
 PROGRESS_EVERY_S = 1.0
-VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 
 OutputMode = Literal["content", "files_with_matches", "count_matches"]
 
@@ -140,12 +151,16 @@ def find_rg() -> str | None:
 
 @dataclass
 class _Target:
+    """What rg searches, opened without following symlinks, and how its paths are printed."""
+
     shown: str
-    cwd: Path  # the searched directory (a single file: its parent); paths are shown relative to it
+    cwd: Path  # the searched directory (a single file: its parent)
     arg: str  # what rg searches: "." in the pinned directory, or "-" for the file on stdin
     single_file: bool
     fd: int  # opened without following symlinks: the directory rg runs in, or the file it reads
-    name: str = ""  # a single file's name, printed in place of rg's "<stdin>"
+    prefix: str  # printed before each path rg reports: the searched directory, workdir-relative
+    name: str = ""  # a single file's printed path, in place of rg's "<stdin>"
+    sensitive: bool = False  # a single file that may hold secrets: searched, never shown
 
     def close(self) -> None:
         os.close(self.fd)
@@ -153,7 +168,8 @@ class _Target:
 
 def _target(params: GrepParams, env: ToolEnv) -> _Target:
     """Resolve ``path`` and open it (no symlink followed), so rg searches what was checked."""
-    rp = env.workspace.resolve(params.path or ".", "search")
+    ws = env.workspace
+    rp = ws.resolve(params.path or ".", "search")
     try:
         st = os.stat(rp.real)
     except FileNotFoundError:
@@ -161,9 +177,13 @@ def _target(params: GrepParams, env: ToolEnv) -> _Target:
     except OSError as exc:
         raise PathError(f"`{rp.shown}` cannot be searched: {exc.strerror}.") from None
     if stat.S_ISDIR(st.st_mode):
-        return _Target(rp.shown, rp.real, ".", False, open_directory(rp))
+        # Printed relative to the workdir (absolute outside it), so ReadFile takes each as is.
+        shown_dir = ws.display(rp.real)
+        prefix = "" if shown_dir == "." else shown_dir.rstrip("/") + "/"
+        return _Target(rp.shown, rp.real, ".", False, open_directory(rp), prefix)
     if stat.S_ISREG(st.st_mode):
-        return _Target(rp.shown, rp.real.parent, "-", True, open_regular(rp), rp.real.name)
+        fd = open_regular(rp)
+        return _Target(rp.shown, rp.real.parent, "-", True, fd, "", ws.display(rp.real), rp.sensitive)
     raise PathError(f"`{rp.shown}` is not a file.")
 
 
@@ -176,21 +196,24 @@ def _rg_cwd(target: _Target) -> str:
     return str(target.cwd)  # pragma: no cover - Linux always has /proc
 
 
-def _rg_args(rg: str, params: GrepParams, target: _Target) -> list[str]:
+def _rg_args(rg: str, params: GrepParams, target: _Target, ignore_args: Sequence[str] = ()) -> list[str]:
     mode = params.output_mode
     args = [rg, "--no-config", "--hidden", "--null", "--with-filename", "--no-heading",
             "--color", "never"]  # fmt: skip
-    if params.include_ignored:
+    if params.include_ignored or target.single_file:
         args.append("--no-ignore")
-    for vcs in VCS_DIRS:
-        args += ["--glob", f"!{vcs}"]
+    else:
+        args += ignore_args
     if params.ignore_case:
         args.append("--ignore-case")
     if params.multiline:
         args += ["--multiline", "--multiline-dotall"]
     if mode == "content":
-        # Line numbers always come from rg: they tell a match (':') from context ('-').
-        args += ["--line-number", "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
+        # Line numbers always come from rg: they tell a match (':') from context ('-'). The
+        # context separator is a lone NUL: no record of a file can be that (names are never
+        # empty), so a file named "--" cannot pass for a separator.
+        args += ["--line-number", "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview",
+                 "--context-separator", "\\x00"]  # fmt: skip
         for flag, value in (("--before-context", params.before_context),
                             ("--after-context", params.after_context),
                             ("--context", params.context)):  # fmt: skip
@@ -200,6 +223,9 @@ def _rg_args(rg: str, params: GrepParams, target: _Target) -> list[str]:
         args += ["--max-columns", "500"]
     if params.glob:
         args += ["--glob", params.glob]
+    # After the caller's glob: a later glob wins in rg, so `glob: "*"` cannot whitelist `.git/`.
+    for vcs in VCS_DIRS:
+        args += ["--glob", f"!{vcs}"]
     if params.type:
         args += ["--type", params.type]
     if mode == "files_with_matches":
@@ -210,24 +236,81 @@ def _rg_args(rg: str, params: GrepParams, target: _Target) -> list[str]:
     return args
 
 
+class _RgOutput:
+    """rg's stdout while rg runs: kept in chunks (at most RG_MAX_BUFFER bytes) that a parser
+    takes in batches, in a worker thread, while rg still writes (rg's own wall time hides the
+    parsing: 11,000 matching files take ~0.3 s to check and date)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.overflow = False  # rg wrote more than RG_MAX_BUFFER: the rest was dropped
+        self._ended = False
+        self._more = anyio.Event()
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    async def read(self, stream: ByteReceiveStream, reporter: Reporter) -> None:
+        last = anyio.current_time()
+        async for chunk in stream:
+            take = chunk[: max(RG_MAX_BUFFER - self.size, 0)]
+            if take:
+                self.chunks.append(take)
+                self.size += len(take)
+                self._more.set()
+            if len(take) < len(chunk):
+                self.overflow = True
+            now = anyio.current_time()
+            if now - last >= PROGRESS_EVERY_S:
+                last = now
+                await reporter.progress(self.size, None, f"{self.size} bytes of results so far")
+            if len(chunk) < SMALL_READ:
+                await anyio.sleep(COALESCE_S)  # let rg's small writes pile up: fewer wake-ups
+        self._ended = True
+        self._more.set()
+
+    async def parse_meanwhile(self, parser: _Parser) -> None:
+        while not (self._ended and parser.fed == len(self.chunks)):
+            # rg writes a block per file (a few hundred bytes): parse in batches, or the
+            # thread round trips cost more than the parsing.
+            waiting = self.size - parser.fed_bytes < PARSE_BATCH and not self._ended
+            if parser.fed == len(self.chunks) or waiting:
+                await self._more.wait()
+                self._more = anyio.Event()
+                continue
+            await anyio.to_thread.run_sync(parser.feed_from, self.chunks)
+
+
+async def _read_stderr(stream: ByteReceiveStream, into: bytearray) -> None:
+    """rg's complaints, kept (bounded) to be counted and classified, never shown as they are:
+    they can quote the lines of any file rg opened."""
+    async for chunk in stream:
+        if len(into) < MAX_STDERR_BYTES:
+            into.extend(chunk[: MAX_STDERR_BYTES - len(into)])
+
+
 @dataclass
 class _RgRun:
-    stdout: bytes = b""  # non-empty when rg wrote anything (the bytes themselves go to the parser)
+    output: _RgOutput
     stderr: bytes = b""
     returncode: int | None = None
     timed_out: bool = False
-    overflow: bool = False
-    chunks: list[bytes] = field(default_factory=list)
 
 
-async def _run_rg(args: list[str], target: _Target, env: ToolEnv, parser: _Parser) -> _RgRun:
-    """Run rg; its output is parsed in worker threads while it still runs (rg's own wall time
-    hides the parsing: 11,000 matching files take ~0.3 s to check and date)."""
-    run = _RgRun()
-    size = 0
+def _limit_memory(pid: int) -> None:
+    """Cap rg's address space right after it starts (a preexec hook would cost a fork of this
+    process): an ignore file or a line without end runs into the cap, not the machine's RAM."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
+
+
+async def _run_rg(
+    args: list[str], target: _Target, env: ToolEnv, parser: _Parser, pass_fds: Sequence[int]
+) -> _RgRun:
+    run = _RgRun(_RgOutput())
     err = bytearray()
-    more = anyio.Event()
-    done = False
     proc: Process = await anyio.open_process(
         args,
         cwd=_rg_cwd(target),
@@ -235,52 +318,16 @@ async def _run_rg(args: list[str], target: _Target, env: ToolEnv, parser: _Parse
         stdout=-1,
         stderr=-1,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
+    _limit_memory(proc.pid)
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        stdout, stderr = proc.stdout, proc.stderr
-
-        async def drain_stderr() -> None:
-            async for chunk in stderr:
-                if len(err) < 64_000:
-                    err.extend(chunk)
-
-        async def pump() -> None:
-            nonlocal size, more, done
-            last = anyio.current_time()
-            async for chunk in stdout:
-                take = chunk[: max(RG_MAX_BUFFER - size, 0)]
-                if take:
-                    run.chunks.append(take)
-                    size += len(take)
-                    more.set()
-                if len(take) < len(chunk):
-                    run.overflow = True
-                now = anyio.current_time()
-                if now - last >= PROGRESS_EVERY_S:
-                    last = now
-                    await env.reporter.progress(size, None, f"{size} bytes of results so far")
-                if len(chunk) < SMALL_READ:
-                    await anyio.sleep(COALESCE_S)  # let rg's small writes pile up: fewer wake-ups
-            done = True
-            more.set()
-
-        async def parse_meanwhile() -> None:
-            nonlocal more
-            while not (done and parser.fed == len(run.chunks)):
-                # rg writes a block per file (a few hundred bytes): parse in batches, or the
-                # thread round trips cost more than the parsing.
-                if parser.fed == len(run.chunks) or (not done and size - parser.fed_bytes < PARSE_BATCH):
-                    await more.wait()
-                    more = anyio.Event()
-                    continue
-                await anyio.to_thread.run_sync(parser.feed_from, run.chunks)
-
         with anyio.move_on_after(RG_TIMEOUT_S) as scope:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(drain_stderr)
-                tg.start_soon(parse_meanwhile)
-                await pump()
+                tg.start_soon(_read_stderr, proc.stderr, err)
+                tg.start_soon(run.output.parse_meanwhile, parser)
+                await run.output.read(proc.stdout, env.reporter)
             run.returncode = await proc.wait()
         run.timed_out = scope.cancelled_caught
     finally:
@@ -288,7 +335,6 @@ async def _run_rg(args: list[str], target: _Target, env: ToolEnv, parser: _Parse
             if proc.returncode is None:
                 proc.kill()
             await proc.aclose()  # reaped and its pipes closed now, not by the GC later
-    run.stdout = b"x" if size else b""
     run.stderr = bytes(err)
     return run
 
@@ -297,30 +343,32 @@ def _cut_line(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "[...truncated]"
 
 
+# A content row that stands between two groups of context lines ("--" when shown).
+_GROUP_BREAK = None
+_Row = tuple[str, bytes] | None  # (shown path, rg's "LINE:text" / "LINE-text") or a group break
+
+
 @dataclass
 class _Parsed:
-    lines: list[str]
-    skipped: list[str]
+    """The search's results in their final, stable order; content rows formatted only when shown."""
+
+    rows: list[_Row] | None = None  # content mode
+    lines: list[str] = field(default_factory=list)  # the other modes
+    skipped: list[str] = field(default_factory=list)
     total_matches: int | None = None
     files: int | None = None
 
-
-def _clean_path(raw: bytes, target: _Target) -> str:
-    p = raw.decode("utf-8", errors="replace")
-    if target.single_file and p == RG_STDIN:
-        return target.name
-    return p[2:] if p.startswith("./") else p
-
-
-# Stands for a content line that lies past the requested page: counted, never shown.
-_UNSHOWN = ""
+    @property
+    def total(self) -> int:
+        return len(self.rows) if self.rows is not None else len(self.lines)
 
 
 class _Parser:
-    """rg's output → result lines, fed in order as it arrives (Kimi's formats, SPEC §4 Grep).
+    """rg's output → results (Kimi's formats, SPEC §4 Grep), fed in order as it arrives.
 
-    Records are cut where rg ends them (NUL after a file name in files_with_matches mode,
-    a line break otherwise); what follows the last complete record waits for the next chunk.
+    Every record starts with a file name that ends at the first NUL: a name is never split at a
+    line break, so a name holding "\\n" cannot attribute text to another file. A name goes
+    through :func:`escape` (undecodable bytes as ``\\xNN``, which the resolver takes back).
     """
 
     def __init__(self, params: GrepParams, target: _Target, env: ToolEnv) -> None:
@@ -330,27 +378,26 @@ class _Parser:
         self.fed = 0  # chunks consumed so far
         self.fed_bytes = 0
         self.rest = bytearray()
-        self.lines: list[str] = []
-        self.dated: list[tuple[float, str]] = []  # files_with_matches: (mtime, path)
+        self.pending = b""  # the first part of a name that holds a line break
+        self.dated: list[tuple[int, str]] = []  # files_with_matches: (-mtime_ns, shown path)
+        self.counts: list[tuple[str, int]] = []
+        self.blocks: dict[str, list[bytes | None]] = {}  # content: shown path → its rows
+        self.block: list[bytes | None] | None = None  # the rows of the file being read
+        self.block_path: bytes | None = None
         self.skipped: set[str] = set()
-        self.total = 0
         base = str(target.cwd)
         secrets = env.workspace.secrets
-
-        @functools.lru_cache(maxsize=4096)
-        def hidden(rel: str) -> bool:
-            return secrets.is_sensitive(f"{base}/{rel}")
+        prefix = target.prefix
 
         @functools.lru_cache(maxsize=4096)
         def path_of(raw: bytes) -> tuple[str, bool]:
-            """A path as rg printed it → (shown path, sensitive); content rows repeat it."""
-            p = _clean_path(raw, target)
-            return p, hidden(p)
+            """A name as rg printed it → (shown path, sensitive)."""
+            if target.single_file and raw == RG_STDIN:
+                return escape(target.name), target.sensitive
+            rel = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
+            return escape(prefix + rel), secrets.is_sensitive(f"{base}/{rel}")
 
-        self.hidden = hidden
         self.path_of = path_of
-        # Content lines past offset + head_limit are counted, never shown: not formatted.
-        self.window_end = params.offset + params.head_limit if params.head_limit else None
 
     def feed_from(self, chunks: list[bytes]) -> None:
         """Parse the chunks not parsed yet (a worker thread; never two at once)."""
@@ -366,132 +413,193 @@ class _Parser:
         if cut >= 0:
             block = bytes(self.rest[: cut + 1])
             del self.rest[: cut + 1]
-            self._records(block.split(self.sep)[:-1], cr=b"\r" in block)
+            self._records(block.split(self.sep)[:-1])
 
     def finish(self, chunks: list[bytes], overflow: bool) -> _Parsed:
         self.feed_from(chunks)
         if self.rest and not overflow:  # no last separator; cut off on overflow
-            self._records([bytes(self.rest)], last=True)
+            self._records([bytes(self.rest)])
         self.rest.clear()
         skipped = sorted(self.skipped)
         if self.mode == "files_with_matches":
-            self.dated.sort(key=lambda d: d[0], reverse=True)
-            return _Parsed([p for _, p in self.dated], skipped)
+            self.dated.sort()  # newest first, ties by path
+            return _Parsed(lines=[p for _, p in self.dated], skipped=skipped)
         if self.mode == "count_matches":
-            return _Parsed(self.lines, skipped, self.total, len(self.lines))
-        lines = self.lines
-        while lines and lines[-1] == "--":
-            lines.pop()
-        while lines and lines[0] == "--":
-            lines.pop(0)
-        return _Parsed(lines, skipped)
+            self.counts.sort()
+            total = sum(n for _, n in self.counts)
+            return _Parsed(lines=[f"{p}:{n}" for p, n in self.counts], skipped=skipped,
+                           total_matches=total, files=len(self.counts))  # fmt: skip
+        return _Parsed(rows=self._ordered_rows(), skipped=skipped)
 
-    def _records(self, records: list[bytes], last: bool = False, cr: bool = True) -> None:
+    def _ordered_rows(self) -> list[_Row]:
+        """Files by path, lines in file order; with context, "--" between files as rg does."""
+        rows: list[_Row] = []
+        between = any(v is not None for v in (self.params.before_context, self.params.after_context,
+                                              self.params.context))  # fmt: skip
+        for path in sorted(self.blocks):
+            block = self.blocks[path]
+            while block and block[-1] is None:
+                block.pop()
+            start = 0
+            while start < len(block) and block[start] is None:
+                start += 1
+            if start == len(block):
+                continue
+            if rows and between:
+                rows.append(_GROUP_BREAK)
+            rows.extend(_GROUP_BREAK if r is None else (path, r) for r in block[start:])
+        return rows
+
+    def _records(self, records: list[bytes]) -> None:
         if self.mode == "files_with_matches":
             self._paths(records)
-            return
-        # The rows of bytes.splitlines() over the whole output, record by record (without a
-        # CR anywhere, those are the records themselves).
-        if last or cr:
-            rows: list[bytes] = []
-            for r in records:
-                rows.extend(r.splitlines() or ([] if last else [b""]))
         else:
-            rows = records
-        if self.mode == "count_matches":
-            self._counts(rows)
-        else:
-            self._content(rows)
+            self._rows(records)
 
-    def _skip(self, p: str) -> bool:
-        if self.hidden(p):
-            self.skipped.add(p.rsplit("/", 1)[-1])
-            return True
-        return False
+    def _skip(self, shown: str) -> None:
+        self.skipped.add(shown.rsplit("/", 1)[-1])
 
     def _paths(self, records: list[bytes]) -> None:
         target = self.target
         for raw in records:
-            if not raw.strip(b"\n"):
+            if not raw:
                 continue
-            p = _clean_path(raw, target)
-            if not self._skip(p):
-                self.dated.append((_mtime(target, p), p))
-
-    def _counts(self, rows: list[bytes]) -> None:
-        for row in rows:
-            path_b, _, count_b = row.partition(b"\0")
-            p = _clean_path(path_b, self.target)
-            if self._skip(p):
-                continue
-            n = int(count_b or b"0")
-            self.total += n
-            self.lines.append(f"{p}:{n}")
-
-    def _content(self, rows: list[bytes]) -> None:
-        lines = self.lines
-        numbered = self.params.line_number
-        end = self.window_end
-        for row in rows:
-            path_b, nul, rest = row.partition(b"\0")
-            if not nul:  # a group separator "--"
-                if lines and lines[-1] != "--":
-                    lines.append("--")
-                continue
-            p, sensitive = self.path_of(path_b)
+            shown, sensitive = self.path_of(raw)
             if sensitive:
-                self.skipped.add(p.rsplit("/", 1)[-1])
-                continue
-            # Past the page: a placeholder. (A path of 4 bytes or fewer, such as "./-", could
-            # make a line that reads "--", which the end trims: those are always formatted.)
-            if end is not None and len(lines) >= end and len(path_b) > 4:
-                lines.append(_UNSHOWN)
-                continue
-            text = rest.decode("utf-8", errors="replace")
-            digits = len(text) - len(text.lstrip("0123456789"))
-            number, sep, body = text[:digits], text[digits : digits + 1], text[digits + 1 :]
-            if numbered and number:
-                lines.append(f"{p}{sep}{number}{sep}{body}")
+                self._skip(shown)
             else:
-                lines.append(f"{p}{sep}{body}")
+                self.dated.append((-_mtime_ns(target, raw), shown))
+
+    def _rows(self, rows: list[bytes]) -> None:
+        counting = self.mode == "count_matches"
+        for row in rows:
+            if self.pending:  # the rest of a name that holds a line break
+                row = self.pending + b"\n" + row
+                self.pending = b""
+            if row == CONTEXT_SEP:
+                if self.block and self.block[-1] is not None:
+                    self.block.append(None)
+                continue
+            raw, nul, rest = row.partition(b"\0")
+            if not nul:
+                self.pending = row  # a name cut by its own line break: the record goes on
+                continue
+            if counting:
+                shown, sensitive = self.path_of(raw)
+                if sensitive:
+                    self._skip(shown)
+                else:
+                    self.counts.append((shown, int(rest or b"0")))
+                continue
+            if raw != self.block_path:
+                self.block_path = raw
+                shown, sensitive = self.path_of(raw)
+                if sensitive:
+                    self._skip(shown)
+                    self.block = None
+                else:
+                    self.block = self.blocks.setdefault(shown, [])
+                    if self.block and self.block[-1] is not None:
+                        self.block.append(None)  # the same file again (never seen from rg)
+            if self.block is not None:
+                self.block.append(rest)
 
 
-def _mtime(target: _Target, rel: str) -> float:
+def _format_row(row: _Row, numbered: bool) -> str:
+    if row is None:
+        return "--"
+    path, raw = row
+    text = raw.decode("utf-8", errors="replace")
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, sep, body = text[:digits], text[digits : digits + 1], text[digits + 1 :]
+    if body.endswith("\r"):  # a CRLF file's line end
+        body = body[:-1]
+    if has_unsafe_text(body):  # a CR, an escape sequence, a bidi override: shown escaped
+        body = escape_text(body)
+    if numbered and number:
+        return f"{path}{sep}{number}{sep}{body}"
+    return f"{path}{sep}{body}"
+
+
+def _mtime_ns(target: _Target, raw: bytes) -> int:
     try:
         if target.single_file:
-            return os.stat(os.path.join(target.cwd, rel)).st_mtime
-        return os.stat(rel, dir_fd=target.fd).st_mtime  # in the pinned directory rg searched
+            return os.fstat(target.fd).st_mtime_ns
+        return os.stat(raw, dir_fd=target.fd).st_mtime_ns  # in the pinned directory rg searched
     except OSError:
-        return 0.0
+        return 0
 
 
-def _page(parsed: _Parsed, params: GrepParams) -> tuple[list[str], list[str], int | None]:
-    """Kimi's pagination: offset, then head_limit; returns (lines, messages, next_offset)."""
-    rest = parsed.lines[params.offset :]
-    total = len(parsed.lines)
-    messages: list[str] = []
-    next_offset = None
-    if params.head_limit and len(rest) > params.head_limit:
-        rest = rest[: params.head_limit]
-        next_offset = params.offset + params.head_limit
-        messages.append(
-            f"Results truncated to {params.head_limit} lines (total: {total}). "
-            f"Use offset={next_offset} to see more."
-        )
-    return rest, messages, next_offset
+def _page_lines(parsed: _Parsed, params: GrepParams) -> list[str]:
+    """The page asked for (offset, then head_limit), formatted."""
+    end = params.offset + params.head_limit if params.head_limit else None
+    if parsed.rows is None:
+        return parsed.lines[params.offset : end]
+    return [_format_row(r, params.line_number) for r in parsed.rows[params.offset : end]]
 
 
-def _fit_output(lines: list[str]) -> tuple[str, bool]:
-    """Kimi's ToolResultBuilder: lines cut at 2000 characters, 50,000 characters in all."""
+def _fit_lines(lines: list[str], room: int) -> list[str]:
+    """Whole lines (each cut at 2000 characters) while they fit in ``room`` characters."""
     out: list[str] = []
-    used = 0
+    used = -1  # n lines take n - 1 line breaks
     for line in lines:
         line = _cut_line(line)
-        if used + len(line) + 1 > MAX_OUTPUT_CHARS:
-            return "\n".join(out), True
+        if used + len(line) + 1 > room:
+            break
         out.append(line)
         used += len(line) + 1
-    return "\n".join(out), False
+    return out
+
+
+def _unreadable(stderr: bytes) -> int:
+    """How many entries rg could not read (one complaint per line, each starting with "rg: ")."""
+    return sum(1 for line in stderr.splitlines() if line.startswith(b"rg: "))
+
+
+def _failure(stderr: bytes, params: GrepParams, returncode: int | None) -> str:
+    """Why rg refused to search: said from the caller's own arguments, never rg's text about a
+    file (which can quote the file's lines)."""
+    text = stderr.decode("utf-8", errors="replace")
+    if text.startswith("rg: regex parse error:"):
+        return "Failed to grep. Error: " + _regex_error(text)
+    if text.startswith("rg: unrecognized file type:") and params.type:
+        return (
+            f"Failed to grep. Error: unknown file type `{escape(params.type)}` "
+            "(rg --type-list names them: py, rust, js, ts, go, c, …)."
+        )
+    if text.startswith("rg: error parsing glob") and params.glob and params.glob in text:
+        reason = text.strip().splitlines()[0].rsplit(": ", 1)[-1]
+        return f"Failed to grep. Error: invalid glob `{escape(params.glob)}`: {reason}."
+    n = _unreadable(stderr)
+    said = f" ({_unreadable_sentence(n)})" if n else ""
+    return f"Failed to grep. Error: ripgrep failed with exit status {returncode}{said}."
+
+
+def _regex_error(text: str) -> str:
+    """rg's regex error without the `(?:…)` it wraps every pattern in, caret moved to match."""
+    lines = text.rstrip("\n").split("\n")[1:]
+    out = ["regex parse error:"]
+    echo = True
+    for i, line in enumerate(lines):
+        if line.startswith("error:"):
+            out.append(line)
+            echo = False
+            continue
+        if echo and i == 0 and line.startswith("    (?:"):
+            line = "    " + line[7:]
+        elif line.startswith("       ") and set(line.strip()) <= {"^"}:
+            line = "    " + line[7:]  # the caret line, moved with the pattern
+        out.append(line)
+    # The wrapper's closing parenthesis ends the last line of the echoed pattern.
+    for j in range(len(out) - 1, 0, -1):
+        if out[j].startswith("    ") and not set(out[j].strip()) <= {"^"} and out[j].endswith(")"):
+            out[j] = out[j][:-1]
+            break
+    return "\n".join(out)
+
+
+def _unreadable_sentence(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''} or folder{'s' if n != 1 else ''} could not be read"
 
 
 async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
@@ -506,53 +614,90 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         target = _target(params, env)
     except PathError as exc:
         return Outcome.from_path_error(exc)
+    ignores: IgnorePlan | None = None
     try:
+        if not (params.include_ignored or target.single_file):
+            ignores = await anyio.to_thread.run_sync(
+                grep_ignores.plan, _rg_cwd(target), target.cwd, env.workspace.dirs
+            )
         parser = _Parser(params, target, env)
+        args = _rg_args(rg, params, target, ignores.args if ignores else ())
+        pass_fds = [ignores.fd] if ignores and ignores.fd is not None else []
         try:
-            run = await _run_rg(_rg_args(rg, params, target), target, env, parser)
+            run = await _run_rg(args, target, env, parser, pass_fds)
         except OSError as exc:  # rg could not be started
             return Outcome.error(_spawn_failure(exc), "Failed to grep")
-        if run.returncode not in (0, 1, None) and not run.stdout:
-            err = run.stderr.decode("utf-8", errors="replace").strip() or f"rg exited {run.returncode}"
-            return Outcome.error(f"Failed to grep. Error: {err}", "Failed to grep")
-        if run.timed_out and not run.stdout:
+        if run.returncode not in (0, 1, None) and run.output.empty:
+            return Outcome.error(_failure(run.stderr, params, run.returncode), "Failed to grep")
+        if run.timed_out and run.output.empty:
             return Outcome.error(
                 f"Grep timed out after {RG_TIMEOUT_S:g}s. Try a more specific path or pattern.",
                 "Grep timed out",
             )
-        parsed = await anyio.to_thread.run_sync(parser.finish, run.chunks, run.overflow)
+        parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)
     finally:
         target.close()
-    lines, messages, next_offset = _page(parsed, params)
-    if params.output_mode == "count_matches":
-        messages.insert(0, f"Found {parsed.total_matches} total occurrences across {parsed.files} files.")
+        if ignores is not None:
+            ignores.close()
+    return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
+
+
+def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsafe_ignores: int) -> Outcome:
+    total = parsed.total
+    page = _page_lines(parsed, params)
+    notes: list[str] = []  # after the paging sentence
     if parsed.skipped:
-        messages.append(skipped_secrets_warning(parsed.skipped))
-    if run.overflow:
-        messages.append("Output exceeded buffer limit. Some results omitted.")
+        notes.append(skipped_secrets_warning(parsed.skipped))
+    if unsafe_ignores:
+        notes.append(
+            f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks or not regular files"
+        )
+    if run.output.overflow:
+        notes.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
-        messages.append(f"Grep timed out after {RG_TIMEOUT_S:g}s. Partial results returned.")
-    if run.returncode == 2 and run.stdout:
-        first = run.stderr.decode("utf-8", errors="replace").strip().splitlines()[:1]
-        messages.append("Some files could not be searched" + (f": {first[0]}" if first else "."))
-    output, cut = _fit_output(lines)
+        notes.append(f"Grep timed out after {RG_TIMEOUT_S:g}s. Partial results returned.")
+    unreadable = _unreadable(run.stderr) if run.returncode == 2 else 0
+    if unreadable:
+        notes.append(_unreadable_sentence(unreadable))
+    lead: list[str] = []
+    if params.output_mode == "count_matches":
+        lead.append(f"Found {parsed.total_matches} total occurrences across {parsed.files} files.")
+    if total == 0:
+        lead.insert(0, "No matches found")
+    elif params.offset >= total:
+        lead.insert(
+            0,
+            f"No results at offset {params.offset}: the search has {total} result line(s) in all, "
+            f"at offsets 0 to {total - 1}",
+        )
+    # The output, then the summary, fit the client's budget (Kimi cuts at 100,000 characters):
+    # fewer whole lines, and the summary with where to continue always whole.
+    reserve = len(_join(lead + notes)) + 200  # room for the sentences still to come
+    room = min(MAX_OUTPUT_CHARS, env.result_budget - reserve)
+    shown = _fit_lines(page, max(room, 0))
+    cut = len(shown) < len(page)
+    next_offset = None
+    paging: list[str] = []
+    if shown and params.offset + len(shown) < total:
+        next_offset = params.offset + len(shown)
+        paging.append(
+            f"Results truncated to {len(shown)} lines (total: {total}). Use offset={next_offset} to see more."
+        )
     if cut:
-        messages.append("Output is truncated to fit in the message.")
-    if not parsed.lines:
-        messages.insert(0, "No matches found")
-    message = _join(messages)
+        paging.append("Output is truncated to fit in the message.")
+    message = _join(lead + paging + notes)
     facts = GrepFacts(
         mode=params.output_mode,
-        total_lines=len(parsed.lines),
-        returned_lines=len(lines),
+        total_lines=total,
+        returned_lines=len(shown),
         next_offset=next_offset,
         total_matches=parsed.total_matches,
         files=parsed.files if params.output_mode == "count_matches" else None,
         skipped_sensitive=len(parsed.skipped),
         timed_out=run.timed_out,
-        output_truncated=cut or run.overflow,
+        output_truncated=cut or run.output.overflow,
     )
-    return Outcome(output=output, message=message, structured=facts.model_dump())
+    return Outcome(output="\n".join(shown), message=message, structured=facts.model_dump())
 
 
 def _spawn_failure(exc: OSError) -> str:

@@ -1,0 +1,235 @@
+"""Which ignore files rg may read for a Grep (SPEC §4 Grep; issue 18 item 1).
+
+A cloned repository chooses its ignore files, and rg opens each by name, following symlinks: a
+`.gitignore` linked to /dev/zero ran rg out of memory, one linked to `/proc/self/environ`, to a
+secret or to a file outside the workspace handed its lines to rg's glob parser (and to its error
+messages). So:
+
+- `.ignore`/`.rgignore` and the user's global excludes are never honoured;
+- rg reads the `.gitignore` files of the searched tree itself only after a walk of that tree has
+  seen every one of them to be a regular file (a walk costs a directory listing per directory;
+  rg lists them too). If one is not, or the walk runs out of time, rg reads none and gets the
+  regular ones from us instead;
+- the `.gitignore` files of the searched directory's parents inside the workspace and the
+  repository's `.git/info/exclude` are read here (no symlink followed, regular, bounded) and
+  handed to rg as one rules file (`--ignore-file`, lower precedence than the tree's own).
+
+Rules read here are rewritten to be relative to the searched directory, where rg applies an
+``--ignore-file``. A parent's anchored rule that does not lead into the searched directory
+(`*/build`, say) is dropped: it cannot be expressed relative to it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+IGNORE_NAME = ".gitignore"
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+# An ignore file larger than this is not a list of rules someone wrote: it is not used.
+MAX_RULES_BYTES = 1 << 20
+# The walk that vets the tree's ignore files gives up (and rg reads none itself) past these.
+WALK_BUDGET_S = 5.0
+WALK_MAX_ENTRIES = 3_000_000
+
+# rg's flags for ignore files it finds on its own, whatever the tree holds.
+ALWAYS = ("--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-ignore-parent",
+          "--no-ignore-messages")  # fmt: skip
+
+
+@dataclass
+class TreeIgnores:
+    """What the walk saw: the directories (relative, '' = the top) with a regular `.gitignore`,
+    and whether any `.gitignore` was something else (or the walk did not finish)."""
+
+    regular: list[str] = field(default_factory=list)
+    unsafe: int = 0
+    complete: bool = True
+
+
+def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
+    """List every directory under ``root`` (no symlink followed, VCS folders skipped) and vet
+    each `.gitignore` in it. Iterative: any depth."""
+    found = TreeIgnores()
+    deadline = time.monotonic() + budget_s
+    seen = 0
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                for entry in it:
+                    seen += 1
+                    name = entry.name
+                    if name == IGNORE_NAME:
+                        if entry.is_file(follow_symlinks=False):
+                            found.regular.append(rel)
+                        else:
+                            found.unsafe += 1
+                    elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
+                        stack.append(f"{rel}/{name}" if rel else name)
+        except OSError:
+            continue  # unreadable for rg as well
+        if seen > WALK_MAX_ENTRIES or time.monotonic() > deadline:
+            found.complete = False
+            break
+    found.regular.sort(key=lambda d: (d.count("/") + (d != ""), d))  # outer rules first
+    return found
+
+
+def read_rules(path: str) -> list[str] | None:
+    """An ignore file's lines, if it is a regular file (not through a symlink) of sane size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RULES_BYTES:
+            return None
+        data = os.read(fd, MAX_RULES_BYTES + 1)[:MAX_RULES_BYTES]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "surrogateescape").splitlines()
+
+
+def _split_rule(line: str) -> tuple[str, str, str] | None:
+    """A gitignore line → (negation, pattern without leading/trailing '/', dir-only suffix)."""
+    rule = line.rstrip() if not line.endswith("\\ ") else line
+    if not rule or rule.startswith("#"):
+        return None
+    neg = ""
+    if rule.startswith("!"):
+        neg, rule = "!", rule[1:]
+    suffix = "/" if rule.endswith("/") else ""
+    rule = rule.rstrip("/")
+    return (neg, rule, suffix) if rule.strip("/") else None
+
+
+def rules_below(lines: Iterable[str], sub: str) -> list[str]:
+    """Rules of an ignore file in directory D, for a tree under D at ``sub`` (D-relative, '' =
+    D itself), as rules relative to that tree."""
+    out = []
+    for line in lines:
+        split = _split_rule(line)
+        if split is None:
+            continue
+        neg, rule, suffix = split
+        if "/" not in rule:  # unanchored: any depth, so also any depth below sub
+            out.append(f"{neg}{rule}{suffix}")
+            continue
+        rule = rule.lstrip("/")
+        if rule.startswith("**/"):
+            out.append(f"{neg}{rule}{suffix}")
+        elif not sub:
+            out.append(f"{neg}/{rule}{suffix}")
+        elif rule.startswith(sub + "/"):
+            out.append(f"{neg}/{rule[len(sub) + 1 :]}{suffix}")
+    return out
+
+
+def rules_at(lines: Iterable[str], rel_dir: str) -> list[str]:
+    """Rules of the ignore file in ``rel_dir`` (relative to the searched tree), relative to the
+    tree's top."""
+    if not rel_dir:
+        return rules_below(lines, "")
+    out = []
+    for line in lines:
+        split = _split_rule(line)
+        if split is None:
+            continue
+        neg, rule, suffix = split
+        if "/" not in rule:
+            out.append(f"{neg}/{rel_dir}/**/{rule}{suffix}")
+        else:
+            out.append(f"{neg}/{rel_dir}/{rule.lstrip('/')}{suffix}")
+    return out
+
+
+def outer_rules(top: Path, workspace_dirs: Iterable[Path]) -> list[str]:
+    """Rules for the tree at ``top`` from outside it but inside the workspace: the repository's
+    `.git/info/exclude` and the `.gitignore` of each parent, outermost first."""
+    home = next((d for d in workspace_dirs if top == d or d in top.parents), None)
+    if home is None:  # outside the workspace: nothing above it is read
+        return []
+    chain = [top, *[p for p in top.parents if p == home or home in p.parents]]
+    rules: list[str] = []
+    repo = next((d for d in chain if _is_real_dir(d / ".git")), None)
+    if repo is not None and _is_real_dir(repo / ".git" / "info"):
+        lines = read_rules(str(repo / ".git" / "info" / "exclude"))
+        if lines:
+            rules += rules_below(lines, _relative(top, repo))
+    for parent in reversed(chain[1:]):
+        lines = read_rules(str(parent / IGNORE_NAME))
+        if lines:
+            rules += rules_below(lines, _relative(top, parent))
+    return rules
+
+
+def _relative(path: Path, ancestor: Path) -> str:
+    return "" if path == ancestor else path.relative_to(ancestor).as_posix()
+
+
+def _is_real_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+@dataclass
+class IgnorePlan:
+    """rg's ignore flags for one search, and the rules file they name (closed after rg ran)."""
+
+    args: list[str]
+    unsafe: int = 0  # ignore files left unread: symlinks or not regular files
+    fd: int | None = None  # a rules file rg reads by /proc/self/fd (kept open until rg ends)
+    temp: str | None = None  # the same where there is no memfd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.temp is not None:
+            os.unlink(self.temp)
+            self.temp = None
+
+
+def plan(root: str, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
+    """The ignore flags for a search of the directory ``top`` (listed at ``root``)."""
+    tree = walk_tree(root)
+    rules = outer_rules(top, workspace_dirs)
+    args = list(ALWAYS)
+    if tree.unsafe or not tree.complete:
+        args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
+        for rel in tree.regular:
+            lines = read_rules(
+                os.path.join(root, rel, IGNORE_NAME) if rel else os.path.join(root, IGNORE_NAME)
+            )
+            if lines:
+                rules += rules_at(lines, rel)
+    result = IgnorePlan(args, tree.unsafe)
+    if rules:
+        _attach_rules(result, "\n".join(rules) + "\n")
+    return result
+
+
+def _attach_rules(plan: IgnorePlan, text: str) -> None:
+    data = text.encode("utf-8", "surrogateescape")
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("filegate-grep-ignore")  # handed to rg (pass_fds), opened by number
+        os.write(fd, data)
+        plan.fd = fd
+        plan.args += ["--ignore-file", f"/proc/self/fd/{fd}"]
+        return
+    with tempfile.NamedTemporaryFile("wb", prefix="filegate-grep-", suffix=".ignore", delete=False) as f:
+        f.write(data)
+    plan.temp = f.name  # pragma: no cover - Linux has memfd
+    plan.args += ["--ignore-file", f.name]  # pragma: no cover
