@@ -107,3 +107,35 @@ def test_environment_lists() -> None:
                 os.environ[k] = v
     assert s.secret_patterns == ["*.p12", "secrets/"]
     assert s.allowed_origins == ["https://a.example:8443"]
+
+
+def test_one_line_on_stderr_at_start_and_nothing_on_stdout(tmp_path: Path) -> None:
+    odd = tmp_path / "odd\nname"  # a workdir whose name could forge a second line
+    odd.mkdir()
+    proc = run("--workdir", str(odd), "--add-dir", str(tmp_path))
+    assert proc.returncode == 0 and proc.stdout == "", proc
+    (line,) = proc.stderr.splitlines()
+    assert line == (f"filegate {__version__}: serving {tmp_path}/odd\\x0aname, {tmp_path} over stdio; "
+                    "approval ask; absolute paths outside readable")  # fmt: skip
+    quiet = run("--workdir", str(tmp_path), "--read-only", "--confine", "--log-level", "error")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet
+    from filegate.settings import Settings, startup_line
+
+    line = startup_line(
+        Settings(workdir=tmp_path, read_only=True, transport="http"), "http://127.0.0.1:1/mcp"
+    )
+    assert line.endswith(
+        f"serving {tmp_path} over http at http://127.0.0.1:1/mcp; read-only; confined to the workspace"
+    )
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run("--transport", "http", "--port", str(port), "--workdir", str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"filegate: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"

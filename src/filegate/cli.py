@@ -176,9 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return install(args[1:])
     settings = parse_settings(args)
     from filegate.server.app import serve
+    from filegate.settings import StartError
 
-    with contextlib.suppress(KeyboardInterrupt):
-        serve(settings)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            serve(settings)
+    except StartError as exc:
+        sys.stderr.write(f"filegate: error: {exc}\n")
+        return 2
     return 0
 
 

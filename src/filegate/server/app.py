@@ -221,7 +221,9 @@ def serve(settings: Settings) -> None:
     server = build_server(settings)
     if settings.transport == "stdio":
         from filegate.server.shutdown import run_stdio
+        from filegate.settings import announce
 
+        announce(settings)
         run_stdio(server)
         return
     from filegate.server.http import run_http

@@ -35,7 +35,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filegate.server.shutdown import CALL_GRACE_S, CallGate
-from filegate.settings import Settings
+from filegate.settings import Settings, StartError, announce
 
 log = logging.getLogger("filegate")
 
@@ -207,4 +207,24 @@ def run_http(server: FastMCP, settings: Settings) -> None:
         timeout_graceful_shutdown=int(HTTP_GRACE_S),
         server_header=False,
     )
-    _Server(config, gate, exchanges).run()
+    listener = _listen(settings.host, settings.port)  # before uvicorn: a taken port is one line
+    announce(settings, f"http://{_url_host(settings.host)}:{listener.getsockname()[1]}{settings.path}")
+    _Server(config, gate, exchanges).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The bound listening socket (as uvicorn binds it), or StartError naming host, port and why."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise StartError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
