@@ -5,9 +5,14 @@ Through a real MCP client (in-memory, both eras), on real files of 1-17 MiB.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from filegate.fsio import lines
@@ -71,3 +76,135 @@ async def test_an_appended_file_is_counted_again(ws: Path, mode: str) -> None:
     out, msg = await read(ws, mode, path="grow.log", line_offset=-2)
     assert out == f"{n + 1:6d}\tone more\n{n + 2:6d}\tand a last line without a break"
     assert f"Total lines in file: {n + 2}." in msg
+
+
+# --- issue 11.4, 18.6, 18.10: honest numbers, deadlines, holes, abandoned reads --------------
+
+# Hang guard for reads that must answer quickly: generous, a regression hits it by minutes.
+HANG_GUARD_S = 60
+
+
+def sparse_file(path: Path, head_lines: int, hole: int, tail_lines: int) -> None:
+    with path.open("wb") as f:
+        f.write(b"".join(b"line %d\n" % i for i in range(1, head_lines + 1)))
+        f.seek(f.tell() + hole)
+        f.write(b"".join(b"tail %d\n" % i for i in range(1, tail_lines + 1)))
+        f.truncate()
+
+
+async def test_a_tail_of_a_sparse_file_is_numbered_from_its_real_total(ws: Path, mode: str) -> None:
+    # 20,000 lines, a 1 TiB hole, 10 lines: the hole and "tail 1" are line 20,001. Counting by
+    # reading the hole's zeros cannot finish in any time budget: holes must be skipped.
+    sparse_file(ws / "sparse.log", 20_000, 1 << 40, 10)
+    with anyio.fail_after(HANG_GUARD_S):
+        async with connect(ws, mode) as c:
+            r = await call(c, "ReadFile", path="sparse.log", line_offset=-3)
+    out, msg = texts(r)
+    assert out == " 20008\ttail 8\n 20009\ttail 9\n 20010\ttail 10\n"
+    assert (
+        msg
+        == "3 lines read from file starting from line 20008. Total lines in file: 20010. End of file reached."
+    )
+    facts = r.structured_content
+    assert facts["end_of_file"] and facts["total_is_exact"] and facts["next_line_offset"] is None
+
+
+async def test_a_terabyte_hole_answers_offset_and_tail_reads_quickly(ws: Path, mode: str) -> None:
+    sparse_file(ws / "hole.log", 2000, 1 << 40, 0)  # 36 KB on disk
+    with anyio.fail_after(HANG_GUARD_S):
+        async with connect(ws, mode) as c:
+            r = await call(c, "ReadFile", path="hole.log", line_offset=1999, n_lines=3)
+            out, msg = texts(r)
+            assert out.startswith("  1999\tline 1999\n  2000\tline 2000\n  2001\t\0\0\0")
+            assert out.endswith("\0...")  # the zeros of the hole, cut like any long line
+            assert msg == (
+                "3 lines read from file starting from line 1999. Total lines in file: 2001."
+                " Lines [2001] were truncated."
+            )
+            r = await call(c, "ReadFile", path="hole.log", line_offset=-2)
+            out, msg = texts(r)
+            assert out.startswith("  2000\tline 2000\n  2001\t\0")
+            assert "Total lines in file: 2001. End of file reached." in msg
+
+
+async def test_a_tail_whose_count_cannot_finish_prints_no_absolute_numbers(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No time at all for counting (a huge file on a slow disk, made small here).
+    monkeypatch.setattr(lines, "COUNT_BUDGET_S", 0.0)
+    monkeypatch.setattr(lines, "FALLBACK_BUDGET_S", 0.0)
+    (ws / "a.log").write_text("".join(f"l{i}\n" for i in range(1, 51)))
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="a.log", line_offset=-3)
+        out, msg = texts(r)
+        assert out == "    -3\tl48\n    -2\tl49\n    -1\tl50\n"
+        assert msg == (
+            "3 lines read from the end of the file, numbered from the end (-1 is the last line)."
+            " Total lines in file: at least 3 (counting stopped at the time limit). End of file reached."
+        )
+        facts = r.structured_content
+        assert facts["numbered_from_end"] and not facts["total_is_exact"] and facts["end_of_file"]
+        assert facts["start_line"] == -3 and facts["next_line_offset"] is None
+        r = await call(c, "ReadFile", path="a.log", line_offset=-5, n_lines=2)
+        assert texts(r)[0] == "    -5\tl46\n    -4\tl47\n"
+        assert r.structured_content["next_line_offset"] == -3 and not r.structured_content["end_of_file"]
+        # Forward numbers are known from the start; reading to the end gives the total too.
+        r = await call(c, "ReadFile", path="a.log", line_offset=49)
+        assert texts(r) == ["    49\tl49\n    50\tl50\n",
+                            "2 lines read from file starting from line 49. Total lines in file: 50. End of file reached."]  # fmt: skip
+
+
+APPENDER = """
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+line = "0123456789abcdef" * 6 + "line {:08d}\\n"
+with open(path, "a") as f:
+    for i in range(n + 1, n + 3_000_000):  # bounded: ~330 MB at most
+        f.write(line.format(i))
+        if i % 64 == 0:
+            f.flush()
+"""
+
+
+async def test_a_tail_of_a_log_being_appended_is_numbered_right(ws: Path, mode: str) -> None:
+    path = ws / "grow.log"
+    n = big_file(path, lines.WC_MIN_BYTES + 1)  # counted by wc, which reads to the current end
+    writer = subprocess.Popen([sys.executable, "-c", APPENDER, str(n), str(path)])
+    try:
+        async with connect(ws, mode) as c:
+            for _ in range(5):
+                r = await call(c, "ReadFile", path="grow.log", line_offset=-2)
+                out, msg = texts(r)
+                rows = out.splitlines()
+                assert len(rows) == 2
+                for row in rows:  # each line holds its own number: the printed one must match
+                    number, body = row.split("\t")
+                    whole = LINE.format(int(number)).rstrip("\n")
+                    # The last line may be caught half-written (no line break yet).
+                    assert body == whole or (row is rows[-1] and whole.startswith(body))
+                total = int(msg.split("Total lines in file: ")[1].split(".")[0])
+                assert total == int(rows[-1].split("\t")[0])
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+async def test_abandoned_reads_do_not_keep_burning_cpu(ws: Path) -> None:
+    # The client gives up on 8 reads of a file with a 1 TiB hole after 2 s each (fastmcp then
+    # cancels the call on the server). Afterwards this process (the in-memory server) must be
+    # nearly idle: 8 reads still scanning zeros would use a core or more.
+    sparse_file(ws / "hole.log", 2000, 1 << 40, 0)
+    with anyio.fail_after(HANG_GUARD_S):
+        async with connect(ws, "auto") as c:
+
+            async def give_up(offset: int) -> None:
+                with contextlib.suppress(Exception):
+                    await c.call_tool("ReadFile", {"path": "hole.log", "line_offset": offset}, timeout=2)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(give_up, 2001 + i if i % 2 else -1 - i)
+            before = time.process_time()
+            await anyio.sleep(2)  # a measuring window, not an ordering
+            used = time.process_time() - before
+    assert used < 1.0, f"{used:.2f} s of CPU in 2 s after the reads were abandoned"

@@ -94,8 +94,9 @@ class Scan:
     cancel: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
-    def start(cls, budget_s: float = SCAN_BUDGET_S, cancel: threading.Event | None = None) -> Scan:
-        return cls(time.monotonic() + budget_s, cancel or threading.Event())
+    def start(cls, budget_s: float | None = None, cancel: threading.Event | None = None) -> Scan:
+        budget = SCAN_BUDGET_S if budget_s is None else budget_s
+        return cls(time.monotonic() + budget, cancel or threading.Event())
 
     def check(self, deadline: float | None = None) -> None:
         if self.cancel.is_set():
@@ -353,9 +354,10 @@ def checkpoints(st: os.stat_result) -> Checkpoints:
 class PendingCount:
     """A line count under way (``wc -l`` in its own process) or already known."""
 
-    def __init__(self, src: Source, budget_s: float = COUNT_BUDGET_S) -> None:
+    def __init__(self, src: Source, budget_s: float | None = None) -> None:
         self._src = src
-        self._deadline = min(time.monotonic() + budget_s, src.scan.deadline)
+        budget = COUNT_BUDGET_S if budget_s is None else budget_s
+        self._deadline = min(time.monotonic() + budget, src.scan.deadline)
         self._known: LineCount | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         hit = _COUNTS.get(file_key(src.st))
@@ -416,7 +418,7 @@ class PendingCount:
         return count
 
 
-def line_count(src: Source, budget_s: float = COUNT_BUDGET_S) -> LineCount:
+def line_count(src: Source, budget_s: float | None = None) -> LineCount:
     """The number of lines of an open file, one sequential pass at most, cached."""
     pending = PendingCount(src, budget_s)
     try:

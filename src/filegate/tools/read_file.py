@@ -191,6 +191,7 @@ def _tail(src: Source, want: int, n_lines: int, counting: PendingCount) -> Windo
         first = w.total - len(starts) + 1
     else:  # never print absolute numbers that are not known
         first, w.from_end = -len(starts), True
+        w.total = max(w.total, len(starts))
     limit = min(n_lines, MAX_LINES)
     window = tail_lines(src, starts, first, limit)
     w.eof = limit >= len(starts)
