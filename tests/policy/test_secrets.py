@@ -1,37 +1,121 @@
+"""Secret matching (SPEC §2.6) at its seam: every default entry both ways, exceptions on the
+file name only, NFC on both sides, user patterns that only ever add."""
+
 from __future__ import annotations
+
+import unicodedata
 
 import pytest
 
-from filegate.policy.secrets import SecretMatcher, skipped_secrets_warning
+from filegate.policy.secrets import DEFAULT_SECRET_PATTERNS, SecretMatcher, skipped_secrets_warning
 
-SENSITIVE = [
-    ".env", "a/.ENV", ".env.local", "deep/dir/.env.production", "id_rsa", "x/id_ed25519",
-    "id_ecdsa", "server.pem", "tls/private.KEY", ".netrc", ".npmrc", ".pgpass", "credentials",
-    "/home/u/.aws/credentials", ".gcp/credentials", "my-1-dir/.env.local",
-]  # fmt: skip
-NOT_SENSITIVE = [
-    ".env.example", "a/.env.sample", ".ENV.TEMPLATE", "id_rsa.pub", "keyboard.txt",
-    "credentials.json", "notes", "environment.py", "src/env.py", "pem", "monkey",
-]  # fmt: skip
+# Each SPEC §2.6 entry: paths it must catch (case variants, deep, absolute, under a directory
+# of that name) and near misses it must leave alone.
+SPEC_ENTRIES: dict[str, tuple[list[str], list[str]]] = {
+    ".env": ([".env", "a/.ENV", "/home/u/proj/.Env", ".env/anything.txt"], ["env", "a.env", ".venv", "x/.envy"]),
+    ".env.*": ([".env.local", "deep/dir/.ENV.Production", "my-1-dir/.env.local", ".env.example.bak"], [".envy", "env.local", "x.env.local"]),
+    "!.env.example/.sample/.template (file name only)": (
+        [".env.example/.env", ".ENV.SAMPLE/id_rsa", ".env.template/readme.md", "a/.env.example/b/c.txt"],
+        [".env.example", "a/.env.sample", ".ENV.TEMPLATE", "/abs/dir/.Env.Example"],
+    ),
+    ".envrc": ([".envrc", "x/.ENVRC"], ["envrc", ".envrc.sample", "x.envrc"]),
+    "id_rsa": (["id_rsa", "/home/u/.ssh/ID_RSA"], ["id_rsa.pub", "xid_rsa", "id_rsa2"]),
+    "id_dsa": (["id_dsa", "k/id_dsa"], ["id_dsa.pub", "my_id_dsa"]),
+    "id_ed25519": (["id_ed25519", "x/id_ed25519"], ["id_ed25519.pub", "id_ed25519x"]),
+    "id_ecdsa": (["id_ecdsa", "x/Id_Ecdsa"], ["id_ecdsa.pub", "aid_ecdsa"]),
+    "suffixed keys": (
+        ["id_rsa_work", "id_rsa-github", "id_dsa_2019", "id_dsa-old", "id_ed25519_sk", "k/id_ed25519-ci",
+         "x/ID_ECDSA_deploy", "id_ecdsa-sk"],
+        ["id_rsawork", "id_rsa.pub", "my_id_rsa_work"],
+    ),
+    "*.pem": (["server.pem", "a/b/ca.PEM"], ["pem", "x.pem.txt", "pem.md"]),
+    "*.key": (["tls/private.KEY", "x.key"], ["keyboard.txt", "monkey", "key", "a.key.md"]),
+    "*.p12": (["cert.p12", "a/B.P12"], ["p12", "cert.p12.txt", "x.p1"]),
+    "*.pfx": (["cert.pfx", "a/B.PFX"], ["pfx", "cert.pfx.bak", "xpfx"]),
+    ".netrc": ([".netrc", "/home/u/.NETRC"], ["netrc", ".netrc.md"]),
+    ".npmrc": ([".npmrc", "web/.npmrc"], ["npmrc", "x.npmrc"]),
+    ".pypirc": ([".pypirc", "/home/u/.PyPIRC"], ["pypirc", ".pypirc.txt"]),
+    ".pgpass": ([".pgpass", "x/.PGPASS"], ["pgpass", ".pgpass.md"]),
+    ".git-credentials": ([".git-credentials", "/home/u/.GIT-CREDENTIALS"], ["git-credentials", ".git-credentials.md"]),
+    "credentials": (["credentials", "a/CREDENTIALS", "credentials/x.txt"], ["credentials.txt", "mycredentials"]),
+    "credentials.json": (["credentials.json", "gcp/Credentials.JSON"], ["my-credentials.json", "credentials_json", "credentials.json5"]),
+    ".aws/credentials": (["/home/u/.aws/credentials", ".AWS/Credentials"], [".aws/config", "aws/creds"]),
+    ".gcp/credentials": ([".gcp/credentials", "/h/.gcp/CREDENTIALS"], [".gcp/readme", "gcp/cred"]),
+    ".docker/config.json": (["/home/u/.docker/config.json", ".Docker/Config.json"], ["config.json", "docker/config.json", ".docker/daemon.json"]),
+    ".kube/config": (["/home/u/.kube/config", ".KUBE/CONFIG"], ["kube/config", "config", ".kube/cache.json"]),
+    ".git/config": (["repo/.git/config", "/w/.GIT/Config"], [".git/HEAD", "git/config", "src/config", ".gitconfig"]),
+}  # fmt: skip
+
+MATCHES = [(entry, path) for entry, (yes, _) in SPEC_ENTRIES.items() for path in yes]
+NEAR_MISSES = [(entry, path) for entry, (_, no) in SPEC_ENTRIES.items() for path in no]
 
 
-@pytest.mark.parametrize("path", SENSITIVE)
-def test_default_patterns_catch_secrets_case_insensitively(path: str) -> None:
-    assert SecretMatcher().is_sensitive(path)
+@pytest.mark.parametrize(("entry", "path"), MATCHES)
+def test_every_spec_entry_catches_its_names(entry: str, path: str) -> None:
+    assert SecretMatcher().is_sensitive(path), entry
 
 
-@pytest.mark.parametrize("path", NOT_SENSITIVE)
-def test_default_patterns_leave_ordinary_files_alone(path: str) -> None:
-    assert not SecretMatcher().is_sensitive(path)
+@pytest.mark.parametrize(("entry", "path"), NEAR_MISSES)
+def test_every_spec_entry_leaves_its_near_misses_alone(entry: str, path: str) -> None:
+    assert not SecretMatcher().is_sensitive(path), entry
+
+
+def test_every_default_pattern_is_named_by_a_spec_entry_test() -> None:
+    """A pattern added to the default list without a test here fails this."""
+    tested = {p for yes, _ in SPEC_ENTRIES.values() for p in yes}
+    for pattern in DEFAULT_SECRET_PATTERNS:
+        if pattern.startswith("!"):
+            continue
+        probe = SecretMatcher([pattern])._extra  # the pattern on its own
+        assert any(probe.match(p) for p in tested), pattern
+
+
+def test_an_exception_exempts_only_a_file_name_in_user_rules_too() -> None:
+    m = SecretMatcher(["*.txt", "!ok.txt"])
+    assert not m.is_sensitive("a/ok.txt")
+    assert m.is_sensitive("docs.txt/ok.txt")  # a directory the rules name: everything under it
+    assert m.is_sensitive("a/notok.txt")
+
+
+def test_an_exception_for_a_directory_never_exempts_anything() -> None:
+    m = SecretMatcher(["vault/", "!vault/"])
+    assert m.is_sensitive("vault/x")
+
+
+def test_nfc_pattern_catches_the_nfd_spelling_and_back() -> None:
+    nfc, nfd = "caf\u00e9.cfg", unicodedata.normalize("NFD", "caf\u00e9.cfg")
+    assert nfc != nfd
+    assert SecretMatcher([nfc]).is_sensitive(f"dir/{nfd}")
+    assert SecretMatcher([nfd]).is_sensitive(f"dir/{nfc}")
+    assert SecretMatcher([nfc]).is_sensitive(f"dir/{nfd.upper()}")  # and case-insensitively
+    assert not SecretMatcher([nfc]).is_sensitive("dir/cafe.cfg")
+
+
+def test_nfd_spelling_of_a_default_exception_is_still_an_exception_and_not_a_bypass() -> None:
+    # A decomposed character in the directory above does not hide the rule's match on it.
+    assert SecretMatcher().is_sensitive(unicodedata.normalize("NFD", "r\u00e9po/.env"))
+
+
+def test_undecodable_bytes_in_a_path_do_not_break_matching() -> None:
+    assert SecretMatcher().is_sensitive("caf\udce9/.env")
+    assert not SecretMatcher().is_sensitive("caf\udce9/notes.txt")
 
 
 def test_user_patterns_extend_the_defaults_and_never_replace_them() -> None:
-    m = SecretMatcher(["*.p12", "secrets/", "/anchored.txt", "!.env"])
-    assert m.is_sensitive("a/b/c.p12")
+    m = SecretMatcher(["*.secret", "secrets/", "/anchored.txt", "!.env"])
+    assert m.is_sensitive("a/b/c.secret")
     assert m.is_sensitive("secrets/x/y.txt")
+    assert not m.is_sensitive("secrets")  # a pattern ending in '/' names what is under it
     assert m.is_sensitive("anchored.txt") and not m.is_sensitive("a/anchored.txt")
     # a user negation cannot un-protect a default pattern
     assert m.is_sensitive(".env")
+    assert m.patterns[: len(DEFAULT_SECRET_PATTERNS)] == DEFAULT_SECRET_PATTERNS
+
+
+def test_comments_and_blank_patterns_add_nothing() -> None:
+    m = SecretMatcher(["# notes.txt", "   ", ""])
+    assert not m.is_sensitive("notes.txt")
+    assert not m.is_sensitive("# notes.txt")
 
 
 def test_warning_names_at_most_five_files_and_the_total() -> None:
@@ -39,3 +123,9 @@ def test_warning_names_at_most_five_files_and_the_total() -> None:
     w = skipped_secrets_warning(names)
     assert w.startswith("Skipped 7 sensitive file(s) (.env.0, .env.1, .env.2, .env.3, .env.4, ... (7")
     assert w.endswith("These files may contain credentials or private keys.")
+
+
+def test_warning_counts_each_name_once() -> None:
+    assert skipped_secrets_warning([".env", ".env", "id_rsa"]).startswith(
+        "Skipped 2 sensitive file(s) (.env, id_rsa)"
+    )
