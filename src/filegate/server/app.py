@@ -31,9 +31,10 @@ from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
 from filegate import __version__  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
+from filegate.server.call import CallContext, InputRequired  # noqa: E402
 from filegate.server.notify import NotableEvents  # noqa: E402
 from filegate.server.render import render  # noqa: E402
-from filegate.server.session import CallContext, InputRequired, RootsChanged, SessionRuntime  # noqa: E402
+from filegate.server.session import RootsChanged, SessionRuntime  # noqa: E402
 from filegate.server.state import defer_session_state  # noqa: E402
 from filegate.settings import Settings  # noqa: E402
 from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402

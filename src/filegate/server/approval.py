@@ -3,11 +3,15 @@
 - ``--approval auto``: every write the path rules allow goes through.
 - ``--approval ask`` (default): ask through elicitation. Handshake era: ``elicitation/create``
   on the session's back channel. 2026-07-28 era: an input-required result whose sealed request
-  state names the operation (tool, real path, hashes of the old and new bytes); the answer on
-  the retry counts only for that very operation, and a file that changed in between is asked
-  about again. A client that cannot be asked may write inside the workspace only, and never
-  a sensitive file.
+  state names the operation (tool, real path, hashes of the old and new bytes) and carries a
+  nonce; the answer on the retry counts only for that very operation, only once, and a file
+  that changed in between is asked about again. A client that cannot be asked may write
+  inside the workspace only, and never a sensitive file.
 - ``--approval strict``: like ask, but a client that cannot be asked may not write at all.
+
+No call waits on a question another call asked, and no lock is held while a question is open:
+a new question about a file supersedes the open one (its answer then writes nothing and says
+so), and the write's stale check protects the file (tools/writing.py).
 
 "Approve for this session" lets later writes of the same class (inside / outside the
 workspace) through without asking, in the same MCP session only: a handshake-era session
@@ -18,24 +22,22 @@ files are asked about every time.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
+import time
+import weakref
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
-from filegate.policy.workspace import Workspace
-from filegate.server.session import InputRequired
-from filegate.tools.outcome import Decision, WriteRequest
-
-if TYPE_CHECKING:
-    from filegate.server.session import CallContext, SessionRuntime
+from filegate.policy.escape import escape
+from filegate.server.call import CallContext, InputRequired
+from filegate.settings import Settings
+from filegate.tools.diffing import plural
+from filegate.tools.outcome import Decision, Route, WriteRequest
 
 log = logging.getLogger("filegate")
 
@@ -51,21 +53,31 @@ CANCELLED = (
     "The user cancelled the approval of this write, so nothing was written. Stop what you are "
     "doing and wait for the user to tell you how to proceed."
 )
+SUPERSEDED = (
+    "A newer write to `{path}` was asked about before the user answered this question, so "
+    "this answer counts for nothing and nothing was written. Read the file again if you still "
+    "need this change."
+)
+REPLAYED = "This approval was already used: an answer approves one write, once. Nothing was written."
+UNSAFE_NOTE = (
+    "Note: this change contains control, bidirectional or line-separator characters; they are "
+    "shown escaped (\\xNN, \\uNNNN)."
+)
 # The key of our one request in an input-required result (2026-07-28).
 ANSWER_KEY = "approval"
 # Bumped whenever the sealed state's shape changes: an old answer never approves.
-STATE_VERSION = 3
+STATE_VERSION = 4
 # A file that keeps changing under the user's answers is given up on after this many re-asks
 # (rather than leaving the client to run out of rounds).
 MAX_REASKS = 3
 
-# How long a handshake-era question may stay unanswered (the 2026-07-28 sealed answer expires
-# after the SDK's 600 s too).
+# How long a handshake-era question may stay unanswered; the call that asked it waits for its
+# own answer no longer (no other call ever waits on it). The SDK's sealed 2026-07-28 state
+# expires after the same 600 s (mcp.server.request_state: ttl=600).
 ASK_TIMEOUT_S = 600.0
-# How long a 2026-07-28 question holds its file's turn waiting for the retry; a client that
-# went away blocks other writes of that file no longer than this (a later answer still
-# counts: it is asked again if the file changed meanwhile).
-TURN_TIMEOUT_S = 120.0
+# A question's nonce is remembered as spent this long after its answer came: longer than any
+# sealed state lives, so a replay always finds it.
+SPENT_FOR_S = ASK_TIMEOUT_S + 60.0
 
 APPROVE = "approve"
 APPROVE_SESSION = "approve_for_session"
@@ -104,23 +116,38 @@ def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
     }
 
 
+def verdict(request: WriteRequest) -> str:
+    """The question's first words: where the write lands and whether the file is sensitive."""
+    where = "Inside the workspace" if request.inside else "OUTSIDE the workspace"
+    return f"{where}, SENSITIVE file (it may hold secrets)" if request.sensitive else where
+
+
 def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
-    """What the user reads: tool, path, where it is, the size and line change, the diff."""
-    where = "inside the workspace" if request.inside else "OUTSIDE the workspace"
-    action = "create" if request.created else "change"
-    lines = [f"{request.tool} wants to {action} `{request.shown}` ({where})."]
+    """What the user reads. The first line holds the verdict before any path (SPEC §6); every
+    path is escaped and every shown text went through escape_text (SPEC §2.9)."""
+    path = escape(request.shown)
+    if request.sensitive:
+        action = "write" if request.tool == "WriteFile" else "edit"
+    else:
+        action = "create" if request.created else "change"
+    lines = [f"{verdict(request)}: {request.tool} wants to {action} `{path}`."]
+    if request.unsafe:
+        lines.append(UNSAFE_NOTE)
     if changed:
         lines.append("The file changed since you were asked; this is the change as it stands now.")
-    if request.created:
-        lines.append(f"New file: {request.new_size} bytes, {request.new_lines} lines.")
+    if request.sensitive:
+        lines.append(
+            "The diff is hidden because the file is sensitive: its content, size and line "
+            "counts are not shown. Below is the change as the model asked for it."
+        )
+    elif request.created:
+        lines.append(f"New file: {plural(request.new_size, 'byte')}, {plural(request.new_lines, 'line')}.")
     else:
         lines.append(
             f"Size: {request.old_size} → {request.new_size} bytes "
             f"({request.new_size - request.old_size:+d}); lines: {request.old_lines} → "
             f"{request.new_lines} ({request.new_lines - request.old_lines:+d})."
         )
-    if request.sensitive:
-        lines.append("Warning: this file matches a sensitive-file pattern (it may hold secrets).")
     lines.extend(request.notes)
     return "\n".join([*lines, "", request.diff])
 
@@ -135,11 +162,11 @@ class SealedOperation:
     old: str
     new: str
     session: bool  # the form offered "approve for this session"
+    nonce: str  # this question: an answer to it counts once, and only while it is the newest
     reasks: int = 0  # how often the file changed under an answer and the user was asked again
-    turn: str = ""  # the file's turn this question holds (see Turns)
 
     @classmethod
-    def of(cls, request: WriteRequest, session: bool, reasks: int = 0, turn: str = "") -> SealedOperation:
+    def of(cls, request: WriteRequest, session: bool, nonce: str, reasks: int = 0) -> SealedOperation:
         return cls(
             STATE_VERSION,
             request.tool,
@@ -147,8 +174,8 @@ class SealedOperation:
             request.old_hash,
             request.new_hash,
             session,
+            nonce,
             reasks,
-            turn,
         )
 
     @classmethod
@@ -156,15 +183,16 @@ class SealedOperation:
         if not state:
             return None
         try:
-            return cls(**json.loads(state))
+            sealed = cls(**json.loads(state))
         except (ValueError, TypeError):
             return None
+        return sealed if sealed.v == STATE_VERSION else None
 
     def dump(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
     def same_target(self, request: WriteRequest) -> bool:
-        return self.v == STATE_VERSION and (self.tool, self.path) == (request.tool, str(request.real))
+        return (self.tool, self.path) == (request.tool, str(request.real))
 
     def matches(self, request: WriteRequest) -> bool:
         return self.same_target(request) and (self.old, self.new) == (
@@ -173,48 +201,56 @@ class SealedOperation:
         )
 
 
-class Turns:
-    """2026-07-28: questions about one file are asked one at a time.
+class OpenQuestions:
+    """Per file, the newest question asked about it; and the nonces whose answer was used.
 
-    In the handshake era the file's lock is held while the user decides, so parallel edits of
-    one file are asked in turn, each on the bytes the previous one left. A 2026-07-28 question
-    ends the call (input-required) and the answer comes on a retry, so no lock can span it;
-    instead the question holds the file's *turn*, named in its sealed state, until its retry
-    is done. Another write of the file waits for the turn (at most TURN_TIMEOUT_S) before it
-    reads the file, so its diff is computed on what the first one wrote.
+    Process-wide, like the file locks: questions from any client about one file supersede
+    each other. Nothing here is ever waited on.
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[str, float]] = {}  # path -> (token, expires at)
-        self._released: dict[str, anyio.Event] = {}
+        self._newest: dict[str, tuple[str, float]] = {}  # real path -> (nonce, forget after)
+        self._spent: dict[str, float] = {}  # nonce -> forget after
 
-    @contextlib.asynccontextmanager
-    async def take(self, path: str, token: str) -> AsyncIterator[None]:
-        """Hold ``path``'s turn as ``token`` (waiting for another holder first). The turn
-        stays held past an InputRequired (the question is out), else it is given back."""
-        while True:
-            held = self._held.get(path)
-            now = anyio.current_time()
-            if held is None or held[0] == token or held[1] <= now:
-                break
-            event = self._released.setdefault(path, anyio.Event())
-            with anyio.move_on_after(held[1] - now):
-                await event.wait()
-        self._held[path] = (token, anyio.current_time() + TURN_TIMEOUT_S)
-        asked = False
-        try:
-            yield
-        except InputRequired:
-            asked = True
-            raise
-        finally:
-            if not asked and self._held.get(path, ("",))[0] == token:
-                del self._held[path]
-                if path in self._released:
-                    self._released.pop(path).set()
+    def open(self, path: str) -> str:
+        """A new question about ``path``: it supersedes any open one. Returns its nonce."""
+        now = time.monotonic()
+        self._prune(now)
+        nonce = secrets.token_hex(16)
+        self._newest[path] = (nonce, now + SPENT_FOR_S)
+        return nonce
+
+    def answered(self, path: str, nonce: str) -> Literal["newest", "superseded", "replayed"]:
+        """An answer to question ``nonce`` came: it is spent now, whatever it says."""
+        now = time.monotonic()
+        self._prune(now)
+        if nonce in self._spent:
+            return "replayed"
+        self._spent[nonce] = now + SPENT_FOR_S
+        newest = self._newest.get(path)
+        if newest is None or newest[0] != nonce:
+            return "superseded"
+        del self._newest[path]
+        return "newest"
+
+    def _prune(self, now: float) -> None:
+        # A sweep only once there is something to sweep (amortised over the calls).
+        if len(self._newest) > 64:
+            for key in [k for k, (_, until) in self._newest.items() if until <= now]:
+                del self._newest[key]
+        if len(self._spent) > 64:
+            for key in [k for k, until in self._spent.items() if until <= now]:
+                del self._spent[key]
 
 
-TURNS = Turns()
+QUESTIONS = OpenQuestions()
+
+
+class SessionApprovals:
+    """Write classes approved "for this session", per session (weakly keyed: they go with it)."""
+
+    def __init__(self) -> None:
+        self.by_session: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def write_class(request: WriteRequest) -> WriteClass:
@@ -224,29 +260,22 @@ def write_class(request: WriteRequest) -> WriteClass:
 class ElicitingApprover:
     """The Approver a tool call gets: decides by the settings, the session, and the user."""
 
-    def __init__(self, runtime: SessionRuntime, call: CallContext, workspace: Workspace) -> None:
-        self.runtime = runtime
+    def __init__(self, settings: Settings, approvals: SessionApprovals, call: CallContext) -> None:
+        self.settings = settings
+        self.approvals = approvals
         self.call = call
-        self.workspace = workspace
-        self._turn = ""
 
-    def turn(self, path: Path) -> contextlib.AbstractAsyncContextManager[None]:
-        """Taken by a write before it reads the file: see Turns (2026-07-28 questions only)."""
-        asks = self.call.modern and self.call.can_elicit and self.runtime.settings.approval != "auto"
-        if not asks:
-            return contextlib.nullcontext()
-        sealed = SealedOperation.parse(self.call.ctx.request_state)
-        self._turn = sealed.turn if sealed is not None and sealed.turn else secrets.token_hex(8)
-        return TURNS.take(str(path), self._turn)
-
-    async def approve(self, request: WriteRequest) -> Decision:
-        mode = self.runtime.settings.approval
+    def settle(self, request: WriteRequest) -> Decision | None:
+        mode = self.settings.approval
         if mode == "auto":
             return Decision(True, "auto")
         if not request.sensitive and write_class(request) in self._session_classes():
             return Decision(True, "session")
         if not self.call.can_elicit:
             return self._without_elicitation(request, mode == "strict")
+        return None
+
+    async def ask(self, request: WriteRequest) -> Decision:
         if self.call.modern:
             return self._modern(request)
         return await self._handshake(request)
@@ -259,12 +288,12 @@ class ElicitingApprover:
             # mcp 2 builds a ServerSession per request; the connection is what lasts.
             return self.call.connection
         if self.call.transport == "stdio":
-            return self.runtime  # one stdio process serves exactly one client
+            return self.approvals  # one stdio process serves exactly one client
         return None
 
     def _session_classes(self) -> set[str]:
         key = self._session_key()
-        return self.runtime.session_approvals.get(key, set()) if key is not None else set()
+        return self.approvals.by_session.get(key, set()) if key is not None else set()
 
     def _offer_session(self, request: WriteRequest) -> WriteClass | None:
         if request.sensitive or self._session_key() is None:
@@ -274,12 +303,13 @@ class ElicitingApprover:
     def _remember(self, request: WriteRequest) -> None:
         key = self._session_key()
         if key is not None:
-            self.runtime.session_approvals.setdefault(key, set()).add(write_class(request))
+            self.approvals.by_session.setdefault(key, set()).add(write_class(request))
 
-    # --- the three ways to decide ------------------------------------------------------
+    # --- the ways to decide --------------------------------------------------------------
 
     def _without_elicitation(self, request: WriteRequest, strict: bool) -> Decision:
         cannot = "this client cannot be asked (it does not support MCP elicitation)"
+        shown = escape(request.shown)
         if strict:
             return Decision(
                 False,
@@ -292,7 +322,7 @@ class ElicitingApprover:
             return Decision(
                 False,
                 "no-elicitation",
-                f"`{request.shown}` matches a sensitive-file pattern, so writing it needs the "
+                f"`{shown}` matches a sensitive-file pattern, so writing it needs the "
                 f"user's approval, and {cannot}. Nothing was written. To allow it, the user can "
                 "start filegate with `--approval auto`.",
             )
@@ -300,24 +330,26 @@ class ElicitingApprover:
             return Decision(
                 False,
                 "no-elicitation",
-                f"`{request.shown}` is outside the workspace; writing there needs the user's "
+                f"`{shown}` is outside the workspace; writing there needs the user's "
                 f"approval, and {cannot}. Nothing was written. To allow it, the user can start "
-                f"filegate with `--add-dir {request.real.parent}` (to add that directory to the "
-                "workspace) or with `--approval auto`.",
+                f"filegate with `--add-dir {escape(str(request.real.parent))}` (to add that "
+                "directory to the workspace) or with `--approval auto`.",
             )
         return Decision(True, "no-elicitation")
 
     async def _handshake(self, request: WriteRequest) -> Decision:
         offer = self._offer_session(request)
         ctx = self.call.ctx
+        path = str(request.real)
+        nonce = QUESTIONS.open(path)
         try:
-            # The file's lock is held while the user decides (writes to it queue up and are
-            # asked in turn); a client that never answers must not hold it forever.
+            # Only this call waits for this answer; a client that never answers is given up on.
             with anyio.fail_after(ASK_TIMEOUT_S):
                 result = await self.call.session.elicit_form(
                     approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
                 )
         except TimeoutError:
+            QUESTIONS.answered(path, nonce)
             log.info("no answer to the approval question within %ss", ASK_TIMEOUT_S)
             return Decision(
                 False,
@@ -326,12 +358,15 @@ class ElicitingApprover:
                 "so nothing was written. Ask the user, then try again.",
             )
         except Exception as exc:  # the client failed to answer: nothing may be written
-            log.info("elicitation failed: %s", exc)
+            QUESTIONS.answered(path, nonce)
+            log.info("elicitation failed: %s", escape(str(exc)))
             return Decision(
                 False,
                 "elicitation-failed",
-                f"Could not ask the user to approve this write ({exc}). Nothing was written.",
+                f"Could not ask the user to approve this write ({escape(str(exc))}). Nothing was written.",
             )
+        if QUESTIONS.answered(path, nonce) != "newest":
+            return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
         return self._decide(request, result, offer is not None, "elicited")
 
     def _modern(self, request: WriteRequest) -> Decision:
@@ -339,22 +374,28 @@ class ElicitingApprover:
         ctx = self.call.ctx
         sealed = SealedOperation.parse(ctx.request_state)
         answer = (ctx.input_responses or {}).get(ANSWER_KEY)
-        if sealed is not None and isinstance(answer, ElicitResult):
+        reasks = 0
+        changed = False
+        if sealed is not None and isinstance(answer, ElicitResult) and sealed.same_target(request):
+            state = QUESTIONS.answered(str(request.real), sealed.nonce)
+            if state == "replayed":
+                return Decision(False, "replayed", REPLAYED)
+            if state == "superseded":
+                return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
             if sealed.matches(request):
                 return self._decide(request, answer, sealed.session, "elicited")
-            changed = sealed.same_target(request)
-        else:
-            changed = False
-        reasks = sealed.reasks + 1 if changed and sealed is not None else 0
+            changed = True
+            reasks = sealed.reasks + 1
         if reasks > MAX_REASKS:
             return Decision(
                 False,
                 "stale",
-                f"`{request.shown}` changed {MAX_REASKS + 1} times while the user was being asked "
-                "about this write (other writes to it are landing), so nothing was written. Read "
-                "the file again and retry the edit.",
+                f"`{escape(request.shown)}` changed {MAX_REASKS + 1} times while the user was being "
+                "asked about this write (other writes to it are landing), so nothing was written. "
+                "Read the file again and retry the edit.",
             )
         offer = self._offer_session(request)
+        nonce = QUESTIONS.open(str(request.real))
         params = ElicitRequestFormParams(
             message=approval_message(request, changed=changed),
             requested_schema=approval_schema(offer),
@@ -363,12 +404,12 @@ class ElicitingApprover:
             InputRequiredResult(
                 result_type="input_required",
                 input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
-                request_state=SealedOperation.of(request, offer is not None, reasks, self._turn).dump(),
+                request_state=SealedOperation.of(request, offer is not None, nonce, reasks).dump(),
             )
         )
 
     def _decide(
-        self, request: WriteRequest, result: ElicitResult, session_offered: bool, route: str
+        self, request: WriteRequest, result: ElicitResult, session_offered: bool, route: Route
     ) -> Decision:
         if result.action == "cancel":
             return Decision(False, route, CANCELLED)
@@ -379,7 +420,7 @@ class ElicitingApprover:
         if choice == APPROVE_SESSION:
             if session_offered:
                 self._remember(request)
-                return Decision(True, f"{route}, approved for the session")
+                return Decision(True, "elicited, approved for the session")
             return Decision(True, route)
         feedback = str(content.get("feedback") or "").strip()
         if feedback:

@@ -5,62 +5,19 @@ from __future__ import annotations
 import logging
 import weakref
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote, urlparse
 
-from fastmcp import Context
 from fastmcp.server.middleware import Middleware, MiddlewareContext
-from mcp.types import InputRequiredResult
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from filegate.policy.budget import result_budget_for
 from filegate.policy.workspace import Workspace
+from filegate.server.approval import ElicitingApprover, SessionApprovals
+from filegate.server.call import CallContext
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
 
 log = logging.getLogger("filegate")
-
-
-class InputRequired(Exception):
-    """Raised on a 2026-07-28 connection when the client must answer before the call goes on."""
-
-    def __init__(self, result: InputRequiredResult) -> None:
-        super().__init__("input required")
-        self.result = result
-
-
-class CallContext:
-    """The facts of one tool call that filegate needs, read off fastmcp's Context."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        session = ctx.session
-        self.session = session
-        # mcp 2 builds a ServerSession per request; the connection is what lives as long as
-        # the client's session (handshake era), so per-session memory is keyed on it.
-        self.connection: object = getattr(session, "_connection", None) or session
-        self.modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
-        caps = session.client_capabilities
-        self.can_elicit = bool(
-            caps is not None and caps.elicitation is not None and (self.modern or session.can_send_request)
-        )
-        self.has_roots = bool(caps is not None and caps.roots is not None)
-        params = session.client_params
-        info = getattr(params, "client_info", None)
-        self.client_name: str = getattr(info, "name", "") or ""
-        self.transport = ctx.transport
-
-    async def progress(self, done: float, total: float | None, message: str) -> None:
-        try:
-            await self.ctx.report_progress(done, total, message)
-        except Exception:  # a client that went away must not fail the call
-            log.debug("progress notification failed", exc_info=True)
-
-    async def log(self, level: Literal["debug", "info", "warning", "error"], text: str) -> None:
-        try:
-            await self.ctx.log(text, level=level, logger_name="filegate")
-        except Exception:
-            log.debug("log notification failed", exc_info=True)
 
 
 class SessionRuntime:
@@ -71,7 +28,8 @@ class SessionRuntime:
         self.workspace = workspace
         # Handshake-era sessions only: roots the client offered. Keyed weakly on the session.
         self._roots: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
-        self.session_approvals: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        # Which write classes each session approved "for this session" (see approval.py).
+        self.approvals = SessionApprovals()
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen)."""
@@ -95,15 +53,14 @@ class SessionRuntime:
         self._roots.pop(connection, None)
 
     async def env_for(self, call: CallContext) -> ToolEnv:
-        from filegate.server.approval import ElicitingApprover
-
         workspace = await self.workspace_for(call)
         return ToolEnv(
             workspace=workspace,
-            approver=ElicitingApprover(self, call, workspace),
+            approver=ElicitingApprover(self.settings, self.approvals, call),
             reporter=call,
             result_budget=result_budget_for(self.settings, call.client_name),
             image_max_side=self.settings.image_max_side,
+            client=call.client_name,
         )
 
 

@@ -2,17 +2,30 @@
 
 Only the region between the common prefix and the common suffix is diffed, so a one-line
 edit in a 50 MB file costs a scan, not a 50 MB difflib run.
+
+What the diff shows is escaped as SPEC §2.9 asks (``escape_text``: control, bidi and separator
+characters as ``\\xNN``/``\\uNNNN``), and a long line is folded, never cut silently (§6).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 
+from filegate.policy.escape import escape, escape_text, has_unsafe_text
+
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
 MAX_DIFF_LINES = 80
-# A diff line longer than this is cut: the message is for a human glancing at a change.
-MAX_DIFF_LINE_CHARS = 240
+# A diff line longer than this is folded onto continuation rows of this many characters ...
+FOLD_CHARS = 200
+# ... at most this many rows a line; past them the question says how many characters are
+# hidden and shows the line's end (SPEC §6: a long line is never cut silently).
+MAX_FOLDS = 10
+# The end of a line shown after its hidden middle.
+LINE_END_CHARS = 120
+# A continuation row starts with this after the diff sign.
+FOLD_MARK = "↪ "
 # Kimi's build_diff_blocks summarises instead of diffing past 10,000 lines a side.
 MAX_DIFFED_LINES = 10_000
 # ... and so do we past this many bytes a side, to bound difflib's time and memory.
@@ -29,6 +42,7 @@ class Diff:
     added: int  # lines added in the whole change (not only the shown part)
     removed: int
     complete: bool  # False when the changed region was too large to diff line by line
+    unsafe: bool = False  # the shown lines held characters that are shown escaped
 
 
 def unified_diff(shown: str, old: bytes, new: bytes, encoding: str = "utf-8") -> Diff:
@@ -39,11 +53,38 @@ def unified_diff(shown: str, old: bytes, new: bytes, encoding: str = "utf-8") ->
         # UTF-16/32 files: diff their UTF-8 transcoding, so lines split on one byte.
         old = old.decode(encoding, "replace").encode("utf-8", "surrogatepass")
         new = new.decode(encoding, "replace").encode("utf-8", "surrogatepass")
-    return _diff(shown, old, new)
+    diff = _diff(shown, old, new)
+    start, a_end, b_end = _changed_region(old, new)
+    if _unsafe(old[start:a_end]) or _unsafe(new[start:b_end]):
+        return dataclasses.replace(diff, unsafe=True)
+    return diff
+
+
+def _unsafe(data: bytes) -> bool:
+    """Characters the diff shows escaped, a CRLF line end aside (it is layout, not content)."""
+    return has_unsafe_text(_decode(data).replace("\r\n", "\n"))
 
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
+
+
+def _split(text: str) -> list[str]:
+    """Lines ending at LF only (str.splitlines also breaks at U+2028, FF, VT, …, which a
+    file does not count as line ends and which the diff shows escaped instead)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def diff_header(shown: str) -> list[str]:
+    """git's header: ``a/`` and ``b/`` before a relative path, an absolute one as it is."""
+    name = escape(shown)
+    if name.startswith("/"):
+        return [f"--- {name}", f"+++ {name}"]
+    return [f"--- a/{name}", f"+++ b/{name}"]
 
 
 def _diff(shown: str, a: bytes, b: bytes) -> Diff:
@@ -51,7 +92,7 @@ def _diff(shown: str, a: bytes, b: bytes) -> Diff:
     nl = b"\n"
     start, a_end, b_end = _changed_region(a, b)
     first_line = a.count(nl, 0, start) + 1
-    header = [f"--- a/{shown}", f"+++ b/{shown}"]
+    header = diff_header(shown)
     a_len, b_len = a_end - start, b_end - start
     # Text only added (a new file, an append) or only removed after a few context lines: no
     # difflib, and only the lines that will be shown are decoded, however large the change.
@@ -65,8 +106,8 @@ def _diff(shown: str, a: bytes, b: bytes) -> Diff:
             return _one_sided("-", header, first_line, context, a, start + b_len, a_end)
     if a_len > MAX_DIFFED_BYTES or b_len > MAX_DIFFED_BYTES:
         return _summary(first_line, a.count(nl, start, a_end), b.count(nl, start, b_end))
-    a_lines = _decode(a[start:a_end]).splitlines(keepends=True)
-    b_lines = _decode(b[start:b_end]).splitlines(keepends=True)
+    a_lines = _split(_decode(a[start:a_end]))
+    b_lines = _split(_decode(b[start:b_end]))
     if len(a_lines) > MAX_DIFFED_LINES or len(b_lines) > MAX_DIFFED_LINES:
         return _summary(first_line, len(a_lines), len(b_lines))
     lines, added, removed = _hunks(a_lines, b_lines, first_line, a_end == len(a), b_end == len(b))
@@ -148,7 +189,7 @@ def _one_sided(
 ) -> Diff:
     """Lines ``buf[start:end]`` added (``sign`` "+") or removed ("-") after ``context``."""
     nl = b"\n"
-    shown_context = _decode(context).splitlines(keepends=True)
+    shown_context = _split(_decode(context))
     n = buf.count(nl, start, end) + (0 if buf.endswith(nl, start, end) else 1)
     head_end = start - 1
     for _ in range(MAX_DIFF_LINES):
@@ -156,7 +197,7 @@ def _one_sided(
         if head_end < 0:
             head_end = end - 1
             break
-    lines = _decode(buf[start : head_end + 1]).splitlines(keepends=True)[:MAX_DIFF_LINES]
+    lines = _split(_decode(buf[start : head_end + 1]))[:MAX_DIFF_LINES]
     c = len(shown_context)
     old_n, new_n = (c, c + n) if sign == "+" else (c + n, c)
     old_start = first if old_n else first - 1
@@ -171,10 +212,15 @@ def _one_sided(
     return Diff(_cut([*header, hunk, *body], added, removed, total), added, removed, True)
 
 
+def plural(n: int, word: str) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _summary(first: int, old_lines: int, new_lines: int) -> Diff:
     text = (
         f"(the change from line {first} on is too large to show as a diff: "
-        f"{old_lines} lines become {new_lines} lines)"
+        f"{plural(old_lines, 'line')} become {plural(new_lines, 'line')})"
     )
     return Diff(text, new_lines, old_lines, False)
 
@@ -184,25 +230,87 @@ def _range(start: int, length: int) -> str:
 
 
 def _show(sign: str, lines: list[str], i: int, j: int, at_end: bool) -> list[str]:
+    """Diff rows for ``lines[i:j]``: one entry per source line (a folded line's rows joined by
+    LF), its text escaped."""
     out = []
     for k in range(i, j):
         line = lines[k]
-        body = line.rstrip("\r\n")
-        if len(body) > MAX_DIFF_LINE_CHARS:
-            body = body[:MAX_DIFF_LINE_CHARS] + "…"
-        out.append(sign + body)
+        body = line[:-1] if line.endswith("\n") else line
+        body = body[:-1] if body.endswith("\r") else body  # CRLF: the CR is the line end
+        out.append(fold(sign, escape_text(body)))
         if at_end and k == len(lines) - 1 and not line.endswith("\n"):
             out.append("\\ No newline at end of file")
     return out
 
 
+def fold(sign: str, body: str) -> str:
+    """``sign + body`` on rows of FOLD_CHARS; past MAX_FOLDS rows, the hidden count and the end."""
+    if len(body) <= FOLD_CHARS:
+        return sign + body
+    rows = [sign + body[:FOLD_CHARS]]
+    shown_up_to = FOLD_CHARS * MAX_FOLDS
+    if len(body) > shown_up_to + LINE_END_CHARS:
+        middle_end = len(body) - LINE_END_CHARS
+        for at in range(FOLD_CHARS, shown_up_to, FOLD_CHARS):
+            rows.append(sign + FOLD_MARK + body[at : at + FOLD_CHARS])
+        hidden = middle_end - shown_up_to
+        rows.append(f"{sign}{FOLD_MARK}… {hidden} characters of this line not shown; it ends with:")
+        rows.append(sign + FOLD_MARK + body[middle_end:])
+        return "\n".join(rows)
+    for at in range(FOLD_CHARS, len(body), FOLD_CHARS):
+        rows.append(sign + FOLD_MARK + body[at : at + FOLD_CHARS])
+    return "\n".join(rows)
+
+
 def _cut(lines: list[str], added: int, removed: int, total: int | None = None) -> str:
+    """At most MAX_DIFF_LINES source lines (a folded line counts once) after the header."""
     total = len(lines) if total is None else total
     if total <= MAX_DIFF_LINES + 2:  # the two header lines are free
         return "\n".join(lines)
     kept = lines[: MAX_DIFF_LINES + 2]
     kept.append(
-        f"… diff cut: {total - len(kept)} more lines not shown "
+        f"… diff cut: {plural(total - len(kept), 'more line')} not shown "
         f"(+{added} -{removed} lines in the whole change)"
     )
     return "\n".join(kept)
+
+
+def _cut_plain(rows: list[str]) -> str:
+    if len(rows) <= MAX_DIFF_LINES:
+        return "\n".join(rows)
+    kept = rows[:MAX_DIFF_LINES]
+    return "\n".join([*kept, f"… cut: {plural(len(rows) - len(kept), 'more line')} not shown"])
+
+
+def unsafe_note(*texts: str) -> str:
+    """The line a question starts its change with when the change holds escaped characters."""
+    if any(has_unsafe_text(t) for t in texts):
+        return (
+            "Note: this change contains control, bidirectional or line-separator characters; "
+            "they are shown escaped (\\xNN, \\uNNNN)."
+        )
+    return ""
+
+
+_PREVIEW_CHARS = MAX_DIFF_LINES * FOLD_CHARS * MAX_FOLDS
+
+
+def requested_change(pairs: list[tuple[str | None, str]]) -> tuple[str, bool]:
+    """The change as the model asked for it — ``(old or None, new)`` per edit — for a question
+    that may not show the file (a sensitive one): (text, whether it holds escaped characters).
+    """
+    rows: list[str] = []
+    unsafe = False
+    for number, (old, new) in enumerate(pairs, start=1):
+        if len(pairs) > 1:
+            rows.append(f"@@ edit {number} of {len(pairs)} @@")
+        for sign, text in (("-", old), ("+", new)):
+            if text is None:
+                continue
+            unsafe = unsafe or has_unsafe_text(text.replace("\r\n", "\n"))
+            # Only the head can be shown (MAX_DIFF_LINES rows): split no more than that.
+            lines = _split(text[:_PREVIEW_CHARS]) or [""]
+            if len(text) > _PREVIEW_CHARS:
+                lines.append(f"… ({len(text) - _PREVIEW_CHARS} more characters)")
+            rows.extend(_show(sign, lines, 0, len(lines), False))
+    return _cut_plain(rows), unsafe

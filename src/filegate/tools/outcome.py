@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -77,7 +76,12 @@ class SilentReporter:
 
 @dataclass(frozen=True, slots=True)
 class WriteRequest:
-    """A write the user is asked about: everything the approval message shows and binds to."""
+    """A write the user is asked about: everything the approval message shows and binds to.
+
+    For a sensitive file nothing of its content is known when it is asked about (SPEC §2.6):
+    the sizes are 0, ``old_hash`` is empty, ``new_hash`` is a digest of the requested operation
+    and ``diff`` shows the change as the model asked for it, not the file.
+    """
 
     tool: str
     shown: str  # path as shown to the user (workdir-relative when inside)
@@ -90,25 +94,47 @@ class WriteRequest:
     new_size: int
     old_lines: int
     new_lines: int
-    diff: str  # unified diff, already cut to a readable length
+    diff: str  # unified diff, already cut to a readable length and escaped
     created: bool = False  # the file does not exist yet
     notes: tuple[str, ...] = ()  # extra lines for the user (directories created, line endings)
+    unsafe: bool = False  # the change holds characters the diff shows escaped
+
+
+# How a write was decided, for the log and the tests.
+Route = Literal[
+    "auto",  # --approval auto
+    "session",  # approved earlier for this session
+    "no-elicitation",  # a client that cannot be asked: inside writes go, others are refused
+    "strict",  # --approval strict and a client that cannot be asked
+    "elicited",  # the user answered
+    "elicited, approved for the session",
+    "unanswered",  # handshake era: no answer within ASK_TIMEOUT_S
+    "elicitation-failed",  # the client failed to answer
+    "stale",  # 2026-07-28: the file kept changing under the user's answers
+    "superseded",  # a newer question about the file was asked before this answer came
+    "replayed",  # 2026-07-28: this answer was already used
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     approved: bool
-    route: str  # how it was decided, for the log: "elicited", "session", "auto", "no-elicitation"
+    route: Route
     message: str = ""  # when refused: the sentence the model sees
 
 
 class Approver(Protocol):
-    def turn(self, path: Path) -> AbstractAsyncContextManager[None]:
-        """Held around reading, asking about and writing ``path``: writes of one file that
-        must be asked about are asked one at a time."""
+    """The user's say on a write. No lock is held while ``ask`` waits (SPEC §6)."""
+
+    def settle(self, request: WriteRequest) -> Decision | None:
+        """The decision when no question is needed (the mode, the session, a client that
+        cannot be asked); None when the user must be asked."""
         ...
 
-    async def approve(self, request: WriteRequest) -> Decision: ...
+    async def ask(self, request: WriteRequest) -> Decision:
+        """Ask the user. 2026-07-28: may raise to end the call with a question; the answer
+        then comes on the retry."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -120,3 +146,4 @@ class ToolEnv:
     reporter: Reporter = field(default_factory=SilentReporter)
     result_budget: int = 1 << 20
     image_max_side: int = 2048
+    client: str = ""  # the client's own name (clientInfo.name), for the write log

@@ -12,24 +12,24 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.errors import EditFailed as EditFailed  # re-exported: its old home
-from filegate.fsio.atomic import PATH_LOCKS, WriteError
+from filegate.errors import EditFailed, Refusal
+from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath
+from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
+from filegate.tools.diffing import requested_change
 from filegate.tools.outcome import Outcome, ToolEnv
 from filegate.tools.writing import (
-    Current,
+    SENSITIVE_DONE,
+    Change,
     Encoding,
+    WriteJob,
     Written,
-    approve_and_replace,
     detect_encoding,
-    failure,
     lines_sentence,
-    load_current,
+    run_write,
 )
 
 PATH_HELP = (
@@ -77,12 +77,13 @@ class StrReplaceFileFacts(BaseModel):
     """structuredContent of a successful StrReplaceFile."""
 
     path: str
-    size: int
     edits: int
-    replacements: int
-    line_endings_adapted: list[int]  # numbers of the edits written with the file's line ending
-    lines_added: int
-    lines_removed: int
+    # None for a sensitive file: nothing derived from its content is told (SPEC §2.6).
+    size: int | None = None
+    replacements: int | None = None
+    line_endings_adapted: list[int] | None = None  # edits written with the file's line ending
+    lines_added: int | None = None
+    lines_removed: int | None = None
 
 
 # --- applying edits to bytes --------------------------------------------------------------
@@ -297,27 +298,38 @@ def _check_text(rp: ResolvedPath, data: bytes) -> None:
     ft = detect_file_type(rp.real.name, data[:SNIFF_BYTES])
     if ft.kind != "text":
         raise EditFailed(
-            f"`{rp.shown}` is not a text file ({ft.mime}); StrReplaceFile only edits text files. "
+            f"`{escape(rp.shown)}` is not a text file ({ft.mime}); StrReplaceFile only edits text files. "
             "Nothing was written.",
             brief="Not a text file",
         )
 
 
-def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, Encoding]:
-    """The edited bytes of the whole file, in its own encoding (runs in a worker thread)."""
+def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> Change[Applied]:
+    """The pure transformation: the file's bytes → the edited bytes, in its own encoding."""
+    applied, encoding = _edited(rp, data, edits)
+    if applied.data == data:
+        raise EditFailed(
+            "The edits leave the file exactly as it was (a later edit undid an earlier "
+            "one). Nothing was written.",
+            brief="No change",
+        )
+    return Change(applied.data, encoding, applied, _eol_notes(applied))
+
+
+def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, Encoding]:
     _check_text(rp, data)
     encoding = detect_encoding(data)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown), encoding
+        return apply_edits(data, edits, escape(rp.shown)), encoding
     try:
         text = data[len(encoding.bom) :].decode(encoding.codec, "surrogatepass")
     except UnicodeDecodeError:
         raise EditFailed(
-            f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
+            f"`{escape(rp.shown)}` starts with a {encoding.codec} byte order mark but is not valid "
             f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
             brief="Undecodable file",
         ) from None
-    applied = apply_edits(_utf8(text), edits, rp.shown)
+    applied = apply_edits(_utf8(text), edits, escape(rp.shown))
     body = applied.data.decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(body)
     return applied, encoding
@@ -328,33 +340,24 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     try:
         _check_edits(edits)
         rp = env.workspace.resolve(params.path, "edit")
-        async with env.approver.turn(rp.real), PATH_LOCKS.hold(rp.real):
-            current = await anyio.to_thread.run_sync(
-                lambda: load_current(rp, must_exist=True), abandon_on_cancel=True
-            )
-            applied, encoding = await _apply(rp, current, edits)
-            if applied.data == current.data:
-                raise EditFailed(
-                    "The edits leave the file exactly as it was (a later edit undid an earlier "
-                    "one). Nothing was written.",
-                    brief="No change",
-                )
-            result = await approve_and_replace(
-                "StrReplaceFile", rp, env, current, applied.data,
-                encoding=encoding, notes=_eol_notes(applied),
-            )  # fmt: skip
-    except (PathError, WriteError) as exc:
-        return failure(exc)
-    except EditFailed as exc:
-        return Outcome.error(exc.message, exc.brief, exc.output)
-    if isinstance(result, Outcome):
-        return result
-    return _success(params, rp, applied, result)
-
-
-async def _apply(rp: ResolvedPath, current: Current, edits: list[Edit]) -> tuple[Applied, Encoding]:
-    data = current.data or b""
-    return await anyio.to_thread.run_sync(lambda: _edit_bytes(rp, data, edits), abandon_on_cancel=True)
+    except Refusal as exc:
+        return Outcome.from_refusal(exc)
+    # Shown instead of a diff in the question about a sensitive file (nothing else is).
+    pairs: list[tuple[str | None, str]] = [(e.old, e.new) for e in edits]
+    requested, unsafe = requested_change(pairs) if rp.sensitive else ("", False)
+    job = WriteJob(
+        tool="StrReplaceFile",
+        rp=rp,
+        transform=lambda data: _edit_bytes(rp, data or b"", edits),
+        requested=requested,
+        requested_unsafe=unsafe,
+        arguments=params.model_dump(),
+        must_exist=True,
+    )
+    written = await run_write(job, env)
+    if isinstance(written, Outcome):
+        return written
+    return _success(params, rp, written)
 
 
 def _numbers(numbers: list[int]) -> str:
@@ -376,8 +379,14 @@ def _eol_notes(applied: Applied) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _success(params: StrReplaceFileParams, rp: ResolvedPath, applied: Applied, w: Written) -> Outcome:
+def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]) -> Outcome:
     n = len(params.edits)
+    applied = w.facts
+    if w.diff is None:  # a sensitive file: no size, no counts (SPEC §2.6)
+        return Outcome(
+            message=f"File successfully edited. Applied {n} edit(s)." + SENSITIVE_DONE,
+            structured=StrReplaceFileFacts(path=rp.shown, edits=n).model_dump(),
+        )
     message = (
         f"File successfully edited. Applied {n} edit(s) with {applied.replacements} total replacement(s)."
     )

@@ -5,23 +5,24 @@ from __future__ import annotations
 import os
 from typing import Annotated, Literal
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.fsio.atomic import PATH_LOCKS, WriteError
-from filegate.policy.workspace import PathError, ResolvedPath
+from filegate.errors import PathError, WriteError
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
+from filegate.tools.diffing import requested_change
 from filegate.tools.outcome import Outcome, ToolEnv
 from filegate.tools.writing import (
     MAX_FILE_BYTES,
-    Current,
+    SENSITIVE_DONE,
+    Change,
     Encoding,
+    WriteJob,
     Written,
-    approve_and_replace,
     detect_encoding,
-    failure,
     lines_sentence,
-    load_current,
+    run_write,
 )
 
 PATH_HELP = (
@@ -54,39 +55,36 @@ class WriteFileFacts(BaseModel):
 
     path: str
     mode: Literal["overwrite", "append"]
-    size: int
-    created: bool
-    lines_added: int
-    lines_removed: int
+    # None for a sensitive file: nothing derived from its content is told (SPEC §2.6).
+    size: int | None = None
+    created: bool | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     try:
         rp = env.workspace.resolve(params.path, "write")
         _check_parent(rp, params.create_dirs)
-        async with env.approver.turn(rp.real), PATH_LOCKS.hold(rp.real):
-            current = await anyio.to_thread.run_sync(
-                lambda: load_current(rp, must_exist=False), abandon_on_cancel=True
-            )
-            new, encoding = _new_bytes(params, current)
-            if new == current.data:
-                return _unchanged(params, len(new))
-            notes = _notes(rp, params.create_dirs)
-            result = await approve_and_replace(
-                "WriteFile", rp, env, current, new,
-                encoding=encoding, create_dirs=params.create_dirs, notes=notes,
-            )  # fmt: skip
-    except (PathError, WriteError) as exc:
-        return failure(exc)
-    except UnicodeEncodeError as exc:
-        return Outcome.error(
-            f"`content` holds a character that cannot be stored as text ({exc.reason} at "
-            f"position {exc.start}). Nothing was written.",
-            "Invalid content",
-        )
-    if isinstance(result, Outcome):
-        return result
-    return _success(params, rp, result)
+    except PathError as exc:
+        return Outcome.from_refusal(exc)
+    # Shown instead of a diff in the question about a sensitive file (nothing else is).
+    requested, unsafe = requested_change([(None, params.content)]) if rp.sensitive else ("", False)
+    job = WriteJob(
+        tool="WriteFile",
+        rp=rp,
+        transform=lambda data: _new_bytes(params, data),
+        requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
+        requested_unsafe=unsafe,
+        arguments=params.model_dump(),
+        create_dirs=params.create_dirs,
+        notes=_notes(rp, params.create_dirs),
+        unchanged=lambda size: _unchanged(params, size),
+    )
+    written = await run_write(job, env)
+    if isinstance(written, Outcome):
+        return written
+    return _success(params, rp, written)
 
 
 def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
@@ -103,20 +101,21 @@ def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
     )
 
 
-def _new_bytes(params: WriteFileParams, current: Current) -> tuple[bytes, Encoding]:
-    if params.mode == "overwrite" or current.data is None:
+def _new_bytes(params: WriteFileParams, data: bytes | None) -> Change[None]:
+    """The pure transformation: the file's bytes (None: absent) → the bytes to write."""
+    if params.mode == "overwrite" or data is None:
         encoding = Encoding()
-        return encoding.encode(params.content), encoding
+        return Change(encoding.encode(params.content), encoding, None)
     # Appending to a UTF-16/32 file (BOM) appends in its encoding, not UTF-8 bytes.
-    encoding = detect_encoding(current.data)
-    new = current.data + encoding.encode(params.content)
+    encoding = detect_encoding(data)
+    new = data + encoding.encode(params.content)
     if len(new) > MAX_FILE_BYTES:
         raise WriteError(
-            f"`{params.path}` would grow to {len(new)} bytes; filegate writes files of at most "
-            f"{MAX_FILE_BYTES} bytes.",
+            f"`{escape(params.path)}` would grow to {len(new)} bytes; filegate writes files of at "
+            f"most {MAX_FILE_BYTES} bytes.",
             "File too large",
         )
-    return new, encoding
+    return Change(new, encoding, None)
 
 
 def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
@@ -129,7 +128,7 @@ def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
         parent = parent.parent
     if not missing:
         return ()
-    return (f"Creates the missing directory `{missing[-1]}` (and any below it).",)
+    return (f"Creates the missing directory `{escape(str(missing[-1]))}` (and any below it).",)
 
 
 def _verb(params: WriteFileParams) -> str:
@@ -147,7 +146,12 @@ def _unchanged(params: WriteFileParams, size: int) -> Outcome:
     )  # fmt: skip
 
 
-def _success(params: WriteFileParams, rp: ResolvedPath, w: Written) -> Outcome:
+def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[None]) -> Outcome:
+    if w.diff is None:  # a sensitive file: no size, no line counts (SPEC §2.6)
+        return Outcome(
+            message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
+            structured=WriteFileFacts(path=rp.shown, mode=params.mode).model_dump(),
+        )
     message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
     message += " Created a new file." if w.created else ""
     message += lines_sentence(w.diff)

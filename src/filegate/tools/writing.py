@@ -1,23 +1,38 @@
-"""What WriteFile and StrReplaceFile share: load the target, ask, write atomically, log.
+"""The route of every write (SPEC §4, §6): load, transform, ask, write atomically, log.
 
-A tool holds ``PATH_LOCKS.hold(rp.real)`` around ``load_current`` … ``approve_and_replace`` so
-that the bytes it changed are the bytes on disk when it writes (SPEC §4 stale-write check,
-per-path serialisation).
+WriteFile and StrReplaceFile each give a pure transformation (the file's bytes → the bytes to
+write, or a refusal); :func:`run_write` does the rest, in this order:
+
+- an ordinary file: under the file's lock, load it and transform it in a worker thread; if no
+  question is needed (auto, approved for the session, a client that cannot be asked), decide
+  and write under the same lock. Otherwise the lock is given back *before* the question (no
+  call ever waits on a question another call asked), and taken again for the write, whose
+  stale check (size, mtime, hash) refuses a file that changed while the user looked.
+- a sensitive file (SPEC §2.6): nothing about its content is said before the user approved a
+  write to it. So it is asked about first, with the change as the model asked for it and no
+  diff; only then loaded and transformed, and a transformation that fails says only that it
+  did not apply. Its success messages carry no size or count either.
 """
 
 from __future__ import annotations
 
 import codecs
+import hashlib
+import json
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import anyio
 
-from filegate.fsio.atomic import Snapshot, WriteError, read_all, replace_file, sha256_hex
-from filegate.policy.workspace import PathError, ResolvedPath, open_regular, stat_target
-from filegate.tools.diffing import Diff, unified_diff
-from filegate.tools.outcome import Outcome, ToolEnv, WriteRequest
+from filegate.errors import Refusal
+from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file, sha256_hex
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath, open_regular, stat_target
+from filegate.tools.diffing import Diff, plural, unified_diff
+from filegate.tools.outcome import Decision, Outcome, ToolEnv, WriteRequest
 
 # An edit holds the old and the new bytes at once (plus the diff's slices); this bounds it.
 MAX_FILE_BYTES = 128 << 20
@@ -34,6 +49,8 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,86 +104,228 @@ def count_lines(data: bytes, encoding: Encoding) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Written:
+class Change(Generic[T]):
+    """A transformation's result: the bytes to write, and what the tool reports about them."""
+
+    new: bytes
+    encoding: Encoding
+    facts: T
+    notes: tuple[str, ...] = ()  # lines for the user's question (line endings adapted, …)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteJob(Generic[T]):
+    """One write as a tool describes it to :func:`run_write`."""
+
+    tool: str
+    rp: ResolvedPath
+    # The file's bytes (None: it does not exist) → the change; pure, runs in a worker thread,
+    # raises a Refusal (EditFailed, WriteError, PathError) to refuse.
+    transform: Callable[[bytes | None], Change[T]]
+    # The change as the model asked for it, escaped: what a question about a sensitive file
+    # shows instead of a diff.
+    requested: str
+    requested_unsafe: bool
+    # The arguments, canonically: what the approval of a sensitive file is bound to.
+    arguments: dict[str, object]
+    must_exist: bool = False
+    create_dirs: bool = False
+    notes: tuple[str, ...] = ()  # lines for the question known before loading
+    # When the change leaves the file as it was: the result, without a question (not for
+    # a sensitive file, whose equality is not told). None: write anyway.
+    unchanged: Callable[[int], Outcome] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Written(Generic[T]):
     size: int
     created: bool
-    diff: Diff
+    diff: Diff | None  # None for a sensitive file: nothing about it is told
     route: str
+    facts: T
+    sensitive: bool = False
 
 
-async def approve_and_replace(
-    tool: str,
-    rp: ResolvedPath,
-    env: ToolEnv,
-    current: Current,
-    new: bytes,
-    *,
-    encoding: Encoding,
-    create_dirs: bool = False,
-    notes: tuple[str, ...] = (),
-) -> Written | Outcome:
-    """Show the change, get the user's answer, write it atomically; an Outcome when refused."""
-    # Diffing, hashing and counting a big file take a while: off the event loop, in one go.
-    diff, request = await anyio.to_thread.run_sync(
-        lambda: _describe(tool, rp, env, current, new, encoding, notes), abandon_on_cancel=True
-    )
-    decision = await env.approver.approve(request)
-    if not decision.approved:
-        return Outcome.error(decision.message, "Rejected by user")
-    # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
-    size = await anyio.to_thread.run_sync(
-        lambda: replace_file(rp.real, new, expect=current.snapshot, shown=rp.shown, create_dirs=create_dirs)
-    )
-    audit.info(
-        "%s wrote %d bytes to %s (%s workspace, approval: %s)",
-        tool,
-        size,
-        rp.real,
-        "inside" if rp.inside else "outside",
-        decision.route,
-    )
-    return Written(size, current.data is None, diff, decision.route)
+@dataclass(slots=True)
+class _Prepared(Generic[T]):
+    current: Current
+    change: Change[T]
+    diff: Diff
+    request: WriteRequest
+    extra: list[str] = field(default_factory=list)
 
 
-def _describe(
-    tool: str,
-    rp: ResolvedPath,
-    env: ToolEnv,
-    current: Current,
-    new: bytes,
-    encoding: Encoding,
-    notes: tuple[str, ...],
-) -> tuple[Diff, WriteRequest]:
-    """The diff and the request the user is asked about (blocking: call in a thread)."""
+async def run_write(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
+    """The whole route of a write; an Outcome when it is refused or fails."""
+    try:
+        if job.rp.sensitive:
+            return await _write_sensitive(job, env)
+        return await _write_ordinary(job, env)
+    except Refusal as exc:
+        _log_failure(job, env, exc.message)
+        return Outcome.from_refusal(exc)
+    except UnicodeEncodeError as exc:
+        return Outcome.error(
+            f"The new text holds a character that cannot be stored as text ({exc.reason} at "
+            f"position {exc.start}). Nothing was written.",
+            "Invalid content",
+        )
+
+
+async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
+    rp = job.rp
+    async with PATH_LOCKS.hold(rp.real):
+        # Loading, transforming, diffing and hashing a big file take a while: off the loop.
+        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env), abandon_on_cancel=True)
+        if isinstance(prepared, Outcome):
+            return prepared
+        decision = env.approver.settle(prepared.request)
+        if decision is not None:
+            return await _finish(job, env, prepared, decision)
+    # A question: no lock is held while it is open (SPEC §6); the stale check guards the write.
+    decision = await env.approver.ask(prepared.request)
+    async with PATH_LOCKS.hold(rp.real):
+        return await _finish(job, env, prepared, decision)
+
+
+def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
+    """Load, transform and describe (blocking: runs in a worker thread)."""
+    rp = job.rp
+    current = load_current(rp, must_exist=job.must_exist)
+    change = job.transform(current.data)
+    if change.new == current.data and job.unchanged is not None:
+        return job.unchanged(len(change.new))
     old = current.data or b""
-    diff = unified_diff(_shown_in_diff(rp, env), old, new, encoding.codec)
+    shown = _shown(rp, env)
+    diff = unified_diff(shown, old, change.new, change.encoding.codec)
     request = WriteRequest(
-        tool=tool,
-        shown=env.workspace.display(rp.real) if rp.inside else str(rp.real),
+        tool=job.tool,
+        shown=shown,
         real=rp.real,
         inside=rp.inside,
-        sensitive=rp.sensitive,
+        sensitive=False,
         old_hash=current.snapshot.sha256,
-        new_hash=sha256_hex(new),
+        new_hash=sha256_hex(change.new),
         old_size=len(old),
-        new_size=len(new),
-        old_lines=count_lines(old, encoding),
-        new_lines=count_lines(new, encoding),
+        new_size=len(change.new),
+        old_lines=count_lines(old, change.encoding),
+        new_lines=count_lines(change.new, change.encoding),
         diff=diff.text,
         created=current.data is None,
-        notes=notes,
+        notes=(*job.notes, *change.notes),
+        unsafe=diff.unsafe,
     )
-    return diff, request
+    return _Prepared(current, change, diff, request)
 
 
-def _shown_in_diff(rp: ResolvedPath, env: ToolEnv) -> str:
+async def _finish(
+    job: WriteJob[T], env: ToolEnv, prepared: _Prepared[T], decision: Decision
+) -> Written[T] | Outcome:
+    if not decision.approved:
+        _log_refusal(job, env, decision)
+        return Outcome.error(decision.message, "Rejected by user")
+    size = await _replace(job, env, prepared.change.new, prepared.current.snapshot, decision)
+    return Written(size, prepared.current.data is None, prepared.diff, decision.route, prepared.change.facts)
+
+
+async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
+    rp = job.rp
+    request = WriteRequest(
+        tool=job.tool,
+        shown=_shown(rp, env),
+        real=rp.real,
+        inside=rp.inside,
+        sensitive=True,
+        old_hash="",
+        new_hash=_digest(job.tool, job.arguments),
+        old_size=0,
+        new_size=0,
+        old_lines=0,
+        new_lines=0,
+        diff=job.requested,
+        notes=job.notes,
+        unsafe=job.requested_unsafe,
+    )
+    decision = env.approver.settle(request) or await env.approver.ask(request)
+    if not decision.approved:
+        _log_refusal(job, env, decision)
+        return Outcome.error(decision.message, "Rejected by user")
+    async with PATH_LOCKS.hold(rp.real):
+        try:
+            current, change = await anyio.to_thread.run_sync(
+                lambda: _load_and_transform(job), abandon_on_cancel=True
+            )
+        except (Refusal, UnicodeEncodeError):
+            # Why it failed (not found, found twice, too large, not text…) is a fact about the
+            # content: the model hears only that it did not apply.
+            _log_failure(job, env, "the change did not apply")
+            return Outcome.error(
+                f"The change did not apply to `{escape(rp.shown)}`, so nothing was written. "
+                "The file is sensitive, so filegate does not say why.",
+                "Change not applied",
+            )
+        size = await _replace(job, env, change.new, current.snapshot, decision)
+    return Written(size, current.data is None, None, decision.route, change.facts, sensitive=True)
+
+
+def _load_and_transform(job: WriteJob[T]) -> tuple[Current, Change[T]]:
+    current = load_current(job.rp, must_exist=job.must_exist)
+    return current, job.transform(current.data)
+
+
+def _digest(tool: str, arguments: dict[str, object]) -> str:
+    """What an approval of a sensitive file's write is bound to: the tool and its arguments."""
+    canonical = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def _replace(job: WriteJob[T], env: ToolEnv, new: bytes, expect: Snapshot, decision: Decision) -> int:
+    rp = job.rp
+    # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
+    # A WriteError is logged by run_write.
+    size = await anyio.to_thread.run_sync(
+        lambda: replace_file(rp.real, new, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs)
+    )
+    audit.info(
+        "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
+        job.tool,
+        "a sensitive file" if rp.sensitive else plural(size, "byte"),
+        escape(str(rp.real)),
+        "inside" if rp.inside else "outside",
+        decision.route,
+        escape(env.client) or "-",
+    )
+    return size
+
+
+def _log_refusal(job: WriteJob[T], env: ToolEnv, decision: Decision) -> None:
+    audit.info(
+        "%s did not write %s (approval: %s); client: %s",
+        job.tool,
+        escape(str(job.rp.real)),
+        decision.route,
+        escape(env.client) or "-",
+    )
+
+
+def _log_failure(job: WriteJob[T], env: ToolEnv, error: str) -> None:
+    audit.info(
+        "%s failed to write %s; client: %s; error: %s",
+        job.tool,
+        escape(str(job.rp.real)),
+        escape(env.client) or "-",
+        escape(error),
+    )
+
+
+def _shown(rp: ResolvedPath, env: ToolEnv) -> str:
+    """The path as the user is shown it: workdir-relative inside, absolute outside."""
     return env.workspace.display(rp.real) if rp.inside else str(rp.real)
-
-
-def failure(exc: PathError | WriteError) -> Outcome:
-    return Outcome.error(str(exc), exc.brief)
 
 
 def lines_sentence(diff: Diff) -> str:
     """The short diff stat at the end of a success message."""
     return f" Lines: +{diff.added} -{diff.removed}."
+
+
+SENSITIVE_DONE = " The file is sensitive, so its size and the change's line counts are not shown."
