@@ -129,3 +129,22 @@ def test_a_utf16_break_is_only_found_on_a_code_unit_boundary(opened: tuple[Path,
     assert lines.line_count(src) == lines.LineCount(2, True)
     got = [lines.decode_line(r, src.codec) for r in lines.iter_lines_from(src, src.codec.start, 1)]
     assert got == ["\u0a41\u4100\n", "z"]
+
+
+@pytest.mark.parametrize("max_segments", [3, 4096])
+def test_many_islands_between_holes_tail_alike_mapped_or_read_whole(
+    opened: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch, max_segments: int
+) -> None:
+    monkeypatch.setattr(lines, "MAX_SEGMENTS", max_segments)
+    path, fds = opened
+    with path.open("wb") as f:
+        for i in range(1, 11):  # "island i" lines, each island after a 2 MiB hole
+            f.seek(f.tell() + (2 << 20))
+            f.write(b"\nisland %d\n" % i)
+    src = source(path, fds)
+    assert src.sparse
+    assert lines.line_count(src) == lines.LineCount(20, True)
+    starts = lines.tail_starts(src, 4)
+    assert [lines.decode_line(r)[:9] for r in lines.tail_lines(src, starts, 17, 4)] == [
+        "\0" * 9, "island 9\n", "\0" * 9, "island 10",
+    ]  # fmt: skip

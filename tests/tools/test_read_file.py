@@ -334,3 +334,17 @@ async def test_a_same_size_rewrite_with_its_mtime_restored_is_counted_again(ws: 
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     _, (out, msg), _ = await read(ws, mode, path="a.txt", line_offset=-2)
     assert "Total lines in file: 2." in msg and out == "     1\tabcdef\n     2\t\n"
+
+
+async def test_a_tiny_budget_still_returns_a_line_and_the_summary(ws: Path, mode: str) -> None:
+    (ws / "wide.txt").write_text(("z" * 1990 + "\n") * 3)
+    async with connect(ws, mode, result_budget=1024) as c:
+        r = await call(c, "ReadFile", path="wide.txt")
+        out, msg = texts(r)
+        assert _kimi_sees(r) <= 1024
+        assert out.startswith("     1\tzzz") and out.endswith("...\n") and out.count("\n") == 1
+        assert msg == (
+            "1 lines read from file starting from line 1. Total lines in file: 3."
+            " Max 1024 characters reached (this client's result budget); continue with line_offset=2."
+            " Lines [1] were truncated."
+        )

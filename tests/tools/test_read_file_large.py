@@ -208,3 +208,17 @@ async def test_abandoned_reads_do_not_keep_burning_cpu(ws: Path) -> None:
             await anyio.sleep(2)  # a measuring window, not an ordering
             used = time.process_time() - before
     assert used < 1.0, f"{used:.2f} s of CPU in 2 s after the reads were abandoned"
+
+
+async def test_an_offset_not_reached_in_time_says_so(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lines, "SCAN_BUDGET_S", 0.0)  # no time at all: a disk that hangs
+    (ws / "a.log").write_text("x\n" * 600_000)  # more than one chunk before line 500,000
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="a.log", line_offset=500_000)
+        assert not r.is_error
+        (msg,) = texts(r)
+        assert msg.startswith("No lines read from file. Total lines in file: at least ")
+        assert msg.endswith("Line 500000 was not reached within the time limit (0 lines were passed).")
+        assert r.structured_content["next_line_offset"] == 500_000

@@ -57,8 +57,10 @@ TAIL_ONE_READ = 4 << 20
 CACHE_FILES = 64
 # A file with more unallocated bytes than this is read hole by hole (SEEK_DATA/SEEK_HOLE).
 SPARSE_SLACK = 1 << 20
-# More data segments than this (a file of alternating blocks and holes) is not worth mapping.
-MAX_SEGMENTS = 100_000
+# A tail looks for data in windows this large, from the end, each twice the one before.
+TAIL_WINDOW = 64 << 20
+# More data segments than this in one window (alternating blocks and holes) are not mapped.
+MAX_SEGMENTS = 4096
 # A wc that is running is looked at this often, so that a cancelled read stops it soon.
 POLL_S = 0.05
 
@@ -248,7 +250,11 @@ def _chunks(
 
 
 def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
-    """The data regions of [lo, hi), ascending (all of it when the file is not sparse)."""
+    """The data regions of [lo, hi), ascending (all of it when the file is not sparse).
+
+    A window of more than ``MAX_SEGMENTS`` regions (alternating blocks and holes) is returned
+    whole: its holes are then read as zeros, under the scan's deadline, in bounded memory.
+    """
     if not src.sparse:
         return [(lo, hi)] if lo < hi else []
     out: list[tuple[int, int]] = []
@@ -261,7 +267,7 @@ def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
         hole_at = max(_seek_hole(src.fd, data_at, hi), data_at + 1)
         out.append((data_at, hole_at))
         if len(out) > MAX_SEGMENTS:
-            raise OutOfTime()
+            return [(lo, hi)]
         pos = hole_at
     return out
 
@@ -610,26 +616,36 @@ def tail_starts(src: Source, count: int) -> list[int]:
     # A final line break ends the last line; it does not start a new one.
     end = src.size - u if _ends_with_break(src) else src.size
     starts: deque[int] = deque()
-    for lo_seg, hi_seg in reversed(_segments(src, c.start, end)):
-        pos, block = hi_seg, TAIL_BLOCK
-        while pos > lo_seg and len(starts) < count:
-            src.scan.check()
-            lo = max(lo_seg, pos - block)
-            chunk = os.pread(src.fd, pos - lo, lo)
-            j = len(chunk)
-            while len(starts) < count:
-                k = _rfind_break(c, chunk, lo, j)
-                if k == -1:
-                    break
-                starts.appendleft(lo + k + u)
-                j = k
-            pos = lo
-            block = min(block * 4, CHUNK)
-        if len(starts) >= count:
-            break
+    hi, window = end, TAIL_WINDOW
+    while hi > c.start and len(starts) < count:
+        lo = max(c.start, hi - window)
+        for lo_seg, hi_seg in reversed(_segments(src, lo, hi)):
+            _breaks_backwards(src, lo_seg, hi_seg, starts, count)
+            if len(starts) >= count:
+                break
+        hi, window = lo, window * 2
     if len(starts) < count:
         starts.appendleft(c.start)
     return list(starts)
+
+
+def _breaks_backwards(src: Source, lo_seg: int, hi_seg: int, starts: deque[int], count: int) -> None:
+    """Prepend to ``starts`` the line starts in [lo_seg, hi_seg), newest first, up to ``count``."""
+    c, u = src.codec, src.codec.unit
+    pos, block = hi_seg, TAIL_BLOCK
+    while pos > lo_seg and len(starts) < count:
+        src.scan.check()
+        lo = max(lo_seg, pos - block)
+        chunk = os.pread(src.fd, pos - lo, lo)
+        j = len(chunk)
+        while len(starts) < count:
+            k = _rfind_break(c, chunk, lo, j)
+            if k == -1:
+                break
+            starts.appendleft(lo + k + u)
+            j = k
+        pos = lo
+        block = min(block * 4, CHUNK)
 
 
 def tail_lines(src: Source, starts: list[int], first_number: int, limit: int) -> list[RawLine]:
