@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import call, connect, text, texts
+import anyio
+import pytest
+from fastmcp import Client
+
+import filegate.tools.glob as glob_module
+from tests.conftest import call, connect, stdio_transport, text, texts
 
 
 def tree(root: Path, *files: str) -> None:
     for f in files:
         p = root / f
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if not f.endswith("/"):
+        if f.endswith("/"):
+            p.mkdir(parents=True, exist_ok=True)
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(f)
 
 
@@ -36,7 +45,7 @@ async def test_stars_globstar_and_braces(ws: Path, mode: str) -> None:
     assert out.split("\n") == ["src/deep", "src/deep/er", "src/deep/er/y.py", "src/x.py", "src/z.js"]
     _, (out, _), facts = await glob(ws, mode, pattern="src/**", include_dirs=False)
     assert out.split("\n") == ["src/deep/er/y.py", "src/x.py", "src/z.js"]
-    assert facts == {"matches": 3, "truncated": False, "skipped_sensitive": 0}
+    assert facts == {"matches": 3, "shown": 3, "truncated": False, "skipped_sensitive": 0}
 
 
 async def test_no_match_message(ws: Path, mode: str) -> None:
@@ -44,12 +53,52 @@ async def test_no_match_message(ws: Path, mode: str) -> None:
     assert not err and parts == ["No matches found for pattern `*.rs`."]
 
 
-async def test_leading_globstar_is_refused_with_a_listing(ws: Path, mode: str) -> None:
-    tree(ws, "src/a.py", "README.md")
-    for pattern in ("**/*.py", "./**/*.py", "**"):
-        err, parts, _ = await glob(ws, mode, pattern=pattern)
-        assert err and f"Pattern `{pattern}` starts with '**' which is not allowed." in parts[0]
-        assert parts[1] == "├── src/\n│   └── a.py\n└── README.md"
+async def test_leading_globstar_is_allowed(ws: Path, mode: str) -> None:
+    """SPEC §4 (issue 11.6): `**`, `**/…` and `./**/…` walk the whole directory (was refused
+    with a listing that showed `.env` and `id_rsa`, issue 10.8)."""
+    tree(ws, "src/a.py", "README.md", "deep/er/b.py", ".env", "keys/id_rsa", "keys/id_rsa.pub")
+    for pattern in ("**/*.py", "./**/*.py"):
+        err, (out, msg), _ = await glob(ws, mode, pattern=pattern)
+        assert not err and out.split("\n") == ["deep/er/b.py", "src/a.py"]
+        assert msg == f"Found 2 matches for pattern `{pattern}`."
+    err, (out, msg), facts = await glob(ws, mode, pattern="**")
+    assert not err and out.split("\n") == [
+        "README.md", "deep", "deep/er", "deep/er/b.py", "keys", "keys/id_rsa.pub", "src", "src/a.py"
+    ]  # fmt: skip
+    assert "Skipped 2 sensitive file(s) (.env, id_rsa)" in msg
+    assert facts and facts["skipped_sensitive"] == 2
+
+
+async def test_leading_globstar_stops_at_the_cap(ws: Path, mode: str) -> None:
+    for d in range(3):
+        (ws / f"d{d}").mkdir()
+        for i in range(600):
+            (ws / f"d{d}" / f"f{i:04d}.txt").write_bytes(b"")
+    err, (out, msg), facts = await glob(ws, mode, pattern="**/*.txt")
+    names = out.split("\n")
+    assert not err and len(names) == 1000 and names[0] == "d0/f0000.txt" and names[-1] == "d1/f0399.txt"
+    assert "Only the first 1000 matches are returned." in msg
+    assert facts and facts["truncated"] and facts["matches"] == 1000
+
+
+async def test_trailing_slash_matches_directories_only(ws: Path, mode: str) -> None:
+    tree(ws, "src/pkg/mod.py", "src/pkg/data/", "src/file.txt", "top.txt", "other/")
+    (ws / "src" / "dirlink").symlink_to(ws / "src" / "pkg")
+    (ws / "src" / "filelink").symlink_to(ws / "top.txt")
+    _, (out, _), _ = await glob(ws, mode, pattern="src/**/")
+    assert out.split("\n") == ["src/dirlink", "src/pkg", "src/pkg/data"]
+    _, (out, _), _ = await glob(ws, mode, pattern="*/")
+    assert out.split("\n") == ["other", "src"]
+    _, (out, _), _ = await glob(ws, mode, pattern="{src,top.txt}/")
+    assert out == "src"
+    _, (out, _), _ = await glob(ws, mode, pattern="src/*")  # no slash: files and directories
+    assert out.split("\n") == ["src/dirlink", "src/file.txt", "src/filelink", "src/pkg"]
+
+
+async def test_empty_pattern_is_an_error(ws: Path, mode: str) -> None:
+    tree(ws, "a.txt")
+    err, parts, _ = await glob(ws, mode, pattern="")
+    assert err and parts == ["Pattern cannot be empty."]
 
 
 async def test_patterns_cannot_escape_or_be_absolute(ws: Path, outside: Path, mode: str) -> None:
@@ -122,3 +171,183 @@ async def test_unreadable_directory_is_skipped_and_said(ws: Path, mode: str) -> 
             assert "open/y.txt" in text(r) and "unreadable" in text(r)
     finally:
         os.chmod(ws / "locked", 0o755)
+
+
+# --- VCS folders and .gitignore (SPEC §4 Glob, issue 11.6) ---------------------------------
+
+
+def ignoring_repo(ws: Path) -> None:
+    tree(ws, "src/app.py", "src/app.log", "src/keep.log", "build/out.py", "node_modules/lib/x.js",
+         "sub/gen.py", "sub/hand.py", "notes.tmp", ".git/HEAD", ".git/hooks/pre-commit.py",
+         ".hg/store/data.py", ".svn/entries")  # fmt: skip
+    (ws / ".gitignore").write_text("# comment\nbuild/\nnode_modules\n*.log\n!keep.log\n")
+    (ws / "sub" / ".gitignore").write_text("/gen.py\n")
+    (ws / ".git" / "info").mkdir()
+    (ws / ".git" / "info" / "exclude").write_text("*.tmp\n")
+
+
+async def test_vcs_folders_and_gitignored_paths_are_skipped(ws: Path, mode: str) -> None:
+    ignoring_repo(ws)
+    _, (out, msg), _ = await glob(ws, mode, pattern="**", include_dirs=False)
+    assert out.split("\n") == [".gitignore", "src/app.py", "src/keep.log", "sub/.gitignore", "sub/hand.py"]
+    # build/, node_modules/, notes.tmp, src/app.log, sub/gen.py: said, so the model can ask again
+    assert "5 path(s) ignored by .gitignore were not searched (include_ignored=true searches them)." in msg
+    _, (out, _), _ = await glob(ws, mode, pattern="*")
+    assert out.split("\n") == [".gitignore", "src", "sub"]
+
+
+async def test_include_ignored_shows_ignored_paths_but_not_vcs_folders(ws: Path, mode: str) -> None:
+    ignoring_repo(ws)
+    _, (out, _), _ = await glob(ws, mode, pattern="**/*.py", include_ignored=True)
+    assert out.split("\n") == ["build/out.py", "src/app.py", "sub/gen.py", "sub/hand.py"]
+    _, (out, _), _ = await glob(ws, mode, pattern="**/*.{log,tmp}", include_ignored=True)
+    assert out.split("\n") == ["notes.tmp", "src/app.log", "src/keep.log"]
+
+
+async def test_a_pattern_naming_an_ignored_directory_walks_it(ws: Path, mode: str) -> None:
+    ignoring_repo(ws)
+    tree(ws, ".venv/lib/python3.11/site-packages/site.py", ".venv/bin/python.py")
+    (ws / ".venv" / ".gitignore").write_text("*\n")  # what `python -m venv` writes
+    _, (out, _), _ = await glob(ws, mode, pattern="build/*.py")
+    assert out == "build/out.py"
+    _, (out, _), _ = await glob(ws, mode, pattern="node_modules/**/*.js")
+    assert out == "node_modules/lib/x.js"
+    _, (out, _), _ = await glob(ws, mode, pattern=".venv/**/site.py")
+    assert out == ".venv/lib/python3.11/site-packages/site.py"
+    _, (out, _), _ = await glob(ws, mode, pattern="sub/gen.py")
+    assert out == "sub/gen.py"
+    _, (out, _), _ = await glob(ws, mode, pattern=".git/hooks/*")
+    assert out == ".git/hooks/pre-commit.py"
+    _, (out, _), _ = await glob(ws, mode, pattern="*/*.py")  # a wildcard does not name them
+    assert out.split("\n") == ["src/app.py", "sub/hand.py"]
+
+
+async def test_gitignore_above_the_searched_directory_applies(ws: Path, mode: str) -> None:
+    ignoring_repo(ws)
+    err, (out, _), _ = await glob(ws, mode, pattern="*", directory=str(ws / "src"))
+    assert not err and out.split("\n") == ["app.py", "keep.log"]
+    err, (out, _), _ = await glob(ws, mode, pattern="*.py", directory=str(ws / "build"))
+    assert not err and out == "out.py"  # the caller named it as `directory`
+
+
+async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: str) -> None:
+    """A repository chooses its ignore files (issue 18.1): a symlink (to /dev/zero, to a file
+    outside, to a secret), a FIFO or an oversized file is not honoured, and never hangs."""
+    tree(ws, "a/x.py", "b/x.py", "c/x.py", "d/x.py", ".env")
+    (outside / "rules").write_text("x.py\n")
+    (ws / ".env").write_text("x.py\n")
+    (ws / "a" / ".gitignore").symlink_to("/dev/zero")
+    (ws / "b" / ".gitignore").symlink_to(outside / "rules")
+    (ws / "c" / ".gitignore").symlink_to(ws / ".env")
+    os.mkfifo(ws / "d" / ".gitignore")
+    (ws / ".gitignore").write_text("*.py\n" + "#" * (300 << 10) + "\n")  # over the size bound
+    err, (out, _), _ = await glob(ws, mode, pattern="*/*.py")
+    assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"]
+
+
+# --- any depth, cancellation ----------------------------------------------------------------
+
+
+async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> None:
+    """Issue 11.6 / 14.4: the recursive walk raised RecursionError, masked as an internal error."""
+    depth = 1100
+    fd = os.open(ws, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        os.close(os.open("leaf.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    finally:
+        os.close(fd)
+    err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
+    assert not err and out == "d/" * depth + "leaf.py" and msg.startswith("Found 1 matches")
+    err, (out, _), facts = await glob(ws, mode, pattern="**/")
+    assert not err and facts and facts["matches"] == 1000 and out.split("\n")[-1] == "/".join(["d"] * 1000)
+
+
+async def test_a_cancelled_glob_stops_walking(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14.4: a cancelled Glob ran on for up to 20 s. A spy (not a mock: it calls the real
+    os.scandir) notes when the walk lists its last directory."""
+    for d in range(2000):
+        for e in range(5):
+            (ws / f"{'d' * 100}{d:04d}" / f"e{e}").mkdir(parents=True)
+    last_listing = [0.0]
+    real_scandir = os.scandir
+
+    def spy(path: Any) -> Any:
+        last_listing[0] = time.monotonic()
+        return real_scandir(path)
+
+    monkeypatch.setattr(glob_module.os, "scandir", spy)
+    # 256 regex alternatives per entry: the whole walk takes ~5 s.
+    pattern = "*/**/{" + ",".join(f"*{i}*y" for i in range(256)) + "}"
+    async with connect(ws, mode) as c:
+        with pytest.raises(Exception, match="timed out"):
+            await c.call_tool("Glob", {"pattern": pattern}, timeout=0.3)
+        gave_up = time.monotonic()
+        deadline = gave_up + 10
+        while time.monotonic() < deadline and time.monotonic() - last_listing[0] < 0.5:
+            await anyio.sleep(0.05)  # until the walk has been quiet for 0.5 s
+        assert last_listing[0] - gave_up < 1.0
+        r = await call(c, "Glob", pattern="*0000/e*")  # and the server still answers
+    assert text(r).startswith(f"{'d' * 100}0000/e0")
+
+
+# --- names shown escaped, the result fits the client -----------------------------------------
+
+
+async def test_names_are_shown_escaped_and_can_be_passed_back(ws: Path, mode: str) -> None:
+    """SPEC §2.9 (issue 18.2): a name cannot forge a line or carry a lone surrogate."""
+    names = ["new\nline.py", "esc\x1b[2J.py", "bidi\u202eyp.txt", "tick`.py"]
+    for n in names:
+        (ws / n).write_text("x")
+    (ws / "dir\nname").mkdir()
+    (ws / "dir\nname" / ".env").write_text("SECRET=1")
+    os.close(os.open(os.fsencode(ws) + b"/caf\xe9.py", os.O_WRONLY | os.O_CREAT))
+    _, (out, msg), _ = await glob(ws, mode, pattern="**")
+    assert out.split("\n") == [
+        "bidi\\u202eyp.txt", "caf\\xe9.py", "dir\\x0aname", "esc\\x1b[2J.py", "new\\x0aline.py", "tick\\x60.py"
+    ]  # fmt: skip
+    assert "(.env)" in msg
+    _, (out, msg), _ = await glob(ws, mode, pattern="*\n*")
+    assert out.split("\n") == ["dir\\x0aname", "new\\x0aline.py"] and "`*\\x0a*`" in msg
+
+
+async def test_an_undecodable_name_over_stdio_keeps_the_server_up(ws: Path) -> None:
+    os.close(os.open(os.fsencode(ws) + b"/caf\xe9.py", os.O_WRONLY | os.O_CREAT))
+    (ws / "plain.py").write_text("x")
+    async with Client(stdio_transport(ws)) as c:
+        r = await call(c, "Glob", pattern="*.py")
+        assert not r.is_error and texts(r)[0] == "caf\\xe9.py\nplain.py"
+        again = await call(c, "Glob", pattern="plain*")
+        assert texts(again)[0] == "plain.py"
+
+
+async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> None:
+    """Issue 11.1: the result (summary included) fits the client's budget, in whole lines."""
+    d = ws / ("x" * 200)
+    d.mkdir()
+    for i in range(300):
+        (d / f"{'y' * 200}{i:04d}.txt").write_bytes(b"")
+    async with connect(ws, mode, client="kimi") as c:
+        r = await call(c, "Glob", pattern="*/*.txt")
+    parts = texts(r)
+    out, msg = parts
+    assert sum(len(p) for p in parts) <= 100_000
+    lines = out.split("\n")
+    assert all(line == f"{'x' * 200}/{'y' * 200}{i:04d}.txt" for i, line in enumerate(lines))
+    left = 300 - len(lines)
+    assert 200 < len(lines) < 300
+    assert msg.startswith("Found 300 matches for pattern `*/*.txt`.")
+    assert f"Only the first {len(lines)} of these 300 are listed: the rest ({left})" in msg
+    assert r.structured_content == {
+        "matches": 300,
+        "shown": len(lines),
+        "truncated": True,
+        "skipped_sensitive": 0,
+    }
+    async with connect(ws, mode) as c:  # a 1 MiB client gets them all
+        r = await call(c, "Glob", pattern="*/*.txt")
+    assert len(texts(r)[0].split("\n")) == 300 and r.structured_content["shown"] == 300

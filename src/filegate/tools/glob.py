@@ -1,11 +1,19 @@
-"""Glob: a sorted, bounded, confined walk matching `*`, `?`, `[..]`, `**` and `{a,b}`."""
+"""Glob: a sorted, bounded, confined walk matching `*`, `?`, `[..]`, `**` and `{a,b}`.
+
+The walk is iterative (any depth of tree), checks the caller's cancellation and its time
+budget at every directory, skips VCS folders and what `.gitignore` files ignore (see
+:mod:`filegate.tools.gitignore`), and shows every name through :func:`escape`.
+"""
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import stat
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -13,9 +21,12 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from filegate.policy.escape import escape
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.policy.workspace import PathError, Workspace
+from filegate.policy.workspace import PathError, Workspace, abbreviate
 from filegate.tools.describe import load_description
+from filegate.tools.gitignore import IGNORE_FILE, IgnoreReader, Ignores
+from filegate.tools.grep import VCS_DIRS
 from filegate.tools.outcome import Outcome, ToolEnv
 
 # Kimi's glob.py MAX_MATCHES; the walk stops one past it.
@@ -24,10 +35,9 @@ MAX_MATCHES = 1000
 MAX_BRACE_ALTERNATIVES = 256
 # A walk that has not finished by then returns what it found (a 200,000-entry tree takes ~1 s).
 WALK_BUDGET_S = 20.0
-# Kimi's list_directory: entries shown at the top level, and under each top-level directory.
-LIST_TOP, LIST_CHILDREN = 30, 10
 
 GLOBSTAR = object()
+_VCS = frozenset(VCS_DIRS)
 
 
 class GlobParams(BaseModel):
@@ -39,12 +49,16 @@ class GlobParams(BaseModel):
         Field(description="Absolute path to the directory to search in (defaults to working directory)."),
     ] = None
     include_dirs: Annotated[bool, Field(description="Whether to include directories in results.")] = True
+    include_ignored: Annotated[
+        bool, Field(description="Also match paths ignored by .gitignore (VCS folders stay skipped).")
+    ] = False
 
 
 class GlobFacts(BaseModel):
     """structuredContent of a successful Glob."""
 
-    matches: int
+    matches: int  # found (at most MAX_MATCHES)
+    shown: int  # listed in the result: fewer when the client's result budget is smaller
     truncated: bool
     skipped_sensitive: int
 
@@ -52,25 +66,36 @@ class GlobFacts(BaseModel):
 Segment = object  # GLOBSTAR, a literal str, or a compiled re.Pattern
 
 
-def compile_pattern(pattern: str) -> list[list[Segment]]:
-    """Brace-expand and split into per-directory segments; refuse absolute and `..`."""
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """One brace alternative of a pattern."""
+
+    segments: list[Segment]
+    dirs_only: bool  # the alternative ended in `/`
+    literal_prefix: int  # how many leading segments are plain names
+
+
+def _pattern_error(message: str) -> PathError:
+    return PathError(message, "Invalid pattern")
+
+
+def compile_pattern(pattern: str) -> list[Compiled]:
+    """Brace-expand and split into per-directory segments; refuse empty, absolute and `..`."""
+    shown = abbreviate(escape(pattern))
+    if not pattern:
+        raise _pattern_error("Pattern cannot be empty.")
     if "\0" in pattern:
-        raise PathError(
-            f"Pattern `{pattern!r}` contains a NUL byte, which no file name can hold.", "Invalid pattern"
-        )
+        raise _pattern_error(f"Pattern `{shown}` contains a NUL byte, which no file name can hold.")
     try:
         os.fsencode(pattern)
     except UnicodeEncodeError:
-        shown = pattern.encode("utf-8", "backslashreplace").decode()
-        raise PathError(
-            f"Pattern `{shown}` contains a lone UTF-16 surrogate, which no file name can hold.",
-            "Invalid pattern",
+        raise _pattern_error(
+            f"Pattern `{shown}` contains a lone UTF-16 surrogate, which no file name can hold."
         ) from None
     if pattern.startswith("/") or pattern.startswith("~"):
-        raise PathError(
-            f"Pattern `{pattern}` is absolute. Give a pattern relative to `directory`, and put "
-            "the absolute part in `directory`.",
-            "Invalid pattern",
+        raise _pattern_error(
+            f"Pattern `{shown}` is absolute. Give a pattern relative to `directory`, and put "
+            "the absolute part in `directory`."
         )
     # Imported on the first Glob, not at start-up (wcmatch takes ~15 ms to import).
     import bracex
@@ -79,22 +104,20 @@ def compile_pattern(pattern: str) -> list[list[Segment]]:
     try:
         alternatives = bracex.expand(pattern, limit=MAX_BRACE_ALTERNATIVES)
     except Exception:
-        raise PathError(
-            f"Pattern `{pattern}` expands to too many alternatives (more than "
-            f"{MAX_BRACE_ALTERNATIVES}). Use a more specific pattern.",
-            "Invalid pattern",
+        raise _pattern_error(
+            f"Pattern `{shown}` expands to too many alternatives (more than "
+            f"{MAX_BRACE_ALTERNATIVES}). Use a more specific pattern."
         ) from None
-    compiled: list[list[Segment]] = []
+    compiled: list[Compiled] = []
     for alt in alternatives:
         segs: list[Segment] = []
         for part in alt.split("/"):
             if part in ("", "."):
                 continue
             if part == "..":
-                raise PathError(
-                    f"Pattern `{pattern}` leaves the search directory (`..`). Set `directory` "
-                    "to the directory you want to search instead.",
-                    "Invalid pattern",
+                raise _pattern_error(
+                    f"Pattern `{shown}` leaves the search directory (`..`). Set `directory` "
+                    "to the directory you want to search instead."
                 )
             if part == "**":
                 if not segs or segs[-1] is not GLOBSTAR:
@@ -105,15 +128,11 @@ def compile_pattern(pattern: str) -> list[list[Segment]]:
                 regex = wfnmatch.translate(part, flags=wfnmatch.DOTMATCH)[0][0]
                 segs.append(re.compile(regex))
         if segs:
-            compiled.append(segs)
+            prefix = 0
+            while prefix < len(segs) and isinstance(segs[prefix], str):
+                prefix += 1
+            compiled.append(Compiled(segs, alt.endswith("/"), prefix))
     return compiled
-
-
-def starts_with_globstar(pattern: str) -> bool:
-    p = pattern
-    while p.startswith("./"):
-        p = p[2:]
-    return p.startswith("**")
 
 
 State = tuple[int, int]  # (pattern index, segment index)
@@ -125,8 +144,9 @@ class _Moves:
 
     on_dir: frozenset[State]  # `**` stays where it is, on a directory
     on_any: frozenset[State]  # a final `**` matches any entry
+    on_dir_or_any: frozenset[State]  # where a directory goes whatever its name
     names: dict[str, frozenset[State]]  # literal segments
-    regexes: tuple[tuple[re.Pattern[str], State], ...]
+    regexes: tuple[tuple[re.Pattern[str], frozenset[State]], ...]
 
     @property
     def literal(self) -> bool:
@@ -138,34 +158,53 @@ class _Moves:
 class _After:
     """Facts about a set of states reached on an entry."""
 
-    ended: bool  # some pattern is complete: the entry matches
+    ends_dir: bool  # some pattern is complete: the entry matches if it is a directory
+    ends_file: bool  # some pattern not ending in `/` is complete: it matches as a file too
     live: frozenset[State]  # states that can still match below the entry
     by_name: frozenset[State]  # live states that are not at a `**` (the way into a symlink)
+    named: bool  # the entry is one of a pattern's literal leading names: the caller asked for it
+
+
+Entry = tuple[str, bool, bool]  # name, is a real directory, is a symlink
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A directory being walked: its remaining entries and what applies in it."""
+
+    entries: Iterator[Entry]
+    prefix: str  # the directory's path, ending in '/'
+    rel: str  # the directory relative to the walk's root, '' or ending in '/'
+    moves: _Moves
+    ignores: Ignores | None  # None: nothing is ignored in here
 
 
 @dataclass
 class _Walk:
     root: Path
-    patterns: list[list[Segment]]
+    patterns: list[Compiled]
     include_dirs: bool
     workspace: Workspace
     deadline: float
+    cancelled: threading.Event
+    reader: IgnoreReader | None  # None: include_ignored
     matches: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unreadable: int = 0
+    ignored: int = 0  # entries a pattern reached that .gitignore rules left out
     more: bool = False
     timed_out: bool = False
     # The walk meets the same few state sets over and over (tens of thousands of entries,
     # a handful of sets): their moves and closures are computed once.
     _moves: dict[frozenset[State], _Moves] = field(default_factory=dict)
-    _after: dict[frozenset[State], tuple[frozenset[State], _After]] = field(default_factory=dict)
+    _after: dict[frozenset[State], _After] = field(default_factory=dict)
 
     def closure(self, states: set[State]) -> set[State]:
         out = set(states)
         todo = list(states)
         while todo:
             p, i = todo.pop()
-            segs = self.patterns[p]
+            segs = self.patterns[p].segments
             # `**` may match no directory at all, unless it is the last segment (then it
             # matches everything below, but not the directory it stands in).
             if i < len(segs) - 1 and segs[i] is GLOBSTAR and (p, i + 1) not in out:
@@ -180,9 +219,9 @@ class _Walk:
         on_dir: set[State] = set()
         on_any: set[State] = set()
         names: dict[str, set[State]] = {}
-        regexes: list[tuple[re.Pattern[str], State]] = []
+        regexes: list[tuple[re.Pattern[str], frozenset[State]]] = []
         for p, i in live:
-            segs = self.patterns[p]
+            segs = self.patterns[p].segments
             seg = segs[i]
             if seg is GLOBSTAR:
                 on_dir.add((p, i))
@@ -191,82 +230,118 @@ class _Walk:
             elif isinstance(seg, str):
                 names.setdefault(seg, set()).add((p, i + 1))
             else:
-                regexes.append((seg, (p, i + 1)))  # type: ignore[arg-type]
-        made = _Moves(frozenset(on_dir), frozenset(on_any),
+                regexes.append((seg, frozenset({(p, i + 1)})))  # type: ignore[arg-type]
+        made = _Moves(frozenset(on_dir), frozenset(on_any), frozenset(on_dir | on_any),
                       {k: frozenset(v) for k, v in names.items()}, tuple(regexes))  # fmt: skip
         self._moves[live] = made
         return made
 
-    def after(self, reached: frozenset[State]) -> tuple[frozenset[State], _After]:
-        """The closure of ``reached`` (as a set and as facts), cached."""
+    def after(self, reached: frozenset[State]) -> _After:
+        """Facts about the closure of ``reached``, cached."""
         hit = self._after.get(reached)
         if hit is not None:
             return hit
-        full = frozenset(self.closure(set(reached)))
-        live = frozenset((p, i) for p, i in full if i < len(self.patterns[p]))
-        by_name = frozenset((p, i) for p, i in live if self.patterns[p][i] is not GLOBSTAR)
-        made = (full, _After(len(live) < len(full), live, by_name))
+        pats = self.patterns
+        full = self.closure(set(reached))
+        ended = [p for p, i in full if i == len(pats[p].segments)]
+        live = frozenset((p, i) for p, i in full if i < len(pats[p].segments))
+        made = _After(
+            ends_dir=bool(ended),
+            ends_file=any(not pats[p].dirs_only for p in ended),
+            live=live,
+            by_name=frozenset((p, i) for p, i in live if pats[p].segments[i] is not GLOBSTAR),
+            named=any(0 < i <= pats[p].literal_prefix for p, i in reached),
+        )
         self._after[reached] = made
         return made
 
-    def step(self, states: set[State], name: str, is_dir: bool) -> set[State]:
-        live = frozenset((p, i) for p, i in states if i < len(self.patterns[p]))
-        return set(self.after(self._reach(self.moves(live), name, is_dir))[0])
+    def run(self) -> None:
+        first = self.after(frozenset((p, 0) for p in range(len(self.patterns))))
+        ignores = self.reader.above(self.root, self.workspace) if self.reader else None
+        top = self.open(str(self.root), "", first.live, ignores, named=False)
+        stack = [top] if top else []
+        known = self._after
+        while stack:
+            frame = stack[-1]
+            # The per-entry loop is the hot path (tens of thousands of entries): an entry no
+            # pattern can reach costs a dict lookup and the name's regexes, nothing more.
+            m = frame.moves
+            on_file, on_dir, names, regexes = m.on_any, m.on_dir_or_any, m.names, m.regexes
+            for name, plain_dir, is_link in frame.entries:
+                is_dir = plain_dir or (is_link and self._linked_dir(frame.prefix + name))
+                reached = on_dir if is_dir else on_file
+                hit = names.get(name)
+                if hit is not None:
+                    reached = reached | hit
+                for rx, target in regexes:
+                    if rx.fullmatch(name):
+                        reached = reached | target
+                if not reached:
+                    continue
+                child = self.visit(frame, name, is_dir, is_link, known.get(reached) or self.after(reached))
+                if self.more:
+                    return
+                if child is not None:
+                    stack.append(child)
+                    break
+            else:
+                stack.pop()
+            if self.cancelled.is_set():
+                return
+            if time.monotonic() > self.deadline:
+                self.timed_out = True
+                return
 
-    @staticmethod
-    def _reach(m: _Moves, name: str, is_dir: bool) -> frozenset[State]:
-        reached = m.on_any | m.on_dir if is_dir else m.on_any
-        hit = m.names.get(name)
-        if hit is not None:
-            reached = reached | hit
-        for rx, target in m.regexes:
-            if rx.fullmatch(name):
-                reached = reached | {target}
-        return reached
+    def visit(self, frame: _Frame, name: str, is_dir: bool, is_link: bool, facts: _After) -> _Frame | None:
+        """An entry some pattern reached: emit it, and the frame of its directory when the walk
+        goes into it."""
+        child_rel = frame.rel + name
+        ignores = frame.ignores
+        if not facts.named:
+            if is_dir and name in _VCS:
+                return None
+            if ignores is not None and ignores.ignored(child_rel, name, is_dir):
+                self.ignored += 1
+                return None
+        elif ignores is not None and ignores.ignored(child_rel, name, is_dir):
+            ignores = None  # the caller named an ignored directory: all of it is wanted
+        path = frame.prefix + name
+        if facts.ends_file or (is_dir and facts.ends_dir):
+            self.emit(path, child_rel, is_dir, is_link)
+            if self.more:
+                return None
+        if is_dir and facts.live:
+            # Through a symlinked directory only by name, never by `**` (no cycles).
+            below = facts.by_name if is_link else facts.live
+            if below:
+                return self.open(path, child_rel + "/", below, ignores, named=facts.named)
+        return None
 
-    def ended(self, states: set[State]) -> bool:
-        return any(i == len(self.patterns[p]) for p, i in states)
-
-    def start(self) -> None:
-        first = self.after(frozenset((p, 0) for p in range(len(self.patterns))))[1]
-        self.walk(str(self.root), "", first.live, False)
-
-    def walk(self, directory: str, rel: str, live: frozenset[State], via_link: bool) -> None:
-        if self.more or self.timed_out:
-            return
-        if time.monotonic() > self.deadline:
-            self.timed_out = True
-            return
+    def open(
+        self, directory: str, rel: str, live: frozenset[State], ignores: Ignores | None, named: bool
+    ) -> _Frame | None:
         m = self.moves(live)
         prefix = directory if directory.endswith("/") else directory + "/"
+        entries: list[Entry]
         try:
             if m.literal:
-                entries = [(n, *_kind(prefix + n)) for n in sorted(m.names)]
-                entries = [e for e in entries if e[1] is not None]
+                found = [(n, *_kind(prefix + n)) for n in sorted(m.names)]
+                entries = [(n, d, s) for n, d, s in found if d is not None]
             else:
                 with os.scandir(directory) as it:
                     # d_type answers these without a stat per entry
                     entries = sorted((e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it)
         except OSError:
             self.unreadable += 1
-            return
-        for name, plain_dir, is_link in entries:
-            path = prefix + name
-            is_dir = bool(plain_dir) or (bool(is_link) and self._linked_dir(path))
-            reached = self._reach(m, name, is_dir)
-            if not reached:
-                continue
-            facts = self.after(reached)[1]
-            child_rel = f"{rel}/{name}" if rel else name
-            if facts.ended:
-                self.emit(path, child_rel, is_dir, bool(is_link))
-                if self.more:
-                    return
-            if is_dir and facts.live:
-                # Through a symlinked directory only by name, never by `**` (no cycles).
-                below = facts.by_name if is_link else facts.live
-                if below:
-                    self.walk(path, child_rel, below, via_link or bool(is_link))
+            return None
+        if ignores is not None and self.reader is not None:
+            # A looked-up directory was not listed: the reader tries to open both files.
+            has_ignore_file = None if m.literal else _listed(entries, IGNORE_FILE)
+            git_dir = None if m.literal else _listed(entries, ".git", want_dir=True)
+            ignores = self.reader.enter(prefix, rel, ignores, has_ignore_file, git_dir)
+            if named and ignores is not None and ignores.ignores_everything_in(rel):
+                ignores = None  # a named directory whose own .gitignore says `*` (a virtualenv)
+        return _Frame(iter(entries), prefix, rel, m, ignores)
 
     def _linked_dir(self, path: str) -> bool:
         real = _realpath(path)
@@ -287,6 +362,14 @@ class _Walk:
         self.matches.append(rel)
 
 
+def _listed(entries: list[Entry], name: str, want_dir: bool = False) -> bool:
+    """Whether a sorted listing holds ``name`` (as a real directory, if ``want_dir``)."""
+    i = bisect.bisect_left(entries, (name,))
+    if i == len(entries) or entries[i][0] != name:
+        return False
+    return entries[i][1] or not want_dir
+
+
 def _realpath(path: str) -> str | None:
     """realpath, or None when a symlink on the way is swapped mid-resolution (readlink EINVAL)."""
     try:
@@ -304,84 +387,76 @@ def _kind(path: str) -> tuple[bool | None, bool]:
     return stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode)
 
 
-def list_directory(directory: Path) -> str:
-    """Kimi's top-level tree of a directory, shown when a pattern is refused."""
-
-    def entries(d: Path) -> list[os.DirEntry[str]] | None:
-        try:
-            with os.scandir(d) as it:
-                return sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
-        except OSError:
-            return None
-
-    top = entries(directory)
-    if top is None:
-        return "└── [not readable]"
-    if not top:
-        return "(empty directory)"
-    lines: list[str] = []
-    shown = top[:LIST_TOP]
-    for n, e in enumerate(shown):
-        last = n == len(shown) - 1 and len(top) <= LIST_TOP
-        is_dir = e.is_dir(follow_symlinks=False)
-        lines.append(f"{'└── ' if last else '├── '}{e.name}{'/' if is_dir else ''}")
-        if not is_dir:
-            continue
-        pad = "    " if last else "│   "
-        kids = entries(Path(e.path))
-        if kids is None:
-            lines.append(f"{pad}└── [not readable]")
-            continue
-        for k, c in enumerate(kids[:LIST_CHILDREN]):
-            klast = k == min(len(kids), LIST_CHILDREN) - 1 and len(kids) <= LIST_CHILDREN
-            slash = "/" if c.is_dir(follow_symlinks=False) else ""
-            lines.append(f"{pad}{'└── ' if klast else '├── '}{c.name}{slash}")
-        if len(kids) > LIST_CHILDREN:
-            lines.append(f"{pad}└── ... and {len(kids) - LIST_CHILDREN} more")
-    if len(top) > LIST_TOP:
-        lines.append(f"└── ... and {len(top) - LIST_TOP} more entries")
-    return "\n".join(lines)
-
-
-def _glob(params: GlobParams, workspace: Workspace) -> Outcome:
-    shown, root = workspace.resolve_search_dir(params.directory)
-    if starts_with_globstar(params.pattern):
-        return Outcome.error(
-            f"Pattern `{params.pattern}` starts with '**' which is not allowed. This would "
-            "recursively search all directories and may include large directories like "
-            "`node_modules`. Use more specific patterns instead. For your convenience, a list of "
-            f"all files and directories in the top level of `{shown}` is provided below.",
-            "Unsafe pattern",
-            output=list_directory(root),
-        )
-    walk = _Walk(root, compile_pattern(params.pattern), params.include_dirs, workspace,
-                 time.monotonic() + WALK_BUDGET_S)  # fmt: skip
-    if walk.patterns:
-        walk.start()
+def _summary(walk: _Walk, pattern: str, shown: int) -> str:
     n = len(walk.matches)
+    quoted = abbreviate(escape(pattern))
     if walk.more:
-        msg = (f"Found more than {MAX_MATCHES} matches for pattern `{params.pattern}`. Only the "
+        msg = (f"Found more than {MAX_MATCHES} matches for pattern `{quoted}`. Only the "
                f"first {MAX_MATCHES} matches are returned. You may want to use a more specific "
                "pattern.")  # fmt: skip
     elif n:
-        msg = f"Found {n} matches for pattern `{params.pattern}`."
+        msg = f"Found {n} matches for pattern `{quoted}`."
     else:
-        msg = f"No matches found for pattern `{params.pattern}`."
+        msg = f"No matches found for pattern `{quoted}`."
+    if shown < n:
+        msg += (f" Only the first {shown} of these {n} are listed: the rest ({n - shown}) would not "
+                "fit in the client's result size limit. Use a more specific pattern or "
+                "`directory` to see them.")  # fmt: skip
     if walk.timed_out:
         msg += f" The search stopped after {WALK_BUDGET_S:.0f}s; results are partial."
     if walk.unreadable:
         msg += f" {walk.unreadable} unreadable director{'y' if walk.unreadable == 1 else 'ies'} skipped."
+    if walk.ignored:
+        msg += (f" {walk.ignored} path(s) ignored by .gitignore were not searched "
+                "(include_ignored=true searches them).")  # fmt: skip
     if walk.skipped:
-        msg += " " + skipped_secrets_warning(walk.skipped)
-    facts = GlobFacts(matches=n, truncated=walk.more, skipped_sensitive=len(walk.skipped))
-    return Outcome(output="\n".join(walk.matches), message=msg, structured=facts.model_dump())
+        msg += " " + skipped_secrets_warning(escape(s) for s in walk.skipped)
+    return msg
+
+
+def _fit(lines: list[str], walk: _Walk, pattern: str, budget: int) -> tuple[list[str], str]:
+    """As many whole lines as fit in ``budget`` characters next to the summary (SPEC §4)."""
+    total = sum(len(s) for s in lines) + max(len(lines) - 1, 0)
+    msg = _summary(walk, pattern, len(lines))
+    if total + len(msg) <= budget:
+        return lines, msg
+    # The summary grows by one sentence when lines are left out; make room for it first.
+    room = budget - len(_summary(walk, pattern, 0)) - 16
+    kept = 0
+    used = 0
+    for s in lines:
+        used += len(s) + (1 if kept else 0)
+        if used > room:
+            break
+        kept += 1
+    return lines[:kept], _summary(walk, pattern, kept)
+
+
+def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: threading.Event) -> Outcome:
+    _, root = workspace.resolve_search_dir(params.directory)
+    patterns = compile_pattern(params.pattern)
+    reader = None if params.include_ignored else IgnoreReader()
+    walk = _Walk(root, patterns, params.include_dirs, workspace, time.monotonic() + WALK_BUDGET_S,
+                 cancelled, reader)  # fmt: skip
+    if walk.patterns:
+        walk.run()
+    lines, msg = _fit([escape(m) for m in walk.matches], walk, params.pattern, budget)
+    facts = GlobFacts(matches=len(walk.matches), shown=len(lines),
+                      truncated=walk.more or len(lines) < len(walk.matches),
+                      skipped_sensitive=len(walk.skipped))  # fmt: skip
+    return Outcome(output="\n".join(lines), message=msg, structured=facts.model_dump())
 
 
 async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:
+    cancelled = threading.Event()
     try:
-        return await anyio.to_thread.run_sync(_glob, params, env.workspace, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(
+            _glob, params, env.workspace, env.result_budget, cancelled, abandon_on_cancel=True
+        )
     except PathError as exc:
         return Outcome.from_path_error(exc)
+    finally:
+        cancelled.set()  # a cancelled call's walk stops at its next directory
 
 
 DESCRIPTION = load_description("glob", MAX_MATCHES=MAX_MATCHES)

@@ -1,0 +1,258 @@
+"""Which paths a repository's `.gitignore` files ignore, for Glob's walk (SPEC §4 Glob).
+
+A cloned repository chooses its ignore files, so they are read the careful way: never through
+a symlink (``O_NOFOLLOW``), only when they are regular files (``O_NONBLOCK``: a FIFO cannot
+hang the open), at most :data:`MAX_FILE_BYTES` each and :data:`MAX_WALK_BYTES` per walk, and
+only inside the workspace (the files above the searched directory are read from the
+workspace folder down, never above it). A file past a limit is not honoured: the walk then
+shows more, never less, and secrets are filtered on their own.
+
+Honoured: `.gitignore` in every directory and `.git/info/exclude` of a repository inside the
+workspace, with git's precedence (deeper files first, the last matching line of a file wins,
+`!` re-includes). The walk never enters an ignored directory, which gives git's rule that
+nothing under an excluded directory can be re-included.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filegate.policy.workspace import Workspace
+
+IGNORE_FILE = ".gitignore"
+EXCLUDE_FILE = ".git/info/exclude"
+MAX_FILE_BYTES = 256 << 10  # GitHub's longest .gitignore templates are ~6 KB
+MAX_FILE_RULES = 4000
+MAX_WALK_BYTES = 8 << 20
+# A name no file can have: only a rule that matches every name (`*`) matches it.
+_PROBE = "\0"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    regex: re.Pattern[str]
+    negated: bool
+    dirs_only: bool
+    on_name: bool  # no '/' in the pattern: it matches a name at any depth
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The lines of one ignore file, last first, with one regex per kind to rule most paths out."""
+
+    rules: tuple[Rule, ...]  # last line first: the first that matches decides
+    any_name: re.Pattern[str] | None
+    any_path: re.Pattern[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    rules: RuleSet
+    lead: str  # prepended to a walk-relative path: the walk root relative to the file's folder
+    strip: int  # characters cut from a walk-relative path: the file's folder below the root
+
+
+@dataclass(frozen=True, slots=True)
+class Ignores:
+    """The ignore files in force in one directory of the walk, deepest first."""
+
+    layers: tuple[_Layer, ...] = ()
+
+    def ignored(self, rel: str, name: str, is_dir: bool) -> bool:
+        """Whether the entry ``rel`` (relative to the walk's root, last component ``name``) is ignored."""
+        for layer in self.layers:
+            rs = layer.rules
+            path = None
+            if rs.any_name is None or not rs.any_name.fullmatch(name):
+                if rs.any_path is None:
+                    continue
+                path = layer.lead + rel[layer.strip :]
+                if not rs.any_path.fullmatch(path):
+                    continue
+            for rule in rs.rules:
+                if rule.dirs_only and not is_dir:
+                    continue
+                if rule.on_name:
+                    if rule.regex.fullmatch(name):
+                        return not rule.negated
+                else:
+                    if path is None:
+                        path = layer.lead + rel[layer.strip :]
+                    if rule.regex.fullmatch(path):
+                        return not rule.negated
+        return False
+
+    def ignores_everything_in(self, rel: str) -> bool:
+        """Whether every name in the directory ``rel`` ('' or ending in '/') is ignored (`*`)."""
+        return self.ignored(rel + _PROBE, _PROBE, False) and self.ignored(rel + _PROBE, _PROBE, True)
+
+
+@dataclass
+class IgnoreReader:
+    """Reads and compiles the ignore files one walk meets, within its byte budget."""
+
+    read_bytes: int = 0
+    _compiled: dict[bytes, RuleSet | None] = field(default_factory=dict)
+
+    def above(self, root: Path, workspace: Workspace) -> Ignores:
+        """The ignore files of ``root``'s ancestors, from its workspace folder down."""
+        top = max(
+            (d for d in workspace.dirs if root.is_relative_to(d)), key=lambda d: len(d.parts), default=None
+        )
+        if top is None or top == root:
+            return Ignores()
+        layers: list[_Layer] = []
+        folder = top
+        for part in root.relative_to(top).parts:
+            lead = root.relative_to(folder).as_posix() + "/"
+            layers[:0] = self._layers(str(folder) + "/", lead, 0, None, None)
+            folder = folder / part
+        return Ignores(tuple(layers))
+
+    def enter(
+        self, prefix: str, rel: str, ignores: Ignores, has_ignore_file: bool | None, has_git_dir: bool | None
+    ) -> Ignores:
+        """The ignores in force in the directory ``prefix`` (``rel`` below the root); the two flags
+        say whether its listing holds a `.gitignore` and a `.git` directory (None: not listed)."""
+        new = self._layers(prefix, "", len(rel), has_ignore_file, has_git_dir)
+        return Ignores((*new, *ignores.layers)) if new else ignores
+
+    def _layers(
+        self, prefix: str, lead: str, strip: int, has_ignore_file: bool | None, has_git_dir: bool | None
+    ) -> list[_Layer]:
+        found = []
+        if has_ignore_file is not False:
+            found.append(self._rules(prefix + IGNORE_FILE))
+        if has_git_dir is not False:
+            found.append(self._rules(prefix + EXCLUDE_FILE))  # below the folder's own .gitignore
+        return [_Layer(rs, lead, strip) for rs in found if rs is not None]
+
+    def _rules(self, path: str) -> RuleSet | None:
+        if self.read_bytes >= MAX_WALK_BYTES:
+            return None
+        data = read_ignore_file(path)
+        if not data:
+            return None
+        self.read_bytes += len(data)
+        if data not in self._compiled:
+            self._compiled[data] = compile_ignore(data.decode("utf-8", "surrogateescape"))
+        return self._compiled[data]
+
+
+def read_ignore_file(path: str) -> bytes | None:
+    """The bytes of a regular file of at most MAX_FILE_BYTES at ``path``, not through a final
+    symlink; None for anything else (missing, a link, a FIFO, a device, too big)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        data = os.read(fd, MAX_FILE_BYTES + 1)  # a regular file: one read, bounded even if it grew
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= MAX_FILE_BYTES else None
+
+
+def compile_ignore(text: str) -> RuleSet | None:
+    """git's gitignore(5) lines as rules; None when there are none (or too many to honour)."""
+    rules: list[Rule] = []
+    for line in text.split("\n"):
+        rule = _rule(line.removesuffix("\r"))
+        if rule is not None:
+            rules.append(rule)
+    if not rules or len(rules) > MAX_FILE_RULES:
+        return None
+    names = [r.regex.pattern for r in rules if r.on_name]
+    paths = [r.regex.pattern for r in rules if not r.on_name]
+    return RuleSet(
+        tuple(reversed(rules)),
+        re.compile("|".join(f"(?:{p})" for p in names), re.DOTALL) if names else None,
+        re.compile("|".join(f"(?:{p})" for p in paths), re.DOTALL) if paths else None,
+    )
+
+
+def _rule(line: str) -> Rule | None:
+    # Trailing spaces are dropped unless escaped with a backslash.
+    while line.endswith(" ") and not line.endswith("\\ "):
+        line = line[:-1]
+    if not line or line.startswith("#"):
+        return None
+    negated = line.startswith("!")
+    if negated:
+        line = line[1:]
+    dirs_only = line.endswith("/") and not line.endswith("\\/")
+    if dirs_only:
+        line = line.rstrip("/")
+    on_name = "/" not in line
+    line = line.removeprefix("/")
+    if not line:
+        return None
+    return Rule(re.compile(_translate(line), re.DOTALL), negated, dirs_only, on_name)
+
+
+def _translate(pat: str) -> str:
+    """A gitignore glob as a regex over a '/'-separated path (`*`, `?` and `[..]` stay within
+    one component; `**/`, `/**/` and a final `/**` cross components)."""
+    out: list[str] = []
+    i, n = 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if c == "*":
+            j = i
+            while j < n and pat[j] == "*":
+                j += 1
+            whole = (i == 0 or pat[i - 1] == "/") and j - i == 2
+            if whole and j == n:
+                out.append(".*")
+            elif whole and pat[j] == "/":
+                out.append("(?:.*/)?")
+                j += 1
+            else:
+                out.append("[^/]*")
+            i = j
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            cls, i = _bracket(pat, i)
+            out.append(cls)
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pat[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def _bracket(pat: str, i: int) -> tuple[str, int]:
+    """The character class at ``pat[i] == '['`` and the index after it; a lone '[' is literal."""
+    j = i + 1
+    negated = j < len(pat) and pat[j] in "!^"
+    if negated:
+        j += 1
+    body: list[str] = []
+    first = True
+    while j < len(pat):
+        c = pat[j]
+        if c == "]" and not first:
+            head = "[^/" if negated else "(?!/)["
+            return head + "".join(body) + "]", j + 1
+        if c == "\\" and j + 1 < len(pat):
+            body.append(re.escape(pat[j + 1]))
+            j += 2
+        else:
+            body.append(c if c == "-" else re.escape(c))
+            j += 1
+        first = False
+    return re.escape("["), i + 1
