@@ -12,6 +12,7 @@ import pytest
 from fastmcp import Client
 
 import filegate.tools.glob as glob_module
+from filegate.tools.grep_ignores import MAX_RULES_BYTES
 from tests.conftest import call, connect, stdio_transport, text, texts
 
 
@@ -240,7 +241,7 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
     (ws / "b" / ".gitignore").symlink_to(outside / "rules")
     (ws / "c" / ".gitignore").symlink_to(ws / ".env")
     os.mkfifo(ws / "d" / ".gitignore")
-    (ws / ".gitignore").write_text("*.py\n" + "#" * (300 << 10) + "\n")  # over the size bound
+    (ws / ".gitignore").write_text("*.py\n" + "#" * MAX_RULES_BYTES + "\n")  # over the size bound
     err, (out, _), _ = await glob(ws, mode, pattern="*/*.py")
     assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"]
 

@@ -1,11 +1,11 @@
 """Which paths a repository's `.gitignore` files ignore, for Glob's walk (SPEC §4 Glob).
 
-A cloned repository chooses its ignore files, so they are read the careful way: never through
-a symlink (``O_NOFOLLOW``), only when they are regular files (``O_NONBLOCK``: a FIFO cannot
-hang the open), at most :data:`MAX_FILE_BYTES` each and :data:`MAX_WALK_BYTES` per walk, and
-only inside the workspace (the files above the searched directory are read from the
-workspace folder down, never above it). A file past a limit is not honoured: the walk then
-shows more, never less, and secrets are filtered on their own.
+A cloned repository chooses its ignore files, so they are read the careful way (Grep's
+:func:`read_rules`): never through a symlink, only when they are regular files (a FIFO cannot
+hang the open), of a bounded size; at most :data:`MAX_FILE_RULES` rules a file and
+:data:`MAX_WALK_BYTES` per walk; and only inside the workspace (the files above the searched
+directory are read from the workspace folder down, never above it). A file past a limit is
+not honoured: the walk then shows more, never less, and secrets are filtered on their own.
 
 Honoured: `.gitignore` in every directory and `.git/info/exclude` of a repository inside the
 workspace, with git's precedence (deeper files first, the last matching line of a file wins,
@@ -15,18 +15,15 @@ nothing under an excluded directory can be re-included.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.policy.workspace import Workspace
+from filegate.tools.grep_ignores import IGNORE_NAME, read_rules
 
-IGNORE_FILE = ".gitignore"
 EXCLUDE_FILE = ".git/info/exclude"
-MAX_FILE_BYTES = 256 << 10  # GitHub's longest .gitignore templates are ~6 KB
-MAX_FILE_RULES = 4000
+MAX_FILE_RULES = 4000  # GitHub's longest .gitignore templates have a few hundred
 MAX_WALK_BYTES = 8 << 20
 # A name no file can have: only a rule that matches every name (`*`) matches it.
 _PROBE = "\0"
@@ -96,7 +93,7 @@ class IgnoreReader:
     """Reads and compiles the ignore files one walk meets, within its byte budget."""
 
     read_bytes: int = 0
-    _compiled: dict[bytes, RuleSet | None] = field(default_factory=dict)
+    _compiled: dict[tuple[str, ...], RuleSet | None] = field(default_factory=dict)
 
     def above(self, root: Path, workspace: Workspace) -> Ignores:
         """The ignore files of ``root``'s ancestors, from its workspace folder down."""
@@ -126,7 +123,7 @@ class IgnoreReader:
     ) -> list[_Layer]:
         found = []
         if has_ignore_file is not False:
-            found.append(self._rules(prefix + IGNORE_FILE))
+            found.append(self._rules(prefix + IGNORE_NAME))
         if has_git_dir is not False:
             found.append(self._rules(prefix + EXCLUDE_FILE))  # below the folder's own .gitignore
         return [_Layer(rs, lead, strip) for rs in found if rs is not None]
@@ -134,40 +131,21 @@ class IgnoreReader:
     def _rules(self, path: str) -> RuleSet | None:
         if self.read_bytes >= MAX_WALK_BYTES:
             return None
-        data = read_ignore_file(path)
-        if not data:
+        lines = read_rules(path)  # Grep's careful reader: no symlink, regular, bounded
+        if not lines:
             return None
-        self.read_bytes += len(data)
-        if data not in self._compiled:
-            self._compiled[data] = compile_ignore(data.decode("utf-8", "surrogateescape"))
-        return self._compiled[data]
+        self.read_bytes += sum(len(line) + 1 for line in lines)
+        key = tuple(lines)
+        if key not in self._compiled:
+            self._compiled[key] = compile_ignore(lines)
+        return self._compiled[key]
 
 
-def read_ignore_file(path: str) -> bytes | None:
-    """The bytes of a regular file of at most MAX_FILE_BYTES at ``path``, not through a final
-    symlink; None for anything else (missing, a link, a FIFO, a device, too big)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            return None
-        data = os.read(fd, MAX_FILE_BYTES + 1)  # a regular file: one read, bounded even if it grew
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) <= MAX_FILE_BYTES else None
-
-
-def compile_ignore(text: str) -> RuleSet | None:
+def compile_ignore(lines: list[str]) -> RuleSet | None:
     """git's gitignore(5) lines as rules; None when there are none (or too many to honour)."""
     rules: list[Rule] = []
-    for line in text.split("\n"):
-        rule = _rule(line.removesuffix("\r"))
+    for line in lines:
+        rule = _rule(line)
         if rule is not None:
             rules.append(rule)
     if not rules or len(rules) > MAX_FILE_RULES:

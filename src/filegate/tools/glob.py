@@ -25,8 +25,8 @@ from filegate.policy.escape import escape
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError, Workspace, abbreviate
 from filegate.tools.describe import load_description
-from filegate.tools.gitignore import IGNORE_FILE, IgnoreReader, Ignores
-from filegate.tools.grep import VCS_DIRS
+from filegate.tools.gitignore import IgnoreReader, Ignores
+from filegate.tools.grep_ignores import IGNORE_NAME, VCS_DIRS
 from filegate.tools.outcome import Outcome, ToolEnv
 
 # Kimi's glob.py MAX_MATCHES; the walk stops one past it.
@@ -336,7 +336,7 @@ class _Walk:
             return None
         if ignores is not None and self.reader is not None:
             # A looked-up directory was not listed: the reader tries to open both files.
-            has_ignore_file = None if m.literal else _listed(entries, IGNORE_FILE)
+            has_ignore_file = None if m.literal else _listed(entries, IGNORE_NAME)
             git_dir = None if m.literal else _listed(entries, ".git", want_dir=True)
             ignores = self.reader.enter(prefix, rel, ignores, has_ignore_file, git_dir)
             if named and ignores is not None and ignores.ignores_everything_in(rel):

@@ -1,0 +1,70 @@
+"""gitignore(5) semantics of Glob's rules (pure logic: rules in, decisions out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from filegate.tools.gitignore import Ignores, RuleSet, _Layer, compile_ignore
+
+
+def ignores(*lines: str) -> Ignores:
+    rs = compile_ignore(list(lines))
+    assert isinstance(rs, RuleSet)
+    return Ignores((_Layer(rs, "", 0),))
+
+
+@pytest.mark.parametrize(
+    ("lines", "path", "is_dir", "ignored"),
+    [
+        (["*.log"], "a/b/x.log", False, True),  # no slash: any depth
+        (["*.log"], "a/b/x.logs", False, False),
+        (["build/"], "src/build", True, True),  # trailing slash: directories only
+        (["build/"], "src/build", False, False),
+        (["/build"], "build", True, True),  # leading slash: anchored
+        (["/build"], "src/build", True, False),
+        (["doc/frotz"], "doc/frotz", False, True),  # a middle slash anchors too
+        (["doc/frotz"], "a/doc/frotz", False, False),
+        (["**/foo"], "a/b/foo", False, True),
+        (["**/foo"], "foo", False, True),
+        (["a/**/b"], "a/b", False, True),
+        (["a/**/b"], "a/x/y/b", False, True),
+        (["a/**"], "a/x/y", False, True),
+        (["a/**"], "a", True, False),
+        (["*.[oa]"], "x.o", False, True),
+        (["*.[!oa]"], "x.o", False, False),
+        (["*.[!oa]"], "x.c", False, True),
+        (["x?z"], "x/z", False, False),  # ? and * never cross a '/'
+        (["\\#notes"], "#notes", False, True),
+        (["# comment", "x"], "# comment", False, False),
+        (["\\!bang"], "!bang", False, True),
+        (["trail   "], "trail", False, True),  # trailing spaces dropped
+        (["trail\\ "], "trail ", False, True),  # unless escaped
+        (["*.log", "!keep.log"], "keep.log", False, False),  # the last matching line wins
+        (["!keep.log", "*.log"], "keep.log", False, True),
+        (["[z-a"], "[z-a", False, True),  # an unclosed bracket is literal
+    ],
+)
+def test_rules(lines: list[str], path: str, is_dir: bool, ignored: bool) -> None:
+    assert ignores(*lines).ignored(path, path.rsplit("/", 1)[-1], is_dir) is ignored
+
+
+def test_deeper_files_and_leads() -> None:
+    top = compile_ignore(["*.tmp", "/sub/gen"])
+    below = compile_ignore(["!keep.tmp"])
+    assert top and below
+    # walk rooted at <top>/sub: the top file sees paths with the lead "sub/"
+    ign = Ignores((_Layer(below, "", 0), _Layer(top, "sub/", 0)))
+    assert ign.ignored("gen", "gen", False)
+    assert ign.ignored("x.tmp", "x.tmp", False)
+    assert not ign.ignored("keep.tmp", "keep.tmp", False)
+    assert not ign.ignored("other", "other", False)
+
+
+def test_a_star_ignores_everything_in_its_folder() -> None:
+    assert ignores("*").ignores_everything_in("venv/")
+    assert not ignores("*.pyc", "__pycache__/").ignores_everything_in("venv/")
+
+
+def test_no_rules_or_too_many_are_not_honoured() -> None:
+    assert compile_ignore(["", "# only a comment", "   "]) is None
+    assert compile_ignore([f"f{i}" for i in range(5000)]) is None
