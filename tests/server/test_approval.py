@@ -585,3 +585,20 @@ async def test_a_name_or_client_name_cannot_forge_a_write_log_line(
     for record in records:
         assert not any(ch in record for ch in "\n\r\x1b"), record
     assert "\\x0a2026-01-01" in records[0] and "client: evil\\x0aFAKE LOG LINE\\x0d" in records[0]
+
+
+async def test_a_same_size_change_with_its_mtime_restored_is_caught_at_write_time(ws: Path) -> None:
+    """The stale check compares the content hash, not only size and mtime (issue 17)."""
+    target = ws / "a.txt"
+    target.write_text("value = 1\n")
+
+    async def meddle(*_: Any) -> Any:
+        st = target.stat()
+        target.write_text("value = 9\n")  # same size
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime
+        return {"decision": "approve"}
+
+    async with connect(ws, "legacy", client_elicitation_handler=meddle) as c:
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "value = 1", "new": "value = 2"})
+    assert r.is_error and "changed on disk" in text(r), text(r)
+    assert target.read_text() == "value = 9\n"

@@ -165,3 +165,24 @@ async def test_old_string_named_like_claude_code_is_refused(ws: Path) -> None:
         r = await call(c, "StrReplaceFile", path="a.txt", edit={"old_string": "x", "new_string": "y"})
     assert r.is_error and "Error validating JSON arguments" in text(r)
     assert (ws / "a.txt").read_text() == "x\n"
+
+
+# --- boundaries the planted bugs of issue 17 crossed ----------------------------------------
+
+
+async def test_a_multi_line_new_in_a_pure_crlf_file_is_written_with_crlf(ws: Path, mode: str) -> None:
+    """`old` matches as it is (no line break in it), `new` has LFs: the file stays pure CRLF."""
+    (ws / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    r = await edit(ws, mode, "w.txt", {"old": "two", "new": "TWO\nTWO-B\nTWO-C"})
+    assert not r.is_error, text(r)
+    assert (ws / "w.txt").read_bytes() == b"one\r\nTWO\r\nTWO-B\r\nTWO-C\r\nthree\r\n"
+    assert r.structured_content["line_endings_adapted"] == [1]
+
+
+async def test_a_multi_line_new_in_a_mixed_file_is_written_as_given(ws: Path) -> None:
+    """The other side of the boundary: a file that already mixes endings is not converted."""
+    (ws / "m.txt").write_bytes(b"a\r\nb\nc\n")
+    r = await edit(ws, "auto", "m.txt", {"old": "b", "new": "B\nB2"})
+    assert not r.is_error, text(r)
+    assert (ws / "m.txt").read_bytes() == b"a\r\nB\nB2\nc\n"
+    assert r.structured_content["line_endings_adapted"] == []
