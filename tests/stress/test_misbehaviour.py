@@ -159,6 +159,57 @@ async def test_http_connection_dropped_mid_grep_in_a_handshake_session_real_time
         assert wait_until(lambda: not rg_processes(marker), 30.0), "rg outlived Grep's 20 s timeout"
 
 
+ASKED_THEN_KILLED = r"""
+import asyncio, sys
+from fastmcp import Client
+async def never(message, response_type, params, context):
+    print("asked", flush=True)
+    await asyncio.Event().wait()
+async def main():
+    async with Client(sys.argv[1], mode="legacy", elicitation_handler=never) as c:
+        await c.call_tool("WriteFile", {"path": "f.txt", "content": "never approved"}, raise_on_error=False)
+asyncio.run(main())
+"""
+
+
+def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Path, tmp_path: Path) -> None:
+    """SPEC §6: the question goes out on the call's stream; once that closes (the client was
+    killed) nothing can answer it, so the server gives it up at once, not after 600 s."""
+    from tests.conftest import FILEGATE, free_port
+
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with open(log_path, "wb") as log_file:
+        server = subprocess.Popen(
+            [FILEGATE, "--transport", "http", "--port", str(port), "--workdir", str(ws)],
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
+    client: subprocess.Popen[bytes] | None = None
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert wait_until(lambda: b"filegate" in log_path.read_bytes() or _listening(port), GONE_S)
+        client = subprocess.Popen([sys.executable, "-c", ASKED_THEN_KILLED, url], stdout=subprocess.PIPE)
+        assert client.stdout is not None and client.stdout.readline() == b"asked\n"
+        client.kill()
+        client.wait()
+        gone = b"(approval: client-gone)"
+        assert wait_until(lambda: gone in log_path.read_bytes(), GONE_S), log_path.read_text()[-2000:]
+    finally:
+        if client is not None and client.poll() is None:
+            client.kill()
+        server.terminate()
+        server.wait(15)
+    assert not (ws / "f.txt").exists()
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 # --- a client that never answers ------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ import logging
 import secrets
 import time
 import weakref
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -78,6 +79,8 @@ ASK_TIMEOUT_S = 600.0
 # A question's nonce is remembered as spent this long after its answer came: longer than any
 # sealed state lives, so a replay always finds it.
 SPENT_FOR_S = ASK_TIMEOUT_S + 60.0
+# How often an open handshake-era question looks whether its client's stream is still open.
+STREAM_CHECK_S = 0.5
 
 APPROVE = "approve"
 APPROVE_SESSION = "approve_for_session"
@@ -345,8 +348,19 @@ class ElicitingApprover:
         try:
             # Only this call waits for this answer; a client that never answers is given up on.
             with anyio.fail_after(ASK_TIMEOUT_S):
-                result = await self.call.session.elicit_form(
-                    approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+                result = await self._answer_unless_gone(
+                    self.call.session.elicit_form(
+                        approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+                    )
+                )
+            if result is None:
+                QUESTIONS.answered(path, nonce)
+                log.info("approval question cancelled: the client closed its stream")
+                return Decision(
+                    False,
+                    "client-gone",
+                    "The client closed the connection this approval question was sent on, so "
+                    "nothing was written.",
                 )
         except TimeoutError:
             QUESTIONS.answered(path, nonce)
@@ -368,6 +382,31 @@ class ElicitingApprover:
         if QUESTIONS.answered(path, nonce) != "newest":
             return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
         return self._decide(request, result, offer is not None, "elicited")
+
+    async def _answer_unless_gone(self, asking: Awaitable[ElicitResult]) -> ElicitResult | None:
+        """The answer, or None as soon as the client's stream closed (SPEC §6: a handshake-era
+        question is cancelled when its client's stream closes)."""
+        answer: list[ElicitResult] = []
+        failed: list[Exception] = []
+
+        async def wait_for_answer() -> None:
+            try:
+                answer.append(await asking)
+            except Exception as exc:  # raised below as itself, not inside an ExceptionGroup
+                failed.append(exc)
+            tg.cancel_scope.cancel()
+
+        async def watch_stream() -> None:
+            while not await self.call.stream_closed():
+                await anyio.sleep(STREAM_CHECK_S)
+            tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_for_answer)
+            tg.start_soon(watch_stream)
+        if failed:
+            raise failed[0]
+        return answer[0] if answer else None
 
     def _modern(self, request: WriteRequest) -> Decision:
         """2026-07-28: decide on the retry's answer, if it is for this very write; else ask."""

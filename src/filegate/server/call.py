@@ -9,6 +9,7 @@ import logging
 from typing import Literal
 
 from fastmcp import Context
+from fastmcp.server.dependencies import get_http_request
 from mcp.types import InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -55,3 +56,15 @@ class CallContext:
             await self.ctx.log(text, level=level, logger_name="filegate")
         except Exception:
             log.debug("log notification failed", exc_info=True)
+
+    async def stream_closed(self) -> bool:
+        """Handshake-era HTTP: whether the client closed the stream this call answers on (its
+        POST's connection). Without an event store nothing can resume that stream, so a
+        question sent on it can never be answered. False wherever that cannot be told."""
+        if self.modern or self.transport != "streamable-http":
+            return False
+        try:
+            request = get_http_request()
+        except RuntimeError:
+            return False
+        return await request.is_disconnected()

@@ -109,6 +109,7 @@ Route = Literal[
     "elicited",  # the user answered
     "elicited, approved for the session",
     "unanswered",  # handshake era: no answer within ASK_TIMEOUT_S
+    "client-gone",  # handshake era: the client closed the stream the question went out on
     "elicitation-failed",  # the client failed to answer
     "stale",  # 2026-07-28: the file kept changing under the user's answers
     "superseded",  # a newer question about the file was asked before this answer came
