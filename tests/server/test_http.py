@@ -72,6 +72,28 @@ def test_mcp_request_without_the_right_bearer_token_gets_401_and_a_bearer_challe
     assert status == 401
     assert hdrs["www-authenticate"].startswith("Bearer")
     assert b"filegate" not in body and b"jsonrpc" not in body
+    # A plain answer that says what is wrong, and nothing that starts an OAuth login (issue 12).
+    assert hdrs["content-type"].startswith("text/plain")
+    sent_bearer = (authorization or "").lower().startswith("bearer ")
+    assert (b"bearer token is wrong" if sent_bearer else b"No bearer token was sent") in body
+    assert hdrs["www-authenticate"] == "Bearer"
+    for oauth_word in (b"oauth", b"register", b"invalid_token", b"resource_metadata", b"expired"):
+        assert oauth_word not in body.lower() and oauth_word not in hdrs["www-authenticate"].encode().lower()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+        "/register",
+        "/authorize",
+    ],
+)
+def test_no_oauth_discovery_is_offered(srv: Served, path: str) -> None:
+    assert request(srv.port, "GET", path, {"Host": f"127.0.0.1:{srv.port}"})[0] == 404
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
@@ -106,8 +128,28 @@ def test_foreign_origin_is_refused_with_403(srv: Served) -> None:
     assert post_init(srv, **AUTH, Origin="https://evil.example.com")[0] == 403
 
 
-def test_loopback_origin_is_accepted(srv: Served) -> None:
-    assert post_init(srv, **AUTH, Origin="http://localhost:5173")[0] == 200
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]:3000", "null"]
+)
+def test_an_origin_that_was_not_allowed_is_refused_even_on_loopback(srv: Served, origin: str) -> None:
+    """Any local web page has a localhost origin: no implicit localhost ports (issue 10 hole 9)."""
+    assert post_init(srv, **AUTH, Origin=origin)[0] == 403
+    assert post_init(srv, **AUTH, Origin=f"http://127.0.0.1:{srv.port}")[0] == 403
+
+
+def test_a_tokenless_loopback_server_refuses_a_local_web_page(ws: Path, tmp_path: Path) -> None:
+    with http_filegate(ws, tmp_path) as served:
+        assert post_init(served, Origin="http://localhost:5173")[0] == 403
+        assert post_init(served, Origin="http://localhost")[0] == 403
+        assert post_init(served)[0] == 200  # no Origin: a native client, served
+
+
+def test_an_allowed_origin_matches_in_any_spelling_of_itself(ws: Path, tmp_path: Path) -> None:
+    with http_filegate(ws, tmp_path, "--allowed-origin", "https://App.example.com") as served:
+        assert post_init(served, Origin="https://app.example.com:443")[0] == 200
+        assert post_init(served, Origin="https://app.example.com")[0] == 200
+        assert post_init(served, Origin="http://app.example.com")[0] == 403
+        assert post_init(served, Origin="https://app.example.com:8443")[0] == 403
 
 
 def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(

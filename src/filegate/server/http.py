@@ -4,11 +4,16 @@
   approvals) and gets elicitation requests on its stream; 2026-07-28 clients are served per
   request. Many clients at once.
 - Every request to the MCP path needs ``Authorization: Bearer <token>`` when a token is set
-  (compared in constant time; 401 with ``WWW-Authenticate: Bearer`` otherwise). Binding a
-  non-loopback address without a token is refused earlier, in Settings.
+  (compared in constant time). Without it: a plain 401 that says the token is missing or
+  wrong, with a bare ``WWW-Authenticate: Bearer`` challenge -- no OAuth error codes, no
+  resource metadata, no discovery routes, so no client starts an OAuth login against a
+  server that has no OAuth. Binding a non-loopback address without a token is refused
+  earlier, in Settings.
 - Host and Origin are checked on every request (421 / 403): DNS rebinding cannot reach a
-  server on loopback. ``--allowed-origin`` admits browser-based clients (and answers their
-  CORS preflights). Host names other than loopback and the bound address get 421.
+  server on loopback. A request that carries an ``Origin`` header is served only when that
+  origin was given with ``--allowed-origin`` (which also answers its CORS preflights): no
+  implicit localhost ports, since any local web page has a localhost origin. Host names other
+  than loopback and the bound address get 421.
 - ``GET /healthz`` needs no token and answers ``ok``: it tells liveness and nothing else.
 - SIGTERM/SIGINT: stop accepting, let running calls finish (shutdown.CALL_GRACE_S), cancel the
   rest (killing their rg), end open responses properly, then stop.
@@ -22,12 +27,13 @@ import hmac
 import logging
 import socket
 from types import FrameType
+from urllib.parse import urlsplit
 
 import anyio
 import uvicorn
 from fastmcp import FastMCP
-from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -48,19 +54,79 @@ CORS_EXPOSE = ["Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"]
 HTTP_GRACE_S = 2.0
 
 
-class BearerVerifier(TokenVerifier):
-    """One shared secret. Both sides are hashed first, so the comparison takes the same time
-    whatever the token's length and content."""
+NO_TOKEN = "No bearer token was sent. Send the server's token as 'Authorization: Bearer <token>'.\n"
+WRONG_TOKEN = "The bearer token is wrong. Send the token the server was started with.\n"
+FORBIDDEN_ORIGIN = "Forbidden Origin: this origin was not allowed (--allowed-origin).\n"
 
-    def __init__(self, token: str) -> None:
-        super().__init__()
+
+class BearerGate:
+    """ASGI middleware: requests to the MCP path need the one shared token.
+
+    Both sides are hashed first, so the comparison takes the same time whatever the offered
+    token's length and content. A failure is a plain 401 naming the problem; the challenge is
+    a bare ``Bearer`` (RFC 6750 §3) with no ``error`` or ``resource_metadata`` parameter, which
+    is what sends OAuth-capable clients (the Inspector) into discovery and a login page.
+    """
+
+    def __init__(self, app: ASGIApp, token: str, path: str) -> None:
+        self.app = app
+        self.path = path
         self._digest = hashlib.sha256(token.encode()).digest()
 
-    async def verify_token(self, token: str) -> AccessToken | None:
-        offered = hashlib.sha256(token.encode()).digest()
-        if hmac.compare_digest(offered, self._digest):
-            return AccessToken(token=token, client_id="filegate-user", scopes=[])
-        return None
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        scheme, _, offered = Headers(scope=scope).get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not offered.strip():
+            await _unauthorized(NO_TOKEN)(scope, receive, send)
+            return
+        digest = hashlib.sha256(offered.strip().encode("utf-8", "surrogateescape")).digest()
+        if not hmac.compare_digest(digest, self._digest):
+            await _unauthorized(WRONG_TOKEN)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _unauthorized(text: str) -> Response:
+    return PlainTextResponse(text, 401, headers={"WWW-Authenticate": "Bearer", "Cache-Control": "no-store"})
+
+
+def normalized_origin(origin: str) -> str:
+    """``scheme://host:port`` in lower case with the scheme's default port spelled out, so
+    ``https://App.example`` and ``https://app.example:443/`` are one origin; anything that
+    does not parse as an origin is kept as given (and matches only itself)."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return origin
+    if not parts.scheme or not parts.hostname or parts.path not in ("", "/") or parts.query:
+        return origin
+    scheme = parts.scheme.lower()
+    port = port if port is not None else {"http": 80, "https": 443}.get(scheme)
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{scheme}://{host}:{port}" if port is not None else f"{scheme}://{host}"
+
+
+class OriginGate:
+    """ASGI middleware: a request with an ``Origin`` header is served only for an allowed origin.
+
+    fastmcp's own guard also lets through any loopback origin on a loopback server, which is
+    every local web page (``http://localhost:5173``); this one has no such exception.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(normalized_origin(o) for o in allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            origin = Headers(scope=scope).get("origin")
+            if origin is not None and normalized_origin(origin) not in self.allowed:
+                await PlainTextResponse(FORBIDDEN_ORIGIN, 403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 async def _healthz(request: Request) -> Response:
@@ -119,14 +185,18 @@ class TrackExchanges:
 
 def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges | None = None) -> Starlette:
     """The ASGI app. ``exchanges`` (optional) collects open responses for shutdown."""
-    if settings.token is not None:
-        server.auth = BearerVerifier(settings.token.get_secret_value())
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(_healthz)
-    middleware = [Middleware(TrackExchanges, exchanges=exchanges)] if exchanges else []
+    # Outermost first: the Origin verdict, then CORS (a preflight carries no token), then the
+    # token, then the shutdown bookkeeping.
+    middleware = [Middleware(OriginGate, allowed=list(settings.allowed_origins))]
     if settings.allowed_origins:
         # A browser page may call the endpoint only if its preflight is answered and the
-        # responses carry CORS headers; other origins still get 403 from the guard.
-        middleware.insert(0, _cors(list(settings.allowed_origins)))
+        # responses carry CORS headers.
+        middleware.append(_cors(list(settings.allowed_origins)))
+    if settings.token is not None:
+        middleware.append(Middleware(BearerGate, token=settings.token.get_secret_value(), path=settings.path))
+    if exchanges:
+        middleware.append(Middleware(TrackExchanges, exchanges=exchanges))
     app: Starlette = server.http_app(
         path=settings.path,
         middleware=middleware,
