@@ -90,6 +90,13 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="another Host header the HTTP endpoint answers to, e.g. files.internal:8000 (repeatable)",
     )
+    a("--max-connections", help="HTTP: most connections open at once (default 256)")
+    a("--max-sessions", help="HTTP: most handshake-era sessions open at once (default 64)")
+    a(
+        "--session-idle-timeout",
+        metavar="SECONDS",
+        help="HTTP: end a handshake-era session idle this long, with its approvals and roots (default 900)",
+    )
     a("--log-level", type=_upper, choices=get_args(LogLevel), help="stderr log level (default: WARNING)")
     a(
         "--approval",

@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     client: ClientPreset | None = None
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)
+    # HTTP under abuse (server/connections.py, server/http.py). Connections: the cap is also
+    # kept below the process's descriptor limit, so accept() never runs out of descriptors.
+    max_connections: int = Field(default=256, ge=8, le=65536)
+    # Handshake-era sessions (each holds its roots and session approvals): at most this many
+    # at once, and one with no request in flight for this many seconds ends.
+    max_sessions: int = Field(default=64, ge=1, le=100000)
+    session_idle_timeout: float = Field(default=900.0, gt=0, le=7 * 86400)
 
     @field_validator("add_dirs", mode="before")
     @classmethod

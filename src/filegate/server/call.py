@@ -13,6 +13,8 @@ from fastmcp.server.dependencies import get_http_request
 from mcp.types import InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from filegate.server import upstream
+
 log = logging.getLogger("filegate")
 
 
@@ -33,7 +35,7 @@ class CallContext:
         self.session = session
         # mcp 2 builds a ServerSession per request; the connection is what lives as long as
         # the client's session (handshake era), so per-session memory is keyed on it.
-        self.connection: object = getattr(session, "_connection", None) or session
+        self.connection: object = upstream.connection_of(session)
         self.modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
         caps = session.client_capabilities
         self.can_elicit = bool(

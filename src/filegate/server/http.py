@@ -14,6 +14,10 @@
   origin was given with ``--allowed-origin`` (which also answers its CORS preflights): no
   implicit localhost ports, since any local web page has a localhost origin. Host names other
   than loopback and the bound address get 421.
+- Under abuse (SPEC §5): a cap on connections and deadlines for a request's headers and body
+  (server/connections.py), accept errors logged once per burst, and a cap on handshake-era
+  sessions with an idle expiry (``--max-sessions``, ``--session-idle-timeout``); a session's
+  roots and approvals are keyed weakly on it and go when it ends.
 - ``GET /healthz`` needs no token and answers ``ok``: it tells liveness and nothing else.
 - SIGTERM/SIGINT: stop accepting, let running calls finish (shutdown.CALL_GRACE_S), cancel the
   rest (killing their rg), end open responses properly, then stop.
@@ -21,7 +25,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -40,6 +44,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from filegate.server import upstream
+from filegate.server.connections import connection_cap, guarded_protocol, quiet_accept_errors
 from filegate.server.shutdown import CALL_GRACE_S, CallGate
 from filegate.settings import Settings, StartError, announce
 
@@ -52,6 +58,10 @@ CORS_EXPOSE = ["Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"]
 # After the calls are drained and open responses ended, how long uvicorn waits for the
 # connections to close before cancelling what is left.
 HTTP_GRACE_S = 2.0
+# The listen queue, which is also how many connections asyncio accepts in one go before any of
+# them reaches the connection cap (server/connections.py): kept well under its descriptor
+# reserve, so a flood of connects waits in the kernel instead of taking the last descriptors.
+ACCEPT_BACKLOG = 16
 
 
 NO_TOKEN = "No bearer token was sent. Send the server's token as 'Authorization: Bearer <token>'.\n"
@@ -207,7 +217,9 @@ def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges
         host_origin_protection=True,
         allowed_hosts=list(settings.allowed_hosts),
         allowed_origins=list(settings.allowed_origins),
+        session_idle_timeout=settings.session_idle_timeout,
     )
+    upstream.cap_sessions(app, settings.path, settings.max_sessions)
     return app
 
 
@@ -235,34 +247,22 @@ class _Server(uvicorn.Server):
             self.force_exit = True  # a second signal of either kind: stop waiting
         super().handle_exit(sig, frame)
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        quiet_accept_errors(asyncio.get_running_loop())
+        await super().startup(sockets)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for listener in self.servers:
             listener.close()  # no new connections while the calls drain
         await self.gate.drain(CALL_GRACE_S, hurry=lambda: self.force_exit)
         self.exchanges.end_all()
         await anyio.sleep(0)  # let the ended exchanges send their last chunk
-        _release_sse_streams()
+        upstream.release_sse_streams()
         await super().shutdown(sockets)
 
 
-def _hold_sse_streams() -> None:
-    """sse-starlette ends every SSE stream as soon as uvicorn sees a signal, which would cut a
-    running call's response stream before the drain; take that decision over."""
-    with contextlib.suppress(ImportError):
-        from sse_starlette.sse import AppStatus
-
-        AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
-
-
-def _release_sse_streams() -> None:
-    with contextlib.suppress(ImportError):
-        from sse_starlette.sse import AppStatus
-
-        AppStatus.should_exit = True
-
-
 def run_http(server: FastMCP, settings: Settings) -> None:
-    _hold_sse_streams()
+    upstream.hold_sse_streams()
     gate = CallGate()
     server.add_middleware(gate)
     exchanges = OpenExchanges()
@@ -276,6 +276,9 @@ def run_http(server: FastMCP, settings: Settings) -> None:
         lifespan="on",
         timeout_graceful_shutdown=int(HTTP_GRACE_S),
         server_header=False,
+        http=guarded_protocol(connection_cap(settings.max_connections)),
+        ws="none",  # no WebSocket route: an upgrade request is just a request
+        backlog=ACCEPT_BACKLOG,
     )
     listener = _listen(settings.host, settings.port)  # before uvicorn: a taken port is one line
     announce(settings, f"http://{_url_host(settings.host)}:{listener.getsockname()[1]}{settings.path}")

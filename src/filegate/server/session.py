@@ -12,6 +12,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from filegate.policy.budget import result_budget_for
 from filegate.policy.workspace import Workspace
+from filegate.server import upstream
 from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
 from filegate.settings import Settings
@@ -73,5 +74,5 @@ class RootsChanged(Middleware):
     async def on_notification(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         if context.method == "notifications/roots/list_changed" and context.fastmcp_context:
             session = context.fastmcp_context.session
-            self.runtime.forget_roots(getattr(session, "_connection", None) or session)
+            self.runtime.forget_roots(upstream.connection_of(session))
         return await call_next(context)

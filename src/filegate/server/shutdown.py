@@ -9,19 +9,14 @@ and SIGINT left it waiting for stdin forever.
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from mcp.types import CallToolRequestParams, TextContent
-
-from filegate.server.stdio import run_stdio_async
 
 log = logging.getLogger("filegate")
 
@@ -94,48 +89,3 @@ class CallGate(Middleware):
         with anyio.move_on_after(CANCEL_WAIT_S):
             while self._calls:
                 await anyio.sleep(POLL_S)
-
-
-def run_stdio(server: FastMCP) -> None:
-    """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
-
-    On a signal: drain running calls, then die of that same signal (the conventional exit
-    status). Waiting for the stdio reader is not an option: it blocks in a thread until the
-    client writes or closes stdin.
-    """
-    gate = CallGate()
-    server.add_middleware(gate)
-    received: list[int] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def stop(signum: int) -> None:
-                log.info("received %s, stopping", signal.Signals(signum).name)
-                busy = gate.in_flight > 0
-                await gate.drain(hurry=lambda: len(received) > 1)
-                if busy:
-                    await anyio.sleep(FLUSH_S)
-                _die(signum)
-
-            async def watch() -> None:
-                with anyio.open_signal_receiver(*SIGNALS) as signals:
-                    async for signum in signals:
-                        received.append(int(signum))
-                        if len(received) == 1:
-                            tg.start_soon(stop, int(signum))
-
-            tg.start_soon(watch)
-            await run_stdio_async(server)  # filegate.server.stdio: no worker thread per message
-            tg.cancel_scope.cancel()  # stdin closed: the normal way out
-
-    anyio.run(main)
-
-
-def _die(signum: int) -> None:
-    """Exit as if ``signum`` had not been caught (as PID 1, SIG_DFL is ignored: exit anyway)."""
-    logging.shutdown()
-    sys.stdout.flush()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-    os._exit(128 + signum)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from filegate.server.upstream import STATE_STORE_SLOT
+
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-# Where FastMCP keeps the store it builds on first use (a name-mangled private attribute).
-# If a fastmcp release renames it, assigning it is harmless and this optimisation is lost.
-_SLOT = "_FastMCP__state_store"
+# Where FastMCP keeps the store it builds on first use (a name-mangled private attribute,
+# named in server/upstream.py, whose test fails if a fastmcp release renames it).
+_SLOT = STATE_STORE_SLOT
 
 
 class EmptyUntilWritten:

@@ -11,6 +11,9 @@ As the SDK does, fds 0 and 1 are diverted while serving (0 reads /dev/null, 1 wr
 stderr), so children (rg, wc) and stray prints never touch the wire; both are restored, and
 made blocking again, on the way out.
 
+:func:`run_stdio` is the stdio entry point: it serves until stdin closes, and on SIGTERM/SIGINT
+drains running calls (server/shutdown.py's CallGate) before dying of that signal.
+
 The SDK transport is used instead when stdin and stdout are not pipes or sockets (a terminal,
 a regular file), when they are one and the same socket, off asyncio, or off POSIX.
 """
@@ -21,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import stat
 import sys
 from collections import deque
@@ -28,6 +32,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from filegate.server import upstream
+from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -236,8 +243,53 @@ async def run_stdio_async(server: FastMCP) -> None:
 
     token = set_transport("stdio")
     try:
-        async with server._lifespan_manager(), stdio_streams() as (read_stream, write_stream):
-            low = server._mcp_server
+        async with upstream.lifespan(server), stdio_streams() as (read_stream, write_stream):
+            low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
         reset_transport(token)
+
+
+def run_stdio(server: FastMCP) -> None:
+    """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
+
+    On a signal: drain running calls, then die of that same signal (the conventional exit
+    status). Waiting for the stdio reader is not an option: it blocks in a thread until the
+    client writes or closes stdin.
+    """
+    gate = CallGate()
+    server.add_middleware(gate)
+    received: list[int] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def stop(signum: int) -> None:
+                log.info("received %s, stopping", signal.Signals(signum).name)
+                busy = gate.in_flight > 0
+                await gate.drain(hurry=lambda: len(received) > 1)
+                if busy:
+                    await anyio.sleep(FLUSH_S)
+                _die(signum)
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*SIGNALS) as signals:
+                    async for signum in signals:
+                        received.append(int(signum))
+                        if len(received) == 1:
+                            tg.start_soon(stop, int(signum))
+
+            tg.start_soon(watch)
+            await run_stdio_async(server)  # no worker thread per message
+            tg.cancel_scope.cancel()  # stdin closed: the normal way out
+
+    anyio.run(main)
+
+
+def _die(signum: int) -> None:
+    """Exit as if ``signum`` had not been caught (as PID 1, SIG_DFL is ignored: exit anyway)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)
