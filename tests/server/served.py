@@ -7,6 +7,7 @@ measurement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import os
 import shutil
@@ -178,20 +179,71 @@ def filegate_children_of_me(workdir: Path) -> list[int]:
     return pids
 
 
+# The version ../shared/tools/inspector pins; fetched from the npm registry when that wrapper is
+# absent (a plain clone), into the same cache the wrapper uses.
+INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector@2.12.0"
+
+
 def inspector_missing() -> str | None:
-    """Why the MCP Inspector cannot run here, or None."""
-    if not INSPECTOR.exists():
-        return f"the Inspector wrapper {INSPECTOR} is not in this checkout's shared tools"
+    """Why the MCP Inspector cannot run here, or None (it is fetched on first use)."""
+    if INSPECTOR.exists():
+        return None
     if shutil.which("npm") is None or shutil.which("node") is None:
         return "npm/node are not installed: the MCP Inspector is an npm package"
     return None
+
+
+@functools.cache
+def inspector_command() -> str:
+    """../shared/tools/inspector, else the pinned package installed once from the npm registry.
+
+    An install is checked by running it (npm has been seen to leave a tree with files missing
+    while another npm shares its cache) and made in a side directory renamed into place, so a
+    half-done install is never used. A failed install fails the calling test; it is not a skip.
+    """
+    if INSPECTOR.exists():
+        return str(INSPECTOR)
+    home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "filegate-tools"
+    cache = Path(os.environ.get("FILEGATE_TOOLS_CACHE") or home_cache)
+    dest = cache / "npm" / INSPECTOR_PACKAGE.replace("/", "_").replace("@", "_")
+    if _inspector_runs(dest):
+        return str(_inspector_exe(dest))
+    problem = ""
+    for attempt in range(3):
+        side = dest.with_name(f"{dest.name}.install-{os.getpid()}-{attempt}")
+        shutil.rmtree(side, ignore_errors=True)
+        side.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "install", "--prefix", str(side), "--no-audit", "--no-fund", "--loglevel=error",
+             INSPECTOR_PACKAGE],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        problem = done.stderr[-2000:]
+        if done.returncode == 0 and _inspector_runs(side):
+            shutil.rmtree(dest, ignore_errors=True)
+            side.rename(dest)
+            return str(_inspector_exe(dest))
+        shutil.rmtree(side, ignore_errors=True)
+    raise AssertionError(f"npm install {INSPECTOR_PACKAGE} gave no working Inspector: {problem}")
+
+
+def _inspector_exe(prefix: Path) -> Path:
+    return prefix / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def _inspector_runs(prefix: Path) -> bool:
+    exe = _inspector_exe(prefix)
+    if not exe.exists():
+        return False
+    done = subprocess.run([str(exe), "--cli", "--help"], capture_output=True, timeout=120)
+    return done.returncode == 0
 
 
 def run_inspector(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     # The Inspector gives a server 15 s to answer by default; a loaded CI machine starting
     # several servers at once can need more (a hang guard, not a measurement).
     return subprocess.run(
-        [str(INSPECTOR), "--cli", "--connect-timeout", "120000", *args],
+        [inspector_command(), "--cli", "--connect-timeout", "120000", *args],
         capture_output=True,
         text=True,
         timeout=180,  # the first run installs the package from npm

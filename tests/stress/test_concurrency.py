@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 
 from tests.conftest import text
+from tests.server.served import inspector_command, inspector_missing
 from tests.stress.procs import http_server, status
 
-INSPECTOR = Path(__file__).resolve().parents[3] / "shared" / "tools" / "inspector"
 # The Inspector's --load: calls and concurrency by default, and in the slow variant (the issue's).
 LOAD_CALLS, LOAD_CONCURRENCY = 200, 50
 SLOW_LOAD_CALLS = 20_000
@@ -175,7 +174,7 @@ async def test_ten_http_clients_at_once_keep_their_approvals_to_themselves(ws: P
 def _inspector_load(
     url: str, tool: str, args: dict[str, Any], calls: int, concurrency: int
 ) -> dict[str, Any]:
-    cmd = [str(INSPECTOR), "--cli", url, "--method", "tools/call", "--tool-name", tool,
+    cmd = [inspector_command(), "--cli", url, "--method", "tools/call", "--tool-name", tool,
            "--tool-args-json", json.dumps(args), "--load", "--load-requests", str(calls),
            "--load-concurrency", str(concurrency), "--format", "json", "-q"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -186,8 +185,8 @@ def _inspector_load(
 
 
 def _needs_inspector() -> None:
-    if not INSPECTOR.exists() or shutil.which("node") is None:
-        pytest.skip("the MCP Inspector (../shared/tools/inspector, needs node) is not available")
+    if missing := inspector_missing():
+        pytest.skip(missing)
 
 
 async def _load(ws: Path, calls: int) -> dict[str, Any]:
