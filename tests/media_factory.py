@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import random
+import struct
+import zlib
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -159,3 +161,94 @@ def write_mp4(path: Path, **kw: object) -> Path:
 
 def write_webm(path: Path, **kw: object) -> Path:
     return write_clip(path, pick_codec("libvpx-vp9", "libvpx", "vp8"), "webm", **kw)  # type: ignore[arg-type]
+
+
+# --- decompression bombs and other hostile files ----------------------------------------------
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# PNG colour type for each mode we write: (colour type, bands).
+_PNG_COLOUR = {"L": (0, 1), "RGB": (2, 3), "RGBA": (6, 4)}
+
+
+def png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def bomb_png_bytes(width: int, height: int, mode: str = "RGBA") -> bytes:
+    """A valid PNG of one flat colour: tiny on disk, ``width × height × bands`` bytes decoded.
+
+    Streamed through zlib row by row, so making a 9400x9400 bomb costs this process ~40 KB, not
+    the 353 MB it decodes to.
+    """
+    colour, bands = _PNG_COLOUR[mode]
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    z = zlib.compressobj(9)
+    row = bytes(1 + width * bands)  # filter byte 0 + black pixels
+    idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+    return _PNG_SIGNATURE + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+
+
+def write_bomb_png(path: Path, width: int = 9400, height: int = 9400, mode: str = "RGBA") -> Path:
+    path.write_bytes(bomb_png_bytes(width, height, mode))
+    return path
+
+
+def ico_with_png_bytes(png: bytes, listed: int = 0) -> bytes:
+    """An ICO whose one entry is ``png`` (the directory's one-byte size says ``listed``: 0 = 256)."""
+    entry = struct.pack("<BBBBHHII", listed, listed, 0, 0, 1, 32, len(png), 6 + 16)
+    return b"\0\0\1\0" + struct.pack("<H", 1) + entry + png
+
+
+def many_page_tiff_bytes(pages: int) -> bytes:
+    """A little-endian TIFF of ``pages`` 1x1 grey pages, ~115 bytes each (written directly:
+    Pillow's writer would take minutes for 50,000 pages)."""
+    entries = 9
+    ifd_size = 2 + entries * 12 + 4
+    out = bytearray(b"II*\0" + struct.pack("<I", 8))
+    for i in range(pages):
+        ifd_at = len(out)
+        pixel_at = ifd_at + ifd_size
+        next_at = pixel_at + 1 if i + 1 < pages else 0
+        tags = [
+            (256, 3, 1, 1),  # ImageWidth
+            (257, 3, 1, 1),  # ImageLength
+            (258, 3, 1, 8),  # BitsPerSample
+            (259, 3, 1, 1),  # Compression: none
+            (262, 3, 1, 1),  # PhotometricInterpretation: black is zero
+            (273, 4, 1, pixel_at),  # StripOffsets
+            (277, 3, 1, 1),  # SamplesPerPixel
+            (278, 3, 1, 1),  # RowsPerStrip
+            (279, 4, 1, 1),  # StripByteCounts
+        ]
+        out += struct.pack("<H", entries)
+        for tag, kind, count, value in tags:
+            out += struct.pack("<HHII", tag, kind, count, value)
+        out += struct.pack("<I", next_at)
+        out += bytes([(i * 37) % 256])
+    return bytes(out)
+
+
+def many_frame_gif_bytes(frames: int, size: tuple[int, int] = (32, 24)) -> bytes:
+    """An animated GIF of ``frames`` frames, each a different colour (so none are merged)."""
+    imgs = [Image.new("P", size, i % 2) for i in range(frames)]
+    for im in imgs:
+        im.putpalette([255, 0, 0, 0, 0, 255] + [0] * 762)
+    buf = io.BytesIO()
+    imgs[0].save(buf, "GIF", save_all=True, append_images=imgs[1:], duration=20, loop=0, optimize=False)
+    return buf.getvalue()
+
+
+def noise_png_bytes(width: int, height: int, pad_to: int | None = None, seed: int = 3) -> bytes:
+    """An incompressible RGB PNG (random pixels); with ``pad_to``, padded with a private
+    ancillary chunk before IEND to exactly that many bytes."""
+    rnd = random.Random(seed)
+    buf = io.BytesIO()
+    Image.frombytes("RGB", (width, height), rnd.randbytes(width * height * 3)).save(buf, "PNG")
+    data = buf.getvalue()
+    if pad_to is None:
+        return data
+    iend = data.rindex(b"IEND") - 4
+    padding = pad_to - len(data) - 12
+    if padding < 0:
+        raise ValueError(f"the PNG is already {len(data)} bytes, over {pad_to}")
+    return data[:iend] + png_chunk(b"fgPd", bytes(padding)) + data[iend:]

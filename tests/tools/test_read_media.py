@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import io
 import json
+import os
 import shutil
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+import pytest_asyncio
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 from mcp.types import Implementation
 from PIL import Image, features
 
+from filegate.media.bounds import MAX_DECODE_BYTES, Deadline, DecodeGate, DecodeTimeout
+from filegate.media.headers import MAX_COUNTED_FRAMES, gif_frames
+from filegate.media.image import fit_image_to_budget
 from filegate.policy.budget import KIMI_BUDGET
 from filegate.settings import DEFAULT_RESULT_BUDGET
 from tests import media_factory as mf
 from tests.conftest import call, connect, stdio_transport, text
+from tests.stress.procs import server_pid, status
 
 COORDS = "compute absolute coordinates using the original image size"
 
@@ -471,3 +483,212 @@ async def test_tool_is_listed_read_only_with_a_short_description(ws: Path) -> No
     assert list(tool.input_schema["properties"]) == ["path"]
     assert len(tool.description or "") < 1200  # well under 1,000 tokens
     assert "100MB" in (tool.description or "")
+
+
+# --- hostile files: memory and time stay bounded (SPEC §4 ReadMediaFile) --------------------------
+
+# The installed server in a subprocess under an address-space cap: a regression fails its
+# calls (MemoryError), it cannot take the machine down.
+CAPPED_LAUNCHER = (
+    "import resource, sys; cap = int(sys.argv.pop(1)); "
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap)); "
+    "from filegate.cli import main; sys.exit(main())"
+)
+SERVER_AS_CAP = 3 << 30
+# "A few hundred MiB" for the whole server (Python, fastmcp and Pillow are ~90 MiB idle; one
+# decode at the budget ~270 MiB). Before the bounds: 1,238 MiB for one bomb call, the 3 GiB cap
+# for three; 627 MiB for three parallel 94 MB decodes.
+PEAK_LIMIT = 320 << 20
+# Hang guard for one hostile call (the 50,000-page TIFF took 39-85 s before).
+CALL_GUARD_S = 30
+
+
+class Capped:
+    """A capped stdio server, warmed by one small image (Pillow imported), and its memory."""
+
+    def __init__(self, client: Client[Any], ws: Path) -> None:
+        self.client, self.ws, self.pid = client, ws, server_pid(ws)
+
+    async def read(self, path: str, n: int = 1) -> list[Any]:
+        """``n`` parallel ReadMediaFile calls, under a hang guard."""
+        with anyio.fail_after(CALL_GUARD_S):
+            return list(
+                await asyncio.gather(*(call(self.client, "ReadMediaFile", path=path) for _ in range(n)))
+            )
+
+    def reset_peak(self) -> None:
+        """VmHWM := VmRSS (Linux 4.0+, clear_refs "5"): each test measures its own peak."""
+        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def peak(self) -> int:
+        return status(self.pid)["VmHWM"]
+
+
+@contextlib.asynccontextmanager
+async def capped_server(ws: Path) -> AsyncIterator[Capped]:
+    mf.write_png(ws / "warm.png", mf.line_art(64, 48))
+    args = ["-c", CAPPED_LAUNCHER, str(SERVER_AS_CAP), "--workdir", str(ws)]
+    async with Client(StdioTransport(sys.executable, args, cwd=str(ws), keep_alive=False)) as c:
+        server = Capped(c, ws)
+        (warm,) = await server.read("warm.png")
+        assert not warm.is_error, text(warm)
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def capped_shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Capped]:
+    """One capped server for the hostile-file tests (a start costs seconds)."""
+    ws = Path(os.path.realpath(tmp_path_factory.mktemp("hostile")))
+    async with capped_server(ws) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def capped(capped_shared: Capped) -> Capped:
+    (warm,) = await capped_shared.read("warm.png")  # still answering after the last test
+    assert not warm.is_error, text(warm)
+    capped_shared.reset_peak()
+    return capped_shared
+
+
+hostile = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="session")
+def bomb_png() -> bytes:
+    return mf.bomb_png_bytes(9400, 9400)  # 343 KB on disk, 353 MB decoded (RGBA)
+
+
+@hostile
+@pytest.mark.parametrize("parallel", [1, 3])
+async def test_png_bomb_is_refused_from_its_header_and_the_server_stays_small(
+    capped: Capped, bomb_png: bytes, parallel: int
+) -> None:
+    (capped.ws / "bomb.png").write_bytes(bomb_png)
+    results = await capped.read("bomb.png", parallel)
+    peak = capped.peak()
+    for r in results:
+        assert r.is_error and not blocks(r, "image")
+        assert text(r) == (
+            "Failed to read `bomb.png` as image (image/png): it is 9400x9400px with 4 bytes a "
+            f"pixel: 353440000 bytes once decoded, over the {MAX_DECODE_BYTES} bytes this server "
+            "decodes for one picture (a guard against decompression bombs), so it was not "
+            "decoded. Make a smaller copy with an image tool and read that."
+        )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+
+
+@pytest.mark.slow
+async def test_parallel_decodes_within_the_budget_do_not_stack_their_memory(ws: Path) -> None:
+    # 5600x5600 RGB: 94 MB decoded each, within the budget; three at once must take turns.
+    mf.write_bomb_png(ws / "big.png", 5600, 5600, "RGB")
+    async with capped_server(ws) as server:
+        results = await server.read("big.png", 3)
+        peak = server.peak()
+        rss_after = status(server.pid)["VmRSS"]
+    for r in results:
+        _img, _raw, im = one_image(r)
+        assert im.size == (2048, 2048)
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+    assert rss_after < PEAK_LIMIT // 2, f"{rss_after >> 20} MiB kept after the decodes"
+
+
+@hostile
+async def test_ico_with_a_huge_embedded_png_is_refused_before_any_decode(capped: Capped) -> None:
+    # The directory says 256x256; the PNG inside is 13000x13000 (Pillow decodes it in open).
+    ico = mf.ico_with_png_bytes(mf.bomb_png_bytes(13000, 13000, "L"))
+    (capped.ws / "favicon.ico").write_bytes(ico)
+    (r,) = await capped.read("favicon.ico")
+    peak = capped.peak()
+    assert r.is_error and not blocks(r, "image")
+    assert text(r).startswith(
+        "Failed to read `favicon.ico` as image (image/x-icon): its largest icon is "
+        "13000x13000px with 4 bytes a pixel"
+    )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+
+
+@hostile
+async def test_tiff_with_50000_pages_is_read_in_seconds(capped: Capped) -> None:
+    (capped.ws / "pages.tif").write_bytes(mf.many_page_tiff_bytes(50_000))  # 5.7 MB
+    start = time.monotonic()
+    (r,) = await capped.read("pages.tif")
+    elapsed = time.monotonic() - start
+    _img, _raw, im = one_image(r)
+    assert im.size == (1, 1) and "frames" not in text(r)
+    assert elapsed < 5, f"{elapsed:.1f} s"  # a linear read: well under a second here
+
+
+async def test_gif_frames_are_counted_up_to_a_cap(ws: Path) -> None:
+    (ws / "long.gif").write_bytes(mf.many_frame_gif_bytes(MAX_COUNTED_FRAMES + 500))
+    async with connect(ws, image_max_side=16) as c:
+        r = await call(c, "ReadMediaFile", path="long.gif")
+    one_image(r)
+    assert (
+        f"returned as 16x12px image/png, {len(one_image(r)[1])} bytes, the first of more than {MAX_COUNTED_FRAMES} frames)"
+        in text(r)
+    )
+
+
+def test_gif_frame_count_matches_pillow_below_the_cap() -> None:
+    for n in (1, 2, 6, MAX_COUNTED_FRAMES):
+        data = mf.many_frame_gif_bytes(n, (8, 6))
+        assert gif_frames(data) == (Image.open(io.BytesIO(data)).n_frames, False)
+    assert gif_frames(mf.many_frame_gif_bytes(MAX_COUNTED_FRAMES + 1, (8, 6))) == (MAX_COUNTED_FRAMES, True)
+
+
+def test_a_decode_past_its_deadline_is_stopped(media_dir: Path) -> None:
+    data = (media_dir / "photo.jpg").read_bytes()  # 4000x3000, ~1 s to decode and re-encode
+    start = time.monotonic()
+    with pytest.raises(DecodeTimeout, match=r"took longer than the 0\.05 s this server allows"):
+        fit_image_to_budget(data, 200_000, 4000, timeout=0.05)
+    assert time.monotonic() - start < 0.5
+
+
+def test_decode_gate_makes_a_decode_wait_and_gives_up_at_its_deadline() -> None:
+    gate = DecodeGate(slots=2, capacity=100)
+    held, release = threading.Event(), threading.Event()
+
+    def big() -> None:
+        with gate.hold(100, Deadline(10)):
+            held.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=big)
+    worker.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(DecodeTimeout, match="busy decoding other media"), gate.hold(1, Deadline(0.05)):
+            pass
+    finally:
+        release.set()
+        worker.join(10)
+    with gate.hold(100, Deadline(0.05)):  # free again: the whole capacity
+        pass
+
+
+# --- undecodable files: refused, and the message says why ---------------------------------------
+
+
+async def test_image_no_decoder_can_open_is_refused_with_the_reason(ws: Path) -> None:
+    head = mf.bomb_png_bytes(64, 64)[:33]  # signature and IHDR, then no image data at all
+    (ws / "shot.png").write_bytes(head + b"not an image chunk" * 20)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="shot.png")
+    assert r.is_error and not blocks(r, "image")
+    msg = text(r)
+    assert msg.startswith("Failed to read `shot.png` as image (image/png): ")
+    assert "it may be truncated or corrupt" in msg or "it may be corrupt, truncated" in msg
+    assert "It is not sent, because a broken image can fail the client's whole request." in msg
+
+
+async def test_bare_video_header_is_refused_with_the_reason(ws: Path) -> None:
+    (ws / "clip.mp4").write_bytes(b"\0\0\0\x18ftypisom\0\0\x02\0isomiso2" + bytes(4000))
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="clip.mp4")
+    assert r.is_error and not blocks(r, "resource")
+    assert text(r).startswith(
+        "Failed to read `clip.mp4` as video (video/mp4): no video decoder can open it: it may be "
+        "corrupt, truncated, or only a video header. It is not sent, because a broken video can "
+        "fail the client's whole request"
+    )

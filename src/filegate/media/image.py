@@ -1,7 +1,9 @@
 """Images fitted to a character budget with Pillow.
 
-Bytes in, bytes out: no filegate import outside this package. Callers hand in the file's bytes
-and a budget in base64 characters; the image is decoded once (first frame only).
+Bytes in, bytes out: no filegate import but the leaf errors module. Callers hand in the file's bytes
+and a budget in base64 characters; the image is decoded once (first frame only), within the
+bounds of ``bounds.py``: its decoded size is checked from the header first, JPEGs decode at a
+reduced scale, the decode waits for a slot of the process-wide gate and stops at its deadline.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ import contextlib
 import importlib
 import io
 import math
+import struct
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
 
 # The one filegate import here: errors is a leaf too (it imports nothing).
 from filegate.errors import MediaError as MediaError  # re-exported: its old home
+
+from .bounds import DECODE_TIMEOUT_S, DECODES, Deadline, DeadlineReader, check_decoded_size
+from .headers import MAX_COUNTED_FRAMES, RGBA_BYTES, gif_frames, ico_largest, webp_canvas
 
 Image.init()
 # HEIC/HEIF need a plugin (pillow-heif); use it when the user installed it.
@@ -30,8 +36,15 @@ WEB_SAFE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg
 LOSSLESS_FORMATS = {"PNG", "GIF", "BMP", "TIFF", "ICO", "DIB", "PPM", "TGA"}
 # At most this many distinct colours = line art / UI / diagram: palette PNG stays crisp and small.
 LINE_ART_COLORS = 256
-# Pillow's own decompression-bomb threshold (~256 MB of 24-bit pixels); we refuse to decode more.
-MAX_DECODE_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
+# The formats SPEC §3 calls images, by Pillow's names: Pillow tries no other plugin on a file.
+OPEN_FORMATS: tuple[str, ...] = tuple(
+    f
+    for f in ("PNG", "JPEG", "MPO", "GIF", "WEBP", "BMP", "DIB", "TIFF", "ICO", "HEIF", "AVIF")
+    if f in Image.OPEN
+)
+# Formats whose frame count is cheap: PNG (APNG's acTL header), WebP (libwebp's demuxer), GIF
+# (our capped block scan). Others (a TIFF may hold 50,000 pages) are not counted.
+COUNTED_FORMATS = {"PNG", "WEBP", "GIF"}
 # JPEG/WebP quality: 80 keeps photos clean; below LOW_QUALITY_SIDE px we trade quality for pixels.
 START_QUALITY = 80
 LOW_QUALITY = 60
@@ -82,21 +95,60 @@ class FittedImage:
     out_height: int
     reencoded: bool
     frames: int = 1  # frames in the original (animated GIF/WebP/APNG)
+    more_frames: bool = False  # it has more than ``frames`` (the count stopped at its cap)
 
 
 # --- images ---------------------------------------------------------------------------------
 
 
-def open_image(data: bytes) -> Image.Image:
-    """Pillow's lazy open (header only); MediaError when Pillow does not know the format."""
+UNDECODABLE = (
+    "no image decoder can open it: it may be corrupt, truncated, or not really an image. It is "
+    "not sent, because a broken image can fail the client's whole request."
+)
+
+
+def check_header(data: bytes) -> None:
+    """Refuse an ICO or WebP whose pictures are over budget before Pillow opens it: both decode
+    or allocate their full size inside ``Image.open``."""
+    ico = ico_largest(data)
+    if ico is not None:
+        check_decoded_size(*ico, RGBA_BYTES, "its largest icon")
+    canvas = webp_canvas(data)
+    if canvas is not None:
+        check_decoded_size(*canvas, RGBA_BYTES)
+
+
+def open_image(data: bytes, deadline: Deadline | None = None) -> Image.Image:
+    """Pillow's lazy open (header only) of a SPEC image format; MediaError when it cannot."""
+    check_header(data)
+    source = io.BytesIO(data) if deadline is None else DeadlineReader(data, deadline)
     try:
-        return Image.open(io.BytesIO(data))
+        return Image.open(source, formats=OPEN_FORMATS)
+    except MediaError:
+        raise
     except Image.DecompressionBombError as exc:
         raise MediaError(f"it has more pixels than this server decodes ({exc}).") from None
     except UnidentifiedImageError:
-        raise MediaError("Pillow cannot decode this image format.") from None
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise MediaError(f"it could not be decoded ({exc}).") from None
+        raise MediaError(UNDECODABLE) from None
+    except (OSError, ValueError, SyntaxError, EOFError, struct.error) as exc:
+        raise MediaError(f"{UNDECODABLE} ({exc})") from None
+
+
+def bytes_per_pixel(mode: str) -> int:
+    """Decoded bytes of one pixel in a Pillow mode: bands × bytes per band."""
+    per_band = 2 if mode.startswith("I;16") else 4 if mode in ("I", "F") else 1
+    return Image.getmodebands(mode) * per_band
+
+
+def frame_count(im: Image.Image, data: bytes) -> tuple[int, bool]:
+    """(frames, more) where counting is cheap (COUNTED_FORMATS), capped; (1, False) elsewhere."""
+    fmt = im.format or ""
+    if fmt == "GIF":
+        return gif_frames(data)
+    if fmt not in COUNTED_FORMATS:
+        return 1, False
+    n = int(getattr(im, "n_frames", 1) or 1)
+    return (MAX_COUNTED_FRAMES, True) if n > MAX_COUNTED_FRAMES else (n, False)
 
 
 def _orientation(im: Image.Image) -> int:
@@ -107,20 +159,23 @@ def _orientation(im: Image.Image) -> int:
     return value if isinstance(value, int) and value in _TRANSPOSE else 1
 
 
-def upright_size(im: Image.Image) -> tuple[int, int]:
-    """The size a viewer shows: width and height swapped for EXIF orientations 5–8."""
-    w, h = im.size
+def upright_size(im: Image.Image, size: tuple[int, int] | None = None) -> tuple[int, int]:
+    """The size a viewer shows (of ``size``, default the image's): width and height swapped
+    for EXIF orientations 5–8."""
+    w, h = size or im.size
     return (h, w) if _orientation(im) in (5, 6, 7, 8) else (w, h)
 
 
 def _load(im: Image.Image) -> None:
-    if im.size[0] * im.size[1] > MAX_DECODE_PIXELS:
-        w, h = im.size
-        raise MediaError(f"it is {w}x{h}px, more than the {MAX_DECODE_PIXELS} pixels this server decodes.")
     try:
         im.load()
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
-        raise MediaError(f"it could not be decoded ({exc}); it may be truncated or corrupt.") from None
+    except MediaError:
+        raise
+    except (OSError, ValueError, SyntaxError, EOFError, struct.error) as exc:
+        raise MediaError(
+            f"it could not be decoded ({exc}); it may be truncated or corrupt. It is not sent, "
+            "because a broken image can fail the client's whole request."
+        ) from None
 
 
 def fit_box(size: tuple[int, int], side: int) -> tuple[int, int]:
@@ -130,26 +185,43 @@ def fit_box(size: tuple[int, int], side: int) -> tuple[int, int]:
     return max(1, round(w * scale)), max(1, round(h * scale))
 
 
-def fit_image_to_budget(data: bytes, room: int, max_side: int) -> FittedImage:
+def fit_image_to_budget(
+    data: bytes, room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S
+) -> FittedImage:
     """Send ``data`` as it is when it fits ``room`` base64 chars and ``max_side``, else re-encode.
 
-    Either way the image is fully decoded once, so a truncated or corrupt file is refused
-    here rather than by the model provider.
+    Either way the image is decoded once (a JPEG sent as it is at 1/8 scale), so a truncated
+    or corrupt file is refused here rather than by the model provider. The decoded size is
+    checked from the header before, and the decode holds a slot of DECODES while it runs.
     """
-    im = open_image(data)
-    width, height = upright_size(im)
-    frames = int(getattr(im, "n_frames", 1) or 1)
+    deadline = Deadline(timeout)
+    im = open_image(data, deadline)
+    frames, more = frame_count(im, data)
     fmt = im.format or ""
-    if fmt in WEB_SAFE_FORMATS and max(width, height) <= max_side and b64_len(len(data)) <= room:
-        _load(im)
-        mime = WEB_SAFE_FORMATS[fmt]
-        return FittedImage(data, mime, width, height, width, height, False, frames)
+    stored = im.size  # before a JPEG draft shrinks it
+    as_is = fmt in WEB_SAFE_FORMATS and max(stored) <= max_side and b64_len(len(data)) <= room
     if fmt in ("JPEG", "MPO"):
-        # Let libjpeg decode at 1/2, 1/4 or 1/8 scale: a 24 MP photo never exists at full size.
-        im.draft("RGB", fit_box(im.size, max_side))
-    _load(im)
-    out, mime, (ow, oh) = encode_to_fit(im, room, max_side, lossless_source=fmt in LOSSLESS_FORMATS)
-    return FittedImage(out, mime, width, height, ow, oh, True, frames)
+        # libjpeg decodes at 1/2, 1/4 or 1/8 scale: a 24 MP photo never exists at full size.
+        # Sent as it is, the decode only proves the file is whole: the smallest scale does.
+        w, h = stored
+        target = (max(1, w // 8), max(1, h // 8)) if as_is else fit_box(stored, max_side)
+        im.draft(None if as_is else "RGB", target)
+    decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode))
+    with DECODES.hold(decoded, deadline):
+        try:
+            deadline.check()
+            _load(im)
+            # After the load: Pillow finds a PNG's EXIF by decoding the whole file.
+            width, height = upright_size(im, stored)
+            if as_is:
+                mime = WEB_SAFE_FORMATS[fmt]
+                return FittedImage(data, mime, width, height, width, height, False, frames, more)
+            out, mime, (ow, oh) = encode_to_fit(
+                im, room, max_side, lossless_source=fmt in LOSSLESS_FORMATS, deadline=deadline
+            )
+        finally:
+            im.close()  # frees the decoded picture while the slot is still held
+    return FittedImage(out, mime, width, height, ow, oh, True, frames, more)
 
 
 @dataclass(slots=True)
@@ -169,7 +241,8 @@ def _prepare(im: Image.Image) -> _Prepared:
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
         im = im.convert("I").point(lambda v: v * (1 / 256)).convert("L")  # 16-bit → 8-bit
     elif alpha:
-        im = im.convert("RGBA")
+        if mode != "RGBA":  # convert() to the same mode would copy the whole picture
+            im = im.convert("RGBA")
         lo, _hi = im.getchannel("A").getextrema()
         if lo == 255:  # an alpha channel that is opaque everywhere is no transparency
             im, alpha = im.convert("RGB"), False
@@ -214,9 +287,15 @@ def _encode(im: Image.Image, fmt: str, quality: int) -> bytes:
 
 
 def encode_to_fit(
-    im: Image.Image, room: int, max_side: int, *, lossless_source: bool = False
+    im: Image.Image,
+    room: int,
+    max_side: int,
+    *,
+    lossless_source: bool = False,
+    deadline: Deadline | None = None,
 ) -> tuple[bytes, str, tuple[int, int]]:
-    """Downscale and re-encode a loaded image (first frame, upright) until its base64 fits."""
+    """Downscale and re-encode a loaded image (first frame, upright) until its base64 fits;
+    each round first checks ``deadline``."""
     max_bytes = bytes_for_chars(room)
     p = _prepare(im)
     first_size = fit_box(p.image.size, max_side)
@@ -229,6 +308,8 @@ def encode_to_fit(
         size = first_size
         quality = START_QUALITY
         for _ in range(MAX_ROUNDS):
+            if deadline is not None:
+                deadline.check()
             out = _encode(_render(p, size, fmt), fmt, quality)
             if len(out) <= max_bytes:
                 w, h = size

@@ -1,8 +1,11 @@
 """Video fitted to a character budget with PyAV (the optional ``video`` extra).
 
-Bytes in, frames out: no filegate import outside this package. Frames are found with one
+Bytes in, frames out: no filegate import but the leaf errors module. Frames are found with one
 demux pass (packets, not pictures) and decoded at most a few at a time; a whole video is
-never decoded.
+never decoded. FFmpeg may decode a frame while opening a container (to find its format), before
+the frame size is known, so a video holds the whole decode gate (``bounds.DECODES``) while it
+is open; its frames' size is then checked before the first decode, each frame is converted to
+RGB already scaled down, and the work stops at its deadline.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import IO, Any
 
 from PIL import Image
 
-from .image import FittedImage, MediaError, encode_to_fit
+from filegate.errors import MediaError
+
+from .bounds import DECODE_TIMEOUT_S, DECODES, Deadline, check_decoded_size
+from .image import FittedImage, encode_to_fit, fit_box
 
 # At most this many frames (the issue's N ≤ 8) ...
 MAX_FRAMES = 8
@@ -24,6 +30,15 @@ MIN_FRAME_CHARS = 16_000
 # Frames decoded forward from the keyframe before a sample point, at most (≈ 2 s at 24 fps):
 # bounds the work when keyframes are far apart.
 MAX_DECODE_PER_SAMPLE = 48
+# Decoder threads: each holds frames in flight, so their number bounds memory too.
+DECODE_THREADS = 2
+# Bytes a pixel of a frame takes once converted for Pillow (rgb24).
+RGB_BYTES = 3
+# "The video could not be opened": what it may be, and why it is not sent anyway.
+UNDECODABLE = (
+    "no video decoder can open it: it may be corrupt, truncated, or only a video header. It is "
+    "not sent, because a broken video can fail the client's whole request"
+)
 
 
 def load_av() -> Any | None:
@@ -75,16 +90,16 @@ def _info(container: Any) -> VideoInfo:
     return info
 
 
-def probe_video(source: IO[bytes]) -> VideoInfo:
-    """Duration, resolution and codec from the container header (no decoding)."""
+def probe_video(source: IO[bytes], *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
+    """Duration, resolution and codec from the container header (frames are not decoded)."""
     av = load_av()
     if av is None:
         return VideoInfo()
     try:
-        with av.open(source, "r") as container:
+        with DECODES.hold(DECODES.capacity, Deadline(timeout)), av.open(source, "r") as container:
             return _info(container)
     except _av_error(av) as exc:
-        raise MediaError(f"it could not be read as a video ({exc}).") from None
+        raise MediaError(f"{UNDECODABLE} ({exc}).") from None
 
 
 def frame_count_for(room: int, info: VideoInfo) -> int:
@@ -104,9 +119,13 @@ def sample_times(duration: float | None, n: int) -> list[float]:
     return [duration * (i + 0.5) / n for i in range(max(1, n))]
 
 
-def _keyframe_pts(container: Any, vs: Any) -> list[int]:
+def _keyframe_pts(container: Any, vs: Any, deadline: Deadline) -> list[int]:
     """Keyframe timestamps from one demux pass: packets are read, never decoded."""
-    keys = {p.pts for p in container.demux(vs) if p.is_keyframe and p.pts is not None}
+    keys: set[int] = set()
+    for packet in container.demux(vs):
+        deadline.check()
+        if packet.is_keyframe and packet.pts is not None:
+            keys.add(packet.pts)
     return sorted(keys)
 
 
@@ -118,8 +137,9 @@ class _FrameCursor:
     one decoded frame is held back (the first one past the previous sample point).
     """
 
-    def __init__(self, container: Any, vs: Any, keys: list[int]) -> None:
+    def __init__(self, container: Any, vs: Any, keys: list[int], deadline: Deadline) -> None:
         self.container, self.vs, self.keys = container, vs, keys
+        self.deadline = deadline
         self.frames: Iterator[Any] | None = None
         self.pos: int | None = None  # pts of the last decoded frame
         self.ahead: Any | None = None
@@ -140,6 +160,7 @@ class _FrameCursor:
         if best is not None and best.pts is not None and best.pts > target:
             return best
         for _ in range(MAX_DECODE_PER_SAMPLE):
+            self.deadline.check()
             frame = next(self.frames, None)
             if frame is None:
                 break
@@ -154,7 +175,9 @@ class _FrameCursor:
         return best
 
 
-def extract_keyframes(source: IO[bytes], room: int, max_side: int) -> Keyframes:
+def extract_keyframes(
+    source: IO[bytes], room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S
+) -> Keyframes:
     """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together.
 
     A demux pass finds the keyframes; each sample point is then reached from the keyframe
@@ -165,33 +188,45 @@ def extract_keyframes(source: IO[bytes], room: int, max_side: int) -> Keyframes:
     av = load_av()
     if av is None:
         raise MediaError("PyAV is not installed.")
+    deadline = Deadline(timeout)
     try:
-        with av.open(source, "r") as container:
-            info = _info(container)
-            if not container.streams.video:
-                raise MediaError("it has no video stream.")
-            vs = container.streams.video[0]
-            vs.thread_type = "AUTO"
-            start = vs.start_time or 0
-            cursor = _FrameCursor(container, vs, _keyframe_pts(container, vs))
-            result = Keyframes(info)
-            seen: set[int | None] = set()
-            n = frame_count_for(room, info)
-            for t in sample_times(info.duration, n):
-                frame = cursor.frame_at(start + int(t / vs.time_base))
-                if frame is None or frame.pts in seen:
-                    continue
-                seen.add(frame.pts)
-                at = float((frame.pts - start) * vs.time_base) if frame.pts is not None else 0.0
-                result.frames.append(_fit_frame(frame.to_image(), max(0.0, at), room // n, max_side))
-            return result
+        with DECODES.hold(DECODES.capacity, deadline), av.open(source, "r") as container:
+            return _sample(container, room, max_side, deadline)
     except MediaError:
         raise
     except _av_error(av) as exc:
-        raise MediaError(f"it could not be decoded as a video ({exc}).") from None
+        raise MediaError(f"{UNDECODABLE} ({exc}).") from None
 
 
-def _fit_frame(picture: Image.Image, at: float, room: int, max_side: int) -> VideoFrame:
-    out, mime, (w, h) = encode_to_fit(picture, room, max_side)
-    pw, ph = picture.size
-    return VideoFrame(at, FittedImage(out, mime, pw, ph, w, h, True))
+def _sample(container: Any, room: int, max_side: int, deadline: Deadline) -> Keyframes:
+    info = _info(container)
+    if not container.streams.video:
+        raise MediaError("it has no video stream.")
+    vs = container.streams.video[0]
+    check_decoded_size(vs.codec_context.width or 0, vs.codec_context.height or 0, RGB_BYTES, "each frame")
+    vs.thread_type = "AUTO"
+    vs.codec_context.thread_count = DECODE_THREADS
+    start = vs.start_time or 0
+    cursor = _FrameCursor(container, vs, _keyframe_pts(container, vs, deadline), deadline)
+    result = Keyframes(info)
+    seen: set[int | None] = set()
+    n = frame_count_for(room, info)
+    for t in sample_times(info.duration, n):
+        frame = cursor.frame_at(start + int(t / vs.time_base))
+        if frame is None or frame.pts in seen:
+            continue
+        seen.add(frame.pts)
+        at = float((frame.pts - start) * vs.time_base) if frame.pts is not None else 0.0
+        result.frames.append(_fit_frame(frame, max(0.0, at), room // n, max_side, deadline))
+    return result
+
+
+def _fit_frame(frame: Any, at: float, room: int, max_side: int, deadline: Deadline) -> VideoFrame:
+    """One decoded frame as a fitted image: converted to RGB by FFmpeg already at the size it
+    will be sent at (a 4K frame never exists as a full-size RGB picture)."""
+    size = (frame.width, frame.height)
+    check_decoded_size(*size, RGB_BYTES, "a frame")  # a stream may change size mid-way
+    w, h = fit_box(size, max_side)
+    picture: Image.Image = frame.to_image(width=w, height=h)
+    out, mime, (ow, oh) = encode_to_fit(picture, room, max_side, deadline=deadline)
+    return VideoFrame(at, FittedImage(out, mime, size[0], size[1], ow, oh, True))

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.media.image import FittedImage, MediaError, b64_len, fit_image_to_budget
+from filegate.errors import MediaError
+from filegate.media.image import FittedImage, b64_len, fit_image_to_budget
 from filegate.media.video import (
     MAX_FRAMES,
     Keyframes,
@@ -167,7 +168,8 @@ def _image_outcome(rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, 
     if img.reencoded:
         message += f"; returned as {img.out_width}x{img.out_height}px {img.mime}, {len(img.data)} bytes"
         if img.frames > 1:
-            message += f", the first of {img.frames} frames"
+            more = "more than " if img.more_frames else ""
+            message += f", the first of {more}{img.frames} frames"
     message += f"). {COORDINATES_ADVICE}"
     tag = html.escape(rp.shown, quote=True)
     facts = ReadMediaFacts(
@@ -191,7 +193,7 @@ def _image_outcome(rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, 
 
 
 def _read_image(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
-    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE)
+    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True)
     room = _room(env.result_budget, _image_outcome(rp, ft, _WIDE, wide, env.result_budget))
     data = _read_all(fd, size)
     img = fit_image_to_budget(data, room, env.image_max_side)
