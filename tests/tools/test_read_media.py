@@ -485,6 +485,62 @@ async def test_tool_is_listed_read_only_with_a_short_description(ws: Path) -> No
     assert "100MB" in (tool.description or "")
 
 
+# --- the result budget at its edge (issue 17's planted bugs) --------------------------------------
+
+
+async def test_png_over_the_budget_only_as_base64_is_fitted_not_refused(ws: Path) -> None:
+    # 82 KB of incompressible PNG: under 100,000 as raw bytes, ~109,000 characters as base64.
+    # Comparing the raw size with the budget sent it as it is, and the result was refused.
+    data = mf.noise_png_bytes(165, 165)
+    assert len(data) < KIMI_BUDGET < 4 * ((len(data) + 2) // 3)
+    (ws / "noise.png").write_bytes(data)
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="noise.png")
+    _img, raw, _im = one_image(r)
+    assert r.structured_content["returned"] == "resized" and raw != data
+    assert wire_chars(r) <= KIMI_BUDGET
+
+
+async def test_png_that_fits_only_without_its_text_blocks_is_fitted_with_them(ws: Path) -> None:
+    # Base64 300 characters under the budget: the path, the summary and the structured facts
+    # (~1,000 characters) do not fit beside it, so it is re-encoded, and the whole result fits.
+    size = (KIMI_BUDGET - 300) // 4 * 3
+    (ws / "edge.png").write_bytes(mf.noise_png_bytes(120, 120, pad_to=size))
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="edge.png")
+    _img, raw, _im = one_image(r)
+    assert r.structured_content["returned"] == "resized" and len(raw) < size
+    assert wire_chars(r) <= KIMI_BUDGET
+
+
+async def test_png_that_fits_with_its_text_blocks_is_sent_as_it_is(ws: Path) -> None:
+    # The other side of the edge: 3,000 characters left for the text is enough, the bytes go
+    # out unchanged and the whole result is still within the budget.
+    size = (KIMI_BUDGET - 3000) // 4 * 3
+    data = mf.noise_png_bytes(120, 120, pad_to=size)
+    (ws / "edge.png").write_bytes(data)
+    async with connect(ws, client="kimi") as c:
+        r = await call(c, "ReadMediaFile", path="edge.png")
+    _img, raw, _im = one_image(r)
+    assert r.structured_content["returned"] == "original" and raw == data
+    assert KIMI_BUDGET - 3000 < wire_chars(r) <= KIMI_BUDGET
+
+
+async def test_video_that_fits_only_without_its_text_blocks_becomes_frames(
+    ws: Path, put: Callable[..., Path]
+) -> None:
+    # The budget is the clip's base64 + 100 characters: the resource alone would fit, not with
+    # its header, summary and facts, so frames come back instead, and the whole result fits.
+    src = put("clip.mp4")
+    budget = 4 * ((src.stat().st_size + 2) // 3) + 100
+    async with connect(ws, result_budget=budget) as c:
+        r = await call(c, "ReadMediaFile", path="clip.mp4")
+    assert not r.is_error, text(r)
+    assert not blocks(r, "resource") and blocks(r, "image")
+    assert r.structured_content["returned"] == "frames"
+    assert wire_chars(r) <= budget
+
+
 # --- hostile files: memory and time stay bounded (SPEC §4 ReadMediaFile) --------------------------
 
 # The installed server in a subprocess under an address-space cap: a regression fails its
