@@ -352,12 +352,10 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         requested=requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(),
+        done=lambda written: _success(params, rp, written),
         must_exist=True,
     )
-    written = await run_write(job, env)
-    if isinstance(written, Outcome):
-        return written
-    return _success(params, rp, written)
+    return await run_write(job, env)
 
 
 def _numbers(numbers: list[int]) -> str:

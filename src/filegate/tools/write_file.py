@@ -79,12 +79,10 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         arguments=params.model_dump(),
         create_dirs=params.create_dirs,
         notes=_notes(rp, params.create_dirs),
+        done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
     )
-    written = await run_write(job, env)
-    if isinstance(written, Outcome):
-        return written
-    return _success(params, rp, written)
+    return await run_write(job, env)
 
 
 def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:

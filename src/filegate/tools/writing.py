@@ -128,6 +128,8 @@ class WriteJob(Generic[T]):
     requested_unsafe: bool
     # The arguments, canonically: what the approval of a sensitive file is bound to.
     arguments: dict[str, object]
+    # The tool's result for a write that happened.
+    done: Callable[[Written[T]], Outcome]
     must_exist: bool = False
     create_dirs: bool = False
     notes: tuple[str, ...] = ()  # lines for the question known before loading
@@ -155,12 +157,11 @@ class _Prepared(Generic[T]):
     extra: list[str] = field(default_factory=list)
 
 
-async def run_write(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
-    """The whole route of a write; an Outcome when it is refused or fails."""
+async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
+    """The whole route of a write, to the tool's result (``job.done``) or the refusal."""
     try:
-        if job.rp.sensitive:
-            return await _write_sensitive(job, env)
-        return await _write_ordinary(job, env)
+        written = await (_write_sensitive(job, env) if job.rp.sensitive else _write_ordinary(job, env))
+        return written if isinstance(written, Outcome) else job.done(written)
     except Refusal as exc:
         _log_failure(job, env, exc.message)
         return Outcome.from_refusal(exc)
