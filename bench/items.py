@@ -78,9 +78,13 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
     from types import SimpleNamespace
 
     from filegate.tools.grep import GrepParams, _rg_args
+    from filegate.tools.grep_ignores import ALWAYS
 
-    # _rg_args reads only `target.arg`: "." for a directory search run inside that directory.
-    return _rg_args(RG, GrepParams.model_validate(args), SimpleNamespace(arg="."))
+    # _rg_args reads only `target.arg` ("." for a directory search run inside that directory)
+    # and `target.single_file`. The kernel tree's ignore files are all regular and it has no
+    # .git, so filegate adds only the fixed ignore flags.
+    target = SimpleNamespace(arg=".", single_file=False)
+    return _rg_args(RG, GrepParams.model_validate(args), target, ALWAYS)  # type: ignore[arg-type]
 
 
 async def grep_item(cfg: Config, work: str, args: dict[str, Any]) -> list[Row]:

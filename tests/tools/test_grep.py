@@ -464,3 +464,24 @@ async def test_count_total_leaves_out_the_matches_in_skipped_secrets(ws: Path, m
     assert out == "app.py:2"
     assert msg.startswith("Found 2 total occurrences across 1 files.")
     assert facts and facts["total_matches"] == 2 and facts["files"] == 1 and facts["skipped_sensitive"] == 2
+
+
+async def test_a_remembered_walk_still_sees_an_ignore_file_swapped_for_a_link(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk that vets ignore files is remembered per directory (by ctime and inode): a
+    `.gitignore` replaced by a link to /dev/zero after a first search is still caught."""
+    from filegate.tools import grep_ignores
+
+    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)  # trust every remembered directory
+    tree(ws, {"sub/deep/x.txt": "needle\n", "sub/.gitignore": "nothing\n", "sub/y.txt": "needle\n"})
+    (ws / ".git").mkdir()
+    _, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content")
+    assert parts == ["sub/deep/x.txt:1:needle\nsub/y.txt:1:needle"]
+    (ws / "sub" / ".gitignore").unlink()
+    (ws / "sub" / ".gitignore").symlink_to("/dev/zero")
+    _, parts, facts = await grep(ws, mode, pattern="needle")
+    assert "1 .gitignore file(s) were not used" in parts[1]
+    os.mkfifo(ws / "sub" / "deep" / ".gitignore")
+    _, parts, facts = await grep(ws, mode, pattern="needle")
+    assert "2 .gitignore file(s) were not used" in parts[1] and facts and not facts["timed_out"]

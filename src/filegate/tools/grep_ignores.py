@@ -52,34 +52,94 @@ class TreeIgnores:
     complete: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """One directory as a walk last listed it."""
+
+    ctime_ns: int  # changes with every entry added, removed or renamed (and cannot be set back)
+    ino: int
+    regular: bool  # holds a regular `.gitignore`
+    unsafe: int  # holds a `.gitignore` that is a symlink or not a regular file
+    subdirs: tuple[str, ...]
+
+
+# Walks remembered per searched tree (by device and inode of its top): a directory whose ctime
+# and inode are unchanged has the same entries, so a repeated search stats each directory
+# instead of listing it (kernel tree: ~4,800 stats instead of ~83,000 entries).
+_REMEMBERED: dict[tuple[int, int], dict[str, _Listed]] = {}
+REMEMBER_TREES = 8
+REMEMBER_MAX_DIRS = 200_000
+# A directory changed this recently may change again within the same timestamp tick: listed anew.
+RACY_NS = 2_000_000_000
+
+
 def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
     """List every directory under ``root`` (no symlink followed, VCS folders skipped) and vet
-    each `.gitignore` in it. Iterative: any depth."""
+    each `.gitignore` in it. Iterative: any depth. Directories unchanged since the last walk of
+    the same tree are taken from it."""
     found = TreeIgnores()
+    try:
+        top = os.stat(root)
+    except OSError:
+        return found
+    key = (top.st_dev, top.st_ino)
+    before = _REMEMBERED.get(key, {})
+    now: dict[str, _Listed] = {}
     deadline = time.monotonic() + budget_s
+    fresh_before = time.time_ns() - RACY_NS  # changed after this: maybe again in the same tick
     seen = 0
     stack = [""]
     while stack:
         rel = stack.pop()
+        path = os.path.join(root, rel) if rel else root
         try:
-            with os.scandir(os.path.join(root, rel) if rel else root) as it:
-                for entry in it:
-                    seen += 1
-                    name = entry.name
-                    if name == IGNORE_NAME:
-                        if entry.is_file(follow_symlinks=False):
-                            found.regular.append(rel)
-                        else:
-                            found.unsafe += 1
-                    elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
-                        stack.append(f"{rel}/{name}" if rel else name)
+            st = os.lstat(path)
         except OSError:
-            continue  # unreadable for rg as well
+            continue
+        listed = before.get(rel)
+        if (
+            listed is None
+            or (listed.ctime_ns, listed.ino) != (st.st_ctime_ns, st.st_ino)
+            or st.st_ctime_ns >= fresh_before
+        ):
+            listed = _list_dir(path, rel, st)
+            if listed is None:
+                continue  # unreadable for rg as well
+            seen += len(listed.subdirs) + 1
+        now[rel] = listed
+        if listed.regular:
+            found.regular.append(rel)
+        found.unsafe += listed.unsafe
+        stack.extend(listed.subdirs)
         if seen > WALK_MAX_ENTRIES or time.monotonic() > deadline:
             found.complete = False
             break
+    if found.complete and len(now) <= REMEMBER_MAX_DIRS:
+        _REMEMBERED.pop(key, None)
+        _REMEMBERED[key] = now
+        while len(_REMEMBERED) > REMEMBER_TREES:
+            _REMEMBERED.pop(next(iter(_REMEMBERED)))
     found.regular.sort(key=lambda d: (d.count("/") + (d != ""), d))  # outer rules first
     return found
+
+
+def _list_dir(path: str, rel: str, st: os.stat_result) -> _Listed | None:
+    regular, unsafe = False, 0
+    subdirs: list[str] = []
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                name = entry.name
+                if name == IGNORE_NAME:
+                    if entry.is_file(follow_symlinks=False):
+                        regular = True
+                    else:
+                        unsafe += 1
+                elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
+                    subdirs.append(f"{rel}/{name}" if rel else name)
+    except OSError:
+        return None
+    return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs))
 
 
 def read_rules(path: str) -> list[str] | None:
