@@ -549,7 +549,7 @@ def iter_lines_from(src: Source, pos: int, first_number: int) -> Iterator[RawLin
     Raises OutOfTime (after the lines already yielded) when the scan's time is up.
     """
     c = src.codec
-    u = c.unit
+    u, nl = c.unit, c.newline
     number = first_number
     head = bytearray()
     long = False
@@ -563,7 +563,7 @@ def iter_lines_from(src: Source, pos: int, first_number: int) -> Iterator[RawLin
             continue
         i, n = 0, len(data)
         while i < n:
-            j = _find_break(c, data, at, i)
+            j = data.find(nl, i) if u == 1 else _find_break(c, data, at, i)  # 1 byte: no alignment
             end = n if j == -1 else j
             if not head and not long and j != -1 and end - i <= KEEP_BYTES:
                 yield RawLine(number, data[i:end], False, True)  # the common case: one slice
