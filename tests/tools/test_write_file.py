@@ -236,3 +236,17 @@ async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     assert not ok.is_error
     assert (ws / "a.txt").read_text() == "original\n"
     assert leftovers(ws) == []
+
+
+async def test_a_name_with_control_characters_is_escaped_in_every_write_message(ws: Path, mode: str) -> None:
+    """SPEC §2.9: results and errors of the write tools show a name escaped, on one line."""
+    name = "x\n\x1b[2Kfake`.txt"
+    async with connect(ws, mode) as c:
+        missing_parent = await call(c, "WriteFile", path=f"no-dir\r/{name}", content="x")
+        missing_file = await call(c, "StrReplaceFile", path=name, edit={"old": "a", "new": "b"})
+        written = await call(c, "WriteFile", path=name, content="x")
+    for r in (missing_parent, missing_file, written):
+        shown = text(r) + str(r.structured_content or "")
+        assert not any(ch in shown for ch in "\n\r\x1b"), shown
+    assert text(missing_file) == "`x\\x0a\\x1b[2Kfake\\x60.txt` does not exist."
+    assert not written.is_error and (ws / name).read_text() == "x"

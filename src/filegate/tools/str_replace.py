@@ -29,6 +29,7 @@ from filegate.tools.writing import (
     Written,
     detect_encoding,
     lines_sentence,
+    resolve_for_write,
     run_write,
 )
 
@@ -339,7 +340,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     edits = params.edits
     try:
         _check_edits(edits)
-        rp = env.workspace.resolve(params.path, "edit")
+        rp = resolve_for_write(env, params.path, "edit")
     except Refusal as exc:
         return Outcome.from_refusal(exc)
     # Shown instead of a diff in the question about a sensitive file (nothing else is).

@@ -22,6 +22,7 @@ from filegate.tools.writing import (
     Written,
     detect_encoding,
     lines_sentence,
+    resolve_for_write,
     run_write,
 )
 
@@ -64,7 +65,7 @@ class WriteFileFacts(BaseModel):
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     try:
-        rp = env.workspace.resolve(params.path, "write")
+        rp = resolve_for_write(env, params.path, "write")
         _check_parent(rp, params.create_dirs)
     except PathError as exc:
         return Outcome.from_refusal(exc)

@@ -17,13 +17,14 @@ write, or a refusal); :func:`run_write` does the rest, in this order:
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import anyio
 
@@ -82,6 +83,13 @@ class Current:
 
     data: bytes | None
     snapshot: Snapshot
+
+
+def resolve_for_write(env: ToolEnv, raw: str, action: Literal["write", "edit"]) -> ResolvedPath:
+    """The path rules for a write; the path as shown in every later message escaped (SPEC §2.9:
+    a name cannot forge a line of a result, a question or the log)."""
+    rp = env.workspace.resolve(raw, action)
+    return dataclasses.replace(rp, shown=escape(rp.shown))
 
 
 def load_current(rp: ResolvedPath, *, must_exist: bool) -> Current:
