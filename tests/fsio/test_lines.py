@@ -31,6 +31,14 @@ def source(path: Path, fds: list[int], scan: lines.Scan | None = None) -> lines.
 
 
 def sparse_file(path: Path, head_lines: int, hole: int, tail_lines: int) -> None:
+    """Lines, a hole of ``hole`` bytes, lines; skips where holes would be written out as data."""
+    probe = path.with_name(path.name + ".probe")
+    with probe.open("wb") as f:
+        f.truncate(64 << 20)
+    allocated = probe.stat().st_blocks * 512
+    probe.unlink()
+    if allocated >= 1 << 20:
+        pytest.skip("this file system stores holes as data: a sparse test file would fill the disk")
     with path.open("wb") as f:
         f.write(b"".join(b"line %d\n" % i for i in range(1, head_lines + 1)))
         f.seek(f.tell() + hole)

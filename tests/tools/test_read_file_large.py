@@ -17,6 +17,7 @@ import pytest
 
 from filegate.fsio import lines
 from tests.conftest import call, connect, texts
+from tests.fsio.test_lines import sparse_file
 
 LINE = "0123456789abcdef" * 6 + "line {:08d}\n"  # 110 bytes
 
@@ -82,14 +83,6 @@ async def test_an_appended_file_is_counted_again(ws: Path, mode: str) -> None:
 
 # Hang guard for reads that must answer quickly: generous, a regression hits it by minutes.
 HANG_GUARD_S = 60
-
-
-def sparse_file(path: Path, head_lines: int, hole: int, tail_lines: int) -> None:
-    with path.open("wb") as f:
-        f.write(b"".join(b"line %d\n" % i for i in range(1, head_lines + 1)))
-        f.seek(f.tell() + hole)
-        f.write(b"".join(b"tail %d\n" % i for i in range(1, tail_lines + 1)))
-        f.truncate()
 
 
 async def test_a_tail_of_a_sparse_file_is_numbered_from_its_real_total(ws: Path, mode: str) -> None:
