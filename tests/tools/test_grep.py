@@ -485,3 +485,10 @@ async def test_a_remembered_walk_still_sees_an_ignore_file_swapped_for_a_link(
     os.mkfifo(ws / "sub" / "deep" / ".gitignore")
     _, parts, facts = await grep(ws, mode, pattern="needle")
     assert "2 .gitignore file(s) were not used" in parts[1] and facts and not facts["timed_out"]
+
+
+async def test_a_binary_file_searched_alone_says_it_matches(ws: Path, mode: str) -> None:
+    """rg's note for a binary file has no NUL after the name: it is said, not dropped."""
+    (ws / "bin.dat").write_bytes(b"needle\0bin\nneedle two\n")
+    _, parts, _ = await grep(ws, mode, pattern="needle", path="bin.dat", output_mode="content")
+    assert parts == ['bin.dat: binary file matches (found "\\0" byte around offset 6)']

@@ -345,7 +345,8 @@ def _cut_line(line: str) -> str:
 
 # A content row that stands between two groups of context lines ("--" when shown).
 _GROUP_BREAK = None
-_Row = tuple[str, bytes] | None  # (shown path, rg's "LINE:text" / "LINE-text") or a group break
+# (shown path, rg's "LINE:text" / "LINE-text"), a line said whole, or a group break.
+_Row = tuple[str, bytes] | str | None
 
 
 @dataclass
@@ -381,8 +382,8 @@ class _Parser:
         self.pending = b""  # the first part of a name that holds a line break
         self.dated: list[tuple[int, str]] = []  # files_with_matches: (-mtime_ns, shown path)
         self.counts: list[tuple[str, int]] = []
-        self.blocks: dict[str, list[bytes | None]] = {}  # content: shown path → its rows
-        self.block: list[bytes | None] | None = None  # the rows of the file being read
+        self.blocks: dict[str, list[bytes | str | None]] = {}  # content: shown path → its rows
+        self.block: list[bytes | str | None] | None = None  # the rows of the file being read
         self.block_path: bytes | None = None
         self.skipped: set[str] = set()
         base = str(target.cwd)
@@ -420,6 +421,8 @@ class _Parser:
         if self.rest and not overflow:  # no last separator; cut off on overflow
             self._records([bytes(self.rest)])
         self.rest.clear()
+        if self.pending:
+            self._said_whole(self.pending)
         skipped = sorted(self.skipped)
         if self.mode == "files_with_matches":
             self.dated.sort()  # newest first, ties by path
@@ -430,6 +433,18 @@ class _Parser:
             return _Parsed(lines=[f"{p}:{n}" for p, n in self.counts], skipped=skipped,
                            total_matches=total, files=len(self.counts))  # fmt: skip
         return _Parsed(rows=self._ordered_rows(), skipped=skipped)
+
+    def _said_whole(self, row: bytes) -> None:
+        """A row without a NUL at the end of the output: rg's "binary file matches" note on a
+        file searched alone (a directory search skips binary files without a word)."""
+        if not (self.target.single_file and row.startswith(RG_STDIN + b": ")):
+            return
+        shown, sensitive = self.path_of(RG_STDIN)
+        if sensitive:
+            self._skip(shown)
+        elif self.mode == "content":
+            note = escape_text(row[len(RG_STDIN) + 2 :].decode("utf-8", errors="replace"))
+            self.blocks.setdefault(shown, []).append(f"{shown}: {note}")
 
     def _ordered_rows(self) -> list[_Row]:
         """Files by path, lines in file order; with context, "--" between files as rg does."""
@@ -447,7 +462,7 @@ class _Parser:
                 continue
             if rows and between:
                 rows.append(_GROUP_BREAK)
-            rows.extend(_GROUP_BREAK if r is None else (path, r) for r in block[start:])
+            rows.extend(r if r is None or isinstance(r, str) else (path, r) for r in block[start:])
         return rows
 
     def _records(self, records: list[bytes]) -> None:
@@ -508,6 +523,8 @@ class _Parser:
 def _format_row(row: _Row, numbered: bool) -> str:
     if row is None:
         return "--"
+    if isinstance(row, str):
+        return row
     path, raw = row
     text = raw.decode("utf-8", errors="replace")
     digits = len(text) - len(text.lstrip("0123456789"))
@@ -617,9 +634,8 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
     ignores: IgnorePlan | None = None
     try:
         if not (params.include_ignored or target.single_file):
-            ignores = await anyio.to_thread.run_sync(
-                grep_ignores.plan, _rg_cwd(target), target.cwd, env.workspace.dirs
-            )
+            walk = functools.partial(grep_ignores.plan, os.dup(target.fd), target.cwd, env.workspace.dirs)
+            ignores = await anyio.to_thread.run_sync(walk, abandon_on_cancel=True)
         parser = _Parser(params, target, env)
         args = _rg_args(rg, params, target, ignores.args if ignores else ())
         pass_fds = [ignores.fd] if ignores and ignores.fd is not None else []

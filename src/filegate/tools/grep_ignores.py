@@ -34,7 +34,7 @@ VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 # An ignore file larger than this is not a list of rules someone wrote: it is not used.
 MAX_RULES_BYTES = 1 << 20
 # The walk that vets the tree's ignore files gives up (and rg reads none itself) past these.
-WALK_BUDGET_S = 5.0
+WALK_BUDGET_S = 2.0
 WALK_MAX_ENTRIES = 3_000_000
 
 # rg's flags for ignore files it finds on its own, whatever the tree holds.
@@ -262,8 +262,18 @@ class IgnorePlan:
             self.temp = None
 
 
-def plan(root: str, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
-    """The ignore flags for a search of the directory ``top`` (listed at ``root``)."""
+def plan(dir_fd: int, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
+    """The ignore flags for a search of the directory ``top``, open as ``dir_fd`` (which this
+    closes: a search cancelled meanwhile leaves the walk to finish on its own descriptor)."""
+    try:
+        return _plan(
+            f"/proc/self/fd/{dir_fd}" if os.path.isdir("/proc/self/fd") else str(top), top, workspace_dirs
+        )
+    finally:
+        os.close(dir_fd)
+
+
+def _plan(root: str, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
     tree = walk_tree(root)
     rules = outer_rules(top, workspace_dirs)
     args = list(ALWAYS)
