@@ -172,3 +172,23 @@ async def test_a_sensitive_question_is_bound_to_its_arguments(ws: Path) -> None:
                 allow_input_required=True,
             )
     assert (ws / ".env").read_bytes() == SECRET
+
+
+@pytest.mark.parametrize("answer", ["none", "approve"])
+async def test_over_http_confined_nothing_is_told_either(ws: Path, mode: str, answer: str) -> None:
+    """A real `filegate --transport http` (confined by default), both eras."""
+    from fastmcp import Client
+
+    from tests.conftest import http_server
+
+    (ws / ".env").write_bytes(SECRET)
+    recorder = Recorder("approve")
+    handler = recorder if answer == "approve" else None
+    with http_server(ws) as url:
+        async with Client(url, mode=mode, elicitation_handler=handler) as c:
+            results = [await call(c, tool, path=".env", **args) for tool, args in PROBES]
+    for r in results:
+        assert leaks(everything(r)) == [], everything(r)
+    for message in recorder.messages:
+        assert leaks(message.partition("\n\n")[0]) == [], message
+    assert (ws / ".env").read_bytes() == SECRET
