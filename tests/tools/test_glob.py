@@ -137,6 +137,9 @@ async def test_symlinked_directories_pointing_out_are_not_walked(ws: Path, outsi
     assert out.split("\n") == ["alias/in.txt", "real/in.txt"]
     _, (out, _), _ = await glob(ws, mode, pattern="real/**")
     assert "secret.txt" not in out and out.split("\n") == ["real/in.txt", "real/loop"]
+    # `**` lists a symlink but never walks through one (no cycles, no way out)
+    _, (out, _), _ = await glob(ws, mode, pattern="**")
+    assert out.split("\n") == ["alias", "out", "real", "real/in.txt", "real/loop"]
 
 
 async def test_sensitive_files_are_left_out_and_counted(ws: Path, mode: str) -> None:
@@ -294,6 +297,35 @@ async def test_a_cancelled_glob_stops_walking(ws: Path, mode: str, monkeypatch: 
         assert last_listing[0] - gave_up < 1.0
         r = await call(c, "Glob", pattern="*0000/e*")  # and the server still answers
     assert text(r).startswith(f"{'d' * 100}0000/e0")
+
+
+async def test_a_cancelled_glob_stops_within_one_huge_directory(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flag is also read between chunks of one directory's entries. Every entry is a
+    symlink, so the walk resolves each one: a spy (it calls the real method) notes when."""
+    big = ws / "big"
+    big.mkdir()
+    (ws / "target").write_bytes(b"")
+    for i in range(5000):  # ~0.8 ms an entry against 256 backtracking regexes: a 4 s walk
+        os.symlink("../target", big / f"{'s' * 100}{i:05d}")
+    last_resolve = [0.0]
+    real_linked_dir = glob_module._Walk._linked_dir
+
+    def spy(self: Any, path: str) -> bool:
+        last_resolve[0] = time.monotonic()
+        return bool(real_linked_dir(self, path))
+
+    monkeypatch.setattr(glob_module._Walk, "_linked_dir", spy)
+    pattern = "big/{" + ",".join(f"*{i}*y" for i in range(256)) + "}"
+    async with connect(ws, mode) as c:
+        with pytest.raises(Exception, match="timed out"):
+            await c.call_tool("Glob", {"pattern": pattern}, timeout=0.3)
+        gave_up = time.monotonic()
+        deadline = gave_up + 10
+        while time.monotonic() < deadline and time.monotonic() - last_resolve[0] < 0.5:
+            await anyio.sleep(0.05)  # until the walk has been quiet for 0.5 s
+        assert last_resolve[0] - gave_up < 1.0
 
 
 # --- names shown escaped, the result fits the client -----------------------------------------

@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
+from operator import length_hint
 from pathlib import Path
 from typing import Annotated
 
@@ -35,6 +37,8 @@ MAX_MATCHES = 1000
 MAX_BRACE_ALTERNATIVES = 256
 # A walk that has not finished by then returns what it found (a 200,000-entry tree takes ~1 s).
 WALK_BUDGET_S = 20.0
+# Entries of one directory matched between two looks at the cancellation flag and the clock.
+CHUNK = 256
 
 GLOBSTAR = object()
 _VCS = frozenset(VCS_DIRS)
@@ -172,7 +176,7 @@ Entry = tuple[str, bool, bool]  # name, is a real directory, is a symlink
 class _Frame:
     """A directory being walked: its remaining entries and what applies in it."""
 
-    entries: Iterator[Entry]
+    entries: Iterator[Entry]  # over a list: length_hint says how many are left
     prefix: str  # the directory's path, ending in '/'
     rel: str  # the directory relative to the walk's root, '' or ending in '/'
     moves: _Moves
@@ -267,7 +271,8 @@ class _Walk:
             # pattern can reach costs a dict lookup and the name's regexes, nothing more.
             m = frame.moves
             on_file, on_dir, names, regexes = m.on_any, m.on_dir_or_any, m.names, m.regexes
-            for name, plain_dir, is_link in frame.entries:
+            # A chunk at a time: a huge directory is cancellable and bounded in time too.
+            for name, plain_dir, is_link in islice(frame.entries, CHUNK):
                 is_dir = plain_dir or (is_link and self._linked_dir(frame.prefix + name))
                 reached = on_dir if is_dir else on_file
                 hit = names.get(name)
@@ -285,7 +290,8 @@ class _Walk:
                     stack.append(child)
                     break
             else:
-                stack.pop()
+                if not length_hint(frame.entries):
+                    stack.pop()
             if self.cancelled.is_set():
                 return
             if time.monotonic() > self.deadline:
@@ -410,7 +416,7 @@ def _summary(walk: _Walk, pattern: str, shown: int) -> str:
         msg += (f" {walk.ignored} path(s) ignored by .gitignore were not searched "
                 "(include_ignored=true searches them).")  # fmt: skip
     if walk.skipped:
-        msg += " " + skipped_secrets_warning(escape(s) for s in walk.skipped)
+        msg += " " + skipped_secrets_warning(abbreviate(escape(s)) for s in walk.skipped)
     return msg
 
 
