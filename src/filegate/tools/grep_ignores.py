@@ -73,13 +73,13 @@ REMEMBER_MAX_DIRS = 200_000
 RACY_NS = 2_000_000_000
 
 
-def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
-    """List every directory under ``root`` (no symlink followed, VCS folders skipped) and vet
-    each `.gitignore` in it. Iterative: any depth. Directories unchanged since the last walk of
-    the same tree are taken from it."""
+def walk_tree(top_fd: int, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
+    """List every directory under the one open as ``top_fd`` (by paths relative to it, no
+    symlink followed, VCS folders skipped) and vet each `.gitignore` in it. Iterative: any
+    depth. Directories unchanged since the last walk of the same tree are taken from it."""
     found = TreeIgnores()
     try:
-        top = os.stat(root)
+        top = os.fstat(top_fd)
     except OSError:
         return found
     key = (top.st_dev, top.st_ino)
@@ -91,9 +91,8 @@ def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
     stack = [""]
     while stack:
         rel = stack.pop()
-        path = os.path.join(root, rel) if rel else root
         try:
-            st = os.lstat(path)
+            st = os.lstat(rel or ".", dir_fd=top_fd)
         except OSError:
             continue
         listed = before.get(rel)
@@ -102,7 +101,7 @@ def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
             or (listed.ctime_ns, listed.ino) != (st.st_ctime_ns, st.st_ino)
             or st.st_ctime_ns >= fresh_before
         ):
-            listed = _list_dir(path, rel, st)
+            listed = _list_dir(top_fd, rel, st)
             if listed is None:
                 continue  # unreadable for rg as well
             seen += len(listed.subdirs) + 1
@@ -123,11 +122,15 @@ def walk_tree(root: str, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
     return found
 
 
-def _list_dir(path: str, rel: str, st: os.stat_result) -> _Listed | None:
+def _list_dir(top_fd: int, rel: str, st: os.stat_result) -> _Listed | None:
     regular, unsafe = False, 0
     subdirs: list[str] = []
     try:
-        with os.scandir(path) as it:
+        fd = os.open(rel or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top_fd)
+    except OSError:
+        return None
+    try:
+        with os.scandir(fd) as it:
             for entry in it:
                 name = entry.name
                 if name == IGNORE_NAME:
@@ -139,13 +142,15 @@ def _list_dir(path: str, rel: str, st: os.stat_result) -> _Listed | None:
                     subdirs.append(f"{rel}/{name}" if rel else name)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs))
 
 
-def read_rules(path: str) -> list[str] | None:
+def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
     """An ignore file's lines, if it is a regular file (not through a symlink) of sane size."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -266,25 +271,17 @@ def plan(dir_fd: int, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
     """The ignore flags for a search of the directory ``top``, open as ``dir_fd`` (which this
     closes: a search cancelled meanwhile leaves the walk to finish on its own descriptor)."""
     try:
-        return _plan(
-            f"/proc/self/fd/{dir_fd}" if os.path.isdir("/proc/self/fd") else str(top), top, workspace_dirs
-        )
+        tree = walk_tree(dir_fd)
+        rules = outer_rules(top, workspace_dirs)
+        args = list(ALWAYS)
+        if tree.unsafe or not tree.complete:
+            args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
+            for rel in tree.regular:
+                lines = read_rules(f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME, dir_fd)
+                if lines:
+                    rules += rules_at(lines, rel)
     finally:
         os.close(dir_fd)
-
-
-def _plan(root: str, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
-    tree = walk_tree(root)
-    rules = outer_rules(top, workspace_dirs)
-    args = list(ALWAYS)
-    if tree.unsafe or not tree.complete:
-        args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
-        for rel in tree.regular:
-            lines = read_rules(
-                os.path.join(root, rel, IGNORE_NAME) if rel else os.path.join(root, IGNORE_NAME)
-            )
-            if lines:
-                rules += rules_at(lines, rel)
     result = IgnorePlan(args, tree.unsafe)
     if rules:
         _attach_rules(result, "\n".join(rules) + "\n")
