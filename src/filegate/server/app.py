@@ -34,7 +34,7 @@ from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.call import CallContext, InputRequired  # noqa: E402
 from filegate.server.notify import NotableEvents  # noqa: E402
 from filegate.server.render import render  # noqa: E402
-from filegate.server.session import RootsChanged, SessionRuntime  # noqa: E402
+from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime  # noqa: E402
 from filegate.server.state import defer_session_state  # noqa: E402
 from filegate.settings import Settings  # noqa: E402
 from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402
@@ -137,6 +137,8 @@ class FilegateTool(Tool):
             outcome = await self._spec.handler(params, env)
         except InputRequired as ask:
             return InputRequiredToolResult(ask.result)
+        except RootsUnavailable as closed:
+            return ToolResult(content=[TextContent(type="text", text=str(closed))], is_error=True)
         return render(outcome, with_structured=self._spec.output is not None)
 
 

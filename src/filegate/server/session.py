@@ -6,11 +6,14 @@ import logging
 import weakref
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urlsplit
 
+import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
 
 from filegate.policy.budget import result_budget_for
+from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace
 from filegate.server import upstream
 from filegate.server.approval import ElicitingApprover, SessionApprovals
@@ -19,6 +22,67 @@ from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
 
 log = logging.getLogger("filegate")
+
+# How long a client may take to answer roots/list (SPEC §2.8), and how often a roots change
+# in flight may send filegate back to ask again.
+ROOTS_TIMEOUT_S = 10.0
+ROOTS_ATTEMPTS = 3
+
+
+class RootsUnavailable(Exception):
+    """The client's roots leave an empty workspace; the message says why (shown to the model)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"No file can be used: {reason}, so the workspace is empty (client roots fail closed). "
+            "The client's roots must name local folders as file: URIs."
+        )
+
+
+async def _ask_roots(call: CallContext) -> list[str]:
+    """The URIs of the client's roots, asked on the stream of the call that needs them (a
+    client that never opens a standalone stream still gets the question), within the limit."""
+    if not call.session.can_send_request:
+        raise RootsUnavailable("filegate cannot ask this client for its roots on this connection")
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_S):
+            answer = await upstream.request_on_call_stream(call.session, "roots/list", ROOTS_TIMEOUT_S)
+    except TimeoutError:
+        raise RootsUnavailable(f"the client did not answer roots/list within {ROOTS_TIMEOUT_S:g} s") from None
+    except MCPError as exc:
+        detail = escape(str(exc.error.message))[:ROOTS_ERROR_EXCERPT]
+        raise RootsUnavailable(f"the client answered roots/list with an error ({detail})") from None
+    except Exception as exc:  # a closed stream, a client gone
+        log.info("roots/list failed: %s", escape(repr(exc))[:ROOTS_ERROR_EXCERPT])
+        raise RootsUnavailable("the client's answer to roots/list could not be used") from None
+    roots = answer.get("roots") if isinstance(answer, dict) else None
+    if not isinstance(roots, list):
+        raise RootsUnavailable("the client's answer to roots/list holds no roots list")
+    if not roots:
+        raise RootsUnavailable("the client's roots list is empty")
+    uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
+    if not usable_root_paths(uris):
+        raise RootsUnavailable(f"none of the client's {len(roots)} root(s) is a local file: URI")
+    return uris
+
+
+ROOTS_ERROR_EXCERPT = 200
+
+
+def usable_root_paths(uris: list[str]) -> list[Path]:
+    """The local directories among root URIs: ``file:`` only (no host but localhost), an
+    absolute path, no NUL byte (``%00`` would break every later path operation). Others are
+    dropped."""
+    paths = []
+    for uri in uris:
+        parts = urlsplit(uri)
+        if parts.scheme.lower() != "file" or parts.netloc.lower() not in ("", "localhost"):
+            continue
+        path = unquote(parts.path, errors="surrogateescape")
+        if "\x00" in path or not path.startswith("/"):
+            continue
+        paths.append(Path(path))
+    return paths
 
 
 class SessionRuntime:
@@ -29,29 +93,35 @@ class SessionRuntime:
         self.workspace = workspace
         # Handshake-era sessions only: roots the client offered. Keyed weakly on the session.
         self._roots: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
+        # Bumped by each roots/list_changed: an answer asked for before the bump is stale.
+        self._roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         # Which write classes each session approved "for this session" (see approval.py).
         self.approvals = SessionApprovals()
 
     async def workspace_for(self, call: CallContext) -> Workspace:
-        """The workspace narrowed by the client's roots (handshake era; roots never widen)."""
-        if not call.has_roots or call.modern or not call.session.can_send_request:
+        """The workspace narrowed by the client's roots (handshake era; roots never widen).
+
+        Roots fail closed (SPEC §2.8): raises :class:`RootsUnavailable` when the client's
+        answer leaves nothing usable, errs, or does not come within ``ROOTS_TIMEOUT_S``.
+        """
+        if not call.has_roots or call.modern:
             return self.workspace
         cached = self._roots.get(call.connection)
         if cached is not None:
             return cached
-        try:
-            result = await call.session.list_roots()
-        except Exception:
-            log.info("client declared roots but list_roots failed; using the whole workspace")
-            self._roots[call.connection] = self.workspace
-            return self.workspace
-        paths = [Path(unquote(urlparse(str(r.uri)).path)) for r in result.roots]
-        narrowed = self.workspace.narrowed(paths) if paths else self.workspace
-        self._roots[call.connection] = narrowed
-        return narrowed
+        for _ in range(ROOTS_ATTEMPTS):
+            asked_at = self._roots_generation.get(call.connection, 0)
+            uris = await _ask_roots(call)
+            if self._roots_generation.get(call.connection, 0) != asked_at:
+                continue  # roots changed while the question was out: that answer is stale
+            narrowed = self.workspace.narrowed(usable_root_paths(uris))
+            self._roots[call.connection] = narrowed
+            return narrowed
+        raise RootsUnavailable("the client's roots kept changing while filegate asked for them")
 
     def forget_roots(self, connection: object) -> None:
         self._roots.pop(connection, None)
+        self._roots_generation[connection] = self._roots_generation.get(connection, 0) + 1
 
     async def env_for(self, call: CallContext) -> ToolEnv:
         workspace = await self.workspace_for(call)

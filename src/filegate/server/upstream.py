@@ -10,6 +10,10 @@ that test loudly instead of quietly changing behaviour.
   (server/state.py).
 - ``ServerSession._connection`` (mcp): what lives as long as a handshake-era session, the key
   for its roots and approvals.
+- ``ServerSession._request_outbound`` (mcp): a server-to-client request on the stream of the
+  call being handled, with its raw (unvalidated) result: roots/list must go where a POST-only
+  client listens, and its entries are judged one by one (a non-``file:`` root is dropped, not
+  a reason to reject the whole answer, which ``send_request``'s validation would do).
 - ``StreamableHTTPASGIApp.session_manager`` (fastmcp): the session cap; ``max_sessions`` is
   the SDK manager's public knob, which fastmcp does not pass on.
 - ``AppStatus.disable_automatic_graceful_drain()``, ``AppStatus.should_exit`` (sse-starlette):
@@ -44,6 +48,14 @@ def connection_of(session: Any) -> object:
     """The connection a ServerSession (one per request in mcp 2) belongs to."""
     connection: object | None = getattr(session, "_connection", None)
     return connection if connection is not None else session
+
+
+async def request_on_call_stream(session: Any, method: str, timeout: float) -> dict[str, Any]:
+    """Ask the client ``method`` (no params) on the current call's stream; the raw result."""
+    result: dict[str, Any] = await session._request_outbound.send_raw_request(
+        method, None, {"timeout": timeout}
+    )
+    return result
 
 
 def cap_sessions(app: Starlette, path: str, max_sessions: int) -> None:
@@ -93,6 +105,7 @@ def missing() -> list[str]:
     from fastmcp.server.http import StreamableHTTPASGIApp
     from mcp.server.session import ServerSession
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.shared.dispatcher import DispatchContext
     from sse_starlette.sse import AppStatus
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -102,6 +115,8 @@ def missing() -> list[str]:
         "FastMCP._mcp_server": getattr(server, "_mcp_server", None) is not None,
         f"FastMCP.{STATE_STORE_SLOT}": hasattr(server, STATE_STORE_SLOT),
         "ServerSession._connection": "_connection" in ServerSession.__init__.__code__.co_names,
+        "ServerSession._request_outbound": "_request_outbound" in ServerSession.__init__.__code__.co_names,
+        "DispatchContext.send_raw_request": callable(getattr(DispatchContext, "send_raw_request", None)),
         "StreamableHTTPASGIApp.session_manager": hasattr(StreamableHTTPASGIApp(None), "session_manager"),
         "StreamableHTTPSessionManager.max_sessions": "max_sessions"
         in StreamableHTTPSessionManager.__init__.__code__.co_varnames,
