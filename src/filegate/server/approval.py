@@ -79,6 +79,9 @@ ASK_TIMEOUT_S = 600.0
 # A question's nonce is remembered as spent this long after its answer came: longer than any
 # sealed state lives, so a replay always finds it.
 SPENT_FOR_S = ASK_TIMEOUT_S + 60.0
+# Open questions remembered at most (one per file asked about in the last SPENT_FOR_S); past
+# that the oldest is forgotten, and its answer then counts as superseded (writes nothing).
+MAX_OPEN_QUESTIONS = 10_000
 # How often an open handshake-era question looks whether its client's stream is still open.
 STREAM_CHECK_S = 0.5
 
@@ -220,7 +223,10 @@ class OpenQuestions:
         now = time.monotonic()
         self._prune(now)
         nonce = secrets.token_hex(16)
+        self._newest.pop(path, None)  # re-inserted last: the dict stays oldest-first
         self._newest[path] = (nonce, now + SPENT_FOR_S)
+        if len(self._newest) > MAX_OPEN_QUESTIONS:
+            del self._newest[next(iter(self._newest))]
         return nonce
 
     def answered(self, path: str, nonce: str) -> Literal["newest", "superseded", "replayed"]:
