@@ -77,3 +77,81 @@ def test_a_huge_path_is_quoted_by_its_ends(ws: Path) -> None:
     with pytest.raises(PathError) as err:
         Workspace(ws).resolve(raw)
     assert len(str(err.value)) < 500 and "…" in str(err.value)
+
+
+# --- names shown escaped, and the shown spelling passed back (SPEC §2.9) -----------------
+
+
+def _undecodable(ws: Path, name: bytes, content: bytes = b"x") -> None:
+    with open(os.path.join(os.fsencode(ws), name), "wb") as f:
+        f.write(content)
+
+
+def test_the_escaped_spelling_of_an_undecodable_name_resolves_to_that_file(ws: Path) -> None:
+    _undecodable(ws, b"caf\xe9.py")
+    rp = Workspace(ws).resolve("caf\\xe9.py")
+    assert os.fsencode(rp.real) == os.fsencode(ws) + b"/caf\xe9.py"
+    assert rp.shown == "caf\\xe9.py"
+
+
+def test_the_escaped_spelling_names_a_file_in_an_undecodable_directory(ws: Path) -> None:
+    os.mkdir(os.path.join(os.fsencode(ws), b"d\xff"))
+    rp = Workspace(ws).resolve("d\\xff/new.txt", "write")  # not there yet: its directory is
+    assert os.fsencode(rp.real) == os.fsencode(ws) + b"/d\xff/new.txt"
+
+
+def test_a_file_really_named_with_a_backslash_escape_wins_over_the_unescaped_name(ws: Path) -> None:
+    (ws / "a\\x41").write_text("literal")
+    (ws / "aA").write_text("unescaped")
+    assert Workspace(ws).resolve("a\\x41").real == ws / "a\\x41"
+    assert Workspace(ws).resolve("a\\x42").real == ws / "a\\x42"  # neither exists: literal
+
+
+def test_an_escaped_nul_is_never_unescaped_into_a_path(ws: Path) -> None:
+    rp = Workspace(ws).resolve("a\\x00b")
+    assert rp.real == ws / "a\\x00b"
+
+
+def test_the_escaped_spelling_is_judged_by_the_rules_like_any_other(ws: Path, outside: Path) -> None:
+    os.symlink(outside / "secret.txt", os.path.join(os.fsencode(ws), b"l\xe9"))
+    with pytest.raises(PathError, match="is not an absolute path"):
+        Workspace(ws).resolve("l\\xe9")
+    (ws / ".env").write_text("K=V")
+    os.symlink(ws / ".env", os.path.join(os.fsencode(ws), b"notes\xe9"))
+    assert Workspace(ws).resolve("notes\\xe9").sensitive
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "../evil\n`x` is inside the workspace.",
+        "../\x1b[2Kforged",
+        "../\u202egnp.exe",
+        "../caf\udce9",
+        "../a\u2028b",
+    ],
+)
+def test_path_errors_show_the_path_escaped(ws: Path, raw: str) -> None:
+    with pytest.raises(PathError) as err:
+        Workspace(ws).resolve(raw)
+    message = str(err.value)
+    assert not any(ch in message for ch in "\n\r\x1b\u202e\u2028") and not _has_surrogate(message)
+    assert message.startswith("`../") and message.count("`") == 2  # the name cannot close the quote
+
+
+def test_path_errors_of_unencodable_paths_show_them_escaped(ws: Path) -> None:
+    for raw in ("a\n\0b", "a\n\ud800b"):
+        with pytest.raises(PathError) as err:
+            Workspace(ws).resolve(raw)
+        assert "\n" not in str(err.value) and not _has_surrogate(str(err.value))
+
+
+def test_search_dir_takes_the_escaped_spelling_and_shows_it(ws: Path) -> None:
+    os.mkdir(os.path.join(os.fsencode(ws), b"src\xe9"))
+    shown, real = Workspace(ws).resolve_search_dir(f"{ws}/src\\xe9")
+    assert os.fsencode(real) == os.fsencode(ws) + b"/src\xe9"
+    assert shown == f"{ws}/src\\xe9"
+
+
+def _has_surrogate(s: str) -> bool:
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in s)

@@ -212,7 +212,8 @@ def _record_pending(dfd: int, temp_name: str) -> Path | None:
         directory = os.readlink(f"/proc/self/fd/{dfd}")
         record = pending_dir() / f"{os.getpid()}-{secrets.token_hex(8)}"
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(os.path.join(directory, temp_name))
+        # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
+        record.write_bytes(os.fsencode(os.path.join(directory, temp_name)))
         return record
     except OSError:
         return None
@@ -236,7 +237,7 @@ def sweep_pending_temps() -> int:
         if not pid.isdigit() or _alive(int(pid)):
             continue
         with contextlib.suppress(OSError):
-            temp = record.read_text()
+            temp = os.fsdecode(record.read_bytes())
             st = os.lstat(temp)
             if temp.endswith(TEMP_SUFFIX) and stat.S_ISREG(st.st_mode):
                 os.unlink(temp)

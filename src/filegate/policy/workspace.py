@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from filegate.errors import PathError as PathError  # re-exported: its old home
+from filegate.policy.escape import escape, unescape
 from filegate.policy.secrets import SecretMatcher
 
 Action = Literal["read", "write", "edit", "search"]
@@ -19,7 +20,7 @@ Action = Literal["read", "write", "edit", "search"]
 class ResolvedPath:
     """A caller's path after the rules: what to show, what to touch, where it stands."""
 
-    shown: str  # the path as the caller gave it (after ~ expansion): used in messages
+    shown: str  # the path as the caller gave it (after ~ expansion), escaped: used in messages
     real: Path  # symlinks resolved; the path every operation uses
     inside: bool  # within the (possibly roots-narrowed) workspace
     sensitive: bool
@@ -31,6 +32,7 @@ MAX_SHOWN_PATH = 300
 
 def abbreviate(path: str) -> str:
     """The path for a message: whole, or its start and end around an ellipsis if very long."""
+    path = escape(path)  # a name can never forge a line or reorder a message (SPEC §2.9)
     if len(path) <= MAX_SHOWN_PATH:
         return path
     return f"{path[:200]}…{path[-80:]}"
@@ -76,14 +78,14 @@ class Workspace:
         return any(_within(real, str(d)) for d in self.dirs)
 
     def display(self, real: Path) -> str:
-        """A path for messages: relative to the workdir when inside it, else as is."""
+        """A path for messages: relative to the workdir when inside it, else as is; escaped."""
         s = str(real)
         w = str(self.workdir)
         if s == w:
             return "."
         if _within(s, w):
-            return s[len(w) + 1 :] if not w.endswith("/") else s[len(w) :]
-        return s
+            return escape(s[len(w) + 1 :] if not w.endswith("/") else s[len(w) :])
+        return escape(s)
 
     def resolve(self, raw: str, action: Action = "read") -> ResolvedPath:
         """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
@@ -93,7 +95,7 @@ class Workspace:
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         shown = abbreviate(full)
         is_abs = os.path.isabs(full)
-        joined = full if is_abs else os.path.join(self.workdir, full)
+        joined = _spelling_that_names(full if is_abs else os.path.join(self.workdir, full))
         try:
             real = os.path.realpath(joined)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
@@ -144,7 +146,7 @@ class Workspace:
                 "Invalid directory",
             )
         try:
-            real = os.path.realpath(full)
+            real = os.path.realpath(_spelling_that_names(full))
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
             raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.", "Invalid directory") from None
         if not self.contains(real):
@@ -163,14 +165,38 @@ class Workspace:
 def _check_encodable(raw: str) -> None:
     """A path the OS can take: no NUL byte, no lone surrogate (JSON can carry both)."""
     if "\0" in raw:
-        raise PathError(f"`{raw!r}` contains a NUL byte, which no file path can hold.")
+        raise PathError(f"`{abbreviate(raw)}` contains a NUL byte, which no file path can hold.")
+    if not _encodable(raw):
+        raise PathError(f"`{abbreviate(raw)}` contains a lone UTF-16 surrogate, which no file path can hold.")
+
+
+def _encodable(path: str) -> bool:
+    """No NUL, and every character the OS can take (undecodable bytes as surrogateescape)."""
+    if "\0" in path:
+        return False
     try:
-        os.fsencode(raw)
+        os.fsencode(path)
     except UnicodeEncodeError:
-        raise PathError(
-            f"`{raw.encode('utf-8', 'backslashreplace').decode()}` contains a lone UTF-16 surrogate, "
-            "which no file path can hold."
-        ) from None
+        return False
+    return True
+
+
+def _spelling_that_names(path: str) -> str:
+    """``path``, or its unescaped spelling when only that one names something (SPEC §2.9).
+
+    Names are shown through :func:`escape`, so a name with an undecodable byte is shown as
+    ``caf\\xe9.py``; passed back, that spelling must name the same file. The literal spelling
+    wins when it exists (a file really called ``a\\x41`` is still found by it); for a path that
+    exists under neither, the unescaped one is taken when only its directory exists.
+    """
+    alt = unescape(path)
+    if alt == path or not _encodable(alt) or os.path.lexists(path):
+        return path
+    if os.path.lexists(alt):
+        return alt
+    if os.path.lexists(os.path.dirname(alt)) and not os.path.lexists(os.path.dirname(path)):
+        return alt
+    return path
 
 
 # --- opening without following, never blocking -------------------------------------------

@@ -1,0 +1,50 @@
+"""Names as the server shows them (SPEC §2.9), through a real client: an undecodable byte is
+shown as ``\\xNN`` and that spelling, passed back, names the same file; a path in an error can
+never forge a line or close its own quotes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import call, connect, text
+
+
+def _make(ws: Path, name: bytes, content: bytes) -> bytes:
+    path = os.path.join(os.fsencode(ws), name)
+    with open(path, "wb") as f:
+        f.write(content)
+    return path
+
+
+async def test_read_file_takes_the_escaped_spelling_of_an_undecodable_name(ws: Path, mode: str) -> None:
+    _make(ws, b"caf\xe9.py", b"print('bonjour')\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path="caf\\xe9.py")
+    assert not r.is_error, text(r)
+    assert "print('bonjour')" in text(r)
+
+
+async def test_a_write_to_the_escaped_spelling_lands_on_the_same_file(ws: Path, mode: str) -> None:
+    path = _make(ws, b"caf\xe9.py", b"old\n")
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "WriteFile", path="caf\\xe9.py", content="new\n")
+    assert not r.is_error, text(r)
+    with open(path, "rb") as f:
+        assert f.read() == b"new\n"
+    assert sorted(os.listdir(os.fsencode(ws))) == [b"caf\xe9.py"]  # no second file by the shown name
+    assert r.structured_content["path"] == "caf\\xe9.py"
+
+
+async def test_an_error_shows_a_forged_name_escaped(ws: Path, mode: str) -> None:
+    forged = "x\n`y` was read.\x1b[2K\u202e"
+    os.mkfifo(ws / forged)
+    async with connect(ws, mode) as c:
+        r = await call(c, "ReadFile", path=forged)
+        missing = await call(c, "ReadFile", path="nope\r\nFile read OK")
+    assert r.is_error and missing.is_error
+    for result in (r, missing):
+        message = text(result)
+        assert not any(ch in message for ch in "\n\r\x1b\u202e"), message
+        assert message.count("`") == 2, message
+    assert "x\\x0a\\x60y\\x60 was read.\\x1b[2K\\u202e" in text(r) and "is not a file." in text(r)
