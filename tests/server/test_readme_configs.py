@@ -1,7 +1,8 @@
 """Every client configuration in the README, run exactly as written.
 
-The README's "## Client configuration" section holds ```json mcpServers snippets (and ```sh
-lines such as `claude mcp add ... -- filegate ...`). For each stdio entry the test starts that
+The README's "## Client configuration" section holds ```json mcpServers (VS Code: servers)
+snippets, ```toml mcp_servers tables (Codex), and ```sh lines such as
+`claude mcp add ... -- filegate ...`, `filegate install ...` and `docker run ...`. For each stdio entry the test starts that
 very command line — `filegate` mapped to this venv's script, the `/path/to/project`
 placeholder to a temp workspace, the client's working directory to that workspace too (Kimi
 CLI starts servers in its work dir) — and lists and calls the tools. For each HTTP entry it
@@ -13,8 +14,11 @@ Inspector. A missing section fails, it does not skip.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,18 +67,29 @@ def json_entries(sec: str) -> list[Entry]:
     entries = []
     for n, raw in enumerate(blocks(sec, "json"), 1):
         config = json.loads(raw)  # every snippet must be valid JSON
-        servers = config["mcpServers"]
+        servers = config.get("mcpServers", config.get("servers"))  # VS Code says "servers"
         assert isinstance(servers, dict) and servers, f"json block {n}: no mcpServers"
-        for name, spec in servers.items():
-            where = f"json block {n}: {name}"
-            if "url" in spec:
-                assert set(spec) <= {"url", "headers", "transport"}, where
-                entries.append(Entry(where, url=spec["url"], headers=tuple(spec.get("headers", {}).items())))
-            else:
-                assert set(spec) <= {"command", "args", "env", "cwd"}, where
-                assert all(isinstance(a, str) for a in spec.get("args", [])), where
-                command = (spec["command"], *spec.get("args", []))
-                entries.append(Entry(where, command=command, env=tuple(spec.get("env", {}).items())))
+        entries += server_entries(f"json block {n}", servers)
+    for n, raw in enumerate(blocks(sec, "toml"), 1):
+        servers = tomllib.loads(raw)["mcp_servers"]  # Codex
+        assert isinstance(servers, dict) and servers, f"toml block {n}: no mcp_servers"
+        entries += server_entries(f"toml block {n}", servers)
+    return entries
+
+
+def server_entries(block: str, servers: dict[str, Any]) -> list[Entry]:
+    entries = []
+    for name, spec in servers.items():
+        where = f"{block}: {name}"
+        if "url" in spec:
+            assert set(spec) <= {"url", "headers", "transport", "type"}, where
+            entries.append(Entry(where, url=spec["url"], headers=tuple(spec.get("headers", {}).items())))
+        else:
+            assert set(spec) <= {"command", "args", "env", "cwd", "type"}, where
+            assert spec.get("type", "stdio") == "stdio", where
+            assert all(isinstance(a, str) for a in spec.get("args", [])), where
+            command = (spec["command"], *spec.get("args", []))
+            entries.append(Entry(where, command=command, env=tuple(spec.get("env", {}).items())))
     return entries
 
 
@@ -108,7 +123,7 @@ def http_command(sec: str) -> tuple[dict[str, str], list[str]]:
         while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
             key, value = words.pop(0).split("=", 1)
             env[key] = value
-        if words and words[0] == "filegate" and "http" in words:
+        if words[:1] == ["filegate"] and "http" in words and words[1:2] != ["install"]:
             return env, words
     raise AssertionError("the section has no `filegate --transport http ...` command line")
 
@@ -218,3 +233,60 @@ def test_claude_desktop_and_http_lines_serve_the_inspector(request: pytest.Fixtu
         done = run_inspector(*target, "--method", "tools/list", "--strict")
         assert done.returncode == 0, done.stderr
         assert "ReadFile" in [t["name"] for t in json.loads(done.stdout)["tools"]]
+
+
+# --- `filegate install` lines and the Docker stdio lines -----------------------------------
+
+
+def install_lines(sec: str) -> list[list[str]]:
+    return [w for w in sh_lines(sec) if w[:2] == ["filegate", "install"]]
+
+
+async def test_install_lines_write_configurations_that_start(tmp_path: Path, ws: Path) -> None:
+    """Each `filegate install` line as written, into a throw-away HOME; then each written entry
+    is started as its client would (the distinct command lines once each)."""
+    lines = install_lines(section(README.read_text()))
+    assert lines and lines[0][2] == "claude-desktop", "the section starts with `filegate install`"
+    (ws / "readme-check.txt").write_text("configured from the README\n")
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env.pop("XDG_CONFIG_HOME", None)
+    for words in lines:
+        argv = local(tuple(words), ws)
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ws, timeout=60)
+        assert done.returncode == 0, (words, done.stderr)
+        if "--print" in words:
+            assert (
+                not done.stderr and json.loads(done.stdout)["mcpServers"]["filegate"]["command"] == FILEGATE
+            )
+    written = [p for p in (tmp_path / "home").rglob("*") if p.is_file() and not p.name.endswith(".bak")]
+    assert len(written) == len(lines) - 1, written  # --print wrote nothing
+    for path in written:
+        for entry in json.loads(path.read_text())["mcpServers"].values():
+            command = (entry["command"], *entry["args"])
+            assert command[0] == FILEGATE, path
+            await check_stdio(Entry(str(path), command=("filegate", *command[1:])), ws)
+
+
+def docker_stdio_lines(sec: str) -> list[list[str]]:
+    return [w for w in sh_lines(sec) if w[:2] == ["docker", "run"] and "stdio" in w]
+
+
+async def test_docker_stdio_lines_override_the_images_http_entrypoint(ws: Path) -> None:
+    """No engine here: the image's ENTRYPOINT (from the Dockerfile) plus the README's words after
+    the image name, run locally with /workspace mapped to a temp workspace, serve stdio."""
+    dockerfile = (README.parent / "Dockerfile").read_text()
+    entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M).group(1))  # type: ignore[union-attr]
+    lines = docker_stdio_lines(section(README.read_text()))
+    assert len(lines) == 2, lines
+    (ws / "readme-check.txt").write_text("configured from the README\n")
+    for words in lines:
+        assert "-i" in words and any(w.endswith(":/workspace") or w.endswith(":/workspace:ro") for w in words)
+        after_image = words[words.index("filegate") + 1 :]
+        argv = [FILEGATE, *(str(ws) if a == "/workspace" else a for a in [*entrypoint[1:], *after_image])]
+        transport = StdioTransport(argv[0], argv[1:], cwd=str(ws), keep_alive=False)
+        async with Client(transport, mode="legacy") as c:
+            names = [t.name for t in await c.list_tools()]
+            r = await c.call_tool("ReadFile", {"path": "readme-check.txt"})
+            assert "configured from the README" in text(r)
+        read_only = ":/workspace:ro" in " ".join(words)
+        assert ("WriteFile" in names) == (not read_only), (words, names)
