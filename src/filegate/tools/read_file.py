@@ -280,48 +280,16 @@ def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], bu
     k = len(lines)
     dropped = len(w.lines) - k
     first, last = (lines[0][0], lines[-1][0]) if lines else (None, None)
-    truncated = [n for n in w.truncated if any(n == m for m, _ in lines)] if dropped else w.truncated
-    if w.from_end:
-        msg = (
-            f"{k} lines read from the end of the file, numbered from the end (-1 is the last line)."
-            if k
-            else "No lines read from file."
-        )
+    if dropped:
+        shown = {n for n, _ in lines}
+        truncated = [n for n in w.truncated if n in shown]
     else:
-        start = first if first is not None else max(params.line_offset, 1)
-        msg = f"{k} lines read from file starting from line {start}." if k else "No lines read from file."
-    if w.complete:
-        msg += f" Total lines in file: {w.total}."
-    else:
-        msg += f" Total lines in file: at least {w.total} (counting stopped at the time limit)."
+        truncated = w.truncated
     eof = w.eof and not (dropped and not w.tail)
     next_offset = None if eof else (last + 1 if last is not None else params.line_offset)
     if w.from_end and next_offset is not None and next_offset >= 0:
         next_offset = None
-    if w.not_reached is not None:
-        msg += (
-            f" Line {params.line_offset} was not reached within the time limit"
-            f" ({w.not_reached} lines were passed)."
-        )
-    elif dropped and w.tail and first is not None:
-        a, b = w.lines[0][0], first - 1
-        msg += (
-            f" Lines {a} to {b} did not fit this client's result budget ({budget} characters):"
-            f" read them with line_offset={a}, n_lines={b - a + 1}."
-        )
-    elif dropped:
-        msg += (
-            f" Max {budget} characters reached (this client's result budget);"
-            f" continue with line_offset={next_offset}."
-        )
-    elif w.reason == "max_lines":
-        msg += f" Max {MAX_LINES} lines reached."
-    elif w.reason == "max_bytes":
-        msg += f" Max {MAX_BYTES} bytes reached."
-    elif w.reason == "time":
-        msg += " Reading stopped at the time limit."
-    elif eof and k < params.n_lines:
-        msg += " End of file reached."
+    msg = _opening(params, w, k, first) + _why_it_stopped(params, w, lines, budget, eof, next_offset)
     if truncated:
         msg += f" Lines {truncated} were truncated."
     structured = {
@@ -336,6 +304,56 @@ def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], bu
     }
     output = "".join(_row(n, t) for n, t in lines)
     return Outcome(output=output, message=msg, structured=structured)
+
+
+def _opening(params: ReadFileParams, w: Window, k: int, first: int | None) -> str:
+    """Kimi's first two sentences: what was read, and the total (or what is known of it)."""
+    if not k:
+        msg = "No lines read from file."
+    elif w.from_end:
+        msg = f"{k} lines read from the end of the file, numbered from the end (-1 is the last line)."
+    else:
+        msg = f"{k} lines read from file starting from line {first}."
+    if w.complete:
+        return msg + f" Total lines in file: {w.total}."
+    return msg + f" Total lines in file: at least {w.total} (counting stopped at the time limit)."
+
+
+def _why_it_stopped(
+    params: ReadFileParams,
+    w: Window,
+    lines: list[tuple[int, str]],
+    budget: int | None,
+    eof: bool,
+    next_offset: int | None,
+) -> str:
+    """The one sentence saying why there are no more lines (Kimi's, or ours when we cut)."""
+    dropped = len(w.lines) - len(lines)
+    if w.not_reached is not None:
+        return (
+            f" Line {params.line_offset} was not reached within the time limit"
+            f" ({w.not_reached} lines were passed)."
+        )
+    if dropped and w.tail:
+        a, b = w.lines[0][0], lines[0][0] - 1 if lines else w.lines[-1][0]
+        return (
+            f" Lines {a} to {b} did not fit this client's result budget ({budget} characters):"
+            f" read them with line_offset={a}, n_lines={b - a + 1}."
+        )
+    if dropped:
+        return (
+            f" Max {budget} characters reached (this client's result budget);"
+            f" continue with line_offset={next_offset}."
+        )
+    if w.reason == "max_lines":
+        return f" Max {MAX_LINES} lines reached."
+    if w.reason == "max_bytes":
+        return f" Max {MAX_BYTES} bytes reached."
+    if w.reason == "time":
+        return " Reading stopped at the time limit."
+    if eof and len(lines) < params.n_lines:
+        return " End of file reached."
+    return ""
 
 
 async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
