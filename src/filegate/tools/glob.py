@@ -23,7 +23,7 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.policy.escape import escape
+from filegate.policy.escape import escape, unescape
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError, Workspace, abbreviate
 from filegate.tools.describe import load_description
@@ -105,8 +105,11 @@ def compile_pattern(pattern: str) -> list[Compiled]:
     import bracex
     from wcmatch import fnmatch as wfnmatch
 
+    # A name shown escaped (`caf\xe9.py`, SPEC §2.9) names the same file when passed back:
+    # its unescaped spelling is matched too (the literal one first, as the resolver does).
+    spellings = dict.fromkeys((pattern, unescape(pattern)))
     try:
-        alternatives = bracex.expand(pattern, limit=MAX_BRACE_ALTERNATIVES)
+        alternatives = [a for p in spellings for a in bracex.expand(p, limit=MAX_BRACE_ALTERNATIVES)]
     except Exception:
         raise _pattern_error(
             f"Pattern `{shown}` expands to too many alternatives (more than "
