@@ -252,3 +252,24 @@ def noise_png_bytes(width: int, height: int, pad_to: int | None = None, seed: in
     if padding < 0:
         raise ValueError(f"the PNG is already {len(data)} bytes, over {pad_to}")
     return data[:iend] + png_chunk(b"fgPd", bytes(padding)) + data[iend:]
+
+
+def write_flat_video(path: Path, width: int, height: int, frames: int = 2) -> Path:
+    """An MPEG-4 clip of black ``width``x``height`` frames, made without any full-size RGB
+    picture (the frames are filled as YUV planes): a small file with huge frames."""
+    import av
+
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("mpeg4", rate=10)
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "yuv420p"
+        for i in range(frames):
+            frame = av.VideoFrame(width, height, "yuv420p")
+            for plane in frame.planes:
+                plane.update(bytes(plane.buffer_size))
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path

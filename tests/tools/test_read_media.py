@@ -27,6 +27,7 @@ from PIL import Image, features
 from filegate.media.bounds import MAX_DECODE_BYTES, Deadline, DecodeGate, DecodeTimeout
 from filegate.media.headers import MAX_COUNTED_FRAMES, gif_frames
 from filegate.media.image import fit_image_to_budget
+from filegate.media.video import extract_keyframes
 from filegate.policy.budget import KIMI_BUDGET
 from filegate.settings import DEFAULT_RESULT_BUDGET
 from tests import media_factory as mf
@@ -583,7 +584,8 @@ class Capped:
 @contextlib.asynccontextmanager
 async def capped_server(ws: Path) -> AsyncIterator[Capped]:
     mf.write_png(ws / "warm.png", mf.line_art(64, 48))
-    args = ["-c", CAPPED_LAUNCHER, str(SERVER_AS_CAP), "--workdir", str(ws)]
+    # Kimi's budget: a video of a few hundred KB must be sampled as frames, not sent whole.
+    args = ["-c", CAPPED_LAUNCHER, str(SERVER_AS_CAP), "--workdir", str(ws), "--client", "kimi"]
     async with Client(StdioTransport(sys.executable, args, cwd=str(ws), keep_alive=False)) as c:
         server = Capped(c, ws)
         (warm,) = await server.read("warm.png")
@@ -665,6 +667,22 @@ async def test_ico_with_a_huge_embedded_png_is_refused_before_any_decode(capped:
 
 
 @hostile
+async def test_video_with_frames_over_the_budget_is_refused_before_any_frame_is_decoded(
+    capped: Capped,
+) -> None:
+    # ~0.6 MB of MPEG-4 whose frames are 7000x7000: 147 MB each as RGB.
+    mf.write_flat_video(capped.ws / "wide.mp4", 7000, 7000)
+    (r,) = await capped.read("wide.mp4")
+    peak = capped.peak()
+    assert r.is_error and not blocks(r, "image")
+    assert text(r).startswith(
+        "Failed to read `wide.mp4` as video (video/mp4): each frame is 7000x7000px with 3 bytes a "
+        f"pixel: 147000000 bytes once decoded, over the {MAX_DECODE_BYTES} bytes"
+    )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+
+
+@hostile
 async def test_tiff_with_50000_pages_is_read_in_seconds(capped: Capped) -> None:
     (capped.ws / "pages.tif").write_bytes(mf.many_page_tiff_bytes(50_000))  # 5.7 MB
     start = time.monotonic()
@@ -699,6 +717,11 @@ def test_a_decode_past_its_deadline_is_stopped(media_dir: Path) -> None:
     with pytest.raises(DecodeTimeout, match=r"took longer than the 0\.05 s this server allows"):
         fit_image_to_budget(data, 200_000, 4000, timeout=0.05)
     assert time.monotonic() - start < 0.5
+
+
+def test_a_video_past_its_deadline_is_stopped(media_dir: Path) -> None:
+    with (media_dir / "noisy.mp4").open("rb") as f, pytest.raises(DecodeTimeout, match="took longer"):
+        extract_keyframes(f, 100_000, 2048, timeout=0.0)
 
 
 def test_decode_gate_makes_a_decode_wait_and_gives_up_at_its_deadline() -> None:
