@@ -667,6 +667,21 @@ async def test_ico_with_a_huge_embedded_png_is_refused_before_any_decode(capped:
 
 
 @hostile
+async def test_webp_with_a_canvas_over_the_budget_is_refused_before_pillow_opens_it(capped: Capped) -> None:
+    # 38 bytes of lossless WebP for a 6000x6000 canvas: libwebp allocates the canvas in open.
+    Image.new("RGB", (6000, 6000), (10, 20, 30)).save(
+        capped.ws / "flat.webp", "WEBP", lossless=True, method=0
+    )
+    (r,) = await capped.read("flat.webp")
+    peak = capped.peak()
+    assert r.is_error and not blocks(r, "image")
+    assert text(r).startswith(
+        "Failed to read `flat.webp` as image (image/webp): it is 6000x6000px with 4 bytes a pixel"
+    )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+
+
+@hostile
 async def test_video_with_frames_over_the_budget_is_refused_before_any_frame_is_decoded(
     capped: Capped,
 ) -> None:
