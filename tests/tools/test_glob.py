@@ -265,10 +265,32 @@ async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> N
         os.close(os.open("leaf.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
     finally:
         os.close(fd)
-    err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
-    assert not err and out == "d/" * depth + "leaf.py" and msg.startswith("Found 1 matches")
-    err, (out, _), facts = await glob(ws, mode, pattern="**/")
-    assert not err and facts and facts["matches"] == 1000 and out.split("\n")[-1] == "/".join(["d"] * 1000)
+    try:
+        err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
+        assert not err and out == "d/" * depth + "leaf.py" and msg.startswith("Found 1 matches")
+        err, (out, _), facts = await glob(ws, mode, pattern="**/")
+        assert (
+            not err and facts and facts["matches"] == 1000 and out.split("\n")[-1] == "/".join(["d"] * 1000)
+        )
+    finally:
+        remove_chain(ws, "d", depth)
+
+
+def remove_chain(top: Path, name: str, depth: int) -> None:
+    """Remove ``top/name/name/…`` deepest first. pytest's own clean-up (shutil.rmtree, recursive
+    on Python 3.11) overflows the stack on a tree this deep and ends the whole session."""
+    fds = [os.open(top, os.O_RDONLY)]
+    try:
+        for _ in range(depth):
+            fds.append(os.open(name, os.O_RDONLY, dir_fd=fds[-1]))
+        for entry in os.listdir(fds[-1]):
+            os.unlink(entry, dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir(name, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 async def test_a_cancelled_glob_stops_walking(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
