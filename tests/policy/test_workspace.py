@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.policy.workspace import PathError, Workspace, open_regular
+from filegate.fsio.safeopen import open_regular
+from filegate.policy.workspace import PathError, Workspace
 
 
 def test_relative_paths_resolve_against_the_workdir_not_the_process_cwd(ws: Path) -> None:

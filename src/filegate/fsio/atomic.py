@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filegate.errors import WriteError as WriteError  # re-exported: its old home
-from filegate.policy.workspace import _open_components
+from filegate.fsio.safeopen import open_components, read_whole
 
 # Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
 # creating and renaming one can leave it behind, hidden (leading dot).
@@ -65,18 +65,10 @@ def read_all(fd: int, limit: int, shown: str) -> tuple[bytes, Snapshot]:
     st = os.fstat(fd)
     if st.st_size > limit:
         raise _too_large(shown, st.st_size, limit)
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = os.read(fd, max(st.st_size - total, 0) + _HASH_BLOCK)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(shown, total, limit)
-    data = b"".join(chunks)
+    data = read_whole(fd, limit)
     st = os.fstat(fd)
+    if len(data) > limit:  # it grew past the limit while being read
+        raise _too_large(shown, max(st.st_size, len(data)), limit)
     return data, Snapshot(True, len(data), st.st_mtime_ns, sha256_hex(data))
 
 
@@ -113,7 +105,7 @@ def replace_file(real: Path, data: bytes, *, expect: Snapshot, shown: str, creat
 
 def _open_parent(parent: Path, create: bool) -> int:
     if not create:
-        return _open_components(parent, os.O_RDONLY | _DIRECTORY)
+        return open_components(parent, os.O_RDONLY | _DIRECTORY)
     fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         for part in parent.parts[1:]:

@@ -1,10 +1,8 @@
-"""The workspace and the path rules of SPEC §2: resolve, contain, open without following."""
+"""The workspace and the path rules of SPEC §2: resolve and contain (fsio.safeopen opens)."""
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -197,87 +195,3 @@ def _spelling_that_names(path: str) -> str:
     if os.path.lexists(os.path.dirname(alt)) and not os.path.lexists(os.path.dirname(path)):
         return alt
     return path
-
-
-# --- opening without following, never blocking -------------------------------------------
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
-    """Open ``real`` one component at a time with O_NOFOLLOW.
-
-    ``real`` came from realpath, so no component is a symlink; if one became a symlink since
-    (a swap between check and use), this fails with ELOOP/ENOTDIR instead of following it.
-    """
-    parts = real.parts
-    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-    try:
-        for part in parts[1:-1]:
-            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
-        name = parts[-1] if len(parts) > 1 else "."
-        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def open_regular(rp: ResolvedPath) -> int:
-    """Open a regular file for reading, or raise PathError. Never blocks on a FIFO or device."""
-    try:
-        fd = _open_components(rp.real, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
-    except OSError as exc:
-        raise _os_error(rp.shown, exc) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PathError(f"`{rp.shown}` is not a file.")
-        os.set_blocking(fd, True)
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def open_directory(rp: ResolvedPath) -> int:
-    """Open a directory without following any symlink on its path, or raise PathError.
-
-    The fd pins the directory: a symlink swapped in after the check cannot redirect a search
-    that runs in it (``/proc/self/fd/<fd>`` as a child's working directory).
-    """
-    try:
-        return _open_components(rp.real, os.O_RDONLY | _DIRECTORY)
-    except FileNotFoundError:
-        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
-    except OSError as exc:
-        raise _os_error(rp.shown, exc) from None
-
-
-def stat_target(rp: ResolvedPath) -> os.stat_result | None:
-    """lstat the resolved path: None when it does not exist, PathError on other failures."""
-    try:
-        return os.lstat(rp.real)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _os_error(rp.shown, exc) from None
-
-
-def _os_error(shown: str, exc: OSError) -> PathError:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        return PathError(
-            f"`{shown}` changed while being opened (a symlink appeared in its path) or goes "
-            "through a symlink loop."
-        )
-    if exc.errno == errno.ENXIO:  # open(2) of a Unix socket (or a device with no driver)
-        return PathError(f"`{shown}` is not a file.")
-    if exc.errno == errno.EACCES:
-        return PathError(f"`{shown}` is not readable: permission denied.", "Permission denied")
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathError(f"`{shown[:200]}…` is too long for a file path.")
-    return PathError(f"Failed to open `{shown}`: {exc.strerror or exc}.")

@@ -20,9 +20,10 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.policy.workspace import PathError, open_directory, open_regular
+from filegate.policy.workspace import PathError
 from filegate.tools import grep_ignores
 from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan

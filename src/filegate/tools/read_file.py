@@ -26,8 +26,9 @@ from filegate.fsio.lines import (
     tail_lines,
     tail_starts,
 )
+from filegate.fsio.safeopen import open_regular
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath, Workspace, open_regular
+from filegate.policy.workspace import PathError, ResolvedPath, Workspace
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import Outcome, ToolEnv
 

@@ -15,6 +15,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import MediaError
+from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.image import FittedImage, b64_len, fit_image_to_budget
 from filegate.media.video import (
     MAX_FRAMES,
@@ -27,7 +28,7 @@ from filegate.media.video import (
 )
 from filegate.policy.budget import MAX_MEDIA_BYTES
 from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath, Workspace, open_regular
+from filegate.policy.workspace import PathError, ResolvedPath, Workspace
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import ImagePart, MediaPart, Outcome, ResourcePart, TextPart, ToolEnv
 from filegate.tools.read_file import PATH_HELP
@@ -107,16 +108,9 @@ def _check_media(rp: ResolvedPath, ft: FileType) -> None:
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    """The file's ``size`` bytes, read once (one allocation in the usual single read)."""
-    chunks: list[bytes] = []
-    got = 0
-    while got < size:
-        chunk = os.pread(fd, size - got, got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    """The file's first ``size`` bytes (the size its checks were made on)."""
+    data = read_whole(fd, size)
+    return data if len(data) <= size else data[:size]
 
 
 # --- what the result weighs ---------------------------------------------------------------

@@ -30,8 +30,9 @@ import anyio
 
 from filegate.errors import Refusal
 from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file, sha256_hex
+from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.policy.escape import escape
-from filegate.policy.workspace import ResolvedPath, open_regular, stat_target
+from filegate.policy.workspace import ResolvedPath
 from filegate.tools.diffing import Diff, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, ToolEnv, WriteRequest
 

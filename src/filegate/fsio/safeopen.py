@@ -1,0 +1,120 @@
+"""Opening what policy resolved, without following a symlink and without blocking (SPEC §2.5, §2.7).
+
+Policy decides (``filegate.policy.workspace`` resolves and contains a caller's path); this
+module opens the result: component by component with ``O_NOFOLLOW`` from ``/``, so a symlink
+swapped in after the check fails the open instead of redirecting it; ``O_NONBLOCK`` for the
+final open, so a FIFO or a device is refused at once instead of hanging the call. And
+:func:`read_whole` is the one loop that reads a whole regular file into memory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from filegate.errors import PathError
+from filegate.policy.workspace import ResolvedPath
+
+# A read asks for the expected size plus this much, so a file that grew is read to its end in
+# few calls and a file of the expected size in one call and an empty one.
+_EXTRA_READ = 1 << 20
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
+    """Open ``real`` one component at a time with O_NOFOLLOW; the fd of its last part.
+
+    ``real`` came from realpath, so no component is a symlink; if one became a symlink since
+    (a swap between check and use), this fails with ELOOP/ENOTDIR instead of following it.
+    """
+    parts = real.parts
+    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for part in parts[1:-1]:
+            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        name = parts[-1] if len(parts) > 1 else "."
+        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def open_regular(rp: ResolvedPath) -> int:
+    """Open a regular file for reading, or raise PathError. Never blocks on a FIFO or device."""
+    try:
+        fd = open_components(rp.real, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathError(f"`{rp.shown}` is not a file.")
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_directory(rp: ResolvedPath) -> int:
+    """Open a directory without following any symlink on its path, or raise PathError.
+
+    The fd pins the directory: a symlink swapped in after the check cannot redirect a search
+    that runs in it (``/proc/self/fd/<fd>`` as a child's working directory).
+    """
+    try:
+        return open_components(rp.real, os.O_RDONLY | _DIRECTORY)
+    except FileNotFoundError:
+        raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+
+
+def stat_target(rp: ResolvedPath) -> os.stat_result | None:
+    """lstat the resolved path: None when it does not exist, PathError on other failures."""
+    try:
+        return os.lstat(rp.real)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_error(rp.shown, exc) from None
+
+
+def _os_error(shown: str, exc: OSError) -> PathError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return PathError(
+            f"`{shown}` changed while being opened (a symlink appeared in its path) or goes "
+            "through a symlink loop."
+        )
+    if exc.errno == errno.ENXIO:  # open(2) of a Unix socket (or a device with no driver)
+        return PathError(f"`{shown}` is not a file.")
+    if exc.errno == errno.EACCES:
+        return PathError(f"`{shown}` is not readable: permission denied.", "Permission denied")
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathError(f"`{shown[:200]}…` is too long for a file path.")
+    return PathError(f"Failed to open `{shown}`: {exc.strerror or exc}.")
+
+
+def read_whole(fd: int, limit: int) -> bytes:
+    """The regular file behind ``fd`` from its start to its end, but never more than
+    ``limit + 1`` bytes: a caller tells "larger than ``limit``" from the length, and a file
+    that grows while it is read cannot keep the loop going. One allocation in the usual case
+    (the file is as large as fstat says)."""
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.pread(fd, min(max(size - total, 0) + _EXTRA_READ, limit + 1 - total), total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
