@@ -121,13 +121,22 @@ async def test_flags_given_to_install_reach_the_server(tmp_path: Path, project: 
 
 
 @pytest.mark.parametrize("os_name", ["macos", "windows", "linux"])
-def test_each_os_gets_each_clients_own_file(tmp_path: Path, project: Path, os_name: str) -> None:
-    env = client_env(tmp_path, os_name)
+def test_each_os_gets_each_clients_own_file(
+    tmp_path: Path, project: Path, os_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process (the paths are the point here; the subprocess tests above start the entries)."""
+    from filegate.install import main
+
+    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA", "USERPROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in client_env(tmp_path, os_name).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
     for client in CLIENTS:
-        done = install(client, "--os", os_name, env=env, cwd=project)
-        assert done.returncode == 0, done.stderr
+        assert main([client, "--os", os_name]) == 0
         path = expected_path(client, os_name, tmp_path / "home", tmp_path / "appdata")
-        assert entry_as_client_reads_it(client, path)["command"] == FILEGATE
+        entry = entry_as_client_reads_it(client, path)
+        assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists(), entry
     written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.parent != project)
     assert len(written) == len(CLIENTS), written  # nothing else, no backups of new files
 

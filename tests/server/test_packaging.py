@@ -1,6 +1,7 @@
 """A wheel built from this repository installs into a fresh venv and works there.
 
-Slow (about a minute: the fresh venv pulls every dependency from the package index), so it
+Slow (about a minute and a half: the fresh venv pulls every dependency from the package index,
+then every client configuration `filegate install` writes is started), so it
 runs with ``pytest -m slow``.
 """
 
@@ -71,3 +72,45 @@ async def test_the_installed_server_serves_every_tool(fresh: tuple[Path, Path], 
         assert [t.name for t in await c.list_tools()] == TOOLS
         r = await c.call_tool("Grep", {"pattern": "wheel", "output_mode": "content"})
         assert text(r).startswith("a.txt:1:installed from a wheel")
+
+
+async def test_install_from_the_wheel_writes_every_client_and_each_entry_starts(
+    fresh: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`filegate install` from the fresh venv, for every client on every OS's paths (a throw-away
+    HOME/APPDATA), and each written entry (Linux paths) started exactly as its client would."""
+    from tests.test_install import (
+        CLIENTS,
+        STARTS_IN_PROJECT,
+        client_env,
+        entry_as_client_reads_it,
+        expected_path,
+    )
+
+    _, venv = fresh
+    exe = str(venv / "bin" / "filegate")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "marker.txt").write_text("served through the installed configuration\n")
+    elsewhere = tmp_path / "client-cwd"
+    elsewhere.mkdir()
+    for os_name in ("macos", "windows", "linux"):
+        root = tmp_path / os_name
+        env = client_env(root, os_name)
+        for client in CLIENTS:
+            done = subprocess.run([exe, "install", client, "--os", os_name], capture_output=True, text=True,
+                                  env=env, cwd=project, timeout=60)  # fmt: skip
+            assert done.returncode == 0, (client, os_name, done.stderr)
+            entry = entry_as_client_reads_it(
+                client, expected_path(client, os_name, root / "home", root / "appdata")
+            )
+            assert entry["command"] == exe, entry
+            if os_name != "linux":
+                continue
+            cwd = project if client in STARTS_IN_PROJECT else elsewhere
+            transport = StdioTransport(entry["command"], entry["args"], env=entry.get("env") or None,
+                                       cwd=str(cwd), keep_alive=False)  # fmt: skip
+            async with Client(transport, mode="legacy") as c:
+                assert [t.name for t in await c.list_tools()] == TOOLS, client
+                r = await c.call_tool("ReadFile", {"path": "marker.txt"})
+                assert "served through the installed configuration" in text(r), client
