@@ -34,7 +34,7 @@ from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.diffing import Diff, plural, unified_diff
-from filegate.tools.outcome import Decision, Outcome, ToolEnv, WriteRequest
+from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
 
 # An edit holds the old and the new bytes at once (plus the diff's slices); this bounds it.
 MAX_FILE_BYTES = 128 << 20
@@ -152,7 +152,7 @@ class Written(Generic[T]):
     size: int
     created: bool
     diff: Diff | None  # None for a sensitive file: nothing about it is told
-    route: str
+    route: Route
     facts: T
     sensitive: bool = False
 
