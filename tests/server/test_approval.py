@@ -602,3 +602,21 @@ async def test_a_same_size_change_with_its_mtime_restored_is_caught_at_write_tim
         r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "value = 1", "new": "value = 2"})
     assert r.is_error and "changed on disk" in text(r), text(r)
     assert target.read_text() == "value = 9\n"
+
+
+async def test_a_handshake_http_question_answered_slowly_still_counts(ws: Path) -> None:
+    """The open question watches its client's stream (approval.STREAM_CHECK_S); a user who
+    takes a few checks' time to answer over a live connection is not taken for gone."""
+    import asyncio
+
+    from filegate.server.approval import STREAM_CHECK_S
+
+    async def thinking(*_: Any) -> Any:
+        await asyncio.sleep(STREAM_CHECK_S * 4)  # the user reads the diff
+        return {"decision": "approve"}
+
+    with http_server(ws) as url:
+        async with Client(url, mode="legacy", elicitation_handler=thinking) as c:
+            r = await call(c, "WriteFile", path="slow.txt", content="x")
+    assert not r.is_error, text(r)
+    assert (ws / "slow.txt").read_text() == "x"
