@@ -1,0 +1,66 @@
+"""media/image.py at its seam: fitting at the budget's edge, refusals, the deadline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from filegate.errors import MediaError
+from filegate.media.bounds import DecodeTimeout
+from filegate.media.image import b64_len, bytes_for_chars, fit_image_to_budget
+from filegate.media.video import extract_keyframes
+from tests import media_factory as mf
+
+
+def test_base64_arithmetic_at_its_edges() -> None:
+    assert [b64_len(n) for n in (0, 1, 2, 3, 4)] == [0, 4, 4, 4, 8]
+    assert [bytes_for_chars(c) for c in (0, 3, 4, 7, 8)] == [0, 0, 3, 3, 6]
+    for n in range(50):
+        assert b64_len(bytes_for_chars(b64_len(n))) == b64_len(n)
+
+
+def test_image_whose_base64_is_exactly_the_room_is_sent_as_it_is() -> None:
+    data = mf.noise_png_bytes(60, 60)
+    room = b64_len(len(data))
+    fitted = fit_image_to_budget(data, room, 2048)
+    assert not fitted.reencoded and fitted.data == data and fitted.mime == "image/png"
+    smaller = fit_image_to_budget(data, room - 1, 2048)
+    assert smaller.reencoded and b64_len(len(smaller.data)) <= room - 1
+    assert (smaller.width, smaller.height) == (60, 60)
+
+
+def test_image_whose_side_is_exactly_the_limit_is_sent_as_it_is() -> None:
+    data = mf.noise_png_bytes(100, 80)
+    assert not fit_image_to_budget(data, 1 << 20, 100).reencoded
+    fitted = fit_image_to_budget(data, 1 << 20, 99)
+    assert fitted.reencoded and (fitted.out_width, fitted.out_height) == (99, 79)
+
+
+def test_bomb_is_refused_from_its_header() -> None:
+    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel: 353440000 bytes"):
+        fit_image_to_budget(mf.bomb_png_bytes(9400, 9400), 1 << 20, 2048)
+
+
+def test_truncated_jpeg_that_fits_is_refused_although_checked_at_reduced_scale() -> None:
+    data = mf.jpeg_bytes(mf.photo(800, 600))
+    assert not fit_image_to_budget(data, 1 << 20, 2048).reencoded
+    with pytest.raises(MediaError, match="truncated or corrupt"):
+        fit_image_to_budget(data[: len(data) - 10], 1 << 20, 2048)
+
+
+def test_a_decode_past_its_deadline_is_stopped() -> None:
+    data = mf.jpeg_bytes(mf.photo(4000, 3000))  # ~1 s to decode and re-encode here
+    start = time.monotonic()
+    with pytest.raises(DecodeTimeout, match=r"took longer than the 0\.05 s this server allows"):
+        fit_image_to_budget(data, 200_000, 4000, timeout=0.05)
+    assert time.monotonic() - start < 0.5
+
+
+def test_a_video_past_its_deadline_is_stopped(tmp_path: Path) -> None:
+    clip = mf.write_mp4(tmp_path / "clip.mp4", size=(320, 240), noisy=True)
+    with clip.open("rb") as f:
+        assert extract_keyframes(f, 100_000, 2048).frames  # in time: frames
+    with clip.open("rb") as f, pytest.raises(DecodeTimeout, match="took longer"):
+        extract_keyframes(f, 100_000, 2048, timeout=0.0)
