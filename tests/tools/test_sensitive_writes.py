@@ -75,6 +75,10 @@ def make_target(ws: Path, tmp_path: Path, where: str) -> tuple[Path, str]:
     if where == "inside":
         target = ws / ".env"
         shown = ".env"
+    elif where == "symlink":  # a harmless name for a secrets file
+        target = ws / ".env"
+        shown = "notes.txt"
+        (ws / shown).symlink_to(".env")
     else:  # like ~/.ssh/id_rsa, at an absolute path outside the workspace
         ssh = tmp_path / "home" / ".ssh"
         ssh.mkdir(parents=True)
@@ -84,7 +88,7 @@ def make_target(ws: Path, tmp_path: Path, where: str) -> tuple[Path, str]:
     return target, shown
 
 
-@pytest.mark.parametrize("where", ["inside", "outside"])
+@pytest.mark.parametrize("where", ["inside", "symlink", "outside"])
 @pytest.mark.parametrize("confine", [False, True])
 @pytest.mark.parametrize("answer", ["none", "approve", "reject"])
 async def test_write_tools_tell_nothing_about_a_sensitive_file_before_approval(
