@@ -170,6 +170,20 @@ def test_merge_keeps_everything_else_backs_up_and_is_idempotent(tmp_path: Path, 
     assert len(list(path.parent.glob(".claude.json.*.bak"))) == 1
 
 
+def test_a_symlinked_config_is_written_through_its_link(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    dotfiles = tmp_path / "dotfiles" / "gemini.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"theme": "Dracula"}')
+    link = tmp_path / "home/.gemini/settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    assert install("gemini-cli", env=env, cwd=project).returncode == 0
+    assert link.is_symlink()
+    doc = json.loads(dotfiles.read_text())
+    assert doc["theme"] == "Dracula" and doc["mcpServers"]["filegate"]["command"] == FILEGATE
+
+
 def test_codex_toml_merge_keeps_comments_and_other_tables(tmp_path: Path, project: Path) -> None:
     env = client_env(tmp_path)
     path = tmp_path / "home/.codex/config.toml"

@@ -235,7 +235,13 @@ class Written:
 
 
 def write_config(client: Client, name: str, entry: dict[str, Any], path: Path) -> Written:
-    """Merge ``entry`` into ``path``: backup first, then an atomic replace; no-op when equal."""
+    """Merge ``entry`` into ``path``: backup first, then an atomic replace; no-op when equal.
+
+    A symlinked file (dotfiles kept in a repository) is written where the link points: replacing
+    the link itself would cut it off from its repository.
+    """
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     merge = merged_toml if client.format == "toml" else merged_json
     new = merge(old, client, name, entry, path)
