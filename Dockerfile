@@ -8,6 +8,11 @@
 # Clients connect to http://127.0.0.1:8000/mcp with "Authorization: Bearer <token>". Extra
 # flags go after the image name (for example --read-only). --user lets the server write files
 # owned by you in the mounted directory; without it, it runs as the image's user 10001.
+#
+# Over stdio (a client starts the container; flags after the image name win over the HTTP
+# defaults below, no token needed; ":ro" and --read-only for read-only use):
+#   docker run -i --rm -v "$PWD:/workspace" --user "$(id -u):$(id -g)" filegate --transport stdio
+#   docker run -i --rm -v "$PWD:/workspace:ro" filegate --transport stdio --read-only
 FROM python:3.11-slim-bookworm
 
 # libmagic for content sniffing (python-magic); nothing else comes from apt.
