@@ -492,3 +492,26 @@ async def test_a_binary_file_searched_alone_says_it_matches(ws: Path, mode: str)
     (ws / "bin.dat").write_bytes(b"needle\0bin\nneedle two\n")
     _, parts, _ = await grep(ws, mode, pattern="needle", path="bin.dat", output_mode="content")
     assert parts == ['bin.dat: binary file matches (found "\\0" byte around offset 6)']
+
+
+async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(ws: Path, mode: str) -> None:
+    """SPEC §2.6: the skipped names and their number were those of the secrets that matched,
+    so a pattern tried against `.env` told whether it occurs there, one guess at a time."""
+    tree(ws, {".env": "AWS_SECRET=AKIA1234\n", "keys/id_rsa": "KEY\n", "app.py": "print()\n"})
+    answers = set()
+    for pattern in ("AWS_SECRET=AKIA1", "AWS_SECRET=AKIA9", "print", "nothing-anywhere"):
+        for output_mode in ("files_with_matches", "content", "count_matches"):
+            _, parts, facts = await grep(ws, mode, pattern=pattern, output_mode=output_mode)
+            said = "\n".join(parts)
+            assert "AKIA" not in said.replace(pattern, "") and facts and facts["skipped_sensitive"] == 2
+            answers.add(said.split("Skipped", 1)[1])
+        for path in (".env", "keys/id_rsa"):
+            _, parts, facts = await grep(ws, mode, pattern=pattern, path=path, output_mode="count_matches")
+            assert parts == [
+                "No matches found. Found 0 total occurrences across 0 files. Skipped 1 sensitive file(s) "
+                f"({path.rsplit('/', 1)[-1]}) to protect secrets. These files may contain credentials or private keys."
+            ]
+            assert facts and facts["total_matches"] == 0 and facts["skipped_sensitive"] == 1
+    assert answers == {
+        " 2 sensitive file(s) (.env, id_rsa) to protect secrets. These files may contain credentials or private keys."
+    }

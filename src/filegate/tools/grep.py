@@ -201,10 +201,9 @@ def _rg_args(rg: str, params: GrepParams, target: _Target, ignore_args: Sequence
     mode = params.output_mode
     args = [rg, "--no-config", "--hidden", "--null", "--with-filename", "--no-heading",
             "--color", "never"]  # fmt: skip
+    args += ignore_args
     if params.include_ignored or target.single_file:
-        args.append("--no-ignore")
-    else:
-        args += ignore_args
+        args.append("--no-ignore")  # the rules file of ignore_args (secrets left out) still holds
     if params.ignore_case:
         args.append("--ignore-case")
     if params.multiline:
@@ -473,7 +472,10 @@ class _Parser:
             self._rows(records)
 
     def _skip(self, shown: str) -> None:
-        self.skipped.add(shown.rsplit("/", 1)[-1])
+        """A file that may hold secrets and that rg printed all the same (a tree's `!` rule took
+        it back in, or the walk ran out of time): dropped and not counted, since counting it
+        would tell that it matched. The files left out are counted from the walk."""
+        return None
 
     def _paths(self, records: list[bytes]) -> None:
         target = self.target
@@ -634,8 +636,23 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         return Outcome.from_path_error(exc)
     ignores: IgnorePlan | None = None
     try:
-        if not (params.include_ignored or target.single_file):
-            walk = functools.partial(grep_ignores.plan, os.dup(target.fd), target.cwd, env.workspace.dirs)
+        if target.single_file and target.sensitive:  # not searched: nothing said depends on it
+            parsed = _Parsed(rows=None if params.output_mode != "content" else [])
+            if params.output_mode == "count_matches":
+                parsed.total_matches, parsed.files = 0, 0
+            parsed.skipped = [escape(target.name.rsplit("/", 1)[-1])]
+            return _result(parsed, params, env, _RgRun(_RgOutput(), returncode=1), 0)
+        if not target.single_file:
+            matcher = env.workspace.secrets
+            secrets = grep_ignores.Secrets(str(target.cwd), matcher.is_sensitive, hash(matcher.patterns))
+            walk = functools.partial(
+                grep_ignores.plan,
+                os.dup(target.fd),
+                target.cwd,
+                env.workspace.dirs,
+                secrets,
+                params.include_ignored,
+            )
             ignores = await anyio.to_thread.run_sync(walk, abandon_on_cancel=True)
         parser = _Parser(params, target, env)
         args = _rg_args(rg, params, target, ignores.args if ignores else ())
@@ -652,6 +669,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
                 "Grep timed out",
             )
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)
+        parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in ignores.sensitive] if ignores else []
     finally:
         target.close()
         if ignores is not None:

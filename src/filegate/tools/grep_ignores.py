@@ -25,7 +25,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,16 @@ ALWAYS = ("--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-
           "--no-ignore-messages")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Secrets:
+    """The secret rule of the walk: ``is_sensitive`` of a real path under ``top``; ``key``
+    tells one set of patterns from another in remembered walks."""
+
+    top: str
+    is_sensitive: Callable[[str], bool]
+    key: int
+
+
 @dataclass
 class TreeIgnores:
     """What the walk saw: the directories (relative, '' = the top) with a regular `.gitignore`,
@@ -50,6 +60,7 @@ class TreeIgnores:
     regular: list[str] = field(default_factory=list)
     unsafe: int = 0
     complete: bool = True
+    sensitive: list[str] = field(default_factory=list)  # regular files that may hold secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,28 +72,30 @@ class _Listed:
     regular: bool  # holds a regular `.gitignore`
     unsafe: int  # holds a `.gitignore` that is a symlink or not a regular file
     subdirs: tuple[str, ...]
+    sensitive: tuple[str, ...]  # the paths of its regular files that may hold secrets
 
 
 # Walks remembered per searched tree (by device and inode of its top): a directory whose ctime
 # and inode are unchanged has the same entries, so a repeated search stats each directory
 # instead of listing it (kernel tree: ~4,800 stats instead of ~83,000 entries).
-_REMEMBERED: dict[tuple[int, int], dict[str, _Listed]] = {}
+_REMEMBERED: dict[tuple[int, int, int], dict[str, _Listed]] = {}
 REMEMBER_TREES = 8
 REMEMBER_MAX_DIRS = 200_000
 # A directory changed this recently may change again within the same timestamp tick: listed anew.
 RACY_NS = 2_000_000_000
 
 
-def walk_tree(top_fd: int, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
+def walk_tree(top_fd: int, secrets: Secrets | None = None, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
     """List every directory under the one open as ``top_fd`` (by paths relative to it, no
-    symlink followed, VCS folders skipped) and vet each `.gitignore` in it. Iterative: any
-    depth. Directories unchanged since the last walk of the same tree are taken from it."""
+    symlink followed, VCS folders skipped), vet each `.gitignore` in it and find the files that
+    may hold secrets. Iterative: any depth. Directories unchanged since the last walk of the
+    same tree (and the same secret patterns) are taken from it."""
     found = TreeIgnores()
     try:
         top = os.fstat(top_fd)
     except OSError:
         return found
-    key = (top.st_dev, top.st_ino)
+    key = (top.st_dev, top.st_ino, secrets.key if secrets else 0)
     before = _REMEMBERED.get(key, {})
     now: dict[str, _Listed] = {}
     deadline = time.monotonic() + budget_s
@@ -101,7 +114,7 @@ def walk_tree(top_fd: int, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
             or (listed.ctime_ns, listed.ino) != (st.st_ctime_ns, st.st_ino)
             or st.st_ctime_ns >= fresh_before
         ):
-            listed = _list_dir(top_fd, rel, st)
+            listed = _list_dir(top_fd, rel, st, secrets)
             if listed is None:
                 continue  # unreadable for rg as well
             seen += len(listed.subdirs) + 1
@@ -109,6 +122,7 @@ def walk_tree(top_fd: int, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
         if listed.regular:
             found.regular.append(rel)
         found.unsafe += listed.unsafe
+        found.sensitive.extend(listed.sensitive)
         stack.extend(listed.subdirs)
         if seen > WALK_MAX_ENTRIES or time.monotonic() > deadline:
             found.complete = False
@@ -122,9 +136,11 @@ def walk_tree(top_fd: int, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
     return found
 
 
-def _list_dir(top_fd: int, rel: str, st: os.stat_result) -> _Listed | None:
+def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None) -> _Listed | None:
     regular, unsafe = False, 0
     subdirs: list[str] = []
+    sensitive: list[str] = []
+    base = f"{secrets.top}/{rel}/" if secrets and rel else f"{secrets.top}/" if secrets else ""
     try:
         fd = os.open(rel or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top_fd)
     except OSError:
@@ -140,11 +156,14 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result) -> _Listed | None:
                         unsafe += 1
                 elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
                     subdirs.append(f"{rel}/{name}" if rel else name)
+                    continue
+                if secrets and secrets.is_sensitive(base + name) and entry.is_file(follow_symlinks=False):
+                    sensitive.append(f"{rel}/{name}" if rel else name)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs))
+    return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs), tuple(sensitive))
 
 
 def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
@@ -255,6 +274,7 @@ class IgnorePlan:
 
     args: list[str]
     unsafe: int = 0  # ignore files left unread: symlinks or not regular files
+    sensitive: list[str] = field(default_factory=list)  # files that may hold secrets, left out
     fd: int | None = None  # a rules file rg reads by /proc/self/fd (kept open until rg ends)
     temp: str | None = None  # the same where there is no memfd
 
@@ -267,14 +287,20 @@ class IgnorePlan:
             self.temp = None
 
 
-def plan(dir_fd: int, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
+def plan(
+    dir_fd: int, top: Path, workspace_dirs: Iterable[Path], secrets: Secrets, include_ignored: bool
+) -> IgnorePlan:
     """The ignore flags for a search of the directory ``top``, open as ``dir_fd`` (which this
-    closes: a search cancelled meanwhile leaves the walk to finish on its own descriptor)."""
+    closes: a search cancelled meanwhile leaves the walk to finish on its own descriptor).
+
+    The files that may hold secrets are left out in rg's call itself (anchored rules in the
+    rules file), and are known whether or not they match: what the result says about them
+    (their names, how many) cannot depend on their content."""
     try:
-        tree = walk_tree(dir_fd)
-        rules = outer_rules(top, workspace_dirs)
+        tree = walk_tree(dir_fd, secrets)
+        rules = [] if include_ignored else outer_rules(top, workspace_dirs)
         args = list(ALWAYS)
-        if tree.unsafe or not tree.complete:
+        if not include_ignored and (tree.unsafe or not tree.complete):
             args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
             for rel in tree.regular:
                 lines = read_rules(f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME, dir_fd)
@@ -282,10 +308,16 @@ def plan(dir_fd: int, top: Path, workspace_dirs: Iterable[Path]) -> IgnorePlan:
                     rules += rules_at(lines, rel)
     finally:
         os.close(dir_fd)
-    result = IgnorePlan(args, tree.unsafe)
+    rules += ["/" + _glob_escape(rel) for rel in tree.sensitive]
+    result = IgnorePlan(args, 0 if include_ignored else tree.unsafe, tree.sensitive)
     if rules:
         _attach_rules(result, "\n".join(rules) + "\n")
     return result
+
+
+def _glob_escape(rel: str) -> str:
+    """A path as a gitignore rule that matches just it."""
+    return "".join("\\" + c if c in "\\*?[]!#{}" else c for c in rel).replace(" ", "\\ ")
 
 
 def _attach_rules(plan: IgnorePlan, text: str) -> None:
