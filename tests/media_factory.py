@@ -166,8 +166,15 @@ def write_webm(path: Path, **kw: object) -> Path:
 # --- decompression bombs and other hostile files ----------------------------------------------
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# PNG colour type for each mode we write: (colour type, bands).
-_PNG_COLOUR = {"L": (0, 1), "RGB": (2, 3), "RGBA": (6, 4)}
+# PNG colour type, bit depth and bytes a row of ``width`` pixels takes, for each mode we write.
+_PNG_COLOUR = {
+    "1": (0, 1, lambda w: (w + 7) // 8),
+    "L": (0, 8, lambda w: w),
+    "P": (3, 8, lambda w: w),
+    "RGB": (2, 8, lambda w: 3 * w),
+    "LA": (4, 8, lambda w: 2 * w),
+    "RGBA": (6, 8, lambda w: 4 * w),
+}
 
 
 def png_chunk(kind: bytes, body: bytes) -> bytes:
@@ -180,12 +187,19 @@ def bomb_png_bytes(width: int, height: int, mode: str = "RGBA") -> bytes:
     Streamed through zlib row by row, so making a 9400x9400 bomb costs this process ~40 KB, not
     the 353 MB it decodes to.
     """
-    colour, bands = _PNG_COLOUR[mode]
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    colour, depth, row_bytes = _PNG_COLOUR[mode]
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
+    palette = png_chunk(b"PLTE", bytes([0, 0, 0, 255, 255, 255])) if mode == "P" else b""
     z = zlib.compressobj(9)
-    row = bytes(1 + width * bands)  # filter byte 0 + black pixels
+    row = bytes(1 + row_bytes(width))  # filter byte 0 + black pixels
     idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
-    return _PNG_SIGNATURE + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+    return (
+        _PNG_SIGNATURE
+        + png_chunk(b"IHDR", ihdr)
+        + palette
+        + png_chunk(b"IDAT", idat)
+        + png_chunk(b"IEND", b"")
+    )
 
 
 def write_bomb_png(path: Path, width: int = 9400, height: int = 9400, mode: str = "RGBA") -> Path:

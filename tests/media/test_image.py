@@ -43,6 +43,18 @@ def test_bomb_is_refused_from_its_header() -> None:
         fit_image_to_budget(mf.bomb_png_bytes(9400, 9400), 1 << 20, 2048)
 
 
+@pytest.mark.parametrize("mode", ["1", "P", "LA"])
+def test_a_bomb_counts_the_rgb_picture_it_becomes_not_its_compact_decode(mode: str) -> None:
+    # 1 or 2 bytes a pixel as decoded, 4 once converted for encoding: 9400x9400 is over.
+    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel: 353440000 bytes"):
+        fit_image_to_budget(mf.bomb_png_bytes(9400, 9400, mode), 1 << 20, 2048)
+
+
+def test_grey_picture_counts_one_byte_a_pixel() -> None:
+    fitted = fit_image_to_budget(mf.bomb_png_bytes(3000, 2000, "L"), 1 << 20, 512)
+    assert fitted.reencoded and (fitted.out_width, fitted.out_height) == (512, 341)
+
+
 def test_truncated_jpeg_that_fits_is_refused_although_checked_at_reduced_scale() -> None:
     data = mf.jpeg_bytes(mf.photo(800, 600))
     assert not fit_image_to_budget(data, 1 << 20, 2048).reencoded

@@ -135,9 +135,11 @@ def open_image(data: bytes, deadline: Deadline | None = None) -> Image.Image:
 
 
 def bytes_per_pixel(mode: str) -> int:
-    """Decoded bytes of one pixel in a Pillow mode: bands × bytes per band."""
-    per_band = 2 if mode.startswith("I;16") else 4 if mode in ("I", "F") else 1
-    return Image.getmodebands(mode) * per_band
+    """Bytes one pixel of a picture decoded in ``mode`` takes by the time it is encoded again:
+    L and RGB stay as they are; every other mode (palette, bilevel, 16-bit, CMYK, with alpha)
+    becomes RGB(A) or 32-bit first, 4 bytes, so an 11 KB bilevel PNG of 9400x9400 px counts
+    as the 353 MB it becomes, not the 88 MB of its bilevel decode."""
+    return {"L": 1, "RGB": 3}.get(mode, 4)
 
 
 def frame_count(im: Image.Image, data: bytes) -> tuple[int, bool]:
