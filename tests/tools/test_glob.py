@@ -232,6 +232,16 @@ async def test_gitignore_above_the_searched_directory_applies(ws: Path, mode: st
     assert not err and out.split("\n") == ["app.py", "keep.log"]
     err, (out, _), _ = await glob(ws, mode, pattern="*.py", directory=str(ws / "build"))
     assert not err and out == "out.py"  # the caller named it as `directory`
+    # ... also when the rule ignores what is inside it, or a folder on the way, or it says `*`
+    tree(ws, "gen/deep/x.py", "venv/lib/y.py")
+    with (ws / ".gitignore").open("a") as f:
+        f.write("gen/**\n")
+    (ws / "venv" / ".gitignore").write_text("*\n")
+    for directory, found in (("gen", "deep/x.py"), ("gen/deep", "x.py"), ("venv", "lib/y.py")):
+        err, (out, _), _ = await glob(ws, mode, pattern="**/*.py", directory=str(ws / directory))
+        assert not err and out == found
+    _, (out, _), _ = await glob(ws, mode, pattern="**/*.py")  # named by nobody: left out
+    assert out.split("\n") == ["src/app.py", "sub/hand.py"]
 
 
 async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: str) -> None:

@@ -95,20 +95,22 @@ class IgnoreReader:
     read_bytes: int = 0
     _compiled: dict[tuple[str, ...], RuleSet | None] = field(default_factory=dict)
 
-    def above(self, root: Path, workspace: Workspace) -> Ignores:
-        """The ignore files of ``root``'s ancestors, from its workspace folder down."""
+    def above(self, root: Path, workspace: Workspace) -> Ignores | None:
+        """The ignore files of ``root``'s ancestors, from its workspace folder down; None when
+        they ignore ``root`` or a folder on the way (the caller named it: all of it is wanted)."""
         top = max(
             (d for d in workspace.dirs if root.is_relative_to(d)), key=lambda d: len(d.parts), default=None
         )
         if top is None or top == root:
             return Ignores()
-        layers: list[_Layer] = []
+        found: list[tuple[Path, list[RuleSet]]] = []  # outermost folder first
         folder = top
         for part in root.relative_to(top).parts:
-            lead = root.relative_to(folder).as_posix() + "/"
-            layers[:0] = self._layers(str(folder) + "/", lead, 0, None, None)
+            found.append((folder, self._rulesets(str(folder) + "/", None, None)))
+            if _seen_from(folder, found).ignored(part, part, True):
+                return None
             folder = folder / part
-        return Ignores(tuple(layers))
+        return _seen_from(root, found)
 
     def enter(
         self, prefix: str, rel: str, ignores: Ignores, has_ignore_file: bool | None, has_git_dir: bool | None
@@ -121,12 +123,16 @@ class IgnoreReader:
     def _layers(
         self, prefix: str, lead: str, strip: int, has_ignore_file: bool | None, has_git_dir: bool | None
     ) -> list[_Layer]:
+        return [_Layer(rs, lead, strip) for rs in self._rulesets(prefix, has_ignore_file, has_git_dir)]
+
+    def _rulesets(self, prefix: str, has_ignore_file: bool | None, has_git_dir: bool | None) -> list[RuleSet]:
+        """The folder's own .gitignore, then its repository's exclude file (lower precedence)."""
         found = []
         if has_ignore_file is not False:
             found.append(self._rules(prefix + IGNORE_NAME))
         if has_git_dir is not False:
-            found.append(self._rules(prefix + EXCLUDE_FILE))  # below the folder's own .gitignore
-        return [_Layer(rs, lead, strip) for rs in found if rs is not None]
+            found.append(self._rules(prefix + EXCLUDE_FILE))
+        return [rs for rs in found if rs is not None]
 
     def _rules(self, path: str) -> RuleSet | None:
         if self.read_bytes >= MAX_WALK_BYTES:
@@ -139,6 +145,16 @@ class IgnoreReader:
         if key not in self._compiled:
             self._compiled[key] = compile_ignore(lines)
         return self._compiled[key]
+
+
+def _seen_from(folder: Path, found: list[tuple[Path, list[RuleSet]]]) -> Ignores:
+    """The rules of ``found`` (ancestors of ``folder`` with their rule sets, outermost first) as
+    they apply to entries of ``folder``, deepest file first."""
+    layers = []
+    for ancestor, rulesets in reversed(found):
+        lead = "" if ancestor == folder else folder.relative_to(ancestor).as_posix() + "/"
+        layers += [_Layer(rs, lead, 0) for rs in rulesets]
+    return Ignores(tuple(layers))
 
 
 def compile_ignore(lines: list[str]) -> RuleSet | None:

@@ -265,7 +265,9 @@ class _Walk:
     def run(self) -> None:
         first = self.after(frozenset((p, 0) for p in range(len(self.patterns))))
         ignores = self.reader.above(self.root, self.workspace) if self.reader else None
-        top = self.open(str(self.root), "", first.live, ignores, named=False)
+        # A `directory` below a workspace folder is named by the caller, as a pattern's leading names are.
+        named = self.root not in self.workspace.dirs
+        top = self.open(str(self.root), "", first.live, ignores, named=named)
         stack = [top] if top else []
         known = self._after
         while stack:
