@@ -156,3 +156,80 @@ def test_search_dir_takes_the_escaped_spelling_and_shows_it(ws: Path) -> None:
 
 def _has_surrogate(s: str) -> bool:
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in s)
+
+
+# --- resolution and containment at the seam ----------------------------------------------
+
+
+def test_add_dirs_are_inside_and_their_siblings_are_not(tmp_path: Path, ws: Path) -> None:
+    extra = Path(os.path.realpath(tmp_path)) / "extra"
+    extra.mkdir()
+    w = Workspace(ws, (extra,))
+    assert w.resolve(str(extra / "x.txt")).inside
+    assert not w.resolve(str(tmp_path / "extra-2" / "x")).inside
+    assert w.contains(str(extra)) and not w.contains(str(extra) + "2")
+
+
+def test_a_path_that_does_not_exist_is_judged_by_its_nearest_existing_ancestor(
+    ws: Path, outside: Path
+) -> None:
+    (ws / "out").symlink_to(outside)
+    rp = Workspace(ws).resolve("new/dir/file.txt", "write")
+    assert rp.inside and rp.real == ws / "new" / "dir" / "file.txt"
+    with pytest.raises(PathError, match="You must provide an absolute path to write a file outside"):
+        Workspace(ws).resolve("out/new/file.txt", "write")
+
+
+def test_tilde_is_expanded(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(ws))
+    rp = Workspace(ws).resolve("~/a.txt")
+    assert rp.real == ws / "a.txt" and rp.shown == f"{ws}/a.txt"
+
+
+def test_outside_absolute_is_allowed_unless_confined(ws: Path, outside: Path) -> None:
+    target = str(outside / "secret.txt")
+    rp = Workspace(ws).resolve(target)
+    assert not rp.inside and rp.shown == target
+    with pytest.raises(PathError) as err:
+        Workspace(ws, confine=True).resolve(target)
+    assert err.value.brief == "Path outside workspace"
+
+
+@pytest.mark.parametrize(
+    ("action", "words"), [("read", "to read a file"), ("edit", "to edit a file"), ("search", "to search")]
+)
+def test_a_relative_path_outside_names_the_action(ws: Path, action: str, words: str) -> None:
+    with pytest.raises(PathError, match=f"You must provide an absolute path {words} outside the working"):
+        Workspace(ws).resolve("../x", action)  # type: ignore[arg-type]
+
+
+def test_readers_refuse_a_secret_with_kimis_sentence(ws: Path) -> None:
+    (ws / ".env").write_text("K=V")
+    with pytest.raises(PathError, match="appears to contain secrets") as err:
+        Workspace(ws).resolve_for_read(".env")
+    assert err.value.brief == "Sensitive file"
+    assert Workspace(ws).resolve(".env", "write").sensitive  # writers learn it and ask
+
+
+def test_search_dir_rules(ws: Path, outside: Path) -> None:
+    (ws / "f").write_text("x")
+    w = Workspace(ws)
+    assert w.resolve_search_dir(None) == (".", ws)
+    for raw, message in [
+        ("rel", "is not an absolute path"),
+        (str(outside), "is outside the workspace"),
+        (str(ws / "missing"), "does not exist"),
+        (str(ws / "f"), "is not a directory"),
+    ]:
+        with pytest.raises(PathError, match=message):
+            w.resolve_search_dir(raw)
+    with pytest.raises(PathError, match="outside the roots this client offered"):
+        w.narrowed([outside]).resolve_search_dir(None)
+
+
+def test_display_is_workdir_relative_inside_and_absolute_outside(ws: Path, outside: Path) -> None:
+    w = Workspace(ws)
+    assert w.display(ws) == "."
+    assert w.display(ws / "a" / "b") == "a/b"
+    assert w.display(outside / "x") == str(outside / "x")
+    assert w.display(ws / "a\nb") == "a\\x0ab"

@@ -48,3 +48,12 @@ async def test_an_error_shows_a_forged_name_escaped(ws: Path, mode: str) -> None
         assert not any(ch in message for ch in "\n\r\x1b\u202e"), message
         assert message.count("`") == 2, message
     assert "x\\x0a\\x60y\\x60 was read.\\x1b[2K\\u202e" in text(r) and "is not a file." in text(r)
+
+
+async def test_a_long_multibyte_name_can_be_written(ws: Path, mode: str) -> None:
+    name = "\u00e9" * 120  # 240 bytes, under NAME_MAX; its temp name was cut by characters (271 bytes)
+    (ws / name).write_text("old\n")
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "WriteFile", path=name, content="new\n")
+    assert not r.is_error, text(r)
+    assert (ws / name).read_text() == "new\n"

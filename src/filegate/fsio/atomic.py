@@ -27,7 +27,7 @@ from filegate.fsio.safeopen import open_components, read_whole
 # Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
 # creating and renaming one can leave it behind, hidden (leading dot).
 TEMP_SUFFIX = ".filegate.tmp"
-# Linux NAME_MAX is 255; the temp name adds a dot, 16 hex digits and the suffix.
+# Linux NAME_MAX is 255 bytes; the temp name adds a dot, a dot and 16 hex digits, and the suffix.
 _TEMP_NAME_KEEP = 200
 # Hashing a file for the stale check reads it in blocks of this size.
 _HASH_BLOCK = 1 << 20
@@ -184,8 +184,10 @@ def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) ->
 
 
 def _temp_name(name: str) -> str:
-    # Unique per write: two processes writing one file never touch each other's temp.
-    return f".{name[:_TEMP_NAME_KEEP]}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
+    # Unique per write: two processes writing one file never touch each other's temp. Cut by
+    # bytes, not characters: NAME_MAX counts bytes (120 "é" are 240 of them).
+    kept = os.fsdecode(os.fsencode(name)[:_TEMP_NAME_KEEP])
+    return f".{kept}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
 
 
 # --- temps a killed process may leave: recorded while they exist, swept at the next start ---

@@ -1,0 +1,218 @@
+"""fsio.atomic at its seam, without a server: the replacement itself and each defence against
+a target that moved between the read and the rename (SPEC §2.5, §2.10, §4)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from filegate.errors import WriteError
+from filegate.fsio import atomic
+from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, read_all, replace_file, sweep_pending_temps
+
+
+def snapshot(path: Path) -> Snapshot:
+    return Snapshot.of(path.read_bytes(), os.stat(path))
+
+
+def leftovers(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if p.name.endswith(TEMP_SUFFIX))
+
+
+@pytest.fixture(params=["tmpfile", "named"])
+def temps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both temp strategies: O_TMPFILE, and named temps (a system without O_TMPFILE)."""
+    if request.param == "named":
+        monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    return str(request.param)
+
+
+def test_replace_writes_the_new_bytes_and_keeps_the_mode(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_bytes(b"old\n")
+    f.chmod(0o640)
+    inode = os.stat(f).st_ino
+    assert replace_file(f, b"new content\n", expect=snapshot(f), shown="f.txt") == 12
+    assert f.read_bytes() == b"new content\n"
+    assert os.stat(f).st_mode & 0o777 == 0o640
+    assert os.stat(f).st_ino != inode  # a new file renamed over the old one, not written in place
+    assert leftovers(ws) == [] and list(atomic.pending_dir().glob("*")) == []
+
+
+def test_create_a_new_file_and_its_directories(ws: Path, temps: str) -> None:
+    f = ws / "a" / "b" / "new.txt"
+    with pytest.raises(WriteError, match="parent directory does not exist"):
+        replace_file(f, b"x", expect=Snapshot.absent(), shown="a/b/new.txt")
+    assert replace_file(f, b"x", expect=Snapshot.absent(), shown="a/b/new.txt", create_dirs=True) == 1
+    assert f.read_bytes() == b"x"
+
+
+def test_a_symlink_swapped_in_for_the_target_is_not_written_through(
+    ws: Path, outside: Path, temps: str
+) -> None:
+    f = ws / "f.txt"
+    f.write_text("mine")
+    expect = snapshot(f)
+    f.unlink()
+    f.symlink_to(outside / "secret.txt")
+    with pytest.raises(WriteError, match="replaced by a symlink"):
+        replace_file(f, b"PWNED", expect=expect, shown="f.txt")
+    assert (outside / "secret.txt").read_text() == "OUTSIDE-CONTENT\n"
+    assert f.is_symlink()
+
+
+def test_a_symlink_swapped_in_for_a_parent_is_not_written_through(
+    ws: Path, outside: Path, temps: str
+) -> None:
+    (ws / "d").mkdir()
+    f = ws / "d" / "secret.txt"
+    f.write_text("mine")
+    expect = snapshot(f)
+    (ws / "d").rename(ws / "d-old")
+    (ws / "d").symlink_to(outside)
+    with pytest.raises(WriteError, match="symlink"):
+        replace_file(f, b"PWNED", expect=expect, shown="d/secret.txt")
+    assert (outside / "secret.txt").read_text() == "OUTSIDE-CONTENT\n"
+
+
+def test_a_target_replaced_by_another_content_is_not_overwritten(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_text("original")
+    expect = snapshot(f)
+    (ws / "other").write_text("someone else's work, longer")
+    os.rename(ws / "other", f)
+    with pytest.raises(WriteError, match=r"changed on disk .*size or modification time"):
+        replace_file(f, b"mine", expect=expect, shown="f.txt")
+    assert f.read_text() == "someone else's work, longer"
+
+
+def test_a_deleted_target_is_not_recreated(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_text("original")
+    expect = snapshot(f)
+    f.unlink()
+    with pytest.raises(WriteError, match="it was deleted"):
+        replace_file(f, b"mine", expect=expect, shown="f.txt")
+    assert not f.exists() and leftovers(ws) == []
+
+
+def test_a_file_created_meanwhile_is_not_overwritten(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_text("theirs")
+    with pytest.raises(WriteError, match="created by someone else"):
+        replace_file(f, b"mine", expect=Snapshot.absent(), shown="f.txt")
+    assert f.read_text() == "theirs"
+
+
+def test_a_change_at_the_same_size_and_mtime_is_caught_by_the_hash(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_text("AAAA")
+    expect = snapshot(f)
+    st = os.stat(f)
+    f.write_text("BBBB")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(f).st_size, os.stat(f).st_mtime_ns) == (expect.size, expect.mtime_ns)
+    with pytest.raises(WriteError, match="its content changed"):
+        replace_file(f, b"mine", expect=expect, shown="f.txt")
+    assert f.read_text() == "BBBB"
+
+
+def test_a_directory_or_fifo_at_the_target_is_not_a_file(ws: Path) -> None:
+    (ws / "d").mkdir()
+    os.mkfifo(ws / "p")
+    for name in ("d", "p"):
+        with pytest.raises(WriteError, match="is not a file"):
+            replace_file(ws / name, b"x", expect=Snapshot.absent(), shown=name)
+
+
+def test_a_read_only_target_is_refused_even_for_root(ws: Path) -> None:
+    f = ws / "ro.txt"
+    f.write_text("x")
+    f.chmod(0o444)
+    with pytest.raises(WriteError, match="read-only"):
+        replace_file(f, b"y", expect=snapshot(f), shown="ro.txt")
+    assert f.read_text() == "x"
+
+
+def test_a_long_multibyte_name_still_gets_a_temp_name_within_name_max(ws: Path, temps: str) -> None:
+    name = "\u00e9" * 120  # 240 bytes: a legal name whose temp name must be cut by bytes
+    f = ws / name
+    f.write_text("old")
+    replace_file(f, b"new", expect=snapshot(f), shown=name)
+    assert f.read_text() == "new"
+    assert len(os.fsencode(atomic._temp_name(name))) <= 255
+
+
+def test_an_undecodable_name_is_written_and_recorded(ws: Path, temps: str) -> None:
+    raw = os.fsencode(ws) + b"/caf\xe9.py"
+    with open(raw, "wb") as fh:
+        fh.write(b"old")
+    f = Path(os.fsdecode(raw))
+    replace_file(f, b"new", expect=snapshot(f), shown="caf\\xe9.py")
+    assert f.read_bytes() == b"new"
+
+
+def test_read_all_gives_the_bytes_and_a_snapshot_and_refuses_past_the_limit(ws: Path) -> None:
+    f = ws / "f.bin"
+    f.write_bytes(b"x" * 100)
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        data, snap = read_all(fd, 100, "f.bin")
+        assert data == b"x" * 100 and snap == snapshot(f)
+        with pytest.raises(WriteError, match="is 100 bytes; filegate changes files of at most 99 bytes"):
+            read_all(fd, 99, "f.bin")
+    finally:
+        os.close(fd)
+
+
+# --- a dead writer's named temp -----------------------------------------------------------
+
+
+def dead_pid() -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
+    )
+    return int(proc.stdout)
+
+
+def test_a_dead_writers_temp_is_swept_and_a_live_ones_kept(ws: Path) -> None:
+    pending = atomic.pending_dir()
+    pending.mkdir(parents=True)
+    dead_temp = ws / f".f.txt.0123456789abcdef{TEMP_SUFFIX}"
+    live_temp = ws / f".g.txt.0123456789abcdef{TEMP_SUFFIX}"
+    dead_temp.write_text("half")
+    live_temp.write_text("in flight")
+    (pending / f"{dead_pid()}-aa").write_bytes(os.fsencode(dead_temp))
+    (pending / f"{os.getpid()}-bb").write_bytes(os.fsencode(live_temp))
+    assert sweep_pending_temps() == 1
+    assert not dead_temp.exists() and live_temp.exists()
+    assert sorted(p.name for p in pending.iterdir()) == [f"{os.getpid()}-bb"]
+
+
+def test_the_sweep_removes_only_regular_temp_files(ws: Path, outside: Path) -> None:
+    """A record is a path in a file: it must never delete what is not one of our temps."""
+    pending = atomic.pending_dir()
+    pending.mkdir(parents=True)
+    link = ws / f".l.0123456789abcdef{TEMP_SUFFIX}"
+    link.symlink_to(outside / "secret.txt")
+    pid = dead_pid()
+    (pending / f"{pid}-1").write_bytes(os.fsencode(outside / "secret.txt"))  # not a temp name
+    (pending / f"{pid}-2").write_bytes(os.fsencode(link))  # a temp name, but a symlink
+    (pending / "not-a-pid").write_text(str(outside / "secret.txt"))
+    assert sweep_pending_temps() == 0
+    assert (outside / "secret.txt").exists() and link.is_symlink()
+
+
+def test_the_sweep_takes_an_undecodable_temp_name(ws: Path) -> None:
+    pending = atomic.pending_dir()
+    pending.mkdir(parents=True)
+    temp = os.fsencode(ws) + b"/.caf\xe9.0123456789abcdef" + TEMP_SUFFIX.encode()
+    with open(temp, "wb") as fh:
+        fh.write(b"half")
+    (pending / f"{dead_pid()}-cc").write_bytes(temp)
+    assert sweep_pending_temps() == 1
+    assert not os.path.exists(temp)
