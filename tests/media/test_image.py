@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import struct
 import time
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from filegate.errors import MediaError
 from filegate.media.bounds import DecodeTimeout
@@ -48,6 +51,18 @@ def test_a_bomb_counts_the_rgb_picture_it_becomes_not_its_compact_decode(mode: s
     # 1 or 2 bytes a pixel as decoded, 4 once converted for encoding: 9400x9400 is over.
     with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel: 353440000 bytes"):
         fit_image_to_budget(mf.bomb_png_bytes(9400, 9400, mode), 1 << 20, 2048)
+
+
+def test_gif_whose_screen_is_a_bomb_is_refused_from_its_header() -> None:
+    # 45 bytes: a 9400x9400 logical screen holding one 1x1 frame; Pillow decodes frame 0 on
+    # the whole screen, then the encoder needs it as RGB.
+    gif = (
+        b"GIF89a" + struct.pack("<HH", 9400, 9400) + b"\x80\0\0" + b"\0\0\0\xff\xff\xff"
+        + b"," + struct.pack("<HHHH", 0, 0, 1, 1) + b"\0" + b"\x02\x02\x44\x01\0" + b";"
+    )  # fmt: skip
+    assert Image.open(io.BytesIO(gif)).size == (9400, 9400)
+    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel"):
+        fit_image_to_budget(gif, 1 << 20, 2048)
 
 
 def test_grey_picture_counts_one_byte_a_pixel() -> None:
