@@ -515,3 +515,42 @@ async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(
     assert answers == {
         " 2 sensitive file(s) (.env, id_rsa) to protect secrets. These files may contain credentials or private keys."
     }
+
+
+def test_the_walks_name_filter_never_clears_a_sensitive_path() -> None:
+    """Pure logic: the walk checks a file's whole path only when the cheap tests say it may be
+    sensitive; they must let through every path the full check calls sensitive."""
+    import itertools
+    import unicodedata
+
+    from filegate.policy.secrets import SecretMatcher
+    from filegate.tools.grep_ignores import Secrets
+
+    extra = [
+        "secrets/",
+        "a/**/b.txt",
+        ".ssh/*",
+        "Café.txt",
+        "deep/dir/*.cfg",
+        "**/tok*",
+        "/rooted.txt",
+        "x?y/[ab]c",
+    ]
+    matcher = SecretMatcher(extra)
+    secrets = Secrets("/r", matcher.is_sensitive, 0, matcher.patterns)
+    names = ["credentials", "credentials.json", "config", "config.json", ".env", ".ENV.local", ".env.example",
+             "id_rsa", "id_rsa_work", "x.PEM", "k.key", ".netrc", "b.txt", "k", "Café.txt",
+             unicodedata.normalize("NFD", "Café.txt"), "q.cfg", "token", "TOKEN.md", "rooted.txt", "ac", "bc",
+             "plain.py", ".gitignore", "exclude"]  # fmt: skip
+    dirs = ["/r", "/r/.aws", "/r/.gcp", "/r/.git", "/r/.kube", "/r/.docker", "/r/secrets", "/r/x/secrets/y",
+            "/r/a/q", "/r/a", "/r/.ssh", "/r/deep/dir", "/r/credentials", "/r/.env.example", "/r/x/.ENV",
+            "/r/xzy", "/r/src"]  # fmt: skip
+    sensitive = 0
+    for d, n in itertools.product(dirs, names):
+        if matcher.is_sensitive(f"{d}/{n}"):
+            sensitive += 1
+            assert secrets.dir_may_hold(d + "/") or secrets.may_be(n), f"{d}/{n}"
+    assert sensitive > 100  # the table exercises the rules
+    default = SecretMatcher()
+    plain = Secrets("/r", default.is_sensitive, 0, default.patterns)
+    assert not plain.may_be("plain.py") and not plain.dir_may_hold("/r/src/") and plain.may_be("config")

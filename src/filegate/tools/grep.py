@@ -644,7 +644,9 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
             return _result(parsed, params, env, _RgRun(_RgOutput(), returncode=1), 0)
         if not target.single_file:
             matcher = env.workspace.secrets
-            secrets = grep_ignores.Secrets(str(target.cwd), matcher.is_sensitive, hash(matcher.patterns))
+            secrets = grep_ignores.Secrets(
+                str(target.cwd), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns
+            )
             walk = functools.partial(
                 grep_ignores.plan,
                 os.dup(target.fd),

@@ -21,10 +21,14 @@ Rules read here are rewritten to be relative to the searched directory, where rg
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import os
+import re
 import stat
 import tempfile
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +49,42 @@ ALWAYS = ("--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-
 @dataclass(frozen=True)
 class Secrets:
     """The secret rule of the walk: ``is_sensitive`` of a real path under ``top``; ``key``
-    tells one set of patterns from another in remembered walks."""
+    tells one set of patterns from another in remembered walks; ``patterns`` (gitignore
+    syntax) let most names be cleared without a check of their whole path."""
 
     top: str
     is_sensitive: Callable[[str], bool]
     key: int
+    patterns: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def _tails(self) -> re.Pattern[str] | None:
+        """The last parts of the patterns that hold a '/' (`.git/config` → `config`)."""
+        tails = []
+        for raw in self.patterns:
+            p = raw.strip()
+            if not p or p.startswith(("#", "!")):
+                continue
+            body = p.strip("/")
+            if "/" in body:
+                tails.append(fnmatch.translate(body.rsplit("/", 1)[1].lower()))
+        return re.compile("|".join(tails)) if tails else None
+
+    def dir_may_hold(self, base: str) -> bool:
+        """Whether a pattern could match any file in the directory ``base`` (ending in '/') by
+        its directory part alone: the directory itself is sensitive, or a `dir/` rule."""
+        return self.is_sensitive(base + "\x01")
+
+    def may_be(self, name: str) -> bool:
+        """False only for a name no pattern can match in a directory where ``dir_may_hold``
+        is False: one whose own rule does not match it, nor the last part of a path rule."""
+        if self.is_sensitive(name):
+            return True
+        tails = self._tails
+        if tails is None:
+            return False
+        folded = name if name.isascii() else unicodedata.normalize("NFC", name)
+        return tails.match(folded.lower()) is not None
 
 
 @dataclass
@@ -141,6 +176,7 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
     subdirs: list[str] = []
     sensitive: list[str] = []
     base = f"{secrets.top}/{rel}/" if secrets and rel else f"{secrets.top}/" if secrets else ""
+    everything = secrets is not None and secrets.dir_may_hold(base)
     try:
         fd = os.open(rel or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top_fd)
     except OSError:
@@ -157,7 +193,12 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
                 elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
                     subdirs.append(f"{rel}/{name}" if rel else name)
                     continue
-                if secrets and secrets.is_sensitive(base + name) and entry.is_file(follow_symlinks=False):
+                if (
+                    secrets
+                    and (everything or secrets.may_be(name))
+                    and secrets.is_sensitive(base + name)
+                    and entry.is_file(follow_symlinks=False)
+                ):
                     sensitive.append(f"{rel}/{name}" if rel else name)
     except OSError:
         return None
