@@ -257,6 +257,16 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
     (ws / ".gitignore").write_text("*.py\n" + "#" * MAX_RULES_BYTES + "\n")  # over the size bound
     err, (out, _), _ = await glob(ws, mode, pattern="*/*.py")
     assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"]
+    # nor an exclude file reached through a symlinked `.git` or `.git/info`
+    (outside / "info").mkdir()
+    (outside / "info" / "exclude").write_text("*.py\n")
+    (outside / "exclude").write_text("*.py\n")
+    (ws / "a" / ".git").symlink_to(outside)
+    (ws / "b" / ".git").mkdir()
+    (ws / "b" / ".git" / "info").symlink_to(outside)
+    for pattern in ("*/*.py", "*/x.py"):  # folders listed, and folders where x.py is looked up
+        err, (out, _), _ = await glob(ws, mode, pattern=pattern)
+        assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"], pattern
 
 
 # --- any depth, cancellation ----------------------------------------------------------------

@@ -15,7 +15,9 @@ nothing under an excluded directory can be re-included.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,7 +132,7 @@ class IgnoreReader:
         found = []
         if has_ignore_file is not False:
             found.append(self._rules(prefix + IGNORE_NAME))
-        if has_git_dir is not False:
+        if has_git_dir is not False and _real_dirs(prefix + ".git", prefix + ".git/info"):
             found.append(self._rules(prefix + EXCLUDE_FILE))
         return [rs for rs in found if rs is not None]
 
@@ -145,6 +147,18 @@ class IgnoreReader:
         if key not in self._compiled:
             self._compiled[key] = compile_ignore(lines)
         return self._compiled[key]
+
+
+def _real_dirs(*paths: str) -> bool:
+    """Whether each path is a directory itself, not a symlink to one (the exclude file is
+    opened by a path through `.git/info/`: neither may lead out of the repository)."""
+    for path in paths:
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _seen_from(folder: Path, found: list[tuple[Path, list[RuleSet]]]) -> Ignores:
