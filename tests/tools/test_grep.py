@@ -554,3 +554,18 @@ def test_the_walks_name_filter_never_clears_a_sensitive_path() -> None:
     default = SecretMatcher()
     plain = Secrets("/r", default.is_sensitive, 0, default.patterns)
     assert not plain.may_be("plain.py") and not plain.dir_may_hold("/r/src/") and plain.may_be("config")
+
+
+async def test_every_escaped_path_grep_prints_opens_with_readfile(ws: Path, mode: str) -> None:
+    """SPEC §2.9: the shown spelling of a name can be passed back and names the same file."""
+    (ws / os.fsdecode(b"caf\xe9.py")).write_text("needle 1\n")
+    (ws / "x\nreal.txt").write_text("needle 2\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "tab\there.txt").write_text("needle 3\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "Grep", pattern="needle", path="sub/..", output_mode="files_with_matches")
+        printed = texts(r)[0].split("\n")
+        assert sorted(printed) == ["caf\\xe9.py", "sub/tab\\x09here.txt", "x\\x0areal.txt"]
+        for p in printed:
+            r = await call(c, "ReadFile", path=p)
+            assert not r.is_error and "needle" in text(r), (p, text(r))
