@@ -224,6 +224,10 @@ async def test_a_pattern_naming_an_ignored_directory_walks_it(ws: Path, mode: st
     assert out == ".git/hooks/pre-commit.py"
     _, (out, _), _ = await glob(ws, mode, pattern="*/*.py")  # a wildcard does not name them
     assert out.split("\n") == ["src/app.py", "sub/hand.py"]
+    # below the named part, the rules apply again
+    tree(ws, "src/.git/config.py", "src/deep/x.log", "src/deep/y.py")
+    _, (out, _), _ = await glob(ws, mode, pattern="src/**", include_dirs=False)
+    assert out.split("\n") == ["src/app.py", "src/deep/y.py", "src/keep.log"]
 
 
 async def test_gitignore_above_the_searched_directory_applies(ws: Path, mode: str) -> None:

@@ -153,6 +153,7 @@ class _Moves:
     on_any: frozenset[State]  # a final `**` matches any entry
     on_dir_or_any: frozenset[State]  # where a directory goes whatever its name
     names: dict[str, frozenset[State]]  # literal segments
+    leading_names: frozenset[str]  # those among a pattern's literal leading names
     regexes: tuple[tuple[re.Pattern[str], frozenset[State]], ...]
 
     @property
@@ -169,7 +170,6 @@ class _After:
     ends_file: bool  # some pattern not ending in `/` is complete: it matches as a file too
     live: frozenset[State]  # states that can still match below the entry
     by_name: frozenset[State]  # live states that are not at a `**` (the way into a symlink)
-    named: bool  # the entry is one of a pattern's literal leading names: the caller asked for it
 
 
 Entry = tuple[str, bool, bool]  # name, is a real directory, is a symlink
@@ -238,8 +238,13 @@ class _Walk:
                 names.setdefault(seg, set()).add((p, i + 1))
             else:
                 regexes.append((seg, frozenset({(p, i + 1)})))  # type: ignore[arg-type]
+        # A literal segment at index i < literal_prefix is reached only from the root through
+        # literal names: the entry it names is one the caller spelled out.
+        leading = frozenset(
+            k for k, v in names.items() if any(i <= self.patterns[p].literal_prefix for p, i in v)
+        )
         made = _Moves(frozenset(on_dir), frozenset(on_any), frozenset(on_dir | on_any),
-                      {k: frozenset(v) for k, v in names.items()}, tuple(regexes))  # fmt: skip
+                      {k: frozenset(v) for k, v in names.items()}, leading, tuple(regexes))  # fmt: skip
         self._moves[live] = made
         return made
 
@@ -257,7 +262,6 @@ class _Walk:
             ends_file=any(not pats[p].dirs_only for p in ended),
             live=live,
             by_name=frozenset((p, i) for p, i in live if pats[p].segments[i] is not GLOBSTAR),
-            named=any(0 < i <= pats[p].literal_prefix for p, i in reached),
         )
         self._after[reached] = made
         return made
@@ -288,7 +292,9 @@ class _Walk:
                         reached = reached | target
                 if not reached:
                     continue
-                child = self.visit(frame, name, is_dir, is_link, known.get(reached) or self.after(reached))
+                facts = known.get(reached) or self.after(reached)
+                named = hit is not None and name in m.leading_names
+                child = self.visit(frame, name, is_dir, is_link, facts, named)
                 if self.more:
                     return
                 if child is not None:
@@ -303,12 +309,14 @@ class _Walk:
                 self.timed_out = True
                 return
 
-    def visit(self, frame: _Frame, name: str, is_dir: bool, is_link: bool, facts: _After) -> _Frame | None:
-        """An entry some pattern reached: emit it, and the frame of its directory when the walk
-        goes into it."""
+    def visit(
+        self, frame: _Frame, name: str, is_dir: bool, is_link: bool, facts: _After, named: bool
+    ) -> _Frame | None:
+        """An entry some pattern reached (``named``: by one of its literal leading names): emit
+        it, and the frame of its directory when the walk goes into it."""
         child_rel = frame.rel + name
         ignores = frame.ignores
-        if not facts.named:
+        if not named:
             if is_dir and name in _VCS:
                 return None
             if ignores is not None and ignores.ignored(child_rel, name, is_dir):
@@ -325,7 +333,7 @@ class _Walk:
             # Through a symlinked directory only by name, never by `**` (no cycles).
             below = facts.by_name if is_link else facts.live
             if below:
-                return self.open(path, child_rel + "/", below, ignores, named=facts.named)
+                return self.open(path, child_rel + "/", below, ignores, named=named)
         return None
 
     def open(
