@@ -569,3 +569,10 @@ async def test_every_escaped_path_grep_prints_opens_with_readfile(ws: Path, mode
         for p in printed:
             r = await call(c, "ReadFile", path=p)
             assert not r.is_error and "needle" in text(r), (p, text(r))
+
+
+async def test_text_after_a_carriage_return_is_kept_and_shown_escaped(ws: Path, mode: str) -> None:
+    """Issue 18 item 14: rows were split at CR too, so the text after a bare CR was lost."""
+    (ws / "cr.txt").write_bytes(b"one\rneedle two\r\nthree needle\rtail\n")
+    _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
+    assert out.split("\n") == ["cr.txt:1:one\\x0dneedle two", "cr.txt:2:three needle\\x0dtail"]
