@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp.types import Implementation
 
 from tests.conftest import FILEGATE, http_server, stdio_transport, text
 
@@ -67,3 +70,54 @@ def test_no_env_file_is_read_from_the_users_directory(ws: Path) -> None:
     proc = subprocess.run([FILEGATE, "--workdir", str(ws)], input="", capture_output=True,
                           text=True, timeout=60, cwd=ws)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_an_undecodable_file_name_never_stops_the_stdio_server(ws: Path, mode: str) -> None:
+    """A name that is not UTF-8 (old archives) reached JSON as a lone surrogate and the stdio
+    writer died on the model's first Glob (issue 18 item 2). Every answer comes, and the
+    server is still up for the next call."""
+    os.makedirs(os.fsencode(ws) + b"/d\xe9p", exist_ok=True)
+    (Path(os.fsdecode(os.fsencode(ws) + b"/caf\xe9.py"))).write_text("print('caf')\n")
+    (Path(os.fsdecode(os.fsencode(ws) + b"/d\xe9p/x\xff.txt"))).write_text("print('deep')\n")
+    (ws / "plain.txt").write_text("still here\n")
+    async with Client(stdio_transport(ws), mode=mode) as c:
+        for tool, args in [
+            ("Glob", {"pattern": "*"}),
+            ("Glob", {"pattern": "**/*"}),
+            ("Grep", {"pattern": "print"}),
+            ("Grep", {"pattern": "print", "output_mode": "content"}),
+            ("Grep", {"pattern": "print", "output_mode": "count_matches"}),
+            ("ReadFile", {"path": "caf\\xe9.py"}),
+            ("ReadFile", {"path": "d\\xe9p"}),
+        ]:
+            r = await c.call_tool(tool, args, raise_on_error=False, timeout=30)
+            shown = json.dumps([b.model_dump(mode="json") for b in r.content]) + json.dumps(
+                r.structured_content
+            )
+            assert "\\udc" not in shown and "\ufffd" not in shown, (tool, shown)
+        r = await c.call_tool("ReadFile", {"path": "plain.txt"}, timeout=30)
+        assert "still here" in text(r)
+
+
+async def test_log_lines_cannot_be_forged_by_a_client_name_or_a_path(ws: Path, tmp_path: Path) -> None:
+    """clientInfo.name and error texts with LF, CR and ESC: each record stays one line of
+    stderr, with no control character in it (SPEC §2.9, §6; issue 18 item 9)."""
+    name = "evil\n2026-01-01 00:00:00,000 INFO filegate: FORGED\r\x1b[2K"
+    stderr = tmp_path / "stderr.log"
+    transport = StdioTransport(
+        FILEGATE,
+        ["--workdir", str(ws), "--log-level", "INFO"],
+        cwd=str(ws),
+        keep_alive=False,
+        log_file=stderr,
+    )
+    info = Implementation(name=name, version="1\n2")
+    async with Client(transport, mode="legacy", client_info=info) as c:
+        await c.call_tool("ReadFile", {"path": "no\nFORGED\x1b[31m.txt"}, raise_on_error=False)
+        await c.call_tool("Glob", {"pattern": "x", "directory": "FORGED\u2028\u202e/"}, raise_on_error=False)
+    log = stderr.read_text()
+    assert "client evil\\x0a2026-01-01" in log  # the name is there, escaped
+    for line in log.splitlines():
+        assert not line.startswith(("FORGED", "2026-01-01")), line
+        assert not any(ch in line for ch in "\x1b\r\u2028\u202e"), repr(line)
+    assert log.count("FORGED") >= 2

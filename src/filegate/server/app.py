@@ -29,6 +29,7 @@ from mcp.types import TextContent, ToolAnnotations  # noqa: E402
 from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
 
 from filegate import __version__  # noqa: E402
+from filegate.policy.escape import escape  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.call import CallContext, InputRequired  # noqa: E402
@@ -194,10 +195,21 @@ def build_server(settings: Settings) -> FastMCP:
     return server
 
 
+class OneLineFormatter(logging.Formatter):
+    """Every record's message escaped (SPEC §2.9): whatever a library or a caller put in it (a
+    file name, a client's name, an error text), one record is one line of stderr, with no
+    terminal control sequence and no undecodable character. A traceback, when one is logged,
+    still follows on its own lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape(record.message)
+        return super().formatMessage(record)
+
+
 def configure_logging(level: str) -> None:
     """Logs go to stderr only: on stdio, stdout carries nothing but JSON-RPC."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -14,6 +14,7 @@ from mcp.types import InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from filegate.server import upstream
+from filegate.server.render import safe_text
 
 log = logging.getLogger("filegate")
 
@@ -49,13 +50,13 @@ class CallContext:
 
     async def progress(self, done: float, total: float | None, message: str) -> None:
         try:
-            await self.ctx.report_progress(done, total, message)
+            await self.ctx.report_progress(done, total, safe_text(message))
         except Exception:  # a client that went away must not fail the call
             log.debug("progress notification failed", exc_info=True)
 
     async def log(self, level: Literal["debug", "info", "warning", "error"], text: str) -> None:
         try:
-            await self.ctx.log(text, level=level, logger_name="filegate")
+            await self.ctx.log(safe_text(text), level=level, logger_name="filegate")
         except Exception:
             log.debug("log notification failed", exc_info=True)
 

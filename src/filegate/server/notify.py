@@ -12,7 +12,9 @@ one log message each, with the same level whatever the tool:
 The model already reads all of this in the result text; the log lines are for the human
 watching the client's log. Clients filter them with ``logging/setLevel``. On stderr the
 operator sees what was sent (``--log-level INFO``), plus one line per client session and per
-failed call.
+failed call. The client's name and version and a failed call's text are escaped (SPEC §2.9):
+a client or a file name cannot forge a log line. Every tool result passes
+:func:`~filegate.server.render.safe_result` on its way out, whichever code built it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
 from mcp.types import CallToolRequestParams, InitializeRequest
+
+from filegate.policy.escape import escape
+from filegate.server.render import safe_result
 
 log = logging.getLogger("filegate")
 
@@ -51,7 +56,7 @@ def _first_text(result: ToolResult) -> str:
     for block in result.content:
         text = getattr(block, "text", None)
         if isinstance(text, str):
-            return text.splitlines()[0][:ERROR_EXCERPT] if text else ""
+            return escape(text.split("\n", 1)[0][:ERROR_EXCERPT]) if text else ""
     return ""
 
 
@@ -66,9 +71,9 @@ class NotableEvents(Middleware):
         info = params.client_info
         log.info(
             "client %s %s connected (protocol %s)",
-            info.name,
-            info.version,
-            getattr(result, "protocol_version", params.protocol_version),
+            escape(str(info.name)),
+            escape(str(info.version)),
+            escape(str(getattr(result, "protocol_version", params.protocol_version))),
         )
         return result
 
@@ -80,7 +85,8 @@ class NotableEvents(Middleware):
         result = await call_next(context)
         if not isinstance(result, ToolResult) or isinstance(result, InputRequiredToolResult):
             return result  # an input-required round: nothing has happened yet
-        tool = context.message.name
+        result = safe_result(result)
+        tool = escape(context.message.name)
         if result.is_error:
             log.info("%s failed: %s", tool, _first_text(result))
             return result
