@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import os
 import resource
 import shutil
 import stat
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -355,7 +356,7 @@ class _Parsed:
 
     rows: list[_Row] | None = None  # content mode
     lines: list[str] = field(default_factory=list)  # the other modes
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # names of the files that may hold secrets
     total_matches: int | None = None
     files: int | None = None
 
@@ -385,7 +386,6 @@ class _Parser:
         self.blocks: dict[str, list[bytes | str | None]] = {}  # content: shown path → its rows
         self.block: list[bytes | str | None] | None = None  # the rows of the file being read
         self.block_path: bytes | None = None
-        self.skipped: set[str] = set()
         base = str(target.cwd)
         secrets = env.workspace.secrets
         prefix = target.prefix
@@ -423,16 +423,16 @@ class _Parser:
         self.rest.clear()
         if self.pending:
             self._said_whole(self.pending)
-        skipped = sorted(self.skipped)
         if self.mode == "files_with_matches":
             self.dated.sort()  # newest first, ties by path
-            return _Parsed(lines=[p for _, p in self.dated], skipped=skipped)
+            return _Parsed(lines=[p for _, p in self.dated])
         if self.mode == "count_matches":
             self.counts.sort()
             total = sum(n for _, n in self.counts)
-            return _Parsed(lines=[f"{p}:{n}" for p, n in self.counts], skipped=skipped,
-                           total_matches=total, files=len(self.counts))  # fmt: skip
-        return _Parsed(rows=self._ordered_rows(), skipped=skipped)
+            return _Parsed(
+                lines=[f"{p}:{n}" for p, n in self.counts], total_matches=total, files=len(self.counts)
+            )
+        return _Parsed(rows=self._ordered_rows())
 
     def _said_whole(self, row: bytes) -> None:
         """A row without a NUL at the end of the output: rg's "binary file matches" note on a
@@ -550,15 +550,19 @@ def _mtime_ns(target: _Target, raw: bytes) -> int:
         return 0
 
 
-def _page_lines(parsed: _Parsed, params: GrepParams) -> list[str]:
-    """The page asked for (offset, then head_limit), formatted."""
+def _page_lines(parsed: _Parsed, params: GrepParams) -> tuple[Iterator[str], int]:
+    """The page asked for (offset, then head_limit): its lines, formatted as they are taken
+    (a page of all 500,000 rows is formatted only as far as the output has room), and its length."""
     end = params.offset + params.head_limit if params.head_limit else None
     if parsed.rows is None:
-        return parsed.lines[params.offset : end]
-    return [_format_row(r, params.line_number) for r in parsed.rows[params.offset : end]]
+        page = parsed.lines[params.offset : end]
+        return iter(page), len(page)
+    rows = itertools.islice(parsed.rows, params.offset, end)
+    length = len(range(parsed.total)[params.offset : end])
+    return (_format_row(r, params.line_number) for r in rows), length
 
 
-def _fit_lines(lines: list[str], room: int) -> list[str]:
+def _fit_lines(lines: Iterable[str], room: int) -> list[str]:
     """Whole lines (each cut at 2000 characters) while they fit in ``room`` characters."""
     out: list[str] = []
     used = -1  # n lines take n - 1 line breaks
@@ -681,7 +685,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
 
 def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsafe_ignores: int) -> Outcome:
     total = parsed.total
-    page = _page_lines(parsed, params)
+    page, page_length = _page_lines(parsed, params)
     notes: list[str] = []  # after the paging sentence
     if parsed.skipped:
         notes.append(skipped_secrets_warning(parsed.skipped))
@@ -712,7 +716,7 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
     reserve = len(_join(lead + notes)) + 200  # room for the sentences still to come
     room = min(MAX_OUTPUT_CHARS, env.result_budget - reserve)
     shown = _fit_lines(page, max(room, 0))
-    cut = len(shown) < len(page)
+    cut = len(shown) < page_length
     next_offset = None
     paging: list[str] = []
     if shown and params.offset + len(shown) < total:
@@ -730,7 +734,7 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
         next_offset=next_offset,
         total_matches=parsed.total_matches,
         files=parsed.files if params.output_mode == "count_matches" else None,
-        skipped_sensitive=len(parsed.skipped),
+        skipped_sensitive=len(set(parsed.skipped)),  # as the sentence counts them: by name
         timed_out=run.timed_out,
         output_truncated=cut or run.output.overflow,
     )
