@@ -216,3 +216,63 @@ def test_the_sweep_takes_an_undecodable_temp_name(ws: Path) -> None:
     (pending / f"{dead_pid()}-cc").write_bytes(temp)
     assert sweep_pending_temps() == 1
     assert not os.path.exists(temp)
+
+
+# --- the status check: a settled snapshot is not hashed again (issue 13) -------------------
+
+
+def read_snapshot(path: Path, now_ns: int | None = None) -> Snapshot:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return read_all(fd, 1 << 20, path.name, now_ns=now_ns)[1]
+    finally:
+        os.close(fd)
+
+
+def later(path: Path) -> int:
+    """A clock at which the file's last change is long settled."""
+    return os.stat(path).st_ctime_ns + 10 * 1_000_000_000
+
+
+def test_a_file_changed_just_before_it_was_read_is_hashed_at_once(ws: Path) -> None:
+    f = ws / "f.txt"
+    f.write_text("fresh")
+    snap = read_snapshot(f, now_ns=os.stat(f).st_ctime_ns)  # read in the tick of its change
+    assert not snap.settled and snap.sha256 == atomic.sha256_hex(b"fresh")
+
+
+def test_a_settled_unchanged_file_is_written_without_hashing_it(ws: Path, temps: str) -> None:
+    f = ws / "f.txt"
+    f.write_text("old")
+    snap = read_snapshot(f, now_ns=later(f))
+    assert snap.settled and snap.sha256 == ""  # not hashed when read
+    assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
+    assert f.read_bytes() == b"new" and snap.sha256 == ""  # nor when written
+
+
+def test_a_same_size_change_with_mtime_restored_after_a_settled_read_is_caught(ws: Path, temps: str) -> None:
+    """ctime cannot be set back: the status differs, so the content is hashed and compared."""
+    f = ws / "f.txt"
+    f.write_text("AAAA")
+    snap = read_snapshot(f, now_ns=later(f))
+    assert snap.settled
+    st = os.stat(f)
+    # Rewritten until the clock has ticked (kernels without fine-grained ctime may put a change
+    # in the read's tick, which a real, unfaked read's settling time rules out).
+    while os.stat(f).st_ctime_ns == snap.ctime_ns:
+        f.write_text("BBBB")
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(f).st_size, os.stat(f).st_mtime_ns) == (snap.size, snap.mtime_ns)
+    with pytest.raises(WriteError, match="its content changed"):
+        replace_file(f, b"mine", expect=snap, shown="f.txt")
+    assert f.read_text() == "BBBB"
+
+
+def test_a_status_only_change_after_a_settled_read_still_writes(ws: Path, temps: str) -> None:
+    """A chmod changes ctime but not the content: the hash (taken then) says it is the same."""
+    f = ws / "f.txt"
+    f.write_text("same")
+    snap = read_snapshot(f, now_ns=later(f))
+    f.chmod(0o640)
+    assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
+    assert f.read_bytes() == b"new" and snap.sha256 == atomic.sha256_hex(b"same")

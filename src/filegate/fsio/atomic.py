@@ -17,8 +17,9 @@ import hashlib
 import os
 import secrets
 import stat
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.errors import WriteError as WriteError  # re-exported: its old home
@@ -38,14 +39,36 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
 
 
+# A file's status (device, inode, size, mtime, ctime) identifies its content only when its
+# last change is older than this at the time it is read: timestamps come from a clock that
+# ticks coarsely (a kernel tick, ~1-10 ms; whole seconds on some file systems), so a change
+# made in the same tick as the previous one could otherwise leave every field as it was.
+SETTLED_NS = 50_000_000
+# Whole-second timestamps (ext4 with small inodes, FAT, some network file systems): a change
+# within the same second is invisible in the status, so it must be two seconds old.
+SETTLED_COARSE_NS = 2_000_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What a file looked like when it was read: the stale-write check compares against it."""
+    """What a file looked like when it was read: the stale-write check compares against it.
+
+    ``sha256`` is computed once, on first need (:meth:`digest`), from the bytes that were read
+    (``content``). When the snapshot is ``settled`` — the file did not change while it was read
+    and its last change was older than the timestamp granularity — an unchanged status at write
+    time (device, inode, size, mtime and ctime; ctime cannot be set back, so restoring an mtime
+    does not hide a change) proves an unchanged file, and the content is not hashed at all.
+    """
 
     exists: bool
     size: int = 0
     mtime_ns: int = 0
     sha256: str = ""
+    dev: int = 0
+    ino: int = 0
+    ctime_ns: int = 0
+    settled: bool = False
+    content: bytes | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def absent(cls) -> Snapshot:
@@ -53,23 +76,54 @@ class Snapshot:
 
     @classmethod
     def of(cls, data: bytes, st: os.stat_result) -> Snapshot:
-        return cls(True, st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+        """``data`` as read with status ``st``; not settled: the write-time check hashes."""
+        return cls(True, st.st_size, st.st_mtime_ns, sha256_hex(data), st.st_dev, st.st_ino, st.st_ctime_ns)
+
+    def digest(self) -> str:
+        """The SHA-256 of the content as read ("" for an absent file), computed once."""
+        if not self.sha256 and self.content is not None:
+            object.__setattr__(self, "sha256", sha256_hex(self.content))
+        return self.sha256
+
+    def same_status(self, st: os.stat_result) -> bool:
+        """``st`` proves the content unchanged (see the class docstring)."""
+        return self.settled and _status(st) == (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
+
+def _status(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_all(fd: int, limit: int, shown: str) -> tuple[bytes, Snapshot]:
-    """The whole regular file behind ``fd`` (at most ``limit`` bytes) and its snapshot."""
-    st = os.fstat(fd)
-    if st.st_size > limit:
-        raise _too_large(shown, st.st_size, limit)
+def read_all(fd: int, limit: int, shown: str, *, now_ns: int | None = None) -> tuple[bytes, Snapshot]:
+    """The whole regular file behind ``fd`` (at most ``limit`` bytes) and its snapshot.
+
+    ``now_ns`` is the wall clock the file's last change is compared with (tests move it)."""
+    started = time.time_ns() if now_ns is None else now_ns
+    before = os.fstat(fd)
+    if before.st_size > limit:
+        raise _too_large(shown, before.st_size, limit)
     data = read_whole(fd, limit)
     st = os.fstat(fd)
     if len(data) > limit:  # it grew past the limit while being read
         raise _too_large(shown, max(st.st_size, len(data)), limit)
-    return data, Snapshot(True, len(data), st.st_mtime_ns, sha256_hex(data))
+    settled = (
+        _status(st) == _status(before)
+        and len(data) == st.st_size
+        and max(st.st_ctime_ns, st.st_mtime_ns) < started - _settle_time(st)
+    )
+    snap = Snapshot(True, len(data), st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, settled, data)
+    if not settled:
+        snap.digest()  # the write-time check will compare hashes: take this one now
+    return data, snap
+
+
+def _settle_time(st: os.stat_result) -> int:
+    whole_seconds = st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
+    return SETTLED_COARSE_NS if whole_seconds else SETTLED_NS
 
 
 def _too_large(shown: str, size: int, limit: int) -> WriteError:
@@ -288,7 +342,8 @@ def _copy_metadata(fd: int, st: os.stat_result) -> None:
 
 
 def _check_unchanged(dfd: int, name: str, expect: Snapshot, shown: str) -> None:
-    """The stale-write check: size, mtime and content hash as the caller read them."""
+    """The stale-write check: size and mtime, then the status or, failing that, the content
+    hash as the caller read them."""
     st = _lstat_at(dfd, name)
     if st is None:
         if expect.exists:
@@ -298,7 +353,9 @@ def _check_unchanged(dfd: int, name: str, expect: Snapshot, shown: str) -> None:
         raise _stale(shown, "it was created by someone else")
     if st.st_size != expect.size or st.st_mtime_ns != expect.mtime_ns:
         raise _stale(shown, "its size or modification time changed")
-    if _hash_at(dfd, name) != expect.sha256:
+    if expect.same_status(st):
+        return
+    if _hash_at(dfd, name) != expect.digest():
         raise _stale(shown, "its content changed")
 
 

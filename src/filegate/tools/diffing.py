@@ -53,8 +53,9 @@ def unified_diff(shown: str, old: bytes, new: bytes, encoding: str = "utf-8") ->
         # UTF-16/32 files: diff their UTF-8 transcoding, so lines split on one byte.
         old = old.decode(encoding, "replace").encode("utf-8", "surrogatepass")
         new = new.decode(encoding, "replace").encode("utf-8", "surrogatepass")
-    diff = _diff(shown, old, new)
-    start, a_end, b_end = _changed_region(old, new)
+    region = _changed_region(old, new)  # two scans of the whole file: done once
+    diff = _diff(shown, old, new, region)
+    start, a_end, b_end = region
     if _unsafe(old[start:a_end]) or _unsafe(new[start:b_end]):
         return dataclasses.replace(diff, unsafe=True)
     return diff
@@ -87,10 +88,10 @@ def diff_header(shown: str) -> list[str]:
     return [f"--- a/{name}", f"+++ b/{name}"]
 
 
-def _diff(shown: str, a: bytes, b: bytes) -> Diff:
+def _diff(shown: str, a: bytes, b: bytes, region: tuple[int, int, int]) -> Diff:
     """Slices stay small: a 50 MB change is counted in place, never copied for the diff."""
     nl = b"\n"
-    start, a_end, b_end = _changed_region(a, b)
+    start, a_end, b_end = region
     first_line = a.count(nl, 0, start) + 1
     header = diff_header(shown)
     a_len, b_len = a_end - start, b_end - start

@@ -129,7 +129,8 @@ class Approver(Protocol):
 
     def settle(self, request: WriteRequest) -> Decision | None:
         """The decision when no question is needed (the mode, the session, a client that
-        cannot be asked); None when the user must be asked."""
+        cannot be asked); None when the user must be asked. It decides from the path facts:
+        the request it sees has no hashes or line counts yet (only a question pays for them)."""
         ...
 
     async def ask(self, request: WriteRequest) -> Decision:

@@ -192,14 +192,18 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
         decision = env.approver.settle(prepared.request)
         if decision is not None:
             return await _finish(job, env, prepared, decision)
-    # A question: no lock is held while it is open (SPEC §6); the stale check guards the write.
-    decision = await env.approver.ask(prepared.request)
+    # A question: it shows the line counts and binds the answer to both contents' hashes,
+    # which cost a pass over each (so only a question pays for them).
+    request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+    # No lock is held while the question is open (SPEC §6); the stale check guards the write.
+    decision = await env.approver.ask(request)
     async with PATH_LOCKS.hold(rp.real):
         return await _finish(job, env, prepared, decision)
 
 
 def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
-    """Load, transform and describe (blocking: runs in a worker thread)."""
+    """Load, transform and diff (blocking: runs in a worker thread). The request it gives is
+    enough to settle the write without a question; :func:`_described` completes it for one."""
     rp = job.rp
     current = load_current(rp, must_exist=job.must_exist)
     change = job.transform(current.data)
@@ -214,18 +218,31 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
         real=rp.real,
         inside=rp.inside,
         sensitive=False,
-        old_hash=current.snapshot.sha256,
-        new_hash=sha256_hex(change.new),
+        old_hash="",  # filled in by _described, for a question
+        new_hash="",
         old_size=len(old),
         new_size=len(change.new),
-        old_lines=count_lines(old, change.encoding),
-        new_lines=count_lines(change.new, change.encoding),
+        old_lines=0,
+        new_lines=0,
         diff=diff.text,
         created=current.data is None,
         notes=(*job.notes, *change.notes),
         unsafe=diff.unsafe,
     )
     return _Prepared(current, change, diff, request)
+
+
+def _described(prepared: _Prepared[T]) -> WriteRequest:
+    """The request as a question shows it and binds its answer to (blocking: a thread)."""
+    old = prepared.current.data or b""
+    new, encoding = prepared.change.new, prepared.change.encoding
+    return dataclasses.replace(
+        prepared.request,
+        old_hash=prepared.current.snapshot.digest(),
+        new_hash=sha256_hex(new),
+        old_lines=count_lines(old, encoding),
+        new_lines=count_lines(new, encoding),
+    )
 
 
 async def _finish(
