@@ -249,6 +249,9 @@ def test_ignore_files_that_are_links_or_devices_are_never_read(ws: Path) -> None
         (d / ".rgignore").symlink_to("/dev/zero")
     (ws / ".gitignore").symlink_to("/dev/zero")
     os.mkfifo(ws / "sub" / ".gitignore")
+    (ws / "sub" / "deeper").mkdir()
+    with open(ws / "sub" / "deeper" / ".gitignore", "wb") as f:
+        f.truncate(4 << 30)  # regular, sparse, one endless line of NULs
     repo = Path(__file__).resolve().parents[2]
     started = time.monotonic()
     done = subprocess.run(
@@ -261,7 +264,10 @@ def test_ignore_files_that_are_links_or_devices_are_never_read(ws: Path) -> None
     assert not fwm_err and not c_err and not s_err
     assert sorted(fwm[0].split("\n")) == ["found.txt", "sub/deep.txt", "sub/kept.txt"]
     assert not fwm_facts["timed_out"]
-    assert "2 .gitignore file(s) were not used: they are symlinks or not regular files." in fwm[1]
+    assert (
+        "3 .gitignore file(s) were not used: they are symlinks, not regular files or larger than 1 MiB."
+        in fwm[1]
+    )
     assert content[0].split("\n") == ["found.txt:1:needle", "sub/deep.txt:1:needle", "sub/kept.txt:1:needle"]
     assert sub[0].split("\n")[0].startswith("sub/")
 
@@ -576,3 +582,12 @@ async def test_text_after_a_carriage_return_is_kept_and_shown_escaped(ws: Path, 
     (ws / "cr.txt").write_bytes(b"one\rneedle two\r\nthree needle\rtail\n")
     _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
     assert out.split("\n") == ["cr.txt:1:one\\x0dneedle two", "cr.txt:2:three needle\\x0dtail"]
+
+
+async def test_rg_runs_under_the_memory_limit(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """18.1: rg's address space is capped right after it starts. With a cap too small for rg
+    itself, the search fails cleanly (without the cap it would succeed)."""
+    tree(ws, {"a.txt": "needle\n" * 1000})
+    monkeypatch.setattr(grep_module, "RG_MEMORY_LIMIT", 4 << 20)
+    err, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content", head_limit=0)
+    assert err and parts[0].startswith("Failed to grep. Error: ripgrep failed"), parts

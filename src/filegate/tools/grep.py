@@ -300,9 +300,24 @@ class _RgRun:
     timed_out: bool = False
 
 
+@functools.cache
+def _shell() -> str | None:
+    return shutil.which("sh", path="/bin:/usr/bin")
+
+
+def _under_memory_limit(args: list[str]) -> list[str]:
+    """rg's command line, started through `sh -c 'ulimit -v …; exec rg …'` so the cap holds from
+    rg's first instruction (a preexec hook would cost a fork of this whole process): an ignore
+    file or a line without end runs into the cap, not into the machine's memory."""
+    sh = _shell()
+    if sh is None:  # pragma: no cover - every POSIX system has /bin/sh
+        return args
+    return [sh, "-c", f'ulimit -v {RG_MEMORY_LIMIT // 1024}; exec "$@"', "rg", *args]
+
+
 def _limit_memory(pid: int) -> None:
-    """Cap rg's address space right after it starts (a preexec hook would cost a fork of this
-    process): an ignore file or a line without end runs into the cap, not the machine's RAM."""
+    """The same cap once more on the running process (rg itself, after exec; or where no shell
+    set it)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
 
@@ -313,7 +328,7 @@ async def _run_rg(
     run = _RgRun(_RgOutput())
     err = bytearray()
     proc: Process = await anyio.open_process(
-        args,
+        _under_memory_limit(args),
         cwd=_rg_cwd(target),
         stdin=target.fd if target.single_file else None,
         stdout=-1,
@@ -691,7 +706,8 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
         notes.append(skipped_secrets_warning(parsed.skipped))
     if unsafe_ignores:
         notes.append(
-            f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks or not regular files"
+            f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks, not regular files "
+            "or larger than 1 MiB"
         )
     if run.output.overflow:
         notes.append("Output exceeded buffer limit. Some results omitted.")

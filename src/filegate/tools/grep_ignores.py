@@ -105,7 +105,7 @@ class _Listed:
     ctime_ns: int  # changes with every entry added, removed or renamed (and cannot be set back)
     ino: int
     regular: bool  # holds a regular `.gitignore`
-    unsafe: int  # holds a `.gitignore` that is a symlink or not a regular file
+    unsafe: int  # holds a `.gitignore` that is a symlink, not a regular file or over 1 MiB
     subdirs: tuple[str, ...]
     sensitive: tuple[str, ...]  # the paths of its regular files that may hold secrets
 
@@ -186,7 +186,11 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
             for entry in it:
                 name = entry.name
                 if name == IGNORE_NAME:
-                    if entry.is_file(follow_symlinks=False):
+                    # A regular file too, rg reads whole: a sparse 4 GiB one is one endless line.
+                    if (
+                        entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_size <= MAX_RULES_BYTES
+                    ):
                         regular = True
                     else:
                         unsafe += 1
