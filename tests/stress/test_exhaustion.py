@@ -317,9 +317,9 @@ async def test_regexes_rg_refuses_are_clear_errors(ws: Path, mode: str) -> None:
             assert r.is_error and expect in text(r), (pattern, text(r))
             assert "Traceback" not in text(r)
         for args, expect in [
-            ({"glob": "{{{"}, "error parsing glob"),
+            ({"glob": "{{{"}, "invalid glob `{{{`: nested alternate groups"),
             ({"glob": "*\x00"}, "NUL byte"),
-            ({"type": "no-such-type"}, "unrecognized file type"),
+            ({"type": "no-such-type"}, "unknown file type `no-such-type`"),
         ]:
             r = await guarded(c, "Grep", pattern="a", **args)
             assert r.is_error and expect in text(r), (args, text(r))

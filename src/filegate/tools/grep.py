@@ -601,6 +601,13 @@ def _failure(stderr: bytes, params: GrepParams, returncode: int | None) -> str:
     text = stderr.decode("utf-8", errors="replace")
     if text.startswith("rg: regex parse error:"):
         return "Failed to grep. Error: " + _regex_error(text)
+    if text.startswith("rg: compiled regex exceeds size limit"):
+        # About the caller's pattern only (rg says it before it opens any file).
+        limit = text.strip().splitlines()[0].rsplit(" ", 1)[-1]
+        return (
+            f"Failed to grep. Error: the pattern is too large: its compiled regex exceeds size limit of "
+            f"{limit} bytes. Use a simpler pattern (fewer or smaller repetitions)."
+        )
     if text.startswith("rg: unrecognized file type:") and params.type:
         return (
             f"Failed to grep. Error: unknown file type `{escape(params.type)}` "
