@@ -178,12 +178,13 @@ def _open_parent(parent: Path, create: bool) -> int:
 
 
 def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) -> int:
-    current = _lstat_at(dfd, name)
-    _check_target(current, shown, dfd, name)
     temp_name: str | None = None
     record: Path | None = None
     tfd = -1
     try:
+        # Inside the try: its lstat fails too (a name over NAME_MAX), and that is a WriteError.
+        current = _lstat_at(dfd, name)
+        _check_target(current, shown, dfd, name)
         tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None)
         _write_all(tfd, data)
         if current is not None:

@@ -1,0 +1,332 @@
+"""fsio.atomic's write at its edges, without a server: the exact sentence and brief of every
+refusal and failure, what is left behind (no temp, no record) whichever way a write ends,
+directories created on the way, owner and mode kept, the hash read in blocks, the record of
+in-flight temps and the per-path lock."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from filegate.errors import WriteError
+from filegate.fsio import atomic
+from filegate.fsio.atomic import TEMP_SUFFIX, PathLocks, Snapshot, read_all, replace_file
+
+
+def snapshot(path: Path) -> Snapshot:
+    return Snapshot.of(path.read_bytes(), os.stat(path))
+
+
+@pytest.fixture(params=["tmpfile", "named"])
+def temps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both temp strategies: O_TMPFILE, and named temps (a system without O_TMPFILE)."""
+    if request.param == "named":
+        monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    return str(request.param)
+
+
+def nothing_left(d: Path) -> None:
+    assert [p.name for p in d.iterdir() if p.name.endswith(TEMP_SUFFIX)] == []
+    pending = atomic.pending_dir()
+    assert not pending.exists() or list(pending.iterdir()) == []
+
+
+def write_error(call: object) -> WriteError:
+    assert callable(call)
+    with pytest.raises(WriteError) as err:
+        call()
+    return err.value
+
+
+STALE = "changed on disk after the change was prepared ({}). Nothing was written. Read the file again and redo the change."
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("deleted", "it was deleted"),
+        ("created", "it was created by someone else"),
+        ("size", "its size or modification time changed"),
+        ("mtime", "its size or modification time changed"),
+        ("content", "its content changed"),
+    ],
+)
+def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
+    ws: Path, temps: str, case: str, why: str
+) -> None:
+    f = ws / "f.txt"
+    f.write_bytes(b"AAAA")
+    st = os.stat(f)
+    expect = {
+        "deleted": snapshot(f),
+        "created": Snapshot.absent(),
+        "size": Snapshot(True, 5, st.st_mtime_ns, "0" * 64),
+        "mtime": Snapshot(True, 4, st.st_mtime_ns + 1, "0" * 64),
+        "content": Snapshot(True, 4, st.st_mtime_ns, "0" * 64),
+    }[case]
+    if case == "deleted":
+        f.unlink()
+    err = write_error(lambda: replace_file(f, b"mine", expect=expect, shown="f.txt"))
+    assert (err.message, err.brief) == ("`f.txt` " + STALE.format(why), "File changed")
+    nothing_left(ws)
+    assert not f.exists() if case == "deleted" else f.read_bytes() == b"AAAA"
+
+
+def test_the_hash_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(atomic, "_HASH_BLOCK", 3)
+    f = ws / "f.txt"
+    f.write_bytes(b"0123456789")
+    seen = snapshot(f)
+    st = os.stat(f)
+    f.write_bytes(b"012345678X")  # the last byte, in the last block, differs
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    err = write_error(lambda: replace_file(f, b"mine", expect=seen, shown="f.txt"))
+    assert "its content changed" in err.message
+    assert replace_file(f, b"mine", expect=snapshot(f), shown="f.txt") == 4
+
+
+def test_a_symlink_at_the_target_and_a_socket_are_refused_with_their_sentences(
+    ws: Path, outside: Path
+) -> None:
+    (ws / "l").symlink_to(outside / "secret.txt")
+    err = write_error(lambda: replace_file(ws / "l", b"x", expect=Snapshot.absent(), shown="l"))
+    assert (err.message, err.brief) == (
+        "`l` was replaced by a symlink after its path was checked. Nothing was written.",
+        "Failed to write file",
+    )
+    assert (outside / "secret.txt").read_text() == "OUTSIDE-CONTENT\n"
+    os.mkfifo(ws / "p")
+    err = write_error(lambda: replace_file(ws / "p", b"x", expect=Snapshot.absent(), shown="p"))
+    assert (err.message, err.brief) == ("`p` is not a file.", "Invalid path")
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
+def test_a_target_without_write_bits_is_read_only(ws: Path, mode: int) -> None:
+    f = ws / "ro"
+    f.write_text("x")
+    f.chmod(mode)
+    err = write_error(lambda: replace_file(f, b"y", expect=snapshot(f), shown="ro"))
+    assert (err.message, err.brief) == (
+        "`ro` is read-only (no write permission). Nothing was written. Make it writable first if it should change.",
+        "Permission denied",
+    )
+
+
+@pytest.mark.parametrize("mode", [0o200, 0o020, 0o002, 0o644])
+def test_any_write_bit_lets_root_write(ws: Path, mode: int) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root may write a file without the owner's write bit")
+    f = ws / "rw"
+    f.write_text("x")
+    f.chmod(mode)
+    assert replace_file(f, b"yy", expect=snapshot(f), shown="rw") == 2
+    assert stat.S_IMODE(os.stat(f).st_mode) == mode
+
+
+def test_a_missing_parent_is_named_and_created_on_request(ws: Path, temps: str) -> None:
+    target = ws / "a" / "b" / "c.txt"
+    err = write_error(lambda: replace_file(target, b"x", expect=Snapshot.absent(), shown="a/b/c.txt"))
+    assert (err.message, err.brief) == (
+        "`a/b/c.txt` parent directory does not exist.",
+        "Parent directory not found",
+    )
+    assert not (ws / "a").exists()
+    (ws / "a").mkdir()  # one level exists already
+    assert replace_file(target, b"xyz", expect=Snapshot.absent(), shown="a/b/c.txt", create_dirs=True) == 3
+    assert target.read_bytes() == b"xyz"
+    nothing_left(ws / "a" / "b")
+
+
+def test_a_file_on_the_way_is_a_failure_not_a_crash(ws: Path) -> None:
+    (ws / "file").write_text("x")
+    for create in (False, True):
+        err = write_error(
+            lambda c=create: replace_file(
+                ws / "file" / "x.txt", b"x", expect=Snapshot.absent(), shown="file/x.txt", create_dirs=c
+            )
+        )
+        assert err.message == (
+            "`file/x.txt` changed while being written (a symlink or file appeared in its path). Nothing was written."
+        )
+
+
+def test_a_new_file_gets_the_umask_mode(ws: Path, temps: str) -> None:
+    old = os.umask(0o027)
+    try:
+        replace_file(ws / "new.txt", b"n", expect=Snapshot.absent(), shown="new.txt")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(ws / "new.txt").st_mode) == 0o640
+    nothing_left(ws)
+
+
+def test_an_existing_file_keeps_its_owner_and_mode(ws: Path, temps: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another owner needs root")
+    f = ws / "owned"
+    f.write_text("x")
+    os.chown(f, 4321, 4321)
+    f.chmod(0o604)
+    replace_file(f, b"new", expect=snapshot(f), shown="owned")
+    st = os.stat(f)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4321, 0o604)
+    nothing_left(ws)
+
+
+def test_a_large_write_is_written_whole(ws: Path, temps: str) -> None:
+    data = os.urandom(3 << 20)
+    assert replace_file(ws / "big", data, expect=Snapshot.absent(), shown="big") == len(data)
+    assert (ws / "big").read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("err", "reason", "brief"),
+    [
+        (errno.ENOSPC, "no space left on device", "Failed to write file"),
+        (errno.EDQUOT, "disk quota exceeded", "Failed to write file"),
+        (
+            errno.EFBIG,
+            "file too large for the file system or the process's file size limit",
+            "Failed to write file",
+        ),
+        (errno.EROFS, "read-only file system", "Failed to write file"),
+        (errno.EACCES, "permission denied", "Permission denied"),
+        (errno.EPERM, "operation not permitted", "Permission denied"),
+        (errno.ENAMETOOLONG, "file name too long", "Failed to write file"),
+        (errno.EISDIR, "it is a directory", "Failed to write file"),
+        (errno.EIO, os.strerror(errno.EIO), "Failed to write file"),
+    ],
+)
+def test_each_failure_has_its_reason_and_brief(err: int, reason: str, brief: str) -> None:
+    got = atomic._failure("f.txt", OSError(err, os.strerror(err)))
+    assert (got.message, got.brief) == (f"Failed to write `f.txt`: {reason}. Nothing was written.", brief)
+
+
+def test_a_failure_without_an_errno_says_what_it_is() -> None:
+    got = atomic._failure("f", OSError("odd"))
+    assert got.message == "Failed to write `f`: odd. Nothing was written."
+    for e in (errno.ELOOP, errno.ENOTDIR):
+        assert "changed while being written" in atomic._failure("f", OSError(e, "x")).message
+
+
+def test_too_long_a_name_is_a_failure(ws: Path, temps: str) -> None:
+    err = write_error(lambda: replace_file(ws / ("n" * 256), b"x", expect=Snapshot.absent(), shown="n…"))
+    assert err.message == "Failed to write `n…`: file name too long. Nothing was written."
+
+
+def test_read_all_refuses_a_file_over_the_limit_with_its_size(ws: Path) -> None:
+    f = ws / "f"
+    f.write_bytes(b"abc")
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        err = write_error(lambda: read_all(fd, 2, "f"))
+        assert (err.message, err.brief) == (
+            "`f` is 3 bytes; filegate changes files of at most 2 bytes. Use shell tools for a file this large.",
+            "File too large",
+        )
+        data, snap = read_all(fd, 3, "f")
+        st = os.fstat(fd)
+        assert data == b"abc"
+        assert (snap.exists, snap.size, snap.mtime_ns, snap.digest()) == (
+            True, 3, st.st_mtime_ns, hashlib.sha256(b"abc").hexdigest(),
+        )  # fmt: skip
+    finally:
+        os.close(fd)
+
+
+def test_snapshots() -> None:
+    assert Snapshot.absent() == Snapshot(False, 0, 0, "")
+    assert atomic.sha256_hex(b"") == hashlib.sha256(b"").hexdigest()
+
+
+def test_in_flight_temps_are_recorded_under_the_state_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert atomic.pending_dir() == tmp_path / "state" / "filegate" / "pending"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert atomic.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
+    monkeypatch.setenv("XDG_STATE_HOME", "")
+    assert atomic.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
+
+
+def test_a_named_temp_is_recorded_while_it_exists(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    dfd = os.open(ws, os.O_RDONLY)
+    try:
+        fd, name, record = atomic._create_temp(dfd, "f.txt", existing=True)
+        os.close(fd)
+        assert name is not None and name.startswith(".f.txt.") and name.endswith(TEMP_SUFFIX)
+        assert record is not None and record.parent == atomic.pending_dir()
+        assert record.name.startswith(f"{os.getpid()}-")
+        assert record.read_bytes() == os.fsencode(ws / name)
+        assert stat.S_IMODE(os.stat(ws / name).st_mode) == 0o600
+        atomic._clear_pending(record)
+        assert not record.exists()
+    finally:
+        os.close(dfd)
+
+
+def test_without_a_writable_state_dir_a_write_still_happens(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    (ws / "state-file").write_text("not a directory")
+    monkeypatch.setenv("XDG_STATE_HOME", str(ws / "state-file"))
+    assert replace_file(ws / "f", b"ok", expect=Snapshot.absent(), shown="f") == 2
+    assert (ws / "f").read_bytes() == b"ok"
+    assert sorted(p.name for p in ws.iterdir()) == ["f", "state-file"]
+
+
+def test_the_sweep_without_records_removes_nothing() -> None:
+    assert not atomic.pending_dir().exists()
+    assert atomic.sweep_pending_temps() == 0
+
+
+def test_this_process_is_alive() -> None:
+    assert atomic._alive(os.getpid())
+    assert atomic._alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
+
+
+async def test_one_writer_per_path_and_the_lock_is_dropped_after() -> None:
+    locks = PathLocks()
+    order: list[str] = []
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def first() -> None:
+        async with locks.hold(Path("/a")):
+            order.append("first in")
+            entered.set()
+            await release.wait()
+            order.append("first out")
+
+    async def second() -> None:
+        await entered.wait()
+        async with locks.hold(Path("/a")):
+            order.append("second in")
+
+    async def other() -> None:
+        await entered.wait()
+        async with locks.hold(Path("/b")):
+            order.append("other path")
+
+    t1 = asyncio.create_task(first())
+    t2 = asyncio.create_task(second())
+    t3 = asyncio.create_task(other())
+    await t3  # another path does not wait
+    assert order == ["first in", "other path"]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(locks) == 1 and locks._locks["/a"][1] == 2  # one holds, one waits
+    release.set()
+    await asyncio.gather(t1, t2)
+    assert order == ["first in", "other path", "first out", "second in"]
+    assert len(locks) == 0
