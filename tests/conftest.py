@@ -118,3 +118,5 @@ def http_server(workdir: Path, *extra: str) -> Iterator[str]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if proc.stderr is not None:
+            proc.stderr.close()

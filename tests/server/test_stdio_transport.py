@@ -84,9 +84,10 @@ def test_a_burst_over_pipes_is_answered_in_full(ws: Path) -> None:
         proc.stdin.write(b)
         proc.stdin.flush()
 
-    got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, ids)  # type: ignore[union-attr]
-    proc.stdin.close()
-    assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    with proc:  # closes the pipes at the end
+        got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, ids)  # type: ignore[union-attr]
+        proc.stdin.close()
+        assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
     check(got, ids)
 
 
@@ -99,9 +100,10 @@ def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
                                 stderr=subprocess.PIPE)  # fmt: skip
         in_theirs.close()
         out_theirs.close()
-        got = exchange(in_ours.sendall, lambda: out_ours.recv(1 << 16), data, ids)
-        in_ours.shutdown(socket.SHUT_WR)  # end of input: the server exits
-        assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
+        with proc:  # closes its stderr pipe at the end
+            got = exchange(in_ours.sendall, lambda: out_ours.recv(1 << 16), data, ids)
+            in_ours.shutdown(socket.SHUT_WR)  # end of input: the server exits
+            assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
     check(got, ids)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from fastmcp import Client
@@ -57,8 +58,11 @@ def test_stdout_carries_only_json_rpc(ws: Path) -> None:
     proc.stdin.close()
     proc.wait(30)
     rest = proc.stdout.read()
+    proc.stdout.close()
     assert rest.strip() == ""  # nothing but the two replies on stdout
-    assert proc.stderr and "DEBUG" in proc.stderr.read()  # logs went to stderr
+    assert proc.stderr
+    with proc.stderr:
+        assert "DEBUG" in proc.stderr.read()  # logs went to stderr
     out = [json.loads(line) for line in replies]
     assert [m.get("id") for m in out] == [1, 2]
     assert out[0]["result"]["serverInfo"]["name"] == "filegate"
@@ -121,3 +125,24 @@ async def test_log_lines_cannot_be_forged_by_a_client_name_or_a_path(ws: Path, t
         assert not line.startswith(("FORGED", "2026-01-01")), line
         assert not any(ch in line for ch in "\x1b\r\u2028\u202e"), repr(line)
     assert log.count("FORGED") >= 2
+
+
+def test_warnings_are_not_silenced_process_wide_and_each_is_one_escaped_log_line() -> None:
+    """configure_logging used to ignore every DeprecationWarning in the process; now only the
+    one named, intended use is filtered, and any other warning is a one-line log record."""
+    probe = (
+        "import warnings\n"
+        "from filegate.server.app import configure_logging\n"
+        "before = list(warnings.filters)\n"
+        "configure_logging('WARNING')\n"
+        "added = [f for f in warnings.filters if f not in before]\n"
+        "print([(f[0], f[1] and f[1].pattern, f[2].__name__, f[3] and f[3].pattern) for f in added])\n"
+        "warnings.warn('forged\\nFAKE LINE\\x1b[2K', UserWarning)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        "[('ignore', 'The logging capability is deprecated', 'UserWarning', 'fastmcp\\\\.server\\\\.context')]"
+    )
+    (line,) = r.stderr.splitlines()
+    assert "WARNING py.warnings:" in line and "forged\\x0aFAKE LINE\\x1b[2K" in line

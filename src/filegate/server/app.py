@@ -218,13 +218,17 @@ def configure_logging(level: str) -> None:
         lg.handlers[:] = []
         lg.propagate = True
         lg.setLevel(level)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    try:
-        from mcp.shared.exceptions import MCPDeprecationWarning
-
-        warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    except ImportError:  # pragma: no cover - older SDKs
-        pass
+    # Python's defaults already hide DeprecationWarning outside __main__; nothing is silenced
+    # process-wide. One known, intended use is: notable events are sent as MCP log messages
+    # (notify.py), which the SDK marks deprecated as of 2026-07-28 (per-request opt-in there).
+    warnings.filterwarnings(
+        "ignore",
+        message="The logging capability is deprecated",
+        category=UserWarning,  # the SDK's MCPDeprecationWarning; imported lazily, so by its base
+        module=r"fastmcp\.server\.context",
+    )
+    # Any other warning becomes a log record: one escaped line on stderr, not a raw block.
+    logging.captureWarnings(True)
 
 
 def serve(settings: Settings) -> None:
