@@ -111,6 +111,18 @@ async def test_vcs_folders_skipped_gitignore_respected_unless_asked(ws: Path, mo
     assert sorted(out.split("\n")) == [".hidden.txt", "build/out.txt", "src.txt"]
 
 
+async def test_gitignore_is_respected_without_a_git_folder_as_glob_does(ws: Path, mode: str) -> None:
+    """SPEC §4: `.gitignore` is respected unless include_ignored — rg alone needs a `.git` for
+    that, Glob does not; a workspace that is no repository (or a subfolder of one) is searched
+    the same way by both."""
+    tree(ws, {".gitignore": "build/\n*.log\n", "build/out.txt": "needle\n", "app.log": "needle\n",
+              "src.txt": "needle\n"})  # fmt: skip
+    _, (out,), _ = await grep(ws, mode, pattern="needle")
+    assert out == "src.txt"
+    _, (out,), _ = await grep(ws, mode, pattern="needle", include_ignored=True)
+    assert sorted(out.split("\n")) == ["app.log", "build/out.txt", "src.txt"]
+
+
 async def test_glob_and_type_filters(ws: Path, mode: str) -> None:
     tree(ws, {"a.py": "needle\n", "b.js": "needle\n", "c.ts": "needle\n"})
     _, (out,), _ = await grep(ws, mode, pattern="needle", glob="*.{js,ts}")

@@ -41,9 +41,10 @@ MAX_RULES_BYTES = 1 << 20
 WALK_BUDGET_S = 2.0
 WALK_MAX_ENTRIES = 3_000_000
 
-# rg's flags for ignore files it finds on its own, whatever the tree holds.
-ALWAYS = ("--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-ignore-parent",
-          "--no-ignore-messages")  # fmt: skip
+# rg's flags for ignore files it finds on its own, whatever the tree holds. --no-require-git:
+# a `.gitignore` counts whether or not a `.git` is there (SPEC §4; Glob does the same).
+ALWAYS = ("--no-require-git", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
+          "--no-ignore-parent", "--no-ignore-messages")  # fmt: skip
 
 
 @dataclass(frozen=True)
