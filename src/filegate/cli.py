@@ -77,6 +77,12 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a("--path", help="HTTP endpoint path (default: /mcp)")
     a("--token", help="bearer token required on every HTTP request (needed off loopback)")
     a(
+        "--state-key",
+        metavar="KEY",
+        help="replicas: shared key (16+ chars) sealing approval state, so any replica accepts "
+        "another's 2026-07-28 answer; prefer FILEGATE_STATE_KEY (a flag shows in ps)",
+    )
+    a(
         "--allowed-origin",
         action="append",
         dest="allowed_origins",

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     path: str = "/mcp"
     token: SecretStr | None = None
+    # Replicas (issue 13): the key that seals 2026-07-28 approval state, shared by every replica
+    # so one accepts an answer to another's question. Unset: a per-process key.
+    state_key: SecretStr | None = Field(default=None, min_length=16)
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: LogLevel = "WARNING"

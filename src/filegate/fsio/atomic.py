@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import secrets
@@ -404,9 +405,18 @@ def _failure(shown: str, exc: OSError) -> WriteError:
 
 # --- one writer per path ------------------------------------------------------------------
 
+# Waiting for another process's lock on a file polls (never blocks the event loop, and a
+# cancelled call stops waiting at once), backing off from the first to the last interval.
+_LOCK_POLL_FIRST_S = 0.001
+_LOCK_POLL_LAST_S = 0.02
+
 
 class PathLocks:
-    """An asyncio lock per resolved path, dropped when nobody holds or waits for it."""
+    """One writer per resolved path: an asyncio lock per path within the process, and an
+    advisory ``flock`` on a lock file per path across processes (replicas serving one
+    workspace, issue 13). The lock files live in the state directory, outside any workspace,
+    named by a hash of the path; without a writable state directory only the process lock is
+    taken (best effort, like the pending-temp records)."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -420,7 +430,12 @@ class PathLocks:
         self._locks[key] = (lock, users + 1)
         try:
             async with lock:
-                yield
+                fd = await _lock_file(key)
+                try:
+                    yield
+                finally:
+                    if fd >= 0:
+                        os.close(fd)  # closing the last descriptor releases the flock
         finally:
             lock, users = self._locks[key]
             if users <= 1:
@@ -430,6 +445,37 @@ class PathLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+
+def lock_dir() -> Path:
+    """Where the per-path lock files of all filegate processes of this user live."""
+    return pending_dir().parent / "locks"
+
+
+async def _lock_file(key: str) -> int:
+    """The descriptor holding an exclusive flock for ``key``, or -1 when none can be had."""
+    name = hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
+    try:
+        directory = lock_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / name, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+    except OSError:
+        return -1
+    delay = _LOCK_POLL_FIRST_S
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _LOCK_POLL_LAST_S)
+            except OSError:  # a file system without flock: the process lock only
+                os.close(fd)
+                return -1
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 # Process-wide: two servers in one process writing one file still take turns.

@@ -187,12 +187,23 @@ def build_server(settings: Settings) -> FastMCP:
         mask_error_details=True,
         on_duplicate="error",
         middleware=[RootsChanged(runtime)],
+        request_state_security=_request_state_security(settings),
     )
     defer_session_state(server)  # no py-key-value import until session state is written
     for spec in tool_specs(settings):
         server.add_tool(FilegateTool.create(spec, runtime))
     server.add_middleware(NotableEvents())
     return server
+
+
+def _request_state_security(settings: Settings) -> Any:
+    """Replicas share ``--state-key`` to seal 2026-07-28 approval state (issue 13); without it
+    fastmcp seals under a per-process key. The audience is the server's name either way."""
+    if settings.state_key is None:
+        return None
+    from mcp.server.request_state import RequestStateSecurity
+
+    return RequestStateSecurity(keys=[settings.state_key.get_secret_value()], audience="filegate")
 
 
 class OneLineFormatter(logging.Formatter):

@@ -217,26 +217,40 @@ class OpenQuestions:
     def __init__(self) -> None:
         self._newest: dict[str, tuple[str, float]] = {}  # real path -> (nonce, forget after)
         self._spent: dict[str, float] = {}  # nonce -> forget after
+        # Names this process's questions among the replicas' (a shared state key).
+        self._prefix = f"{secrets.token_hex(8)}-"
 
     def open(self, path: str) -> str:
         """A new question about ``path``: it supersedes any open one. Returns its nonce."""
         now = time.monotonic()
         self._prune(now)
-        nonce = secrets.token_hex(16)
+        nonce = f"{self._prefix}{secrets.token_hex(16)}"
         self._newest.pop(path, None)  # re-inserted last: the dict stays oldest-first
         self._newest[path] = (nonce, now + SPENT_FOR_S)
         if len(self._newest) > MAX_OPEN_QUESTIONS:
             del self._newest[next(iter(self._newest))]
         return nonce
 
-    def answered(self, path: str, nonce: str) -> Literal["newest", "superseded", "replayed"]:
-        """An answer to question ``nonce`` came: it is spent now, whatever it says."""
+    def answered(
+        self, path: str, nonce: str, *, replicas: bool = False
+    ) -> Literal["newest", "superseded", "replayed"]:
+        """An answer to question ``nonce`` came: it is spent now, whatever it says.
+
+        ``replicas`` (a shared state key): a question another replica asked (its nonce does not
+        carry this process's prefix) counts as the newest here; one this process asked is
+        judged as always. Supersession and replay
+        are tracked per process; across replicas the sealed hashes of the old and new content
+        keep a replayed answer from writing again (after the write the file no longer holds
+        the old content, so the answer no longer matches and the user is asked again).
+        """
         now = time.monotonic()
         self._prune(now)
         if nonce in self._spent:
             return "replayed"
         self._spent[nonce] = now + SPENT_FOR_S
         newest = self._newest.get(path)
+        if replicas and not nonce.startswith(self._prefix):
+            return "newest"
         if newest is None or newest[0] != nonce:
             return "superseded"
         del self._newest[path]
@@ -422,7 +436,8 @@ class ElicitingApprover:
         reasks = 0
         changed = False
         if sealed is not None and isinstance(answer, ElicitResult) and sealed.same_target(request):
-            state = QUESTIONS.answered(str(request.real), sealed.nonce)
+            replicas = self.settings.state_key is not None
+            state = QUESTIONS.answered(str(request.real), sealed.nonce, replicas=replicas)
             if state == "replayed":
                 return Decision(False, "replayed", REPLAYED)
             if state == "superseded":
