@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from filegate.errors import PathError as PathError  # re-exported: its old home
 from filegate.policy.escape import escape, unescape
+from filegate.policy.pathrules import PathRules, for_this_os
 from filegate.policy.secrets import SecretMatcher
 
 Action = Literal["read", "write", "edit", "search"]
@@ -36,9 +39,36 @@ def abbreviate(path: str) -> str:
     return f"{path[:200]}…{path[-80:]}"
 
 
-def _within(path: str, root: str) -> bool:
-    """Component-wise containment: ``/proj-evil`` is not inside ``/proj``; a dir is inside itself."""
-    return path == root or path.startswith(root if root.endswith("/") else root + "/")
+# How many of a root's entries the case probe looks at for one with a cased letter.
+_PROBE_ENTRIES = 64
+
+
+@functools.lru_cache(maxsize=256)
+def folds_case(root: str) -> bool:
+    """Whether the file system holding ``root`` compares names without case (macOS and Windows
+    by default): one of its names (or its own), case-swapped, stats as the same file."""
+    candidates: list[tuple[str, str]] = []
+    try:
+        with os.scandir(root) as entries:
+            for i, entry in enumerate(entries):
+                if entry.name.swapcase() != entry.name:
+                    candidates.append((root, entry.name))
+                    break
+                if i >= _PROBE_ENTRIES:
+                    break
+    except OSError:
+        pass
+    parent, name = os.path.split(root.rstrip("/\\") or root)
+    if name.swapcase() != name:
+        candidates.append((parent, name))
+    for directory, entry_name in candidates:
+        try:
+            real = os.stat(os.path.join(directory, entry_name), follow_symlinks=False)
+            swapped = os.stat(os.path.join(directory, entry_name.swapcase()), follow_symlinks=False)
+        except OSError:
+            return False  # the swapped spelling names nothing: the names differ by case
+        return os.path.samestat(real, swapped)
+    return os.name == "nt" or sys.platform == "darwin"  # nothing cased to probe: the OS default
 
 
 @dataclass(frozen=True)
@@ -50,6 +80,9 @@ class Workspace:
     confine: bool = False
     secrets: SecretMatcher = field(default_factory=SecretMatcher)
     roots: tuple[Path, ...] | None = None  # client roots, already intersected with the dirs
+    rules: PathRules = field(default_factory=for_this_os)  # the platform's path semantics
+    # Names compare without case: None = probe each directory's file system (folds_case).
+    case_insensitive: bool | None = None
 
     @property
     def dirs(self) -> tuple[Path, ...]:
@@ -63,17 +96,28 @@ class Workspace:
         kept: list[Path] = []
         base = (self.workdir, *self.add_dirs)
         for root in client_roots:
-            r = os.path.realpath(root)
+            r = self.rules.module.realpath(self.rules.normalise(str(root)))
             for d in base:
-                if _within(r, str(d)):
+                if self._within(r, str(d)):
                     kept.append(Path(r))
-                elif _within(str(d), r):
+                elif self._within(str(d), r):
                     kept.append(d)
         unique = tuple(dict.fromkeys(kept))
-        return Workspace(self.workdir, self.add_dirs, self.confine, self.secrets, unique)
+        return replace(self, roots=unique)
+
+    def folds_case(self, directory: str) -> bool:
+        """Whether names under ``directory`` compare without case (set, or probed per root)."""
+        return folds_case(directory) if self.case_insensitive is None else self.case_insensitive
+
+    def _within(self, path: str, root: str) -> bool:
+        return self.rules.within(path, root, fold_case=self.folds_case(root))
 
     def contains(self, real: str) -> bool:
-        return any(_within(real, str(d)) for d in self.dirs)
+        return any(self._within(real, str(d)) for d in self.dirs)
+
+    def is_sensitive(self, real: str) -> bool:
+        """The secret filter on a resolved path, as the platform's file system names it."""
+        return self.secrets.is_sensitive(self.rules.secret_key(real))
 
     def display(self, real: Path) -> str:
         """A path for messages: relative to the workdir when inside it, else as is; escaped."""
@@ -81,8 +125,8 @@ class Workspace:
         w = str(self.workdir)
         if s == w:
             return "."
-        if _within(s, w):
-            return escape(s[len(w) + 1 :] if not w.endswith("/") else s[len(w) :])
+        if self._within(s, w):
+            return escape(s[len(w) + 1 :] if not w.endswith(self.rules.sep) else s[len(w) :])
         return escape(s)
 
     def resolve(self, raw: str, action: Action = "read") -> ResolvedPath:
@@ -92,12 +136,15 @@ class Workspace:
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         shown = abbreviate(full)
-        is_abs = os.path.isabs(full)
-        joined = _spelling_that_names(full if is_abs else os.path.join(self.workdir, full))
+        full = self._checked_spelling(full, shown)
+        paths = self.rules.module
+        is_abs = paths.isabs(full)
+        joined = _spelling_that_names(full if is_abs else paths.join(self.workdir, full))
         try:
-            real = os.path.realpath(joined)
+            real = paths.realpath(joined)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
             raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.") from None
+        self._check_real(real, shown)
         inside = self.contains(real)
         if not inside:
             if not is_abs:
@@ -112,7 +159,29 @@ class Workspace:
                     "working directory and --add-dir directories.",
                     "Path outside workspace",
                 )
-        return ResolvedPath(shown, Path(real), inside, self.secrets.is_sensitive(real))
+        return ResolvedPath(shown, Path(real), inside, self.is_sensitive(real))
+
+    def _checked_spelling(self, full: str, shown: str, brief: str = "Invalid path") -> str:
+        """The platform's rewrites of a caller's path made explicit, or PathError (Windows:
+        devices, streams, drive-relative paths, other machines' shares; see policy.pathrules)."""
+        full = self.rules.normalise(full)
+        why = self.rules.refusal(full)
+        if why is None:
+            share = self.rules.unc_share(full)
+            if share is not None and all(self.rules.unc_share(str(d)) != share for d in self.dirs):
+                why = "is on another machine's share; only shares that hold the workspace are used"
+        if why is not None:
+            raise PathError(f"`{shown}` {why}.", brief)
+        return full
+
+    def _check_real(self, real: str, shown: str, brief: str = "Invalid path") -> None:
+        short = self.rules.short_name_part(real)
+        if short is not None:
+            raise PathError(
+                f"`{shown}` has a part shaped like a Windows 8.3 short name ({escape(short)}) that "
+                "is not a long name on disk; give the file's long name.",
+                brief,
+            )
 
     def resolve_for_read(self, raw: str) -> ResolvedPath:
         """A path a reader (ReadFile, ReadMediaFile) may open: the rules, and never a secret."""
@@ -138,15 +207,17 @@ class Workspace:
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         shown = abbreviate(full)
-        if not os.path.isabs(full):
+        full = self._checked_spelling(full, shown, "Invalid directory")
+        if not self.rules.module.isabs(full):
             raise PathError(
                 f"`{shown}` is not an absolute path. You must provide an absolute path to search.",
                 "Invalid directory",
             )
         try:
-            real = os.path.realpath(_spelling_that_names(full))
+            real = self.rules.module.realpath(_spelling_that_names(full))
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
             raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.", "Invalid directory") from None
+        self._check_real(real, shown, "Invalid directory")
         if not self.contains(real):
             raise PathError(
                 f"`{shown}` is outside the workspace. You can only search within the working "
