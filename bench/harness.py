@@ -11,12 +11,14 @@ import json
 import os
 import platform
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,7 +233,8 @@ async def cold_start(command: tuple[str, list[str]]) -> float:
 
 def inspector_load(target: list[str], tool: str, args: dict[str, Any], requests: int,
                    concurrency: int, needle: str) -> tuple[dict[str, Any], int]:  # fmt: skip
-    """MCP Inspector CLI `--load`: its JSON summary and the server's peak RSS (KiB)."""
+    """MCP Inspector CLI `--load`: its JSON summary and the server's peak RSS (KiB). ``target``
+    is a stdio command, or an HTTP URL followed by the Inspector's transport flags."""
     cmd = [INSPECTOR, "--cli", *target, "--method", "tools/call", "--tool-name", tool,
            "--tool-args-json", json.dumps(args), "--load", "--load-requests", str(requests),
            "--load-concurrency", str(concurrency), "--format", "json", "-q"]  # fmt: skip
@@ -245,6 +248,40 @@ def inspector_load(target: list[str], tool: str, args: dict[str, Any], requests:
     if summary["ok"] != summary["requests"]:
         raise RuntimeError(f"inspector load had failures: {summary}")
     return summary, watch.peak_kib
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_filegate(workdir: str | Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A warm `filegate --transport http` on a free loopback port: (its /mcp URL, the process)."""
+    port = free_port()
+    exe, args = filegate_cmd(workdir, "--transport", "http", "--port", str(port), *flags)
+    with server_log().open("ab") as log:
+        proc = subprocess.Popen([exe, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=log, env=_server_env())  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"filegate over HTTP did not start (see {server_log()})")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 # --- measuring -----------------------------------------------------------------------------
