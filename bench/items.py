@@ -167,7 +167,10 @@ async def glob_kconfig(cfg: Config) -> list[Row]:
 async def readfile_small_load(cfg: Config) -> list[Row]:
     small = data.small_file()
     ref_exe, _ = reference_cmd()
-    fg_target = [filegate_cmd(small.parent)[0], *filegate_cmd(small.parent)[1]]
+    # The Inspector's handshake era declares roots and lists none; filegate's roots fail
+    # closed (SPEC §2.8), so it is driven in the 2026-07-28 era (no roots request), as the
+    # HTTP item is. The reference speaks the handshake era only.
+    fg_target = ["--protocol-era", "modern", filegate_cmd(small.parent)[0], *filegate_cmd(small.parent)[1]]
     ref_target = [ref_exe, str(small.parent)]
     n, c = cfg.load_requests, cfg.load_concurrency
     peaks: list[int] = []
@@ -221,7 +224,7 @@ async def readfile_http_load(cfg: Config) -> list[Row]:
     n = min(cfg.load_requests, HTTP_LOAD_REQUESTS)
     rows: list[Row] = []
     with http_filegate(small.parent) as (url, proc):
-        fg_target = [url, "--transport", "http", "--protocol-era", "modern"]
+        fg_target = ["--protocol-era", "modern", url, "--transport", "http"]
 
         def a_run(requests: int, c: int) -> float:
             s, _ = inspector_load(fg_target, "ReadFile", {"path": small.name}, requests, c, "filegate")

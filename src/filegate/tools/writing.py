@@ -207,7 +207,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
     rp = job.rp
     current = load_current(rp, must_exist=job.must_exist)
     change = job.transform(current.data)
-    if change.new == current.data and job.unchanged is not None:
+    if job.unchanged is not None and change.new == current.data:  # 50 MB compared only if needed
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
