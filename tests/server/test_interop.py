@@ -167,10 +167,27 @@ async def test_official_sdk_session_answers_an_elicitation_over_http(server: Ser
 
 
 def inspector_target(transport: str, workspace: Path, served: Served | None) -> list[str]:
+    """The Inspector's session config for filegate, as a user writes it: its roots name the
+    workspace. (The Inspector declares roots and offers an empty list when none are set, and
+    an empty list leaves an empty workspace: SPEC §2.8, roots fail closed.)"""
+    entry: dict[str, Any] = {"roots": [{"uri": workspace.as_uri(), "name": "workspace"}]}
     if transport == "stdio":
-        return [FILEGATE, "--workdir", str(workspace)]
-    assert served is not None
-    return [served.url, "--header", f"Authorization: Bearer {TOKEN}"]
+        entry |= {"command": FILEGATE, "args": ["--workdir", str(workspace)]}
+    else:
+        assert served is not None
+        entry |= {
+            "type": "streamable-http",
+            "url": served.url,
+            "headers": {"Authorization": f"Bearer {TOKEN}"},
+        }
+    config = workspace.parent / f"inspector-{transport}.json"
+    config.write_text(json.dumps({"mcpServers": {"filegate": entry}}))
+    return ["--config", str(config), "--server", "filegate"]
+
+
+def last_json(text: str) -> Any:
+    """The Inspector's JSON answer: its last line (it may print notes about its secret store first)."""
+    return json.loads(text.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -231,7 +248,7 @@ def test_inspector_cli_is_refused_without_the_right_token(server: Served, header
     # --stored-auth-only: the Inspector would otherwise start an interactive OAuth flow.
     done = run_inspector(server.url, *header, "--method", "tools/list", "--stored-auth-only")
     assert done.returncode == 3
-    assert json.loads(done.stderr or done.stdout)["error"]["code"] == "auth_required"
+    assert last_json(done.stderr or done.stdout)["error"]["code"] == "auth_required"
 
 
 # --- fastmcp's Client over HTTP ------------------------------------------------------------
