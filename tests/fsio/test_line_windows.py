@@ -423,3 +423,67 @@ def test_scan_check_uses_the_deadline_it_is_given() -> None:
     with pytest.raises(lines.OutOfTime):
         late.check()
     late.check(time.monotonic() + 10)
+
+
+def test_wc_really_counts_so_no_python_pass_leaves_checkpoints(
+    tmp_path: Path, fds: list[int], with_wc: None, small_chunks: None
+) -> None:
+    src = open_source(write(tmp_path, b"line\n" * 200), fds)
+    assert lines.line_count(src) == LineCount(200, True)
+    assert list(lines.checkpoints(src.st).offsets) == [0]  # wc's count: this process read nothing
+    other = open_source(write(tmp_path, b"line\n" * 200, "python"), fds)
+    lines.PendingCount(other, budget_s=-1).result()  # wc out of time: the Python fallback counts
+    assert len(lines.checkpoints(other.st).offsets) > 100
+
+
+def test_wc_is_found_on_the_default_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lines, "_wc_path", [])
+    wc = lines._wc()
+    assert wc is not None and os.path.basename(wc) == "wc" and os.access(wc, os.X_OK)
+    assert lines._wc() is wc  # looked up once
+
+
+def test_the_scan_exceptions_say_what_stopped_them(tmp_path: Path, fds: list[int], with_wc: None) -> None:
+    assert str(lines.OutOfTime(3)) == "out of time" and lines.OutOfTime().passed_lines is None
+    src = open_source(write(tmp_path, b"q\n" * 10), fds)
+    pending = lines.PendingCount(src)
+    src.scan.cancel.set()
+    with pytest.raises(lines.ReadCancelled, match="^cancelled$"):
+        pending.result()
+    with pytest.raises(lines.ReadCancelled, match="^cancelled$"):
+        lines.Scan.start(cancel=src.scan.cancel).check()
+
+
+def sparse_line(path: Path, before: bytes, hole: int, after: bytes) -> None:
+    with path.open("wb") as f:
+        f.write(before)
+        f.seek(len(before) + hole)
+        f.write(after)
+    if path.stat().st_blocks * 512 >= hole:
+        pytest.fail("this file system stores holes as data")
+
+
+def test_a_hole_inside_a_line_is_read_as_zeros_up_to_what_is_kept(tmp_path: Path, fds: list[int]) -> None:
+    p = tmp_path / "holey"
+    sparse_line(p, b"start", 4 << 20, b"end\nnext\n")
+    src = open_source(p, fds)
+    assert src.sparse
+    got = list(lines.iter_lines_from(src, 0, 1))
+    assert [(r.number, len(r.head), r.long, r.newline) for r in got] == [
+        (1, lines.KEEP_BYTES, True, True),
+        (2, 4, False, True),
+    ]
+    assert got[0].head == b"start" + bytes(lines.KEEP_BYTES - 5) and got[1].head == b"next"
+    assert lines.line_count(src) == LineCount(2, True)
+    assert lines.offset_of_line(src, 2) == 5 + (4 << 20) + 4
+
+
+def test_a_line_that_is_all_hole_and_fits_is_not_long(
+    tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "holey"
+    sparse_line(p, b"a\n", 2 << 20, b"\nz\n")
+    monkeypatch.setattr(lines, "KEEP_BYTES", 2 << 20)  # the hole is exactly what is kept
+    src = open_source(p, fds)
+    got = [(r.number, len(r.head), r.long, r.newline) for r in lines.iter_lines_from(src, 0, 1)]
+    assert got == [(1, 1, False, True), (2, 2 << 20, False, True), (3, 1, False, True)]

@@ -80,12 +80,13 @@ def test_missing_and_wrong_kinds_have_their_sentences(ws: Path) -> None:
 
 def test_stat_target_of_an_unreachable_path_is_a_path_error(ws: Path) -> None:
     (ws / "f").write_text("x")
-    with pytest.raises(PathError, match="changed while being opened"):
+    with pytest.raises(PathError) as err:
         safeopen.stat_target(rp(ws / "f" / "under", "f/under"))
+    assert err.value.message.startswith("`f/under` changed while being opened")
 
 
 def test_a_long_path_error_is_quoted_by_its_first_200_characters() -> None:
-    err = safeopen._os_error("x" * 250, OSError(36, "File name too long"))
+    err = safeopen._os_error("x" * 200 + "y" * 50, OSError(36, "File name too long"))
     assert err.message == f"`{'x' * 200}…` is too long for a file path."
     other = safeopen._os_error("p", OSError(5, "Input/output error"))
     assert other.message == "Failed to open `p`: Input/output error."

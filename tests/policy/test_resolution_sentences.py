@@ -159,3 +159,16 @@ def test_a_missing_file_under_an_unescaped_directory_takes_the_unescaped_spellin
     assert got.shown == "caf\\xe9/new.txt"
     # neither the literal nor the unescaped directory exists: the literal spelling is kept
     assert Workspace(ws).resolve("no\\x41/new.txt", "write").real == ws / "no\\x41" / "new.txt"
+
+
+def test_a_reader_is_refused_a_secret_and_a_relative_path_outside_as_a_reader(ws: Path) -> None:
+    w = Workspace(ws)
+    err = refusal(lambda: w.resolve_for_read("sub/.env"))
+    assert (err.message, err.brief) == (
+        "`sub/.env` appears to contain secrets (matched sensitive file pattern). Reading this file is "
+        "blocked to protect credentials.",
+        "Sensitive file",
+    )
+    err = refusal(lambda: w.resolve_for_read("../x"))
+    assert "You must provide an absolute path to read a file outside the working directory." in err.message
+    assert w.resolve_for_read("notes.txt") == ResolvedPath("notes.txt", ws / "notes.txt", True, False)

@@ -179,3 +179,15 @@ def test_libmagic_failing_once_is_not_retried(monkeypatch: pytest.MonkeyPatch) -
     assert filetype._libmagic_mime(b"x") is None
     assert filetype._libmagic_mime(b"x") is None
     assert Broken.calls == 1
+
+
+@pytest.mark.parametrize("byte", [b"\t", b"\n", b"\x0c", b"\r"])
+def test_each_layout_control_counts_as_printable(byte: bytes, without_libmagic: None) -> None:
+    latin1 = (b"caf\xe9 " * 18)[:90]
+    assert filetype.detect_file_type("x", latin1 + byte * 10).kind == "text"
+    assert filetype.detect_file_type("x", latin1 + b"\x0e" * 10).kind == "unknown"
+    assert filetype.detect_file_type("x", latin1 + b"\x0b" * 10).kind == "unknown"
+
+
+def test_utf8_cut_mid_character_is_still_utf8_even_among_controls(without_libmagic: None) -> None:
+    assert filetype.detect_file_type("x", b"\x01" * 10 + "é".encode()[:1]).kind == "text"
