@@ -172,9 +172,15 @@ async def test_ten_http_clients_at_once_keep_their_approvals_to_themselves(ws: P
 
 
 def _inspector_load(
-    url: str, tool: str, args: dict[str, Any], calls: int, concurrency: int
+    url: str, ws: Path, tool: str, args: dict[str, Any], calls: int, concurrency: int
 ) -> dict[str, Any]:
-    cmd = [inspector_command(), "--cli", url, "--method", "tools/call", "--tool-name", tool,
+    # Its roots name the workspace: the Inspector declares roots and offers an empty list when
+    # none are set, and an empty list leaves an empty workspace (SPEC §2.8).
+    entry = {"type": "streamable-http", "url": url, "roots": [{"uri": ws.as_uri(), "name": "ws"}]}
+    config = ws.parent / "inspector-load.json"
+    config.write_text(json.dumps({"mcpServers": {"filegate": entry}}))
+    cmd = [inspector_command(), "--cli", "--config", str(config), "--server", "filegate",
+           "--method", "tools/call", "--tool-name", tool,
            "--tool-args-json", json.dumps(args), "--load", "--load-requests", str(calls),
            "--load-concurrency", str(concurrency), "--format", "json", "-q"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -193,10 +199,18 @@ async def _load(ws: Path, calls: int) -> dict[str, Any]:
     _needs_inspector()
     (ws / "a.txt").write_text("".join(f"line {n}: some text to read\n" for n in range(200)))
     with http_server(ws) as server:
-        await asyncio.to_thread(_inspector_load, server.url, "ReadFile", {"path": "a.txt"}, 100, 10)  # warm
+        await asyncio.to_thread(
+            _inspector_load, server.url, ws, "ReadFile", {"path": "a.txt"}, 100, 10
+        )  # warm
         before = status(server.pid)["VmRSS"]
         summary = await asyncio.to_thread(
-            _inspector_load, server.url, "ReadFile", {"path": "a.txt", "n_lines": 50}, calls, LOAD_CONCURRENCY
+            _inspector_load,
+            server.url,
+            ws,
+            "ReadFile",
+            {"path": "a.txt", "n_lines": 50},
+            calls,
+            LOAD_CONCURRENCY,
         )
         after = status(server.pid)["VmRSS"]
     assert summary["requests"] == calls and summary["ok"] == calls, summary
