@@ -330,3 +330,15 @@ async def test_one_writer_per_path_and_the_lock_is_dropped_after() -> None:
     await asyncio.gather(t1, t2)
     assert order == ["first in", "other path", "first out", "second in"]
     assert len(locks) == 0
+
+
+def test_read_all_refuses_a_file_that_grows_past_the_limit_while_read() -> None:
+    fd = os.open("/proc/self/maps", os.O_RDONLY)  # fstat says 0 bytes; it holds more than 16
+    try:
+        err = write_error(lambda: read_all(fd, 16, "maps"))
+        assert (err.message, err.brief) == (
+            "`maps` is 17 bytes; filegate changes files of at most 16 bytes. Use shell tools for a file this large.",
+            "File too large",
+        )
+    finally:
+        os.close(fd)

@@ -191,3 +191,18 @@ def test_each_layout_control_counts_as_printable(byte: bytes, without_libmagic: 
 
 def test_utf8_cut_mid_character_is_still_utf8_even_among_controls(without_libmagic: None) -> None:
     assert filetype.detect_file_type("x", b"\x01" * 10 + "é".encode()[:1]).kind == "text"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"", FileType("text", "text/plain")),
+        (b"\x89PNG\r\n\x1a\n" + PAD, FileType("image", "image/png")),  # libmagic: octet-stream (no IHDR)
+        (b"\x1a\x45\xdf\xa3\x9f\x42\x82\x84WebM" + PAD, FileType("video", "video/webm")),
+        (b"GIF8 is how this text starts\n", FileType("text", "text/plain")),  # libmagic: image/gif
+    ],
+)
+def test_the_table_rescues_what_libmagic_calls_bytes_and_text_beats_a_short_prefix(
+    data: bytes, expected: FileType
+) -> None:
+    assert detect_file_type("name", data) == expected
