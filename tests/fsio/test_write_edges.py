@@ -261,7 +261,7 @@ def test_a_named_temp_is_recorded_while_it_exists(ws: Path, monkeypatch: pytest.
     monkeypatch.setattr(atomic, "_TMPFILE", 0)
     dfd = os.open(ws, os.O_RDONLY)
     try:
-        fd, name, record = atomic._create_temp(dfd, "f.txt", existing=True)
+        fd, name, record = atomic._create_temp(dfd, "f.txt", existing=True, directory=str(ws))
         os.close(fd)
         assert name is not None and name.startswith(".f.txt.") and name.endswith(TEMP_SUFFIX)
         assert record is not None and record.parent == atomic.pending_dir()

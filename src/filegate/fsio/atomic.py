@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.errors import WriteError as WriteError  # re-exported: its old home
-from filegate.fsio.safeopen import open_components, read_whole
+from filegate.fsio import platform
+from filegate.fsio.safeopen import open_components, open_then_verify, read_whole
 
 # Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
 # creating and renaming one can leave it behind, hidden (leading dot).
@@ -144,8 +145,14 @@ def replace_file(real: Path, data: bytes, *, expect: Snapshot, shown: str, creat
     ``expect`` is the target as the caller read it: if it changed since, nothing is written.
     An existing target keeps its mode bits (and owner, where permitted).
     """
+    # Without dir_fd (Windows) every name below is a full path and ``dfd`` is None.
+    name = real.name
     try:
-        dfd = _open_parent(real.parent, create_dirs)
+        if platform.has_dir_fd():
+            dfd: int | None = _open_parent(real.parent, create_dirs)
+        else:
+            _check_parent_by_path(real.parent, create_dirs)
+            dfd, name = None, str(real)
     except FileNotFoundError:
         raise WriteError(
             f"`{shown}` parent directory does not exist.", "Parent directory not found"
@@ -153,9 +160,21 @@ def replace_file(real: Path, data: bytes, *, expect: Snapshot, shown: str, creat
     except OSError as exc:
         raise _failure(shown, exc) from None
     try:
-        return _replace_in(dfd, real.name, data, expect, shown)
+        return _replace_in(dfd, name, data, expect, shown, str(real.parent))
     finally:
-        os.close(dfd)
+        if dfd is not None:
+            os.close(dfd)
+
+
+def _check_parent_by_path(parent: Path, create: bool) -> None:
+    """The parent directory exists (made if ``create``) and its path has no symlink swapped in
+    since it was resolved (no dir_fd to pin it: the rename's race window, see the README)."""
+    if create:
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except FileExistsError:  # a file where a directory is to be: as ENOTDIR with dir_fd
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+    os.close(open_then_verify(parent, os.O_RDONLY | _DIRECTORY))
 
 
 def _open_parent(parent: Path, create: bool) -> int:
@@ -178,7 +197,9 @@ def _open_parent(parent: Path, create: bool) -> int:
         raise
 
 
-def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) -> int:
+def _replace_in(
+    dfd: int | None, name: str, data: bytes, expect: Snapshot, shown: str, directory: str | None = None
+) -> int:
     temp_name: str | None = None
     record: Path | None = None
     tfd = -1
@@ -186,7 +207,7 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         # Inside the try: its lstat fails too (a name over NAME_MAX), and that is a WriteError.
         current = _lstat_at(dfd, name)
         _check_target(current, shown, dfd, name)
-        tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None)
+        tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None, directory=directory)
         _write_all(tfd, data)
         if current is not None:
             _copy_metadata(tfd, current)
@@ -194,11 +215,13 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         _check_unchanged(dfd, name, expect, shown)
         if temp_name is None:
             temp_name = _temp_name(name)
-            record = _record_pending(dfd, temp_name)
+            record = _record_pending(dfd, temp_name, directory)
             os.link(f"/proc/self/fd/{tfd}", temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        os.rename(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        # os.replace: rename(2) here; on Windows it replaces an existing target (rename fails).
+        os.replace(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         temp_name = None
-        os.fsync(dfd)
+        if dfd is not None:
+            os.fsync(dfd)
         return len(data)
     except WriteError:
         raise
@@ -213,14 +236,14 @@ def _replace_in(dfd: int, name: str, data: bytes, expect: Snapshot, shown: str) 
         _clear_pending(record)
 
 
-def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
+def _lstat_at(dfd: int | None, name: str) -> os.stat_result | None:
     try:
         return os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
 
 
-def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) -> None:
+def _check_target(st: os.stat_result | None, shown: str, dfd: int | None, name: str) -> None:
     if st is None:
         return
     if stat.S_ISLNK(st.st_mode):
@@ -240,6 +263,12 @@ def _check_target(st: os.stat_result | None, shown: str, dfd: int, name: str) ->
 
 
 def _temp_name(name: str) -> str:
+    """A temp's name beside ``name`` (a full path stays one: no dir_fd)."""
+    directory, name = os.path.split(name)
+    return os.path.join(directory, _temp_base(name))
+
+
+def _temp_base(name: str) -> str:
     # Unique per write: two processes writing one file never touch each other's temp. Cut by
     # bytes, not characters: NAME_MAX counts bytes (120 "é" are 240 of them).
     kept = os.fsdecode(os.fsencode(name)[:_TEMP_NAME_KEEP])
@@ -255,11 +284,16 @@ def pending_dir() -> Path:
     return Path(base) / "filegate" / "pending"
 
 
-def _record_pending(dfd: int, temp_name: str) -> Path | None:
+def _record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
     """Note a named temp before it exists, so a restart can remove it if this process dies
     before renaming it. Best effort: without a writable state dir nothing is recorded."""
     try:
-        directory = os.readlink(f"/proc/self/fd/{dfd}")
+        # The directory's path as resolved (it was opened from it component by component), or
+        # the open directory's own name where the caller did not say (/proc, F_GETPATH).
+        if directory is None:
+            directory = "" if dfd is None else platform.fd_path(dfd)
+        if directory is None:
+            return None
         record = pending_dir() / f"{os.getpid()}-{secrets.token_hex(8)}"
         record.parent.mkdir(parents=True, exist_ok=True)
         # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
@@ -307,12 +341,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | None, Path | None]:
+def _create_temp(
+    dfd: int | None, name: str, *, existing: bool, directory: str | None = None
+) -> tuple[int, str | None, Path | None]:
     """An unnamed temp file in the directory, or a named one; (fd, name or None, its record)."""
     # A new file gets 0o666 minus the umask, as open(2) would give it; an existing file's
     # mode is copied onto the temp before it becomes visible.
     mode = 0o600 if existing else 0o666
-    if _TMPFILE and os.path.exists("/proc/self/fd"):
+    if dfd is not None and platform.has_tmpfile():
         try:
             fd = os.open(".", _TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=dfd)
             return fd, None, None
@@ -320,7 +356,7 @@ def _create_temp(dfd: int, name: str, *, existing: bool) -> tuple[int, str | Non
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
     temp = _temp_name(name)
-    record = _record_pending(dfd, temp)
+    record = _record_pending(dfd, temp, directory)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     try:
         return os.open(temp, flags, mode, dir_fd=dfd), temp, record
@@ -343,7 +379,7 @@ def _copy_metadata(fd: int, st: os.stat_result) -> None:
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 
-def _check_unchanged(dfd: int, name: str, expect: Snapshot, shown: str) -> None:
+def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -> None:
     """The stale-write check: size and mtime, then the status or, failing that, the content
     hash as the caller read them."""
     st = _lstat_at(dfd, name)
@@ -361,7 +397,7 @@ def _check_unchanged(dfd: int, name: str, expect: Snapshot, shown: str) -> None:
         raise _stale(shown, "its content changed")
 
 
-def _hash_at(dfd: int, name: str) -> str:
+def _hash_at(dfd: int | None, name: str) -> str:
     fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
     try:
         h = hashlib.sha256()

@@ -33,6 +33,8 @@ from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from filegate.fsio import platform
+
 CHUNK = 1 << 20
 # A line is cut at 2000 characters; 4 bytes per character at most, plus a little.
 KEEP_BYTES = 8192
@@ -457,16 +459,13 @@ def _spawn_wc(fd: int) -> subprocess.Popen[bytes] | None:
     wc gets a file description of its own (a reopen of /proc/self/fd/N names this very inode):
     sharing ours would make the SEEK_DATA/SEEK_HOLE of this process move wc's position.
     """
-    wc = _wc()
+    wc = _wc() if platform.has_wc() else None
     if wc is None:
         return None
-    try:
-        own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    own = platform.reopen(fd, os.O_RDONLY)  # None where the OS cannot reopen an open file
+    if own is None:
         return None
     try:
-        if not os.path.samestat(os.fstat(own), os.fstat(fd)):
-            return None
         return subprocess.Popen([wc, "-l"], stdin=own, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env={"LC_ALL": "C"})  # fmt: skip
     except OSError:

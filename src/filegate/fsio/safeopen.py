@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from filegate.errors import PathError
+from filegate.fsio import platform
 from filegate.policy.workspace import ResolvedPath
 
 # A read asks for the expected size plus this much, so a file that grew is read to its end in
@@ -32,6 +33,8 @@ def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
     ``real`` came from realpath, so no component is a symlink; if one became a symlink since
     (a swap between check and use), this fails with ELOOP/ENOTDIR instead of following it.
     """
+    if not platform.has_dir_fd():
+        return open_then_verify(real, final_flags, mode)
     parts = real.parts
     fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
@@ -43,6 +46,28 @@ def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
         return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
     finally:
         os.close(fd)
+
+
+def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
+    """Where ``dir_fd`` is unsupported (Windows): open ``real`` by its path, then check that the
+    opened file is the one that was checked — its final path (the OS's name for the handle,
+    symlinks and junctions resolved) is ``real`` where the OS can say, and the path still
+    resolves to itself and to the very file the handle holds. A swap between the check and the
+    open fails with ELOOP, as in :func:`open_components`; one that is undone again before the
+    re-check is not seen (the race window the README names)."""
+    fd = os.open(str(real), flags | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        held = platform.fd_path(fd)
+        same = (held is None or os.path.normcase(held) == os.path.normcase(str(real))) and (
+            os.path.normcase(os.path.realpath(real)) == os.path.normcase(str(real))
+            and os.path.samestat(os.fstat(fd), os.stat(real, follow_symlinks=False))
+        )
+        if not same:
+            raise OSError(errno.ELOOP, "the opened file is not the checked path")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def open_regular(rp: ResolvedPath) -> int:

@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from filegate.fsio import platform
 from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
@@ -193,9 +194,9 @@ def _rg_cwd(target: _Target) -> str:
     """rg's working directory: the pinned directory itself, through /proc where there is one."""
     if target.single_file:
         return "/"  # rg reads the file on stdin and needs no directory
-    if os.path.isdir(PROC_FD):
+    if platform.has_proc():
         return f"{PROC_FD}/{target.fd}"
-    return str(target.cwd)  # pragma: no cover - Linux always has /proc
+    return str(target.cwd)  # no /proc (macOS, Windows): the checked path, not pinned
 
 
 def _rg_args(rg: str, params: GrepParams, target: _Target, ignore_args: Sequence[str] = ()) -> list[str]:

@@ -1,0 +1,107 @@
+"""Which of the OS facilities filegate's safety rests on are there, and the portable ways
+around the missing ones (issue 15).
+
+Linux has them all: ``dir_fd`` on ``os.open``, ``/proc/self/fd``, ``O_TMPFILE``, a ``wc``.
+macOS has ``dir_fd`` but no ``/proc`` (``fcntl(F_GETPATH)`` names an open file) and no
+``O_TMPFILE``; Windows has none of them (``GetFinalPathNameByHandle`` names an open file).
+
+``FILEGATE_SIMULATE`` (a comma-separated subset of :data:`FACILITIES`) takes facilities away
+on a machine that has them, so the fallbacks run for real in the Linux test suite::
+
+    FILEGATE_SIMULATE=no-dirfd,no-proc,no-tmpfile,no-wc pytest tests/fsio tests/policy tests/tools
+"""
+
+from __future__ import annotations
+
+import os
+
+SIMULATE_ENV = "FILEGATE_SIMULATE"
+FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc")
+PROC_FD = "/proc/self/fd"
+
+
+def simulated() -> frozenset[str]:
+    """The facilities taken away by ``FILEGATE_SIMULATE`` (read at each use: cheap, and a test
+    can set it); an unknown word is an error, so a typo cannot silently test nothing."""
+    words = frozenset(w.strip() for w in os.environ.get(SIMULATE_ENV, "").split(",") if w.strip())
+    unknown = words - set(FACILITIES)
+    if unknown:
+        raise ValueError(f"{SIMULATE_ENV}: unknown {sorted(unknown)}; known: {', '.join(FACILITIES)}")
+    return words
+
+
+def has_dir_fd() -> bool:
+    """``os.open``/``os.stat``/``os.rename`` take ``dir_fd`` (not on Windows)."""
+    return os.open in os.supports_dir_fd and "no-dirfd" not in simulated()
+
+
+def has_proc() -> bool:
+    """``/proc/self/fd`` names and reopens open files (Linux)."""
+    return "no-proc" not in simulated() and os.path.isdir(PROC_FD)
+
+
+def has_tmpfile() -> bool:
+    """``O_TMPFILE`` (Linux), which also needs /proc to give the temp a name."""
+    return hasattr(os, "O_TMPFILE") and "no-tmpfile" not in simulated() and has_proc()
+
+
+def has_wc() -> bool:
+    return "no-wc" not in simulated()
+
+
+def fd_path(fd: int) -> str | None:
+    """The path the open file ``fd`` has now (its final path: symlinks and junctions resolved),
+    or None where the OS cannot say. Linux: /proc; macOS: F_GETPATH; Windows:
+    GetFinalPathNameByHandleW."""
+    if has_proc():
+        try:
+            return os.readlink(f"{PROC_FD}/{fd}")
+        except OSError:
+            return None
+    if os.name == "nt":  # pragma: no cover - Windows only (CI's Windows job)
+        return _final_path_by_handle(fd)
+    return _f_getpath(fd)
+
+
+def _f_getpath(fd: int) -> str | None:
+    import fcntl
+
+    request = getattr(fcntl, "F_GETPATH", None)
+    if request is None:  # not macOS/BSD
+        return None
+    try:  # pragma: no cover - macOS only (CI's macOS job)
+        raw = fcntl.fcntl(fd, request, bytes(1024))
+        return os.fsdecode(raw.split(b"\0", 1)[0])
+    except OSError:  # pragma: no cover
+        return None
+
+
+def _final_path_by_handle(fd: int) -> str | None:  # pragma: no cover - Windows only
+    import ctypes
+    import msvcrt
+
+    handle = msvcrt.get_osfhandle(fd)  # type: ignore[attr-defined,unused-ignore]
+    buf = ctypes.create_unicode_buffer(32768)
+    n = ctypes.windll.kernel32.GetFinalPathNameByHandleW(handle, buf, len(buf), 0)  # type: ignore[attr-defined,unused-ignore]
+    if not n or n >= len(buf):
+        return None
+    path: str = buf.value
+    if path.startswith("\\\\?\\UNC\\"):
+        return "\\" + path[7:]
+    return path[4:] if path.startswith("\\\\?\\") else path
+
+
+def reopen(fd: int, flags: int) -> int | None:
+    """A new open file description of the file behind ``fd`` (its own offset), or None: by
+    /proc where there is one, else by its final path, checked to be the same file."""
+    path = f"{PROC_FD}/{fd}" if has_proc() else fd_path(fd)
+    if path is None:
+        return None
+    try:
+        own = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    if not os.path.samestat(os.fstat(own), os.fstat(fd)):
+        os.close(own)
+        return None
+    return own

@@ -1,0 +1,164 @@
+"""The platform facilities and their portable fallbacks (issue 15 item 4), on real files.
+
+``FILEGATE_SIMULATE`` takes Linux's facilities away inside filegate; these tests set it per test
+and check that the fallback really runs (and still refuses a swapped path). The whole fsio /
+policy / tools suites also run with it set (CI's simulated-platform job).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from filegate.errors import PathError, WriteError
+from filegate.fsio import atomic, lines, platform
+from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, replace_file
+from filegate.fsio.safeopen import open_components, open_regular, open_then_verify
+from filegate.policy.workspace import Workspace
+
+ALL = ",".join(platform.FACILITIES)
+
+
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every facility taken away: what filegate sees on Windows."""
+    monkeypatch.setenv(platform.SIMULATE_ENV, ALL)
+
+
+def test_the_switch_takes_each_facility_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(platform.SIMULATE_ENV, raising=False)
+    assert platform.has_dir_fd() and platform.has_proc() and platform.has_tmpfile() and platform.has_wc()
+    monkeypatch.setenv(platform.SIMULATE_ENV, "no-dirfd")
+    assert not platform.has_dir_fd() and platform.has_proc()
+    monkeypatch.setenv(platform.SIMULATE_ENV, " no-proc , no-wc")
+    assert not platform.has_proc() and not platform.has_tmpfile() and not platform.has_wc()
+    monkeypatch.setenv(platform.SIMULATE_ENV, "no-tmpfile")
+    assert not platform.has_tmpfile() and platform.has_proc()
+
+
+def test_an_unknown_facility_is_an_error_not_a_silent_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(platform.SIMULATE_ENV, "no-dirfd,no-prco")
+    with pytest.raises(ValueError, match="no-prco"):
+        platform.has_dir_fd()
+
+
+def test_without_proc_or_f_getpath_an_fd_has_no_known_path(ws: Path, bare: None) -> None:
+    fd = os.open(ws, os.O_RDONLY)
+    try:
+        assert platform.fd_path(fd) is None  # Linux has no F_GETPATH
+        assert platform.reopen(fd, os.O_RDONLY) is None
+    finally:
+        os.close(fd)
+
+
+def test_with_proc_an_fd_is_named_and_reopened_as_its_own_description(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(platform.SIMULATE_ENV, raising=False)  # this one is about /proc itself
+    (ws / "f").write_bytes(b"abc")
+    fd = os.open(ws / "f", os.O_RDONLY)
+    try:
+        assert platform.fd_path(fd) == str(ws / "f")
+        own = platform.reopen(fd, os.O_RDONLY)
+        assert own is not None
+        os.read(own, 2)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # its own offset
+        os.close(own)
+    finally:
+        os.close(fd)
+
+
+def test_without_dir_fd_a_file_is_opened_by_path_and_checked(ws: Path, bare: None) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f").write_bytes(b"inside")
+    rp = Workspace(ws).resolve("d/f")
+    fd = open_regular(rp)
+    try:
+        assert os.read(fd, 100) == b"inside"
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("simulate", ["", "no-proc", ALL])
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_refused(
+    ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, simulate: str
+) -> None:
+    monkeypatch.setenv(platform.SIMULATE_ENV, simulate)
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("inside")
+    rp = Workspace(ws).resolve("d/secret.txt")
+    (ws / "d").rename(ws / "d-old")
+    (ws / "d").symlink_to(outside)  # outside/secret.txt exists: a plain open would read it
+    with pytest.raises(PathError, match="changed while being opened"):
+        open_regular(rp)
+
+
+def test_open_then_verify_sees_the_swap_through_the_handles_own_path(ws: Path, outside: Path) -> None:
+    # With /proc (as with F_GETPATH or GetFinalPathNameByHandle) the opened handle itself is
+    # named: the check does not rest on the path resolving the same way a second time.
+    (ws / "d").symlink_to(outside)
+    with pytest.raises(OSError, match="not the checked path"):
+        open_then_verify(ws / "d" / "secret.txt", os.O_RDONLY)
+    fd = open_components(outside / "secret.txt", os.O_RDONLY)  # the target itself opens
+    assert os.read(fd, 100) == b"OUTSIDE-CONTENT\n"
+    os.close(fd)
+
+
+def test_a_write_without_any_facility_uses_a_named_temp_and_replaces(
+    ws: Path, bare: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used: list[str] = []
+    real_create = atomic._create_temp
+
+    def spy(
+        dfd: int | None, name: str, *, existing: bool, directory: str | None = None
+    ) -> tuple[int, str | None, Path | None]:
+        out = real_create(dfd, name, existing=existing, directory=directory)
+        used.append(f"{dfd}:{out[1]}")
+        return out
+
+    monkeypatch.setattr(atomic, "_create_temp", spy)  # a spy: the real function runs
+    (ws / "f.txt").write_bytes(b"old")
+    st = os.stat(ws / "f.txt")
+    assert replace_file(ws / "f.txt", b"new", expect=Snapshot.of(b"old", st), shown="f.txt") == 3
+    assert (ws / "f.txt").read_bytes() == b"new"
+    assert len(used) == 1 and used[0].startswith("None:") and used[0].endswith(TEMP_SUFFIX)
+    assert sorted(p.name for p in ws.iterdir()) == ["f.txt"]
+    assert (
+        replace_file(ws / "a" / "b" / "n.txt", b"x", expect=Snapshot.absent(), shown="n", create_dirs=True)
+        == 1
+    )
+    assert (ws / "a" / "b" / "n.txt").read_bytes() == b"x"
+
+
+def test_a_write_without_dir_fd_refuses_a_parent_swapped_for_a_symlink(
+    ws: Path, outside: Path, bare: None
+) -> None:
+    (ws / "d").symlink_to(outside)
+    with pytest.raises(WriteError, match="changed while being written"):
+        replace_file(ws / "d" / "new.txt", b"x", expect=Snapshot.absent(), shown="d/new.txt")
+    assert not (outside / "new.txt").exists()
+
+
+def test_a_write_without_dir_fd_still_refuses_a_stale_target(ws: Path, bare: None) -> None:
+    (ws / "f").write_bytes(b"old")
+    expect = Snapshot.of(b"old", os.stat(ws / "f"))
+    (ws / "f").write_bytes(b"changed by someone")
+    with pytest.raises(WriteError, match="changed on disk"):
+        replace_file(ws / "f", b"new", expect=expect, shown="f")
+    assert (ws / "f").read_bytes() == b"changed by someone"
+    assert sorted(p.name for p in ws.iterdir()) == ["f"]
+
+
+def test_without_wc_lines_are_counted_in_python(
+    ws: Path, bare: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "big.txt").write_bytes(b"line\n" * 1000)
+    monkeypatch.setattr(lines, "WC_MIN_BYTES", 1)
+    fd = os.open(ws / "big.txt", os.O_RDONLY)
+    try:
+        assert lines._spawn_wc(fd) is None
+    finally:
+        os.close(fd)
