@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import hashlib
 import os
 import secrets
@@ -490,6 +489,9 @@ def lock_dir() -> Path:
 
 async def _lock_file(key: str) -> int:
     """The descriptor holding an exclusive flock for ``key``, or -1 when none can be had."""
+    if os.name == "nt":  # no flock (and no fcntl module): the process lock only
+        return -1
+    import fcntl  # POSIX only: imported here so that this module imports on Windows
     name = hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
     try:
         directory = lock_dir()
