@@ -342,3 +342,84 @@ def test_read_all_refuses_a_file_that_grows_past_the_limit_while_read() -> None:
         )
     finally:
         os.close(fd)
+
+
+def status(mtime_ns: int, ctime_ns: int) -> os.stat_result:
+    """A file status with these timestamps (a value, as the OS would return it)."""
+    fields = list(range(19))
+    fields[14], fields[15] = mtime_ns, ctime_ns
+    return os.stat_result(fields)
+
+
+@pytest.mark.parametrize(
+    ("mtime_ns", "ctime_ns", "settle"),
+    [
+        (5_000_000_000, 7_000_000_000, atomic.SETTLED_COARSE_NS),  # whole seconds both: a coarse clock
+        (5_000_000_000, 7_000_000_001, atomic.SETTLED_NS),
+        (5_000_000_001, 7_000_000_000, atomic.SETTLED_NS),
+        (0, 0, atomic.SETTLED_COARSE_NS),
+    ],
+)
+def test_a_coarse_clock_needs_two_seconds_to_settle(mtime_ns: int, ctime_ns: int, settle: int) -> None:
+    assert atomic._settle_time(status(mtime_ns, ctime_ns)) == settle
+    assert (atomic.SETTLED_NS, atomic.SETTLED_COARSE_NS) == (50_000_000, 2_000_000_000)
+
+
+def test_a_snapshot_settles_strictly_after_the_settle_time(ws: Path) -> None:
+    f = ws / "f"
+    f.write_bytes(b"data")
+    st = os.stat(f)
+    changed = max(st.st_mtime_ns, st.st_ctime_ns)
+    settle = atomic._settle_time(st)
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        at_edge = read_all(fd, 100, "f", now_ns=changed + settle)[1]
+        past_it = read_all(fd, 100, "f", now_ns=changed + settle + 1)[1]
+    finally:
+        os.close(fd)
+    assert not at_edge.settled and at_edge.sha256 == atomic.sha256_hex(b"data")
+    assert past_it.settled and past_it.sha256 == "" and past_it.digest() == atomic.sha256_hex(b"data")
+    assert (past_it.dev, past_it.ino, past_it.ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns)
+    assert past_it.same_status(os.stat(f))
+    assert not at_edge.same_status(os.stat(f))  # never settled: always hashed
+
+
+def dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
+    )
+    return int(proc.stdout)
+
+
+def test_the_sweep_counts_every_temp_it_removes_and_drops_stale_records(ws: Path) -> None:
+    pending = atomic.pending_dir()
+    pending.mkdir(parents=True)
+    pid = dead_pid()
+    temps = [ws / f".t{i}.0123456789abcdef{TEMP_SUFFIX}" for i in range(3)]
+    for i, t in enumerate(temps):
+        t.write_text("half")
+        (pending / (f"{pid}-{i}" if i else f"{pid}")).write_bytes(os.fsencode(t))
+    (pending / f"{pid}-gone").write_bytes(os.fsencode(ws / f".gone.0123456789abcdef{TEMP_SUFFIX}"))
+    assert atomic.sweep_pending_temps() == 3
+    assert not any(t.exists() for t in temps)
+    assert list(pending.iterdir()) == []
+
+
+def test_successive_named_temps_are_each_recorded(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    dfd = os.open(ws, os.O_RDONLY)
+    try:
+        made = [atomic._create_temp(dfd, "f", existing=False) for _ in range(2)]
+    finally:
+        os.close(dfd)
+    for fd, _, _ in made:
+        os.close(fd)
+    names = {name for _, name, _ in made}
+    records = [record for _, _, record in made]
+    assert len(names) == 2 and all(r is not None and r.exists() for r in records)
+    assert {os.fsdecode(r.read_bytes()) for r in records if r is not None} == {
+        str(ws / n) for n in names if n
+    }
