@@ -492,6 +492,7 @@ async def _lock_file(key: str) -> int:
     if os.name == "nt":  # no flock (and no fcntl module): the process lock only
         return -1
     import fcntl  # POSIX only: imported here so that this module imports on Windows
+
     name = hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
     try:
         directory = lock_dir()
