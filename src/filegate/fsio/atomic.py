@@ -48,6 +48,9 @@ SETTLED_NS = 50_000_000
 # Whole-second timestamps (ext4 with small inodes, FAT, some network file systems): a change
 # within the same second is invisible in the status, so it must be two seconds old.
 SETTLED_COARSE_NS = 2_000_000_000
+# POSIX ctime is the last status change, which every write moves and no call can set back; on
+# Windows st_ctime is the creation time, so there the content is always hashed.
+_CTIME_IS_CHANGE_TIME = os.name == "posix"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +115,8 @@ def read_all(fd: int, limit: int, shown: str, *, now_ns: int | None = None) -> t
     if len(data) > limit:  # it grew past the limit while being read
         raise _too_large(shown, max(st.st_size, len(data)), limit)
     settled = (
-        _status(st) == _status(before)
+        _CTIME_IS_CHANGE_TIME
+        and _status(st) == _status(before)
         and len(data) == st.st_size
         and max(st.st_ctime_ns, st.st_mtime_ns) < started - _settle_time(st)
     )
@@ -390,10 +394,20 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
         raise _stale(shown, "it was created by someone else")
     if st.st_size != expect.size or st.st_mtime_ns != expect.mtime_ns:
         raise _stale(shown, "its size or modification time changed")
-    if expect.same_status(st):
+    if expect.settled and expect.same_status(_fstat_at(dfd, name)):
         return
     if _hash_at(dfd, name) != expect.digest():
         raise _stale(shown, "its content changed")
+
+
+def _fstat_at(dfd: int | None, name: str) -> os.stat_result:
+    """The target's status through an open descriptor: on NFS an open revalidates the cached
+    attributes (close-to-open consistency), which a plain stat may serve from its cache."""
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _hash_at(dfd: int | None, name: str) -> str:
