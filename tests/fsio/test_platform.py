@@ -7,6 +7,7 @@ policy / tools suites also run with it set (CI's simulated-platform job).
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from filegate.fsio.safeopen import open_components, open_regular, open_then_veri
 from filegate.policy.workspace import Workspace
 
 ALL = ",".join(platform.FACILITIES)
+HAS_F_GETPATH = hasattr(fcntl, "F_GETPATH")  # macOS
+needs_proc = pytest.mark.skipif(not os.path.isdir(platform.PROC_FD), reason="about Linux's /proc")
 
 
 @pytest.fixture
@@ -29,13 +32,16 @@ def bare(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_switch_takes_each_facility_away(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(platform.SIMULATE_ENV, raising=False)
-    assert platform.has_dir_fd() and platform.has_proc() and platform.has_tmpfile() and platform.has_wc()
+    proc, tmpfile = platform.has_proc(), platform.has_tmpfile()  # what this OS has
+    assert platform.has_dir_fd() and platform.has_wc()
     monkeypatch.setenv(platform.SIMULATE_ENV, "no-dirfd")
-    assert not platform.has_dir_fd() and platform.has_proc()
+    assert not platform.has_dir_fd() and platform.has_proc() == proc
     monkeypatch.setenv(platform.SIMULATE_ENV, " no-proc , no-wc")
     assert not platform.has_proc() and not platform.has_tmpfile() and not platform.has_wc()
     monkeypatch.setenv(platform.SIMULATE_ENV, "no-tmpfile")
-    assert not platform.has_tmpfile() and platform.has_proc()
+    assert not platform.has_tmpfile() and platform.has_proc() == proc and platform.has_dir_fd()
+    monkeypatch.setenv(platform.SIMULATE_ENV, "")
+    assert platform.has_tmpfile() == tmpfile
 
 
 def test_an_unknown_facility_is_an_error_not_a_silent_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,15 +50,19 @@ def test_an_unknown_facility_is_an_error_not_a_silent_no_op(monkeypatch: pytest.
         platform.has_dir_fd()
 
 
-def test_without_proc_or_f_getpath_an_fd_has_no_known_path(ws: Path, bare: None) -> None:
+def test_without_proc_an_fd_is_named_by_f_getpath_or_not_at_all(ws: Path, bare: None) -> None:
     fd = os.open(ws, os.O_RDONLY)
     try:
-        assert platform.fd_path(fd) is None  # Linux has no F_GETPATH
-        assert platform.reopen(fd, os.O_RDONLY) is None
+        if HAS_F_GETPATH:  # macOS
+            assert platform.fd_path(fd) == str(ws)
+        else:  # Linux without /proc
+            assert platform.fd_path(fd) is None
+            assert platform.reopen(fd, os.O_RDONLY) is None
     finally:
         os.close(fd)
 
 
+@needs_proc
 def test_with_proc_an_fd_is_named_and_reopened_as_its_own_description(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,6 +105,7 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_refused(
         open_regular(rp)
 
 
+@needs_proc
 def test_open_then_verify_sees_the_swap_through_the_handles_own_path(ws: Path, outside: Path) -> None:
     # With /proc (as with F_GETPATH or GetFinalPathNameByHandle) the opened handle itself is
     # named: the check does not rest on the path resolving the same way a second time.

@@ -153,6 +153,7 @@ def test_read_whole_reads_the_file_in_one_piece(ws: Path) -> None:
         os.close(fd)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads a /proc file (fstat size 0): Linux only")
 def test_read_whole_of_an_empty_file_and_of_a_proc_file_that_reports_size_zero(ws: Path) -> None:
     (ws / "empty").write_bytes(b"")
     fd = os.open(ws / "empty", os.O_RDONLY)
@@ -168,6 +169,7 @@ def test_read_whole_of_an_empty_file_and_of_a_proc_file_that_reports_size_zero(w
         os.close(fd)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads a /proc file (fstat size 0): Linux only")
 def test_read_whole_stops_past_the_limit_on_a_file_larger_than_fstat_says(ws: Path) -> None:
     fd = os.open("/proc/self/maps", os.O_RDONLY)  # st_size 0, content larger than 16 bytes
     try:
