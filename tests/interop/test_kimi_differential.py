@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import FILEGATE
 from tests.interop.kimi_driver import Result, find_kimi, run_kimi
 from tests.interop.kimi_scenarios import Scenario, build_tree, scenarios
+from tests.tooling import tool_missing
 
 # scenario key → why filegate answers differently. "fix:" = a Kimi bug SPEC fixes;
 # "intended:" = a deliberate difference of filegate's (SPEC says so); the section is named.
@@ -188,7 +187,7 @@ def describe(r: Result) -> str:
 def test_filegate_answers_as_kimi_builtins_do_or_as_spec_intends(tmp_path: Path) -> None:
     kimi, why = find_kimi()
     if kimi is None:
-        pytest.skip(f"Kimi CLI is not available here: {why}")
+        tool_missing(f"Kimi CLI is not available here: {why}")
     root = tmp_path / "tree"
     plan = scenarios(root)
     calls = [(f"tc-{i}", sc.tool, sc.args) for i, sc in enumerate(plan)]

@@ -29,6 +29,7 @@ from PIL import Image
 
 from tests.conftest import FILEGATE, call, text
 from tests.server.served import Served, http_filegate, inspector_missing, run_inspector
+from tests.tooling import tool_missing
 
 TOKEN = "interop-token"
 ERAS = {"initialize": "2025-11-25", "discover": "2026-07-28"}
@@ -196,7 +197,7 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
 ) -> None:
     missing = inspector_missing()
     if missing:
-        pytest.skip(missing)
+        tool_missing(missing)
     served = request.getfixturevalue("server") if transport == "http" else None
     target = inspector_target(transport, workspace, served)
 
@@ -231,7 +232,7 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
 def test_inspector_cli_reports_a_tool_error_as_such(workspace: Path, server: Served) -> None:
     missing = inspector_missing()
     if missing:
-        pytest.skip(missing)
+        tool_missing(missing)
     target = inspector_target("http", workspace, server)
     done = run_inspector(
         *target, "--method", "tools/call", "--tool-name", "ReadFile", "--tool-arg", "path=no.txt"
@@ -244,7 +245,7 @@ def test_inspector_cli_reports_a_tool_error_as_such(workspace: Path, server: Ser
 def test_inspector_cli_is_refused_without_the_right_token(server: Served, header: list[str]) -> None:
     missing = inspector_missing()
     if missing:
-        pytest.skip(missing)
+        tool_missing(missing)
     # --stored-auth-only: the Inspector would otherwise start an interactive OAuth flow.
     done = run_inspector(server.url, *header, "--method", "tools/list", "--stored-auth-only")
     assert done.returncode == 3

@@ -29,6 +29,7 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from tests.conftest import FILEGATE, free_port, text
 from tests.server.served import inspector_missing, run_inspector, serve
+from tests.tooling import tool_missing
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## Client configuration"
@@ -223,7 +224,7 @@ async def test_readme_entry_starts_and_serves_the_tools(
 def test_claude_desktop_and_http_lines_serve_the_inspector(request: pytest.FixtureRequest, ws: Path) -> None:
     missing = inspector_missing()
     if missing:
-        pytest.skip(missing)
+        tool_missing(missing)
     sec = section(README.read_text())
     stdio = next(e for e in json_entries(sec) if not e.is_http and PLACEHOLDER_DIR in e.command)
     http = next(e for e in json_entries(sec) if e.is_http)

@@ -21,6 +21,7 @@ from fastmcp.client.elicitation import ElicitResult
 from tests.conftest import text
 from tests.server.served import inspector_command, inspector_missing
 from tests.stress.procs import http_server, status
+from tests.tooling import tool_missing
 
 # The Inspector's --load: calls and concurrency by default, and in the slow variant (the issue's).
 LOAD_CALLS, LOAD_CONCURRENCY = 200, 50
@@ -192,7 +193,7 @@ def _inspector_load(
 
 def _needs_inspector() -> None:
     if missing := inspector_missing():
-        pytest.skip(missing)
+        tool_missing(missing)
 
 
 async def _load(ws: Path, calls: int) -> dict[str, Any]:

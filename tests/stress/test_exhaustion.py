@@ -22,6 +22,7 @@ from fastmcp import Client
 
 from tests.conftest import connect, text
 from tests.stress.procs import rg_children, server_pid, status, stdio_server, wait_until
+from tests.tooling import tool_missing
 
 # One event loop for the module: the shared server (a subprocess and its client) lives in it.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -287,7 +288,7 @@ async def test_grep_matching_every_line_of_the_kernel_tree() -> None:
     try:
         kernel = subprocess.run([str(corpus)], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip("the kernel corpus (../shared/tools/corpus) is not available")
+        tool_missing("the kernel corpus (../shared/tools/corpus) is not available")
     ws = Path(kernel)
     async with Client(stdio_server(ws, "--read-only")) as client:
         s = Server(client, server_pid(ws), ws)
