@@ -424,3 +424,52 @@ def test_successive_named_temps_are_each_recorded(ws: Path, monkeypatch: pytest.
     assert {os.fsdecode(r.read_bytes()) for r in records if r is not None} == {
         str(ws / n) for n in names if n
     }
+
+
+def flocked(path: Path) -> bool:
+    """Whether another open file description holds an flock on ``path``."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+async def test_a_path_lock_is_an_flock_other_processes_see(ws: Path) -> None:
+    target = ws / "f.txt"
+    lock_file = atomic.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
+    assert atomic.lock_dir() == atomic.pending_dir().parent / "locks"
+    mine, replica = PathLocks(), PathLocks()  # two servers: each its own open file description
+    order: list[str] = []
+
+    async def the_replica() -> None:
+        async with replica.hold(target):
+            order.append("replica in")
+
+    async with mine.hold(target):
+        assert flocked(lock_file)
+        assert stat.S_IMODE(os.stat(lock_file).st_mode) == 0o600
+        waiting = asyncio.create_task(the_replica())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert order == []  # it cannot get in while the flock is held
+        order.append("mine out")
+    await waiting
+    assert order == ["mine out", "replica in"]
+    assert not flocked(lock_file)  # released with its descriptor
+    assert len(mine) == 0 and len(replica) == 0
+
+
+async def test_without_a_state_dir_only_the_process_lock_is_taken(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "state").write_text("a file, not a directory")
+    monkeypatch.setenv("XDG_STATE_HOME", str(ws / "state"))
+    assert await atomic._lock_file("/x") == -1
+    async with PathLocks().hold(ws / "f"):
+        pass

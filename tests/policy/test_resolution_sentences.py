@@ -172,3 +172,18 @@ def test_a_reader_is_refused_a_secret_and_a_relative_path_outside_as_a_reader(ws
     err = refusal(lambda: w.resolve_for_read("../x"))
     assert "You must provide an absolute path to read a file outside the working directory." in err.message
     assert w.resolve_for_read("notes.txt") == ResolvedPath("notes.txt", ws / "notes.txt", True, False)
+
+
+def test_windows_refusals_of_a_search_dir_carry_its_brief_and_the_shown_path() -> None:
+    from filegate.policy.pathrules import WINDOWS
+
+    w = Workspace(Path("C:\\proj"), rules=WINDOWS, case_insensitive=True)
+    device = refusal(lambda: w.resolve_search_dir("C:\\proj\\CON"))
+    assert device.brief == "Invalid directory" and device.message.startswith("`C:\\proj\\CON` ")
+    short = refusal(lambda: w.resolve_search_dir("C:\\proj\\PROGRA~1"))
+    assert short.brief == "Invalid directory"
+    assert short.message.startswith(
+        "`C:\\proj\\PROGRA~1` has a part shaped like a Windows 8.3 short name (PROGRA~1)"
+    )
+    share = refusal(lambda: w.resolve_search_dir("\\\\evil\\share\\x"))
+    assert share.brief == "Invalid directory" and "another machine's share" in share.message
