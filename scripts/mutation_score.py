@@ -9,6 +9,11 @@ counted and printed, so the figure never hides them.
 
     .venv/bin/python scripts/mutation_score.py            # fresh run (removes mutants/)
     .venv/bin/python scripts/mutation_score.py --keep     # reuse mutants/ (mutmut's cache)
+    .venv/bin/python scripts/mutation_score.py --rerun-survivors   # after adding tests
+
+mutmut keeps a mutant's verdict until its function changes, so a test added after a run kills
+nothing until the survivors are run again: ``--rerun-survivors`` runs just those (with the
+tests as they are now) on top of the previous run.
 """
 
 from __future__ import annotations
@@ -36,21 +41,34 @@ def exclusions() -> int:
     )
 
 
+def survivors(mutmut: list[str]) -> list[str]:
+    """The mutants of the previous run that no test killed (``mutmut results``)."""
+    listed = subprocess.run([*mutmut, "results"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    found = re.findall(r"^\s*(\S+): (?:survived|no tests|suspicious)$", listed, re.MULTILINE)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="reuse mutants/ and mutmut's cached results")
+    parser.add_argument(
+        "--rerun-survivors", action="store_true", help="run the previous run's survivors again"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help="lowest kill rate, percent")
     args = parser.parse_args()
 
     mutmut = [sys.executable, "-m", "mutmut"]
-    if not args.keep:
+    names: list[str] = []
+    if args.rerun_survivors:
+        names = survivors(mutmut)
+    elif not args.keep:
         shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     env = dict(os.environ)
     # Every forked mutant run is its own pytest session: numbered temp dirs under a root of
     # this run's own (a fixed --basetemp would be wiped by each session under the others).
     env.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.mkdtemp(prefix="filegate-mutmut-"))
-    run = subprocess.run([*mutmut, "run", "--max-children", str(args.jobs)], cwd=ROOT, env=env)
+    run = subprocess.run([*mutmut, "run", "--max-children", str(args.jobs), *names], cwd=ROOT, env=env)
     if run.returncode != 0:
         print(f"mutation: mutmut run failed (exit {run.returncode})")
         return run.returncode

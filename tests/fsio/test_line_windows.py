@@ -489,3 +489,34 @@ def test_a_line_that_is_all_hole_and_fits_is_not_long(
     src = open_source(p, fds)
     got = [(r.number, len(r.head), r.long, r.newline) for r in lines.iter_lines_from(src, 0, 1)]
     assert got == [(1, 1, False, True), (2, 2 << 20, False, True), (3, 1, False, True)]
+
+
+def test_a_count_stops_at_its_own_budget_before_the_scans(tmp_path: Path, fds: list[int]) -> None:
+    src = open_source(write(tmp_path, b"c\n" * 50), fds, budget_s=60)
+    count = lines.PendingCount(src, budget_s=-1).result()  # the scan has a minute; the count none
+    assert count.complete is False and count.total <= 50
+    assert lines.line_count(src) == LineCount(50, True)
+
+
+def test_the_checkpoints_a_count_leaves_give_every_offset(
+    tmp_path: Path, fds: list[int], small_chunks: None
+) -> None:
+    text = [b"x" * (i % 11) for i in range(60)]
+    src = open_source(write(tmp_path, b"\n".join(text)), fds)
+    assert lines.line_count(src) == LineCount(60, True)
+    assert len(lines.checkpoints(src.st).offsets) > 10
+    expected = 0
+    for number, line in enumerate(text, start=1):
+        assert lines.offset_of_line(src, number) == expected, number
+        expected += len(line) + 1
+
+
+@pytest.mark.parametrize("one_read", [True, False])
+def test_a_tail_of_one_line(
+    tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch, one_read: bool
+) -> None:
+    if not one_read:
+        monkeypatch.setattr(lines, "TAIL_ONE_READ", 1)
+    src = open_source(write(tmp_path, b"a\nbb\nccc\n"), fds)
+    assert tail(src, 1, 3, 1) == [(3, b"ccc", False, True)]
+    assert tail(src, 2, 2, 1) == [(2, b"bb", False, True)]
