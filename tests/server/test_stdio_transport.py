@@ -91,6 +91,45 @@ def test_a_burst_over_pipes_is_answered_in_full(ws: Path) -> None:
     check(got, ids)
 
 
+def test_a_request_with_a_lone_surrogate_escape_is_answered_not_dropped(ws: Path) -> None:
+    """JSON allows "\\ud800" alone; the SDK's parser refuses it and dropped the request without a
+    reply, so the client waited for ever. Now it gets an error for its id, a valid escaped pair
+    (an emoji) is served as usual, and later calls go on."""
+    (ws / "small.txt").write_text("hello\n")
+    lines = [
+        json.dumps(INIT),
+        json.dumps(INITIALIZED),
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ReadFile","arguments":{"path":"a\\ud800.txt"}}}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ReadFile","arguments":{"path":"\\ud83d\\ude00.txt"}}}',
+        json.dumps(call(3, "ReadFile", path="small.txt")),
+    ]
+    data = "".join(line + "\n" for line in lines).encode()
+    proc = subprocess.Popen([FILEGATE, "--workdir", str(ws)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin and proc.stdout
+
+    def send(b: bytes) -> None:
+        assert proc.stdin
+        proc.stdin.write(b)
+        proc.stdin.flush()
+
+    hang_guard = threading.Timer(60, proc.kill)  # a dropped request would wait for ever
+    hang_guard.start()
+    with proc:
+        try:
+            got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, {0, 1, 2, 3})  # type: ignore[union-attr]
+        finally:
+            hang_guard.cancel()
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+    assert got[1]["error"]["code"] == -32602 and "lone UTF-16 surrogate" in got[1]["error"]["message"]
+    assert (
+        got[2]["result"]["isError"]
+        and "\U0001f600.txt` does not exist." in got[2]["result"]["content"][0]["text"]
+    )
+    assert "hello" in got[3]["result"]["content"][0]["text"]
+
+
 def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
     data, ids = burst(ws)
     in_ours, in_theirs = socket.socketpair()

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import signal
 import stat
 import sys
@@ -155,6 +157,56 @@ class _Writer:
             self._loop.remove_writer(self._fd)
 
 
+# pydantic's JSON parser refuses an escaped lone UTF-16 surrogate ("\\ud800"), which Python's
+# json (and JSON itself) allow; the SDK then drops the request without a reply and the client
+# waits for ever. Only lines that hold such an escape are looked at twice.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _reply_to_unparseable(line: str) -> str | None:
+    """A JSON-RPC error for a request the SDK cannot parse only because of a lone surrogate."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return None
+    from mcp import types
+
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None  # a valid pair (an escaped emoji): the SDK takes it
+    except ValueError:
+        pass
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None  # not JSON at all: the SDK's own handling
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return None
+    error = {
+        "code": -32602,
+        "message": "Invalid params: the request holds a lone UTF-16 surrogate (an escape such as "
+        "\\ud800 with no partner), which no file name or text can hold.",
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
+
+
+class _AnsweringUnparseable:
+    """The lines for the SDK, less the requests it would drop unanswered (answered here)."""
+
+    def __init__(self, lines: _LineReader, writer: _Writer) -> None:
+        self._lines, self._writer = lines, writer
+
+    def __aiter__(self) -> _AnsweringUnparseable:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._lines.__anext__()
+            reply = _reply_to_unparseable(line)
+            if reply is None:
+                return line
+            await self._writer.write(reply)
+            await self._writer.flush()
+
+
 def _pipe_or_socket(fd: int) -> os.stat_result | None:
     try:
         st = os.fstat(fd)
@@ -227,8 +279,9 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     sys.stdout.flush()
     with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
         reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
+        lines = _AnsweringUnparseable(reader, writer)
         try:
-            async with stdio_server(stdin=reader, stdout=writer) as streams:  # type: ignore[arg-type]
+            async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             reader.close()
