@@ -196,7 +196,17 @@ def _rg_cwd(target: _Target) -> str:
         return "/"  # rg reads the file on stdin and needs no directory
     if platform.has_proc():
         return f"{PROC_FD}/{target.fd}"
-    return str(target.cwd)  # no /proc (macOS, Windows): the checked path, not pinned
+    return "/"  # no /proc (macOS): rg starts from the pinned fd itself (_from_pinned_directory)
+
+
+def _from_pinned_directory(cmd: list[str], target: _Target) -> tuple[list[str], list[int]]:
+    """Without /proc (macOS) a directory fd cannot be named as a working directory, and the
+    checked path could be swapped for a symlink before rg starts: a short Python trampoline
+    fchdir()s to the inherited fd, then execs the command, so rg searches the pinned directory."""
+    if target.single_file or platform.has_proc():
+        return cmd, []
+    code = "import os,sys; os.fchdir(int(sys.argv[1])); os.execvp(sys.argv[2], sys.argv[2:])"
+    return [sys.executable, "-c", code, str(target.fd), *cmd], [target.fd]
 
 
 def _rg_args(rg: str, params: GrepParams, target: _Target, ignore_args: Sequence[str] = ()) -> list[str]:
@@ -328,14 +338,15 @@ async def _run_rg(
 ) -> _RgRun:
     run = _RgRun(_RgOutput())
     err = bytearray()
+    cmd, pinned = _from_pinned_directory(_under_memory_limit(args), target)
     proc: Process = await anyio.open_process(
-        _under_memory_limit(args),
+        cmd,
         cwd=_rg_cwd(target),
         stdin=target.fd if target.single_file else None,
         stdout=-1,
         stderr=-1,
         start_new_session=True,
-        pass_fds=pass_fds,
+        pass_fds=[*pass_fds, *pinned],
     )
     _limit_memory(proc.pid)
     try:
