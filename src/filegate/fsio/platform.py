@@ -60,7 +60,17 @@ def fd_path(fd: int) -> str | None:
             return None
     if os.name == "nt":  # pragma: no cover - Windows only (CI's Windows job)
         return _final_path_by_handle(fd)
-    return _f_getpath(fd)
+    if hasattr(__import__("fcntl"), "F_GETPATH"):  # pragma: no cover - macOS
+        return _f_getpath(fd)
+    # Linux with /proc taken away by FILEGATE_SIMULATE: /proc's readlink stands in for the
+    # handle-naming call every real system has (F_GETPATH, GetFinalPathNameByHandle), so the
+    # simulation is not weaker than macOS or Windows. A real system without /proc: None.
+    if os.path.isdir(PROC_FD):
+        try:
+            return os.readlink(f"{PROC_FD}/{fd}")
+        except OSError:
+            return None
+    return None
 
 
 def _f_getpath(fd: int) -> str | None:

@@ -58,9 +58,13 @@ def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
     fd = os.open(str(real), flags | _NOFOLLOW | _CLOEXEC, mode)
     try:
         held = platform.fd_path(fd)
-        same = (held is None or os.path.normcase(held) == os.path.normcase(str(real))) and (
-            os.path.normcase(os.path.realpath(real)) == os.path.normcase(str(real))
+        checked = os.path.normcase(str(real))
+        # Without a name for the handle: the path resolves to itself around the identity check
+        # (a swap must flip back and forth between all three to pass unseen).
+        same = (held is None or os.path.normcase(held) == checked) and (
+            os.path.normcase(os.path.realpath(real)) == checked
             and os.path.samestat(os.fstat(fd), os.stat(real, follow_symlinks=False))
+            and os.path.normcase(os.path.realpath(real)) == checked
         )
         if not same:
             raise OSError(errno.ELOOP, "the opened file is not the checked path")
