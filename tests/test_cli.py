@@ -33,7 +33,8 @@ def test_help_shows_allowed_values_and_examples() -> None:
 
 
 def test_every_setting_has_a_flag_and_every_flag_a_setting() -> None:
-    from filegate.cli import build_parser, flag_names
+    from filegate.cli import build_parser
+    from filegate.flags import flag_names
     from filegate.settings import Settings
 
     flags = flag_names(build_parser())
@@ -119,7 +120,8 @@ def test_one_line_on_stderr_at_start_and_nothing_on_stdout(tmp_path: Path) -> No
                     "approval ask; absolute paths outside readable")  # fmt: skip
     quiet = run("--workdir", str(tmp_path), "--read-only", "--confine", "--log-level", "error")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet
-    from filegate.settings import Settings, startup_line
+    from filegate.server.startup import startup_line
+    from filegate.settings import Settings
 
     line = startup_line(
         Settings(workdir=tmp_path, read_only=True, transport="http"), "http://127.0.0.1:1/mcp"

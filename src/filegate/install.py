@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from filegate.cli import ArgumentParser, add_server_flags, long_flag, settings_from
+from filegate.flags import ArgumentParser, add_server_flags, long_flag, settings_from
 from filegate.policy.escape import escape
 
 OSName = Literal["macos", "windows", "linux"]

@@ -250,8 +250,8 @@ def serve(settings: Settings) -> None:
         log.warning("removed %d temp file(s) left by a killed filegate write", swept)
     server = build_server(settings)
     if settings.transport == "stdio":
+        from filegate.server.startup import announce
         from filegate.server.stdio import run_stdio
-        from filegate.settings import announce
 
         announce(settings)
         run_stdio(server)

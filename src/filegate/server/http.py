@@ -47,7 +47,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from filegate.server import upstream
 from filegate.server.connections import connection_cap, guarded_protocol, quiet_accept_errors
 from filegate.server.shutdown import CALL_GRACE_S, CallGate
-from filegate.settings import Settings, StartError, announce
+from filegate.server.startup import announce
+from filegate.settings import Settings, StartError
 
 log = logging.getLogger("filegate")
 

@@ -1,0 +1,131 @@
+"""docs/ARCHITECTURE.md, kept true: the layers import only downward, fastmcp/mcp only in server/,
+no private name crosses a package, and no module imports itself round a circle (lazy imports
+inside functions count too: a circle is a circle whenever it closes)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "filegate"
+
+# Lowest first. A module may import from its own layer's package and from layers below it.
+LAYERS: list[set[str]] = [
+    {"filegate", "errors"},
+    {"settings"},
+    {"policy"},
+    {"media"},
+    {"fsio"},
+    {"tools"},
+    {"server"},
+    {"flags"},
+    {"install"},
+    {"cli", "__main__"},
+]
+PROTOCOL = ("fastmcp", "mcp", "starlette", "sse_starlette", "uvicorn")
+
+
+def rank(unit: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def unit(module: str) -> str:
+    """The layer unit of a module: the package under filegate, or the top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "filegate"
+
+
+def imports(path: Path) -> Iterator[tuple[str, list[str], int]]:
+    """(imported module, names imported from it, line) for every import, lazy ones included."""
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            yield target, [a.name for a in node.names], node.lineno
+
+
+def sources() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
+    problems = []
+    for path in sources():
+        me = module_name(path)
+        for target, _, line in imports(path):
+            top = target.split(".")[0]
+            if top in PROTOCOL and unit(me) != "server":
+                problems.append(f"{me}:{line} imports {target} (only server/ may)")
+            if top != "filegate":
+                continue
+            if rank(unit(target)) > rank(unit(me)):
+                problems.append(f"{me}:{line} imports {target}, a higher layer")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    problems = []
+    for path in sources():
+        me = module_name(path)
+        for target, names, line in imports(path):
+            if not target.startswith("filegate") or unit(target) == unit(me):
+                continue
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private or any(part.startswith("_") and part != "__main__" for part in target.split(".")):
+                problems.append(f"{me}:{line} imports {private or target} from {target}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_circle_between_modules() -> None:
+    modules = {module_name(p): p for p in sources()}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for me, path in modules.items():
+        for target, names, _ in imports(path):
+            if not target.startswith("filegate"):
+                continue
+            # `from filegate.pkg import module` names a module; otherwise the target itself.
+            found = {f"{target}.{n}" for n in names if f"{target}.{n}" in modules}
+            if not found and target in modules:
+                found = {target}
+            graph[me] |= {t for t in found if t != me}
+    # Package __init__ files are empty here; an edge to a package is an edge to nothing.
+    circles = []
+    state: dict[str, int] = {}
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                circles.append(" -> ".join([*trail[trail.index(n) :], n]))
+            elif n not in state:
+                visit(n, [*trail, n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, "\n".join(circles)
+
+
+def test_the_architecture_document_names_every_package() -> None:
+    doc = (SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    missing = [name for name in sorted(packages) if f"{name}/" not in doc]
+    assert not missing, f"docs/ARCHITECTURE.md does not describe: {missing}"
+    for layer in LAYERS:
+        for name in layer - {"filegate", "__main__"}:
+            assert name in doc, name
