@@ -205,7 +205,12 @@ def _from_pinned_directory(cmd: list[str], target: _Target) -> tuple[list[str], 
     fchdir()s to the inherited fd, then execs the command, so rg searches the pinned directory."""
     if target.single_file or platform.has_proc():
         return cmd, []
-    code = "import os,sys; os.fchdir(int(sys.argv[1])); os.execvp(sys.argv[2], sys.argv[2:])"
+    # Exit 2 (rg's "error") if it cannot: never 1, which would read as "no matches".
+    code = (
+        "import os,sys\n"
+        "try: os.fchdir(int(sys.argv[1])); os.execvp(sys.argv[2], sys.argv[2:])\n"
+        "except BaseException: os._exit(2)"
+    )
     return [sys.executable, "-c", code, str(target.fd), *cmd], [target.fd]
 
 
@@ -348,7 +353,8 @@ async def _run_rg(
         start_new_session=True,
         pass_fds=[*pass_fds, *pinned],
     )
-    _limit_memory(proc.pid)
+    if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
+        _limit_memory(proc.pid)
     try:
         assert proc.stdout is not None and proc.stderr is not None
         with anyio.move_on_after(RG_TIMEOUT_S) as scope:
