@@ -57,3 +57,23 @@ async def test_a_long_multibyte_name_can_be_written(ws: Path, mode: str) -> None
         r = await call(c, "WriteFile", path=name, content="new\n")
     assert not r.is_error, text(r)
     assert (ws / name).read_text() == "new\n"
+
+
+async def test_grep_and_read_media_take_the_escaped_spelling_too(ws: Path, mode: str) -> None:
+    import io
+
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8), (10, 200, 30)).save(png, "PNG")
+    os.mkdir(os.path.join(os.fsencode(ws), b"d\xff"))
+    _make(ws, b"d\xff/caf\xe9.txt", b"needle here\n")
+    _make(ws, b"d\xff/pic\xe9.png", png.getvalue())
+    async with connect(ws, mode) as c:
+        found = await call(c, "Grep", pattern="needle", path="d\\xff", output_mode="content")
+        single = await call(c, "Grep", pattern="needle", path="d\\xff/caf\\xe9.txt")
+        media = await call(c, "ReadMediaFile", path="d\\xff/pic\\xe9.png")
+    assert not found.is_error and "d\\xff/caf\\xe9.txt" in text(found) and "needle here" in text(found)
+    assert not single.is_error and "caf\\xe9.txt" in text(single)
+    assert not media.is_error, text(media)
+    assert any(getattr(b, "type", "") == "image" for b in media.content)
