@@ -66,8 +66,8 @@ def test_every_default_pattern_is_named_by_a_spec_entry_test() -> None:
     for pattern in DEFAULT_SECRET_PATTERNS:
         if pattern.startswith("!"):
             continue
-        probe = SecretMatcher([pattern])._extra  # the pattern on its own
-        assert any(probe.match(p) for p in tested), pattern
+        probe = SecretMatcher([pattern])._extra  # the pattern on its own (rules see a leading '/')
+        assert any(probe.match(p if p.startswith("/") else f"/{p}") for p in tested), pattern
 
 
 def test_an_exception_exempts_only_a_file_name_in_user_rules_too() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 # SPEC §2.6: Kimi's list plus the keys, dot-files and tool configs it missed.
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
@@ -58,10 +59,13 @@ def _nfc(s: str) -> str:
     return s if s.isascii() else unicodedata.normalize("NFC", s)
 
 
-def _glob_to_regex(pattern: str) -> tuple[str, str, str]:
-    """A gitignore-style glob → (prefix, body, suffix) of a regex over a '/'-separated path
-    that ends at the string's end. Split so that rules sharing a prefix and suffix can share
-    them in one alternation: tried once per position, not once per pattern."""
+Rule = tuple[str, tuple[str, ...], str]  # (prefix, body as regex atoms, suffix)
+
+
+def _glob_to_regex(pattern: str) -> Rule:
+    """A gitignore-style glob → (prefix, body atoms, suffix) of a regex over a path that starts
+    with '/' and ends at the string's end. Split so that rules sharing a prefix and suffix
+    share them in one alternation, and their bodies share common leading atoms."""
     anchored = pattern.startswith("/")
     dir_only = pattern.endswith("/") and pattern.strip("/") != ""
     pattern = pattern.strip("/")
@@ -77,33 +81,45 @@ def _glob_to_regex(pattern: str) -> tuple[str, str, str]:
         else:
             out.append(_segment_chars(pattern[i]) if pattern[i] != "[" else _char_class(pattern, i))
             i = _skip_class(pattern, i) if pattern[i] == "[" else i + 1
-    # Unanchored: at the start or after a '/', as a lookbehind (it lets the engine skip ahead
-    # faster than an alternation that consumes the '/').
-    prefix = "^/?" if anchored else "(?<![^/])"
-    return prefix, "".join(out), ("/.*$" if dir_only else "(?:/.*)?$")
+    # Paths are matched with a leading '/' (relative ones get one), so an unanchored rule is
+    # a literal '/' first: the engine then jumps from '/' to '/' instead of trying every
+    # position.
+    prefix = "^/" if anchored else "/"
+    return prefix, tuple(out), ("/.*$" if dir_only else "(?:/.*)?$")
 
 
-def _combine(rules: list[tuple[str, str, str]]) -> re.Pattern[str] | None:
-    groups: dict[tuple[str, str], list[str]] = {}
+def _combine(rules: list[Rule]) -> re.Pattern[str] | None:
+    groups: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     for prefix, body, suffix in rules:
         groups.setdefault((prefix, suffix), []).append(body)
-    alternatives = [f"{p}(?:{_factor_any_name(bodies)}){s}" for (p, s), bodies in groups.items()]
+    alternatives = [f"{p}(?:{_factored(bodies)}){s}" for (p, s), bodies in groups.items()]
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
-_ANY_NAME = "[^/]*"
+_END = ""  # a trie key no atom can be: the body ends here
 
 
-def _factor_any_name(bodies: list[str]) -> str:
-    """``*.pem|*.key|…`` as ``*(?:.pem|.key|…)``: one scan of a name instead of one per rule
-    (with the defaults: 9.5 -> 3.4 us a path that matches nothing)."""
-    starred = [b[len(_ANY_NAME) :] for b in bodies if b.startswith(_ANY_NAME)]
-    rest = [b for b in bodies if not b.startswith(_ANY_NAME)]
-    if len(starred) > 1:
-        rest.insert(0, f"{_ANY_NAME}(?:{'|'.join(starred)})")
-    else:
-        rest = bodies
-    return "|".join(rest)
+def _factored(bodies: list[tuple[str, ...]]) -> str:
+    """The bodies' alternation with common leading atoms written once (a trie):
+    ``.env|.envrc|.netrc`` becomes ``\\.(?:env(?:rc)?|netrc)``, so a name is compared with the
+    list once, not once per rule (defaults: ~3x faster than one alternative per rule)."""
+    trie: dict[str, Any] = {}
+    for atoms in bodies:
+        node = trie
+        for atom in atoms:
+            node = node.setdefault(atom, {})
+        node[_END] = {}
+    return _emit(trie)
+
+
+def _emit(node: dict[str, Any]) -> str:
+    ends = _END in node
+    alternatives = [atom + _emit(child) for atom, child in node.items() if atom != _END]
+    if not alternatives:
+        return ""
+    if len(alternatives) == 1 and not ends:
+        return alternatives[0]
+    return f"(?:{'|'.join(alternatives)}){'?' if ends else ''}"
 
 
 def _segment_chars(ch: str) -> str:
@@ -129,7 +145,7 @@ _UNDER = "/.*$"  # the rule matched a directory the path is under
 _AT_END = "$"  # the rule matched the path's own last part
 
 
-def _with_suffix(rules: list[tuple[str, str, str]], suffix: str) -> list[tuple[str, str, str]]:
+def _with_suffix(rules: list[Rule], suffix: str) -> list[Rule]:
     return [(prefix, body, suffix) for prefix, body, _ in rules]
 
 
@@ -137,8 +153,8 @@ class _Rules:
     """One list of gitignore-style rules: includes, and exceptions that exempt a file name."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        include: list[tuple[str, str, str]] = []
-        exclude: list[tuple[str, str, str]] = []
+        include: list[Rule] = []
+        exclude: list[Rule] = []
         for raw in patterns:
             p = _nfc(raw.strip())
             if not p or p.startswith("#"):
@@ -175,6 +191,8 @@ class SecretMatcher:
     def is_sensitive(self, path: str) -> bool:
         """``path`` is a '/'-separated path (absolute or relative); its last part is the file."""
         path = _nfc(path)
+        if not path.startswith("/"):
+            path = "/" + path
         return self._default.match(path) or self._extra.match(path)
 
 
