@@ -129,3 +129,21 @@ def test_the_architecture_document_names_every_package() -> None:
     for layer in LAYERS:
         for name in layer - {"filegate", "__main__"}:
             assert name in doc, name
+
+
+POSIX_ONLY = {"resource", "fcntl", "termios", "pwd", "grp"}
+
+
+def test_posix_only_modules_are_not_imported_at_module_level() -> None:
+    """Windows has none of these: a module that imports one at its top cannot even be imported
+    there (issue 15). They are imported where they are used, behind a platform check."""
+    problems = []
+    for path in sources():
+        for node in ast.parse(path.read_text()).body:  # module level only, not inside try/def
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module.split(".")[0]]
+            problems += [f"{module_name(path)}:{node.lineno} imports {n}" for n in names if n in POSIX_ONLY]
+    assert not problems, "\n".join(problems)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import time
 from typing import Any
 
@@ -45,6 +44,10 @@ ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message (s
 
 def connection_cap(configured: int) -> int:
     """``configured``, lowered to leave ``FD_RESERVE`` descriptors of the soft limit free."""
+    try:
+        import resource  # POSIX only
+    except ImportError:  # Windows: no descriptor limit of this kind to stay under
+        return configured
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return configured

@@ -7,7 +7,6 @@ import errno
 import functools
 import itertools
 import os
-import resource
 import shutil
 import stat
 import sys
@@ -334,7 +333,9 @@ def _under_memory_limit(args: list[str]) -> list[str]:
 def _limit_memory(pid: int) -> None:
     """The same cap once more on the running process (rg itself, after exec; or where no shell
     set it)."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+        import resource  # POSIX only: on Windows there is no such cap to set
+
         resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
 
 
