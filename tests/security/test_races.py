@@ -145,13 +145,6 @@ async def test_swap_race_over_thousands_of_calls(lay: Layout, swap: Any, trap: s
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="residual: rg lists a directory, then opens each regular file by name; a file swapped "
-    "for a symlink between the two is followed. Only a local process that can write the "
-    "workspace can do this (no filegate tool creates symlinks); closing it needs a sandbox for "
-    "rg (Landlock restricted to the searched directory; this kernel has Landlock ABI 7).",
-)
 async def test_grep_walk_meeting_a_file_swapped_for_a_symlink(lay: Layout, swap: Any) -> None:
     swap(*_file_trap(lay))
     await _race(lay, "", SLOW_ROUNDS, "legacy")

@@ -9,6 +9,7 @@ import itertools
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import anyio
+from anyio._core._eventloop import get_async_backend
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -25,7 +27,7 @@ from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError
-from filegate.tools import grep_ignores
+from filegate.tools import grep_ignores, grep_sandbox
 from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
 from filegate.tools.outcome import Outcome, Reporter, ToolEnv
@@ -339,23 +341,63 @@ def _limit_memory(pid: int) -> None:
         resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
 
 
+async def _start_rg(
+    args: list[str],
+    target: _Target,
+    pass_fds: Sequence[int],
+    read_files: Sequence[str],
+    sandboxed: bool = True,
+) -> Process:
+    """rg started in its sandbox (grep_sandbox: it reads nothing outside the searched
+    directory), or as before where there is none."""
+    sandbox = None
+    if sandboxed and platform.has_proc():  # the no-/proc trampoline is Python, which reads its own library
+        dirs = [] if target.single_file else [target.fd]
+        sandbox = grep_sandbox.build(args[0], dirs, read_files)
+    if sandbox is None:
+        cmd, pinned = _from_pinned_directory(_under_memory_limit(args), target)
+        proc = await anyio.open_process(
+            cmd,
+            cwd=_rg_cwd(target),
+            stdin=target.fd if target.single_file else None,
+            stdout=-1,
+            stderr=-1,
+            start_new_session=True,
+            pass_fds=[*pass_fds, *pinned],
+        )
+        if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
+            _limit_memory(proc.pid)
+        return proc
+    try:
+        # anyio.open_process takes no preexec_fn; its backend passes it on to Popen.
+        return await get_async_backend().open_process(
+            args,
+            cwd=_rg_cwd(target),
+            stdin=target.fd if target.single_file else None,
+            stdout=-1,
+            stderr=-1,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            preexec_fn=sandbox.child_setup(RG_MEMORY_LIMIT),
+        )
+    except subprocess.SubprocessError as exc:  # the child could not enter it (e.g. seccomp)
+        grep_sandbox.disable(f"the child refused it ({exc})")
+        return await _start_rg(args, target, pass_fds, read_files, sandboxed=False)
+    finally:
+        sandbox.close()
+
+
 async def _run_rg(
-    args: list[str], target: _Target, env: ToolEnv, parser: _Parser, pass_fds: Sequence[int]
+    args: list[str],
+    target: _Target,
+    env: ToolEnv,
+    parser: _Parser,
+    pass_fds: Sequence[int],
+    read_files: Sequence[str] = (),
 ) -> _RgRun:
     run = _RgRun(_RgOutput())
     err = bytearray()
-    cmd, pinned = _from_pinned_directory(_under_memory_limit(args), target)
-    proc: Process = await anyio.open_process(
-        cmd,
-        cwd=_rg_cwd(target),
-        stdin=target.fd if target.single_file else None,
-        stdout=-1,
-        stderr=-1,
-        start_new_session=True,
-        pass_fds=[*pass_fds, *pinned],
-    )
-    if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
-        _limit_memory(proc.pid)
+    proc = await _start_rg(args, target, pass_fds, read_files)
     try:
         assert proc.stdout is not None and proc.stderr is not None
         with anyio.move_on_after(RG_TIMEOUT_S) as scope:
@@ -705,7 +747,8 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
         args = _rg_args(rg, params, target, ignores.args if ignores else ())
         pass_fds = [ignores.fd] if ignores and ignores.fd is not None else []
         try:
-            run = await _run_rg(args, target, env, parser, pass_fds)
+            temp = [ignores.temp] if ignores and ignores.temp else []
+            run = await _run_rg(args, target, env, parser, pass_fds, temp)
         except OSError as exc:  # rg could not be started
             return Outcome.error(_spawn_failure(exc), "Failed to grep")
         if run.returncode not in (0, 1, None) and run.output.empty:

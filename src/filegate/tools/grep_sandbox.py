@@ -1,0 +1,194 @@
+"""A Landlock sandbox for rg: it may read only beneath the directory it searches (plus its own
+binary and the shared libraries it maps), and write nothing.
+
+Why: rg lists a directory, then opens each regular file by name. A local process that swaps
+such a file for a symlink between the two made rg follow it out of the workspace
+(tests/security/test_races.py). Under Landlock the open of the link's target outside the
+searched directory fails (EACCES): rg reports it unreadable and prints nothing of it.
+
+The ruleset is built in the parent (a few syscalls); the child only sets ``no_new_privs`` and
+calls ``landlock_restrict_self`` before exec (a ``preexec_fn``). Where Landlock is missing
+(kernel < 5.13, not Linux, disabled, or refused in the child, e.g. under seccomp) rg runs as
+before; that is logged once at debug level, and a search never fails because of it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import platform
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+log = logging.getLogger("filegate")
+
+# Generic syscall numbers (x86_64, arm64, riscv64 and the other asm-generic ports alike).
+_SYS_CREATE_RULESET = 444
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE = 1 << 0
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+_ABI1_ALL = (1 << 13) - 1  # execute, write, read, readdir, remove, make_* (ABI 1)
+_REFER = 1 << 13  # ABI 2
+_TRUNCATE = 1 << 14  # ABI 3
+_IOCTL_DEV = 1 << 15  # ABI 5
+
+# Where the dynamic loader finds the libraries rg maps (read and mapped executable).
+_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32")
+_LOADER_FILES = ("/etc/ld.so.cache",)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class Unavailable(Exception):
+    """Landlock cannot be used here (the reason is logged once)."""
+
+
+_state: dict[str, object] = {}
+
+
+def _libc() -> ctypes.CDLL:
+    lib = _state.get("libc")
+    if lib is None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        _state["libc"] = lib
+    assert isinstance(lib, ctypes.CDLL)
+    return lib
+
+
+def _syscall(*args: int | ctypes._Pointer[ctypes.Structure] | None) -> int:
+    res = int(_libc().syscall(*args))
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return res
+
+
+def abi_version() -> int:
+    """Landlock's ABI version on this kernel; 0 where there is none."""
+    cached = _state.get("abi")
+    if isinstance(cached, int):
+        return cached
+    abi = 0
+    if sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64", "riscv64"):
+        try:
+            abi = _syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+        except OSError as exc:  # ENOSYS: too old; EOPNOTSUPP: built but disabled
+            log.debug("rg runs without a Landlock sandbox: %s", exc.strerror)
+    else:
+        log.debug("rg runs without a Landlock sandbox: not Linux on a known architecture")
+    _state["abi"] = abi
+    return abi
+
+
+def _handled(abi: int) -> int:
+    rights = _ABI1_ALL
+    if abi >= 2:
+        rights |= _REFER
+    if abi >= 3:
+        rights |= _TRUNCATE
+    if abi >= 5:
+        rights |= _IOCTL_DEV
+    return rights
+
+
+def disable(reason: str) -> None:
+    """Stop sandboxing for this process's life (the child refused it); logged once."""
+    if _state.get("abi") != 0:
+        log.debug("rg runs without a Landlock sandbox: %s", reason)
+    _state["abi"] = 0
+
+
+@dataclass
+class Sandbox:
+    """A built ruleset (an fd the caller closes after the child started)."""
+
+    ruleset_fd: int
+
+    def close(self) -> None:
+        if self.ruleset_fd >= 0:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = -1
+
+    def child_setup(self, memory_limit: int | None = None) -> Callable[[], None]:
+        """What the child runs before exec: the memory cap, then the sandbox. Everything it
+        calls is bound here, in the parent: the child of a threaded process must not import."""
+        import resource  # POSIX only: imported where used (tests/test_architecture.py)
+
+        libc = _libc()
+        prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
+        setrlimit, rlimit_as = resource.setrlimit, resource.RLIMIT_AS
+        fd = self.ruleset_fd
+
+        def enter() -> None:
+            if memory_limit is not None:
+                setrlimit(rlimit_as, (memory_limit, memory_limit))
+            if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
+                raise OSError(get_errno(), "landlock_restrict_self")  # the parent falls back
+
+        return enter
+
+
+def _add_rule(ruleset_fd: int, path_fd: int, access: int) -> None:
+    attr = _PathBeneathAttr(access, path_fd)
+    _syscall(_SYS_ADD_RULE, ruleset_fd, _RULE_PATH_BENEATH, ctypes.pointer(attr), 0)
+
+
+def _add_path(ruleset_fd: int, path: str, dir_access: int, file_access: int) -> None:
+    """A rule for ``path`` (a directory gets ``dir_access``, a file ``file_access``); a path
+    that is not there is left out."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+        _add_rule(ruleset_fd, fd, dir_access if is_dir else file_access)
+    finally:
+        os.close(fd)
+
+
+def build(program: str, read_dir_fds: Iterable[int] = (), read_files: Iterable[str] = ()) -> Sandbox | None:
+    """A ruleset that lets a child exec ``program`` (and map its libraries) and read only
+    beneath the open directories ``read_dir_fds`` and the files ``read_files``; None where
+    Landlock is unavailable (then the child runs unsandboxed)."""
+    abi = abi_version()
+    if abi < 1:
+        return None
+    attr = _RulesetAttr(_handled(abi))
+    try:
+        ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.pointer(attr), ctypes.sizeof(attr), 0)
+    except OSError as exc:
+        disable(f"landlock_create_ruleset: {exc.strerror}")
+        return None
+    os.set_inheritable(ruleset, False)
+    try:
+        exe_rights = EXECUTE | READ_FILE
+        for lib in _LIBRARY_DIRS:
+            _add_path(ruleset, lib, exe_rights, exe_rights)
+        for f in _LOADER_FILES:
+            _add_path(ruleset, f, READ_FILE, READ_FILE)
+        _add_path(ruleset, os.path.realpath(program), exe_rights, exe_rights)
+        for fd in read_dir_fds:
+            _add_rule(ruleset, fd, READ_FILE | READ_DIR)
+        for f in read_files:
+            _add_path(ruleset, f, READ_FILE | READ_DIR, READ_FILE)
+    except OSError as exc:
+        os.close(ruleset)
+        disable(f"landlock_add_rule: {exc.strerror}")
+        return None
+    return Sandbox(ruleset)

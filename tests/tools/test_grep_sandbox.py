@@ -1,0 +1,120 @@
+"""rg under Landlock (tools/grep_sandbox.py): it reads nothing outside the searched directory,
+even through a symlink it follows, and a search never fails where the sandbox is missing.
+
+The race of tests/security/test_races.py (a file swapped for a symlink between rg's listing
+and its open) is made deterministic here: the symlink is there before rg starts and rg is told
+to follow it (``--follow``), which is what the race makes rg do by chance."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from filegate.tools import grep as grep_module
+from filegate.tools import grep_sandbox
+from tests.conftest import call, connect, text
+
+CANARY = "OUTSIDE-CANARY-7f3a"
+
+needs_landlock = pytest.mark.skipif(grep_sandbox.abi_version() < 1, reason="no Landlock on this kernel")
+
+
+@pytest.fixture
+def trap(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """ws/inside.txt (a match), ws/link.txt -> outside/canary.txt; ws open as a directory fd."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    (outside / "canary.txt").write_text(f"{CANARY} outside\n")
+    (ws / "inside.txt").write_text(f"{CANARY} inside\n")
+    os.symlink(outside / "canary.txt", ws / "link.txt")
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    yield ws, fd
+    os.close(fd)
+
+
+def _rg_following(fd: int, sandbox: grep_sandbox.Sandbox | None) -> subprocess.CompletedProcess[bytes]:
+    rg = grep_module.find_rg()
+    assert rg is not None
+    return subprocess.run(
+        [rg, "--no-config", "--follow", "--", CANARY, "."],
+        cwd=f"/proc/self/fd/{fd}",
+        capture_output=True,
+        preexec_fn=sandbox.child_setup() if sandbox else None,
+        check=False,
+    )
+
+
+def test_without_the_sandbox_rg_follows_the_link_out(trap: tuple[Path, int]) -> None:
+    """The hole the sandbox closes (so the test below can fail)."""
+    out = _rg_following(trap[1], None)
+    assert b"canary.txt" not in out.stdout  # rg prints the link's name, not its target's
+    assert b"outside" in out.stdout
+
+
+@needs_landlock
+def test_sandboxed_rg_cannot_read_outside_through_a_symlink(trap: tuple[Path, int]) -> None:
+    rg = grep_module.find_rg()
+    assert rg is not None
+    sandbox = grep_sandbox.build(rg, [trap[1]])
+    assert sandbox is not None
+    try:
+        out = _rg_following(trap[1], sandbox)
+    finally:
+        sandbox.close()
+    assert b"inside" in out.stdout  # the searched directory is read
+    assert b"outside" not in out.stdout
+    assert out.stderr.count(b"rg: ") == 1 and b"link.txt: Permission denied" in out.stderr
+    assert out.returncode == 2  # an error was met (the link), some lines matched
+
+
+@needs_landlock
+async def test_grep_starts_rg_inside_the_sandbox(trap: tuple[Path, int]) -> None:
+    """Grep's own spawn (_start_rg) applies the sandbox: rg told to follow the link is refused."""
+    ws, fd = trap
+    rg = grep_module.find_rg()
+    assert rg is not None
+    target = grep_module._Target(".", ws, ".", False, fd, "")
+    proc = await grep_module._start_rg([rg, "--no-config", "--follow", "--", CANARY, "."], target, [], [])
+    assert proc.stdout is not None and proc.stderr is not None
+    out = b"".join([chunk async for chunk in proc.stdout])
+    err = b"".join([chunk async for chunk in proc.stderr])
+    await proc.wait()
+    await proc.aclose()
+    assert b"inside" in out and b"outside" not in out
+    assert b"link.txt: Permission denied" in err
+
+
+async def test_grep_searches_where_landlock_is_unavailable(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stand-in for an old kernel (a simulated ABI 0): Grep runs rg as before."""
+    monkeypatch.setitem(grep_sandbox._state, "abi", 0)
+    (ws / "a.txt").write_text(f"{CANARY}\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "Grep", pattern=CANARY)
+    assert not r.is_error and text(r).splitlines()[0] == "a.txt"
+
+
+@needs_landlock
+async def test_grep_falls_back_when_the_child_cannot_enter_the_sandbox(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ruleset the kernel refuses in the child (here: a descriptor that is no ruleset, as a
+    seccomp filter or an EPERM would) makes the child fail before exec; Grep runs rg without
+    the sandbox from then on, and the search still answers."""
+    monkeypatch.setitem(grep_sandbox._state, "abi", grep_sandbox.abi_version())
+
+    def not_a_ruleset(*_: object) -> grep_sandbox.Sandbox:
+        return grep_sandbox.Sandbox(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+
+    monkeypatch.setattr(grep_sandbox, "build", not_a_ruleset)
+    (ws / "a.txt").write_text(f"{CANARY}\n")
+    async with connect(ws) as c:
+        r = await call(c, "Grep", pattern=CANARY)
+    assert not r.is_error and text(r).splitlines()[0] == "a.txt"
+    assert grep_sandbox._state["abi"] == 0
