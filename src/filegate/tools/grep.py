@@ -200,11 +200,16 @@ def _rg_cwd(target: _Target) -> str:
     return "/"  # no /proc (macOS): rg starts from the pinned fd itself (_from_pinned_directory)
 
 
+def _pinned_by_cwd(target: _Target) -> bool:
+    """rg's working directory (_rg_cwd) is already the pinned directory, or none is needed."""
+    return target.single_file or platform.has_proc()
+
+
 def _from_pinned_directory(cmd: list[str], target: _Target) -> tuple[list[str], list[int]]:
     """Without /proc (macOS) a directory fd cannot be named as a working directory, and the
     checked path could be swapped for a symlink before rg starts: a short Python trampoline
     fchdir()s to the inherited fd, then execs the command, so rg searches the pinned directory."""
-    if target.single_file or platform.has_proc():
+    if _pinned_by_cwd(target):
         return cmd, []
     # Exit 2 (rg's "error") if it cannot: never 1, which would read as "no matches".
     code = (
@@ -351,7 +356,7 @@ async def _start_rg(
     """rg started in its sandbox (grep_sandbox: it reads nothing outside the searched
     directory), or as before where there is none."""
     sandbox = None
-    if sandboxed and platform.has_proc():  # the no-/proc trampoline is Python, which reads its own library
+    if sandboxed:
         dirs = [] if target.single_file else [target.fd]
         sandbox = grep_sandbox.build(args[0], dirs, read_files)
     if sandbox is None:
@@ -378,7 +383,8 @@ async def _start_rg(
             stderr=-1,
             start_new_session=True,
             pass_fds=pass_fds,
-            preexec_fn=sandbox.child_setup(RG_MEMORY_LIMIT),
+            # Without /proc the child fchdir()s to the pinned directory itself (no trampoline).
+            preexec_fn=sandbox.child_setup(RG_MEMORY_LIMIT, None if _pinned_by_cwd(target) else target.fd),
         )
     except subprocess.SubprocessError as exc:  # the child could not enter it (e.g. seccomp)
         grep_sandbox.disable(f"the child refused it ({exc})")

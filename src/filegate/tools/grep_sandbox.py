@@ -37,8 +37,6 @@ READ_FILE = 1 << 2
 READ_DIR = 1 << 3
 _ABI1_ALL = (1 << 13) - 1  # execute, write, read, readdir, remove, make_* (ABI 1)
 _REFER = 1 << 13  # ABI 2
-_TRUNCATE = 1 << 14  # ABI 3
-_IOCTL_DEV = 1 << 15  # ABI 5
 
 # Where the dynamic loader finds the libraries rg maps (read and mapped executable).
 _LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32")
@@ -96,14 +94,11 @@ def abi_version() -> int:
 
 
 def _handled(abi: int) -> int:
-    rights = _ABI1_ALL
-    if abi >= 2:
-        rights |= _REFER
-    if abi >= 3:
-        rights |= _TRUNCATE
-    if abi >= 5:
-        rights |= _IOCTL_DEV
-    return rights
+    """The rights the sandbox governs: those of ABI 1 (read, execute, write, create, remove) and
+    REFER. Not TRUNCATE nor IOCTL_DEV (ABI 3 and 5): Landlock checks those optional rights at
+    every open, walking up to the root unless granted, which made rg's opens ~15 % slower on
+    20,000 files; rg opens read-only, and writing stays refused by WRITE_FILE."""
+    return _ABI1_ALL | (_REFER if abi >= 2 else 0)
 
 
 def disable(reason: str) -> None:
@@ -124,19 +119,23 @@ class Sandbox:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
 
-    def child_setup(self, memory_limit: int | None = None) -> Callable[[], None]:
-        """What the child runs before exec: the memory cap, then the sandbox. Everything it
-        calls is bound here, in the parent: the child of a threaded process must not import."""
+    def child_setup(self, memory_limit: int | None = None, chdir_fd: int | None = None) -> Callable[[], None]:
+        """What the child runs before exec: the memory cap, a change to the open directory
+        ``chdir_fd``, then the sandbox. Everything it calls is bound here, in the parent: the
+        child of a threaded process must not import."""
         import resource  # POSIX only: imported where used (tests/test_architecture.py)
 
         libc = _libc()
         prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
         setrlimit, rlimit_as = resource.setrlimit, resource.RLIMIT_AS
         fd = self.ruleset_fd
+        fchdir = os.fchdir
 
         def enter() -> None:
             if memory_limit is not None:
                 setrlimit(rlimit_as, (memory_limit, memory_limit))
+            if chdir_fd is not None:
+                fchdir(chdir_fd)
             if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
                 raise OSError(get_errno(), "landlock_restrict_self")  # the parent falls back
 
