@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,11 @@ from typing import Any
 import anyio
 import pytest
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 
 import filegate.tools.glob as glob_module
 from filegate.tools.grep_ignores import MAX_RULES_BYTES
-from tests.conftest import call, connect, stdio_transport, text, texts
+from tests.conftest import FILEGATE, call, connect, stdio_transport, text, texts
 
 
 def tree(root: Path, *files: str) -> None:
@@ -163,18 +165,40 @@ async def test_at_most_1000_results_and_an_early_stop(ws: Path, mode: str) -> No
     assert facts and facts["truncated"]
 
 
+def without_dac_override(ws: Path, mode: str) -> Any:
+    """A client on a server that permission bits apply to. Root reads every directory
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so as root the server is a real process started
+    by util-linux's ``setpriv`` with those two capabilities dropped from its bounding and
+    inheritable sets: still uid 0 (it can run the interpreter under /root), but a mode-0
+    directory is unreadable to it as to any user. Not a skip: without setpriv the test fails."""
+    if os.geteuid() != 0:
+        return connect(ws, mode)
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed to check this as root"
+    dropped = ["--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    args = [*dropped, FILEGATE, "--workdir", str(ws)]
+    return Client(StdioTransport(setpriv, args, cwd=str(ws), keep_alive=False), mode=mode)
+
+
 async def test_unreadable_directory_is_skipped_and_said(ws: Path, mode: str) -> None:
-    tree(ws, "locked/x.txt", "open/y.txt")
+    tree(ws, "locked/x.txt", "open/y.txt", "shut/z.txt")
     os.chmod(ws / "locked", 0)
     try:
-        async with connect(ws, mode) as c:
+        async with without_dac_override(ws, mode) as c:
             r = await call(c, "Glob", pattern="*/*.txt")
-        if os.geteuid() == 0:  # root reads everything: the walk simply sees both
-            assert "locked/x.txt" in text(r)
-        else:
-            assert "open/y.txt" in text(r) and "unreadable" in text(r)
+            os.chmod(ws / "shut", 0)
+            two = await call(c, "Glob", pattern="*/*.txt")
     finally:
         os.chmod(ws / "locked", 0o755)
+        os.chmod(ws / "shut", 0o755)
+    assert not r.is_error and texts(r) == [
+        "open/y.txt\nshut/z.txt",
+        "Found 2 matches for pattern `*/*.txt`. 1 unreadable directory skipped.",
+    ]
+    assert texts(two) == [
+        "open/y.txt",
+        "Found 1 matches for pattern `*/*.txt`. 2 unreadable directories skipped.",
+    ]
 
 
 # --- VCS folders and .gitignore (SPEC §4 Glob, issue 11.6) ---------------------------------
