@@ -153,6 +153,61 @@ def test_a_write_without_dir_fd_refuses_a_parent_swapped_for_a_symlink(
     assert not (outside / "new.txt").exists()
 
 
+def _swap_after(monkeypatch: pytest.MonkeyPatch, step: str, d: Path, outside: Path) -> None:
+    """Race injection (a real swap at a chosen instant, not a mock): right after the write's
+    ``step`` ran, the directory ``d`` is moved aside and a symlink to ``outside`` takes its
+    name — what tests/security/test_races.py provokes by chance, made deterministic."""
+    original = getattr(atomic, step)
+
+    def then_swap(*args: object, **kwargs: object) -> object:
+        result = original(*args, **kwargs)
+        d.rename(d.with_name("d-real"))
+        d.symlink_to(outside)
+        return result
+
+    monkeypatch.setattr(atomic, step, then_swap)
+
+
+def _everything_in(*dirs: Path) -> list[str]:
+    return sorted(str(p) for d in dirs for p in d.rglob("*"))
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["handle-named", "handle-unnamed"])
+def test_a_write_without_dir_fd_whose_parent_is_swapped_after_its_check_writes_nowhere(
+    ws: Path, outside: Path, bare: None, monkeypatch: pytest.MonkeyPatch, named: bool
+) -> None:
+    """The temp is created by a path that now leads outside: it is found there by its handle's
+    final path (or, where the OS cannot name a handle, by its directory no longer resolving to
+    itself), removed, and nothing is written (the simulated run's race test once saw
+    ``outside/new.txt`` appear: CI, 43ad87c)."""
+    if not named:  # an OS without F_GETPATH / GetFinalPathNameByHandle (simulated)
+        monkeypatch.setattr(platform, "fd_path", lambda fd: None)
+    (ws / "d").mkdir()
+    before = _everything_in(outside)
+    _swap_after(monkeypatch, "_check_parent_by_path", ws / "d", outside)
+    with pytest.raises(WriteError, match="changed while being written"):
+        replace_file(ws / "d" / "new.txt", b"PWNED", expect=Snapshot.absent(), shown="d/new.txt")
+    assert _everything_in(outside) == before
+    assert list((ws / "d-real").iterdir()) == []
+
+
+def test_a_write_without_dir_fd_whose_parent_is_swapped_before_the_rename_writes_nowhere(
+    ws: Path, outside: Path, bare: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp sits in the real directory; the rename by path then finds no temp under the
+    swapped name and fails, and the temp is removed from where it really is."""
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_bytes(b"old")
+    expect = Snapshot.of(b"old", os.stat(ws / "d" / "f.txt"))
+    before = _everything_in(outside)
+    _swap_after(monkeypatch, "_check_unchanged", ws / "d", outside)
+    with pytest.raises(WriteError, match="Nothing was written"):
+        replace_file(ws / "d" / "f.txt", b"PWNED", expect=expect, shown="d/f.txt")
+    assert _everything_in(outside) == before
+    assert sorted(p.name for p in (ws / "d-real").iterdir()) == ["f.txt"]
+    assert (ws / "d-real" / "f.txt").read_bytes() == b"old"
+
+
 def test_a_write_without_dir_fd_still_refuses_a_stale_target(ws: Path, bare: None) -> None:
     (ws / "f").write_bytes(b"old")
     expect = Snapshot.of(b"old", os.stat(ws / "f"))

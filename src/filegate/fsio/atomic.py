@@ -211,6 +211,8 @@ def _replace_in(
         current = _lstat_at(dfd, name)
         _check_target(current, shown, dfd, name)
         tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None, directory=directory)
+        if dfd is None:
+            _check_placed(tfd, temp_name, shown)
         _write_all(tfd, data)
         if current is not None:
             _copy_metadata(tfd, current)
@@ -231,12 +233,49 @@ def _replace_in(
     except OSError as exc:
         raise _failure(shown, exc) from None
     finally:
+        if temp_name is not None:
+            _remove_temp(dfd, temp_name, tfd)
         if tfd >= 0:
             os.close(tfd)
-        if temp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temp_name, dir_fd=dfd)
         _clear_pending(record)
+
+
+def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
+    """Without dir_fd the temp was created by a path, which a symlink swapped into it since
+    the check can redirect out of the workspace: before a byte is written, the temp's final
+    path (the OS's name for the handle) must be the path it was created by. A temp that landed
+    elsewhere is removed where it is, and nothing is written. The rename that follows goes by
+    the same path: a swap after this check makes the temp's name resolve elsewhere, so the
+    rename fails (ENOENT) instead of moving it out. Where the OS cannot name a handle, the
+    temp's directory must still resolve to itself and its path lead to the very file held (a
+    swap undone again between these checks is not seen: the README's race window)."""
+    assert temp is not None  # without dir_fd the temp is always a named one
+    held = platform.fd_path(tfd)
+    if held is not None:
+        placed = os.path.normcase(held) == os.path.normcase(temp)
+    else:
+        directory = os.path.dirname(temp)
+        placed = os.path.normcase(os.path.realpath(directory)) == os.path.normcase(
+            directory
+        ) and os.path.samestat(os.lstat(temp), os.fstat(tfd))
+    if not placed:
+        raise WriteError(
+            f"`{shown}` changed while being written (a symlink appeared in its path). Nothing was written."
+        )
+
+
+def _remove_temp(dfd: int | None, temp_name: str, tfd: int) -> None:
+    """Remove a named temp that was not renamed. Without dir_fd its path may lead elsewhere by
+    now (a swapped directory): remove the file where the handle says it is, if that is the
+    temp itself, so neither the workspace nor any other directory keeps it."""
+    if dfd is None and tfd >= 0:
+        held = platform.fd_path(tfd)
+        with contextlib.suppress(OSError):
+            if held is not None and os.path.samestat(os.lstat(held), os.fstat(tfd)):
+                os.unlink(held)
+                return
+    with contextlib.suppress(OSError):
+        os.unlink(temp_name, dir_fd=dfd)
 
 
 def _lstat_at(dfd: int | None, name: str) -> os.stat_result | None:
@@ -403,7 +442,7 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
 def _fstat_at(dfd: int | None, name: str) -> os.stat_result:
     """The target's status through an open descriptor: on NFS an open revalidates the cached
     attributes (close-to-open consistency), which a plain stat may serve from its cache."""
-    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    fd = _open_target(dfd, name)
     try:
         return os.fstat(fd)
     finally:
@@ -411,7 +450,7 @@ def _fstat_at(dfd: int | None, name: str) -> os.stat_result:
 
 
 def _hash_at(dfd: int | None, name: str) -> str:
-    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    fd = _open_target(dfd, name)
     try:
         h = hashlib.sha256()
         while chunk := os.read(fd, _HASH_BLOCK):
@@ -419,6 +458,16 @@ def _hash_at(dfd: int | None, name: str) -> str:
         return h.hexdigest()
     finally:
         os.close(fd)
+
+
+def _open_target(dfd: int | None, name: str) -> int:
+    """The target, opened to check it is unchanged: in the pinned directory, or (no dir_fd)
+    by its full path and then verified to be the file at that path, so a swapped directory
+    cannot make the check read a file outside."""
+    flags = os.O_RDONLY | os.O_NONBLOCK
+    if dfd is None:
+        return open_then_verify(Path(name), flags)
+    return os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
 
 
 def _stale(shown: str, why: str) -> WriteError:
