@@ -66,6 +66,8 @@ def swap(lay: Layout) -> Iterator[Any]:
     for proc in procs:
         proc.kill()
         proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
         assert proc.returncode == -9, "the swapper stopped on its own (renameat2 unsupported?)"
 
 
