@@ -228,6 +228,8 @@ def _go(proc: subprocess.Popen[bytes]) -> bytes:
     proc.stdin.flush()
     out = proc.stdout.read()
     proc.wait()
+    proc.stdin.close()
+    proc.stdout.close()
     return out
 
 
