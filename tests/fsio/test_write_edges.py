@@ -461,8 +461,39 @@ async def test_a_path_lock_is_an_flock_other_processes_see(ws: Path) -> None:
         order.append("mine out")
     await waiting
     assert order == ["mine out", "replica in"]
-    assert not flocked(lock_file)  # released with its descriptor
+    assert not lock_file.exists()  # removed by its last holder: no file per path ever written
     assert len(mine) == 0 and len(replica) == 0
+
+
+async def test_a_waiter_on_a_removed_lock_file_starts_over_on_the_new_one(ws: Path) -> None:
+    """Three servers on one path: the second waits on the first's lock file, which the first
+    removes on release; the second must not then hold a lock on a name that is gone while a
+    third locks a new file at that name — they would both write."""
+    target = ws / "f.txt"
+    lock_file = atomic.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
+    first, second, third = PathLocks(), PathLocks(), PathLocks()
+    inside: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+
+    async def enter(name: str, locks: PathLocks) -> None:
+        async with locks.hold(target):
+            if inside:
+                overlaps.append((*inside, name))
+            inside.append(name)
+            assert flocked(lock_file)  # the lock it holds is on the file at the name
+            for _ in range(5):
+                await asyncio.sleep(0.005)
+            inside.remove(name)
+
+    async with first.hold(target):
+        waiting = asyncio.create_task(enter("second", second))
+        for _ in range(20):
+            await asyncio.sleep(0)
+    # the first released (and removed the file); the third arrives while the second may be
+    # between its flock and its check
+    await asyncio.gather(waiting, enter("third", third))
+    assert overlaps == []
+    assert not lock_file.exists()
 
 
 async def test_without_a_state_dir_only_the_process_lock_is_taken(

@@ -533,7 +533,7 @@ class PathLocks:
                     yield
                 finally:
                     if fd >= 0:
-                        os.close(fd)  # closing the last descriptor releases the flock
+                        _release_lock_file(key, fd)
         finally:
             lock, users = self._locks[key]
             if users <= 1:
@@ -550,34 +550,62 @@ def lock_dir() -> Path:
     return pending_dir().parent / "locks"
 
 
+def _lock_path(key: str) -> Path:
+    return lock_dir() / hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
+
+
 async def _lock_file(key: str) -> int:
-    """The descriptor holding an exclusive flock for ``key``, or -1 when none can be had."""
+    """The descriptor holding an exclusive flock for ``key``, or -1 when none can be had.
+
+    The holder removes the lock file when it is done (:func:`_release_lock_file`), so the
+    state directory does not keep one file per path ever written. A process that opened the
+    file before it was removed then holds a lock on a name that is gone: after taking the
+    flock it checks that the path still names the very file it locked, and starts over if not.
+    """
     if os.name == "nt":  # no flock (and no fcntl module): the process lock only
         return -1
     import fcntl  # POSIX only: imported here so that this module imports on Windows
 
-    name = hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
-    try:
-        directory = lock_dir()
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / name, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-    except OSError:
-        return -1
+    path = _lock_path(key)
     delay = _LOCK_POLL_FIRST_S
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    while True:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        except OSError:
+            return -1
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _LOCK_POLL_LAST_S)
+                except OSError:  # a file system without flock: the process lock only
+                    os.close(fd)
+                    return -1
+            if _names(path, fd):
                 return fd
-            except BlockingIOError:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _LOCK_POLL_LAST_S)
-            except OSError:  # a file system without flock: the process lock only
-                os.close(fd)
-                return -1
-    except BaseException:
-        os.close(fd)
-        raise
+            os.close(fd)  # the previous holder removed it: lock the file now at that path
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+def _names(path: Path, fd: int) -> bool:
+    try:
+        return os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
+    except OSError:
+        return False
+
+
+def _release_lock_file(key: str, fd: int) -> None:
+    """Remove the lock file while its flock is still held (a waiter then sees the name gone
+    and starts over), then close it, which releases the flock."""
+    with contextlib.suppress(OSError):
+        os.unlink(_lock_path(key))
+    os.close(fd)
 
 
 # Process-wide: two servers in one process writing one file still take turns.
