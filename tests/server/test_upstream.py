@@ -1,4 +1,4 @@
-"""Every private fastmcp / mcp / sse-starlette / uvicorn name filegate relies on still exists
+"""Every private fastmcp / mcp / sse-starlette / uvicorn / anyio name filegate relies on still exists
 (server/upstream.py lists them): an upgrade that renames one fails here, by name."""
 
 from __future__ import annotations
