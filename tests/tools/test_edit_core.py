@@ -7,9 +7,12 @@ tests/server/test_approval.py; these pin the boundaries where a small slip would
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from filegate.errors import EditFailed
+from filegate.fsio.spliced import Spliced
 from filegate.tools.diffing import unified_diff
 from filegate.tools.str_replace import Edit, apply_edits
 
@@ -82,3 +85,83 @@ def test_the_diff_counts_lines_at_lf_only_and_escapes_the_rest() -> None:
     assert (diff.added, diff.removed, diff.unsafe) == (1, 1, True)
     plain = unified_diff("/abs/f", b"a\r\n", b"b\r\n")
     assert plain.text.startswith("--- /abs/f\n+++ /abs/f\n") and not plain.unsafe
+
+
+# --- the span an edit reports bounds the diff (issue 13.3) ----------------------------------
+
+
+def _random_case(rng: random.Random) -> tuple[bytes, list[Edit]]:
+    """A small file of few distinct lines (so matches repeat and diffs align oddly) and edits
+    that apply to it in order, some replace_all, some written with the other line ending."""
+    words = ["a", "b", "ab", "", "a b", "x\u2028y"]
+    eol = rng.choice(["\n", "\r\n", "mixed"])
+    lines = [
+        rng.choice(words) + (rng.choice(["\n", "\r\n"]) if eol == "mixed" else eol)
+        for _ in range(rng.randint(1, 30))
+    ]
+    text = "".join(lines)
+    if rng.random() < 0.3:
+        text = text.rstrip("\r\n")  # no newline at the end
+    edits: list[Edit] = []
+    current = text
+    for _ in range(rng.randint(1, 3)):
+        if not current:
+            break
+        i = rng.randrange(len(current))
+        old = current[i : i + rng.randint(1, 12)]
+        new = rng.choice(["", "Q", "Q\n", "\nQ\nR\n", old + "Z", "b\r\n", "\x1b[1m"])
+        if not old.strip("\r\n") or old == new:
+            continue
+        replace_all = current.count(old) > 1
+        edits.append(
+            Edit(
+                old=old.replace("\r\n", "\n") if rng.random() < 0.3 else old, new=new, replace_all=replace_all
+            )
+        )
+        current = current.replace(old, new)  # only to pick the next edit from; may not match the tool's
+    return text.encode(), edits
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_diff_bounded_by_the_edits_span_is_the_whole_diff(seed: int) -> None:
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(250):
+        data, case = _random_case(rng)
+        if not case:
+            continue
+        try:
+            out = apply_edits(data, case, "f")
+        except EditFailed:
+            continue
+        new, span = bytes(out.data), out.span(data)
+        assert new[: span[0]] == data[: span[0]] and new[span[2] :] == data[span[1] :]
+        whole = unified_diff("f", data, new)
+        assert unified_diff("f", data, out.data, span=span) == whole
+        counts = unified_diff("f", data, out.data, span=span, show=False)
+        assert (counts.text, counts.added, counts.removed, counts.complete) == (
+            "",
+            whole.added,
+            whole.removed,
+            whole.complete,
+        )
+        checked += 1
+    assert checked > 100
+
+
+def test_one_edit_is_spliced_into_the_file_not_copied() -> None:
+    data = b"head\nold line\ntail\n"
+    out = apply_edits(data, edits(("old line", "new line")), "f")
+    assert isinstance(out.data, Spliced) and out.data.base is data
+    assert (bytes(out.data), out.span(data)) == (b"head\nnew line\ntail\n", (5, 13, 13))
+
+
+def test_a_difference_deep_in_a_block_is_found_where_it_is() -> None:
+    # The common head and tail are searched block by block, then bisected within a block.
+    old = b"line\n" * 30_000
+    for at in (0, 1, 65_535, 65_536, 65_537, len(old) - 1):
+        new = old[:at] + b"#" + old[at + 1 :]
+        diff = unified_diff("f", old, new)
+        line = at // 5 + 1
+        assert (diff.added, diff.removed) == (1, 1)
+        assert f"@@ -{line - min(3, line - 1)}," in diff.text.splitlines()[2]

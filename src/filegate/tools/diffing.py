@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 from dataclasses import dataclass
 
+from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
@@ -45,20 +46,46 @@ class Diff:
     unsafe: bool = False  # the shown lines held characters that are shown escaped
 
 
-def unified_diff(shown: str, old: bytes, new: bytes, encoding: str = "utf-8") -> Diff:
-    """The diff old → new as a human reads it; ``encoding`` decodes lines for display."""
-    if old == new:
-        return Diff("(no change)", 0, 0, True)
+def unified_diff(
+    shown: str,
+    old: bytes,
+    new: Content,
+    encoding: str = "utf-8",
+    *,
+    span: tuple[int, int, int] | None = None,
+    show: bool = True,
+) -> Diff:
+    """The diff old → new as a human reads it; ``encoding`` decodes lines for display.
+
+    ``span`` (start, end in old, end in new), when the caller knows it, bounds the change:
+    ``old`` and ``new`` are the same before ``start`` and after the ends, so the search for
+    the changed region starts there instead of scanning both whole. ``show=False`` gives the
+    line counts only (``text`` is empty): the number of the first changed line, which costs a
+    count of every line before the change, is needed only for a diff that is shown.
+    """
     if encoding.replace("-", "").lower() not in ("utf8", "utf8sig"):
         # UTF-16/32 files: diff their UTF-8 transcoding, so lines split on one byte.
         old = old.decode(encoding, "replace").encode("utf-8", "surrogatepass")
-        new = new.decode(encoding, "replace").encode("utf-8", "surrogatepass")
-    region = _changed_region(old, new)  # two scans of the whole file: done once
-    diff = _diff(shown, old, new, region)
+        new = bytes(new).decode(encoding, "replace").encode("utf-8", "surrogatepass")
+        span = None  # its offsets were in the other encoding
+    known = (0, 0) if span is None else (span[0], len(old) - span[1])
+    if _same(old, new, span):
+        return Diff("(no change)" if show else "", 0, 0, True)
+    region = _changed_region(old, new, known)  # two scans of the whole file at most: done once
+    diff = _diff(shown, old, new, region, show)
+    if not show:
+        return diff
     start, a_end, b_end = region
     if _unsafe(old[start:a_end]) or _unsafe(new[start:b_end]):
         return dataclasses.replace(diff, unsafe=True)
     return diff
+
+
+def _same(old: bytes, new: Content, span: tuple[int, int, int] | None) -> bool:
+    if span is None:
+        return old == new
+    start, a_end, b_end = span
+    return a_end - start == b_end - start and old[start:a_end] == new[start:b_end]
 
 
 def _unsafe(data: bytes) -> bool:
@@ -88,11 +115,19 @@ def diff_header(shown: str) -> list[str]:
     return [f"--- a/{name}", f"+++ b/{name}"]
 
 
-def _diff(shown: str, a: bytes, b: bytes, region: tuple[int, int, int]) -> Diff:
+def _diff(shown: str, a: bytes, b: Content, region: tuple[int, int, int], show: bool) -> Diff:
     """Slices stay small: a 50 MB change is counted in place, never copied for the diff."""
+    diff = _diff_text(shown, a, b, region, _first_line(a, region[0]) if show else 1)
+    return diff if show else dataclasses.replace(diff, text="")
+
+
+def _first_line(a: bytes, start: int) -> int:
+    return a.count(b"\n", 0, start) + 1
+
+
+def _diff_text(shown: str, a: bytes, b: Content, region: tuple[int, int, int], first_line: int) -> Diff:
     nl = b"\n"
     start, a_end, b_end = region
-    first_line = a.count(nl, 0, start) + 1
     header = diff_header(shown)
     a_len, b_len = a_end - start, b_end - start
     # Text only added (a new file, an append) or only removed after a few context lines: no
@@ -119,12 +154,16 @@ def _whole_lines(data: bytes) -> bool:
     return not data or data.endswith(b"\n")
 
 
-def _changed_region(a: bytes, b: bytes) -> tuple[int, int, int]:
-    """(start, end in a, end in b) of the differing lines plus CONTEXT lines each side."""
+def _changed_region(a: bytes, b: Content, known: tuple[int, int] = (0, 0)) -> tuple[int, int, int]:
+    """(start, end in a, end in b) of the differing lines plus CONTEXT lines each side.
+
+    ``known``: lengths of a head and a tail that ``a`` and ``b`` are known to share; the
+    search for the first and the last difference starts from them."""
     nl = b"\n"
-    p = _common_prefix(a, b)
+    p = _common_prefix(a, b, known[0])
     p = a.rfind(nl, 0, p) + 1  # back to a line start
-    s = _common_suffix(a, b, limit=min(len(a), len(b)) - p)
+    limit = min(len(a), len(b)) - p
+    s = _common_suffix(a, b, limit, min(known[1], limit))
     if s:
         k = a.find(nl, len(a) - s)  # the suffix starts after a line break it contains
         s = len(a) - (k + 1) if k >= 0 else 0
@@ -137,30 +176,41 @@ def _changed_region(a: bytes, b: bytes) -> tuple[int, int, int]:
     return p, len(a) - s, len(b) - s
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
+def _common_prefix(a: bytes, b: Content, lo: int = 0) -> int:
+    """The length of the head ``a`` and ``b`` share, searched from ``lo`` (shared up to it)."""
     n = min(len(a), len(b))
-    lo = 0
     while lo < n:
         hi = min(lo + _BLOCK, n)
-        if a[lo:hi] != b[lo:hi]:
-            while a[lo] == b[lo]:
-                lo += 1
-            return lo
+        x, y = a[lo:hi], b[lo:hi]
+        if x != y:
+            return lo + _first_difference(x, y)
         lo = hi
     return n
 
 
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+def _common_suffix(a: bytes, b: Content, limit: int, lo: int = 0) -> int:
+    """The length of the tail ``a`` and ``b`` share (at most ``limit``), searched from ``lo``."""
     la, lb = len(a), len(b)
-    lo = 0
     while lo < limit:
         hi = min(lo + _BLOCK, limit)
-        if a[la - hi : la - lo] != b[lb - hi : lb - lo]:
-            while a[la - lo - 1] == b[lb - lo - 1]:
-                lo += 1
-            return lo
+        x, y = a[la - hi : la - lo], b[lb - hi : lb - lo]
+        if x != y:
+            return lo + _first_difference(x[::-1], y[::-1])
         lo = hi
     return limit
+
+
+def _first_difference(x: bytes, y: bytes) -> int:
+    """The first index where two different blocks of one length differ (bisection: a few
+    slice comparisons instead of a Python loop over up to _BLOCK bytes)."""
+    lo, hi = 0, len(x)  # x[:lo] == y[:lo]; they differ somewhere before hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if x[lo:mid] == y[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _hunks(
@@ -186,7 +236,7 @@ def _hunks(
 
 
 def _one_sided(
-    sign: str, header: list[str], first: int, context: bytes, buf: bytes, start: int, end: int
+    sign: str, header: list[str], first: int, context: bytes, buf: Content, start: int, end: int
 ) -> Diff:
     """Lines ``buf[start:end]`` added (``sign`` "+") or removed ("-") after ``context``."""
     nl = b"\n"

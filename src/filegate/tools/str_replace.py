@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed, Refusal
+from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath
@@ -92,10 +93,20 @@ class StrReplaceFileFacts(BaseModel):
 
 @dataclass(slots=True)
 class Applied:
-    data: bytes
+    # The edited bytes; the last edit, when it replaced one occurrence, is spliced in, not
+    # copied into a new 50 MB object.
+    data: Content
     replacements: int = 0
     to_crlf: list[int] = field(default_factory=list)  # edits written with CRLF
     to_lf: list[int] = field(default_factory=list)  # edits whose CRLF text matched as LF
+    # Lengths of the head and the tail of the original that every edit left in place (only
+    # they are known to be unchanged: the diff looks between them).
+    kept_head: int = 0
+    kept_tail: int = 0
+
+    def span(self, original: bytes) -> tuple[int, int, int]:
+        """(start, end in ``original``, end in ``data``) of the part the edits touched."""
+        return self.kept_head, len(original) - self.kept_tail, len(self.data) - self.kept_tail
 
 
 def _utf8(text: str) -> bytes:
@@ -127,20 +138,37 @@ class _Eols:
         return self.crlf and not self.bare_lf
 
 
-def _match(data: bytes, old: bytes, eols: _Eols) -> tuple[int, bytes, str]:
-    """(count, the bytes that match, "" | "crlf" | "lf"): exact first, then the other EOL."""
-    count = data.count(old)
+def _occurrences(data: bytes, old: bytes, replace_all: bool) -> tuple[int, int]:
+    """(how many times ``old`` occurs, without overlaps, in ``data``; where it first does).
+
+    One pass over the file for the usual edit: the first match, then the search for a second
+    goes on from its end; the full count only when there is one (an error message or
+    ``replace_all`` needs it)."""
+    pos = data.find(old)
+    if pos < 0:
+        return 0, -1
+    if not replace_all and data.find(old, pos + len(old)) < 0:
+        return 1, pos
+    return data.count(old, pos), pos  # nothing before pos: the same count as from 0
+
+
+def _match(data: bytes, old: bytes, eols: _Eols, replace_all: bool) -> tuple[int, int, bytes, str]:
+    """(count, first position, the bytes that match, "" | "crlf" | "lf"): exact first, then
+    the other EOL."""
+    count, pos = _occurrences(data, old, replace_all)
     if count:
-        return count, old, ""
+        return count, pos, old, ""
     if eols.crlf and b"\n" in old and _to_crlf(old) != old:
         alt = _to_crlf(old)
-        if count := data.count(alt):
-            return count, alt, "crlf"
+        count, pos = _occurrences(data, alt, replace_all)
+        if count:
+            return count, pos, alt, "crlf"
     if eols.bare_lf and b"\r\n" in old:
         alt = old.replace(b"\r\n", b"\n")
-        if count := data.count(alt):
-            return count, alt, "lf"
-    return 0, old, ""
+        count, pos = _occurrences(data, alt, replace_all)
+        if count:
+            return count, pos, alt, "lf"
+    return 0, -1, old, ""
 
 
 def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
@@ -150,13 +178,14 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF.
     """
     eols = _Eols(data)
-    out = Applied(data)
+    out = Applied(data, kept_head=len(data), kept_tail=len(data))
     for number, edit in enumerate(edits, start=1):
-        count, old, eol = _match(out.data, _utf8(edit.old), eols)
+        current = out.data if isinstance(out.data, bytes) else bytes(out.data)
+        count, pos, old, eol = _match(current, _utf8(edit.old), eols, edit.replace_all)
         if count == 0:
-            raise _not_found(out.data, edit, number, len(edits), shown)
+            raise _not_found(current, edit, number, len(edits), shown)
         if count > 1 and not edit.replace_all:
-            raise _ambiguous(out.data, old, count, number, len(edits), shown)
+            raise _ambiguous(current, old, count, number, len(edits), shown)
         new = _utf8(edit.new)
         if eol == "crlf" or (b"\n" in new and eols.pure_crlf and _to_crlf(new) != new):
             new = _to_crlf(new)
@@ -164,7 +193,16 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
         elif eol == "lf":
             new = new.replace(b"\r\n", b"\n")
             out.to_lf.append(number)
-        out.data = out.data.replace(old, new) if edit.replace_all else out.data.replace(old, new, 1)
+        if edit.replace_all:
+            out.data = current.replace(old, new)
+            # The last replaced occurrence ends at or before the last match's end (rfind may
+            # see one that overlaps a replaced one): the tail after it is kept either way.
+            end = current.rfind(old) + len(old)
+        else:
+            out.data = Spliced(current, pos, pos + len(old), new)
+            end = pos + len(old)
+        out.kept_head = min(out.kept_head, pos)
+        out.kept_tail = min(out.kept_tail, len(current) - end)
         out.replacements += count if edit.replace_all else 1
     return out
 
@@ -314,7 +352,8 @@ def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> Change[Appl
             "one). Nothing was written.",
             brief="No change",
         )
-    return Change(applied.data, encoding, applied, _eol_notes(applied))
+    span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
+    return Change(applied.data, encoding, applied, _eol_notes(applied), span)
 
 
 def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, Encoding]:
@@ -331,7 +370,7 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, 
             brief="Undecodable file",
         ) from None
     applied = apply_edits(_utf8(text), edits, escape(rp.shown))
-    body = applied.data.decode("utf-8", "surrogatepass")
+    body = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(body)
     return applied, encoding
 

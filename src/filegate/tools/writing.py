@@ -29,8 +29,9 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Refusal
-from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file, sha256_hex
+from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file
 from filegate.fsio.safeopen import open_regular, stat_target
+from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.diffing import Diff, plural, unified_diff
@@ -105,10 +106,12 @@ def load_current(rp: ResolvedPath, *, must_exist: bool) -> Current:
     return Current(data, snap)
 
 
-def count_lines(data: bytes, encoding: Encoding) -> int:
+def count_lines(data: Content, encoding: Encoding) -> int:
     if not data:
         return 0
     nl = encoding.encode("\n")
+    if isinstance(data, Spliced) and len(nl) > 1:  # a Spliced counts single bytes only
+        data = bytes(data)
     return data.count(nl) + (0 if data.endswith(nl) else 1)
 
 
@@ -116,10 +119,14 @@ def count_lines(data: bytes, encoding: Encoding) -> int:
 class Change(Generic[T]):
     """A transformation's result: the bytes to write, and what the tool reports about them."""
 
-    new: bytes
+    new: Content
     encoding: Encoding
     facts: T
     notes: tuple[str, ...] = ()  # lines for the user's question (line endings adapted, …)
+    # (start, end in the old bytes, end in ``new``) when the transformation knows where it
+    # changed the file: before start and after the ends both are the same, so the diff looks
+    # only in between. None: the diff compares the whole of both.
+    span: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +218,8 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
-    diff = unified_diff(shown, old, change.new, change.encoding.codec)
+    # The line counts of the result only; the text a question shows is made by _described.
+    diff = unified_diff(shown, old, change.new, change.encoding.codec, span=change.span, show=False)
     request = WriteRequest(
         tool=job.tool,
         shown=shown,
@@ -224,24 +232,28 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
         new_size=len(change.new),
         old_lines=0,
         new_lines=0,
-        diff=diff.text,
+        diff="",  # filled in by _described, for a question
         created=current.data is None,
         notes=(*job.notes, *change.notes),
-        unsafe=diff.unsafe,
     )
     return _Prepared(current, change, diff, request)
 
 
 def _described(prepared: _Prepared[T]) -> WriteRequest:
-    """The request as a question shows it and binds its answer to (blocking: a thread)."""
+    """The request as a question shows it and binds its answer to (blocking: a thread): the
+    diff's text, the line counts and both hashes each cost a pass, so only a question pays."""
     old = prepared.current.data or b""
-    new, encoding = prepared.change.new, prepared.change.encoding
+    change = prepared.change
+    new, encoding = change.new, change.encoding
+    diff = unified_diff(prepared.request.shown, old, new, encoding.codec, span=change.span)
     return dataclasses.replace(
         prepared.request,
         old_hash=prepared.current.snapshot.digest(),
-        new_hash=sha256_hex(new),
+        new_hash=content_sha256(new),
         old_lines=count_lines(old, encoding),
         new_lines=count_lines(new, encoding),
+        diff=diff.text,
+        unsafe=diff.unsafe,
     )
 
 
@@ -306,12 +318,15 @@ def _digest(tool: str, arguments: dict[str, object]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def _replace(job: WriteJob[T], env: ToolEnv, new: bytes, expect: Snapshot, decision: Decision) -> int:
+async def _replace(job: WriteJob[T], env: ToolEnv, new: Content, expect: Snapshot, decision: Decision) -> int:
     rp = job.rp
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
+    data = bytes(new) if isinstance(new, Spliced) else new  # replace_file writes one buffer
     size = await anyio.to_thread.run_sync(
-        lambda: replace_file(rp.real, new, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs)
+        lambda: replace_file(
+            rp.real, data, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs
+        )
     )
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",

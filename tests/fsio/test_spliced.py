@@ -1,0 +1,53 @@
+"""Spliced: a base with one span replaced answers as the joined bytes would (issue 13.3)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from filegate.fsio.spliced import Spliced, content_pieces, content_sha256
+
+
+def cases() -> list[tuple[bytes, int, int, bytes]]:
+    base = b"ab\ncd\n\nef"
+    spans = [(s, e) for s in range(len(base) + 1) for e in range(s, len(base) + 1)]
+    return [(base, s, e, m) for (s, e), m in itertools.product(spans, [b"", b"\n", b"X\nY"])]
+
+
+@pytest.mark.parametrize(("base", "start", "end", "middle"), cases()[::7])
+def test_every_question_is_answered_as_the_joined_bytes_would(
+    base: bytes, start: int, end: int, middle: bytes
+) -> None:
+    sp, ref = Spliced(base, start, end, middle), base[:start] + middle + base[end:]
+    assert (len(sp), bytes(sp), sp == ref, sp.equals(ref)) == (len(ref), ref, True, True)
+    assert b"".join(content_pieces(sp)) == ref and all(len(p) for p in sp.pieces())
+    assert content_sha256(sp) == content_sha256(ref)
+    for i, j in itertools.product(range(-2, len(ref) + 3), repeat=2):
+        assert sp[i:j] == ref[i:j]
+        assert sp.count(b"\n", i, j) == ref.count(b"\n", i, j)
+        assert sp.find(b"\n", i, j) == ref.find(b"\n", i, j)
+        assert sp.endswith(b"\n", i, j) == ref.endswith(b"\n", i, j)
+    for i in range(len(ref) + 2):
+        assert sp.startswith(b"d\n", i) == ref.startswith(b"d\n", i)
+
+
+def test_different_content_is_unequal_whatever_the_base() -> None:
+    base = b"one\ntwo\n"
+    sp = Spliced(base, 4, 7, b"TWO")
+    assert sp != base and sp != b"one\ntwo\nx" and sp == b"one\nTWO\n"
+    assert not sp.equals(b"one\nTWx\n") and not sp.equals(b"ONE\nTWO\n")
+    assert Spliced(base, 4, 7, b"two").equals(base)  # the same bytes spliced in: equal
+    assert sp == Spliced(b"one\nTWO\n", 0, 0, b"")
+
+
+def test_misuse_is_refused_not_answered_wrongly() -> None:
+    with pytest.raises(ValueError):
+        Spliced(b"abc", 2, 1, b"")
+    with pytest.raises(ValueError):
+        Spliced(b"abc", 0, 4, b"")
+    sp = Spliced(b"a\r\nb", 1, 1, b"\r")
+    with pytest.raises(ValueError):
+        sp.count(b"\r\n")  # could straddle pieces: one byte at a time only
+    with pytest.raises(TypeError):
+        sp[::2]
