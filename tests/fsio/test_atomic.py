@@ -162,6 +162,7 @@ def test_read_all_gives_the_bytes_and_a_snapshot_and_refuses_past_the_limit(ws: 
     fd = os.open(f, os.O_RDONLY)
     try:
         data, snap = read_all(fd, 100, "f.bin")
+        snap.digest()  # computed on demand (issue 13.3), then part of the snapshot
         assert data == b"x" * 100 and snap == snapshot(f)
         with pytest.raises(WriteError, match="is 100 bytes; filegate changes files of at most 99 bytes"):
             read_all(fd, 99, "f.bin")
@@ -234,11 +235,16 @@ def later(path: Path) -> int:
     return os.stat(path).st_ctime_ns + 10 * 1_000_000_000
 
 
-def test_a_file_changed_just_before_it_was_read_is_hashed_at_once(ws: Path) -> None:
+def test_a_file_changed_just_before_it_was_read_is_compared_by_content(ws: Path, temps: str) -> None:
+    """Its status proves nothing, so the write-time check compares the file with the bytes
+    read, byte for byte: nothing is hashed, neither when read nor when written (issue 13.3)."""
     f = ws / "f.txt"
     f.write_text("fresh")
     snap = read_snapshot(f, now_ns=os.stat(f).st_ctime_ns)  # read in the tick of its change
-    assert not snap.settled and snap.sha256 == atomic.sha256_hex(b"fresh")
+    assert not snap.settled and snap.content == b"fresh" and snap.sha256 == ""
+    assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
+    assert f.read_bytes() == b"new" and snap.sha256 == ""
+    assert snap.digest() == atomic.sha256_hex(b"fresh")  # a question's binding, on demand
 
 
 def test_a_settled_unchanged_file_is_written_without_hashing_it(ws: Path, temps: str) -> None:
@@ -269,10 +275,11 @@ def test_a_same_size_change_with_mtime_restored_after_a_settled_read_is_caught(w
 
 
 def test_a_status_only_change_after_a_settled_read_still_writes(ws: Path, temps: str) -> None:
-    """A chmod changes ctime but not the content: the hash (taken then) says it is the same."""
+    """A chmod changes ctime but not the content: compared with the bytes read, it is the same
+    (compared, not hashed: issue 13.3)."""
     f = ws / "f.txt"
     f.write_text("same")
     snap = read_snapshot(f, now_ns=later(f))
     f.chmod(0o640)
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
-    assert f.read_bytes() == b"new" and snap.sha256 == atomic.sha256_hex(b"same")
+    assert f.read_bytes() == b"new" and snap.sha256 == ""

@@ -91,6 +91,18 @@ def test_the_hash_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch
     assert replace_file(f, b"mine", expect=snapshot(f), shown="f.txt") == 4
 
 
+def test_the_bytes_read_are_compared_in_blocks_to_the_end(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13.3: the stale check compares the file with the bytes read instead of hashing it;
+    a difference in the last block, a file cut short or grown since its size was checked are
+    each a change."""
+    monkeypatch.setattr(atomic, "_HASH_BLOCK", 3)
+    f = ws / "f.txt"
+    read = b"0123456789"
+    for on_disk, same in [(read, True), (b"012345678X", False), (read[:-1], False), (read + b"!", False)]:
+        f.write_bytes(on_disk)
+        assert atomic._holds_at(None, str(f), read) is same, on_disk
+
+
 def test_a_symlink_at_the_target_and_a_socket_are_refused_with_their_sentences(
     ws: Path, outside: Path
 ) -> None:
@@ -378,7 +390,7 @@ def test_a_snapshot_settles_strictly_after_the_settle_time(ws: Path) -> None:
         past_it = read_all(fd, 100, "f", now_ns=changed + settle + 1)[1]
     finally:
         os.close(fd)
-    assert not at_edge.settled and at_edge.sha256 == atomic.sha256_hex(b"data")
+    assert not at_edge.settled and at_edge.sha256 == "" and at_edge.content == b"data"  # compared, not hashed
     assert past_it.settled and past_it.sha256 == "" and past_it.digest() == atomic.sha256_hex(b"data")
     assert (past_it.dev, past_it.ino, past_it.ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns)
     assert past_it.same_status(os.stat(f))

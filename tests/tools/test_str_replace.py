@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,24 @@ async def test_a_multi_line_new_in_a_mixed_file_is_written_as_given(ws: Path) ->
     assert not r.is_error, text(r)
     assert (ws / "m.txt").read_bytes() == b"a\r\nB\nB2\nc\n"
     assert r.structured_content["line_endings_adapted"] == []
+
+
+async def test_one_edit_of_a_large_file_holds_it_once(ws: Path, mode: str) -> None:
+    """Issue 13.3: the edit is spliced into the bytes read and written from the pieces, and the
+    stale check compares in blocks: Python never holds a second copy of the file (the old route
+    held the old bytes, the replaced copy and hashed both: over 2x the file at its peak)."""
+    line = b"int x = 0; /* filler of a large source file */\n"
+    half = line * ((4 << 20) // len(line))
+    (ws / "big.c").write_bytes(half + b"int marker = 1;\n" + half)
+    size = (ws / "big.c").stat().st_size
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "StrReplaceFile", path="big.c", edit={"old": "marker = 1", "new": "marker = 2"})
+        tracemalloc.start()
+        try:
+            r = await call(c, "StrReplaceFile", path="big.c", edit={"old": "marker = 2", "new": "marker = 3"})
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert not r.is_error and "Lines: +1 -1." in text(r)
+    assert (ws / "big.c").read_bytes() == half + b"int marker = 3;\n" + half
+    assert peak < 1.5 * size, f"peak {peak / size:.2f}x the file"

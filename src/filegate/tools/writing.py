@@ -322,11 +322,8 @@ async def _replace(job: WriteJob[T], env: ToolEnv, new: Content, expect: Snapsho
     rp = job.rp
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
-    data = bytes(new) if isinstance(new, Spliced) else new  # replace_file writes one buffer
     size = await anyio.to_thread.run_sync(
-        lambda: replace_file(
-            rp.real, data, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs
-        )
+        lambda: replace_file(rp.real, new, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs)
     )
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
