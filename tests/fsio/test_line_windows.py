@@ -366,6 +366,22 @@ def test_wc_counts_like_python(
     assert pending._proc is None
 
 
+def test_the_wc_run_is_the_systems_not_one_put_earlier_on_path(
+    tmp_path: Path, fds: list[int], with_wc: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A workspace's bin/ on PATH (a direnv, a venv) must not choose the program that counts.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "wc").write_text("#!/bin/sh\necho 999\n")
+    (fake / "wc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(lines, "_wc_path", [])  # looked up afresh under this PATH
+    src = open_source(write(tmp_path, b"a\nb\n", "two"), fds)
+    pending = lines.PendingCount(src)
+    assert pending._proc is not None  # wc really runs
+    assert pending.result() == LineCount(2, True)
+
+
 def test_wc_is_not_used_for_a_utf16_file(tmp_path: Path, fds: list[int], with_wc: None) -> None:
     src = open_source(write(tmp_path, codecs.BOM_UTF16_LE + "a\nb\n".encode("utf-16-le")), fds)
     pending = lines.PendingCount(src)

@@ -95,7 +95,13 @@ def _final_path_by_handle(fd: int) -> str | None:  # pragma: no cover - Windows 
     n = ctypes.windll.kernel32.GetFinalPathNameByHandleW(handle, buf, len(buf), 0)  # type: ignore[attr-defined,unused-ignore]
     if not n or n >= len(buf):
         return None
-    path: str = buf.value
+    return _from_final_path(buf.value)
+
+
+def _from_final_path(path: str) -> str:
+    """GetFinalPathNameByHandle's answer in the form a Windows path is compared in: its
+    ``\\\\?\\`` prefix taken off (``\\\\?\\UNC\\server\\share`` is ``\\\\server\\share``). Pure
+    string work, tested on every OS."""
     if path.startswith("\\\\?\\UNC\\"):
         return "\\" + path[7:]
     return path[4:] if path.startswith("\\\\?\\") else path
