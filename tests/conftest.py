@@ -81,7 +81,10 @@ async def call(client: Client[Any], tool: str, **args: Any) -> Any:
 
 
 def stdio_transport(workdir: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
-    """The installed `filegate` console script as a stdio subprocess."""
+    """The installed `filegate` console script as a stdio subprocess (the SDK passes it only a
+    few variables: FILEGATE_FAST_LANE is handed on, so CI can run these with the lane off)."""
+    if "FILEGATE_FAST_LANE" in os.environ:
+        env = {"FILEGATE_FAST_LANE": os.environ["FILEGATE_FAST_LANE"], **(env or {})}
     return StdioTransport(
         FILEGATE, ["--workdir", str(workdir), *extra], env=env, cwd=str(workdir), keep_alive=False
     )

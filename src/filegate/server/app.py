@@ -126,6 +126,14 @@ class FilegateTool(Tool):
         tool._runtime = runtime
         return tool
 
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    @property
+    def runtime(self) -> SessionRuntime:
+        return self._runtime
+
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
             params = self._spec.params.model_validate(arguments)

@@ -60,6 +60,11 @@ def _first_text(result: ToolResult) -> str:
     return ""
 
 
+def log_failure(tool: str, result: ToolResult) -> None:
+    """The operator's line for a failed call (the stdio fast lane logs the same)."""
+    log.info("%s failed: %s", escape(tool), _first_text(result))
+
+
 class NotableEvents(Middleware):
     async def on_initialize(
         self,
@@ -88,7 +93,7 @@ class NotableEvents(Middleware):
         result = safe_result(result)
         tool = escape(context.message.name)
         if result.is_error:
-            log.info("%s failed: %s", tool, _first_text(result))
+            log_failure(context.message.name, result)
             return result
         ctx = context.fastmcp_context
         if ctx is None or not result.structured_content:

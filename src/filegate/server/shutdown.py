@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -56,15 +56,17 @@ class CallGate(Middleware):
         context: MiddlewareContext[CallToolRequestParams],
         call_next: Callable[[MiddlewareContext[CallToolRequestParams]], Any],
     ) -> ToolResult:
-        name = context.message.name
+        return await self.run(context.message.name, lambda: call_next(context))
+
+    async def run(self, name: str, call: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+        """``call()`` counted as a running call (the middleware's body; the stdio fast lane's)."""
         if self.closing:
             return _error(NOT_STARTED)
         scope = anyio.CancelScope()
         self._calls.add(scope)
         try:
             with scope:
-                result: ToolResult = await call_next(context)
-                return result
+                return await call()
         finally:
             self._calls.discard(scope)
         log.warning("%s cancelled at shutdown", name)

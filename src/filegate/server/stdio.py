@@ -30,7 +30,7 @@ import signal
 import stat
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,6 +40,10 @@ from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+
+    from filegate.server.fastlane import FastLane
+
+    LaneFactory = Callable[[Callable[[str], Awaitable[None]], Callable[[str], None]], Awaitable[FastLane]]
 
 log = logging.getLogger("filegate")
 
@@ -119,6 +123,12 @@ class _LineReader:
         # What the SDK's text wrapper yields: UTF-8 with replacement, the line break kept.
         return line.decode("utf-8", errors="replace") + "\n"
 
+    def inject(self, line: str) -> None:
+        """Have ``line`` read again (a call the fast lane hands to the ordinary path)."""
+        self._lines.append(line.rstrip("\n").encode("utf-8"))
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
     def close(self) -> None:
         self._eof = True
         self._pause()
@@ -130,11 +140,25 @@ class _Writer:
     def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
         self._fd, self._loop = fd, loop
         self._buf = bytearray()
+        # The SDK's writer task and the fast lane's calls flush: one waits on the selector at
+        # a time (a second add_writer on the fd would replace the first one's wake-up).
+        self._flushing = asyncio.Lock()
 
     async def write(self, text: str) -> None:
         self._buf += text.encode("utf-8")
 
+    async def send(self, text: str) -> None:
+        """One whole message, written out (the fast lane's answers)."""
+        self._buf += text.encode("utf-8")
+        await self.flush()
+
     async def flush(self) -> None:
+        if not self._buf:
+            return
+        async with self._flushing:
+            await self._drain()
+
+    async def _drain(self) -> None:
         while self._buf:
             try:
                 n = os.write(self._fd, self._buf)
@@ -189,17 +213,25 @@ def _reply_to_unparseable(line: str) -> str | None:
 
 
 class _AnsweringUnparseable:
-    """The lines for the SDK, less the requests it would drop unanswered (answered here)."""
+    """The lines for the SDK, less the requests it would drop unanswered (answered here) and
+    the calls the fast lane (server/fastlane.py) answers."""
 
-    def __init__(self, lines: _LineReader, writer: _Writer) -> None:
-        self._lines, self._writer = lines, writer
+    def __init__(self, lines: _LineReader, writer: _Writer, lane: FastLane | None = None) -> None:
+        self._lines, self._writer, self.lane = lines, writer, lane
 
     def __aiter__(self) -> _AnsweringUnparseable:
         return self
 
     async def __anext__(self) -> str:
         while True:
-            line = await self._lines.__anext__()
+            try:
+                line = await self._lines.__anext__()
+            except StopAsyncIteration:
+                if self.lane is not None:
+                    await self.lane.cancel_all()  # as the SDK does with its running calls
+                raise
+            if self.lane is not None and self.lane.take(line):
+                continue
             reply = _reply_to_unparseable(line)
             if reply is None:
                 return line
@@ -265,8 +297,9 @@ def _stderr_for_writing() -> int:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads."""
+async def stdio_streams(lane: LaneFactory | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads;
+    with ``lane``, the fast lane takes the calls it can answer."""
     from mcp.server.stdio import stdio_server
 
     if not usable():
@@ -280,23 +313,39 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
         reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
         lines = _AnsweringUnparseable(reader, writer)
+        if lane is not None:
+            lines.lane = await lane(writer.send, reader.inject)
+            log.debug("stdio: fast lane for %s", ", ".join(lines.lane.tools))
         try:
             async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
+            if lines.lane is not None:
+                log.debug(
+                    "stdio: fast lane answered %d call(s), handed %d to the ordinary path",
+                    lines.lane.answered,
+                    lines.lane.handed_over,
+                )
             reader.close()
             # Whatever is left for the client; a client that is gone (EPIPE) gets nothing.
             with anyio.move_on_after(FINAL_FLUSH_S, shield=True), contextlib.suppress(OSError):
                 await writer.flush()
 
 
-async def run_stdio_async(server: FastMCP) -> None:
-    """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`."""
+async def run_stdio_async(server: FastMCP, gate: CallGate | None = None) -> None:
+    """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`, with the fast
+    lane unless ``FILEGATE_FAST_LANE`` turns it off."""
     from fastmcp.server.context import reset_transport, set_transport
+
+    from filegate.server import fastlane
+
+    async def lane(send: Callable[[str], Awaitable[None]], hand_over: Callable[[str], None]) -> FastLane:
+        return await fastlane.FastLane.build(server, gate, send, hand_over)
 
     token = set_transport("stdio")
     try:
-        async with upstream.lifespan(server), stdio_streams() as (read_stream, write_stream):
+        streams = stdio_streams(lane if fastlane.enabled() else None)
+        async with upstream.lifespan(server), streams as (read_stream, write_stream):
             low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
@@ -333,7 +382,7 @@ def run_stdio(server: FastMCP) -> None:
                             tg.start_soon(stop, int(signum))
 
             tg.start_soon(watch)
-            await run_stdio_async(server)  # no worker thread per message
+            await run_stdio_async(server, gate)  # no worker thread per message
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)
