@@ -14,7 +14,7 @@ import pytest
 from filegate.errors import EditFailed
 from filegate.fsio.spliced import Spliced
 from filegate.tools.diffing import unified_diff
-from filegate.tools.str_replace import Edit, apply_edits
+from filegate.tools.str_replace import Edit, _Eols, apply_edits
 
 
 def edits(*pairs: tuple[str, str], replace_all: bool = False) -> list[Edit]:
@@ -165,3 +165,23 @@ def test_a_difference_deep_in_a_block_is_found_where_it_is() -> None:
         line = at // 5 + 1
         assert (diff.added, diff.removed) == (1, 1)
         assert f"@@ -{line - min(3, line - 1)}," in diff.text.splitlines()[2]
+
+
+@pytest.mark.parametrize(
+    ("data", "crlf"),
+    [
+        (b"a\nb\n", False),
+        (b"a\r\nb", True),
+        (b"a\rb\nc\r\n", True),
+        (b"a\rb\rc\n", False),
+        (b"\r", False),
+        (b"", False),
+    ],
+)
+def test_a_crlf_is_found_after_lone_crs_and_only_where_there_is_one(data: bytes, crlf: bool) -> None:
+    """The search for a CRLF starts from the first CR (a one-byte search is memchr-fast)."""
+    assert _Eols(data).crlf is crlf
+    # An LF old matches the file's CRLF only where the file has CRLF.
+    if crlf:
+        out = apply_edits(data + b"X\r\nY\r\n", edits(("X\nY", "Z")), "f")
+        assert (out.to_crlf, bytes(out.data)) == ([1], data + b"Z\r\n")
