@@ -10,15 +10,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from filegate.server.early import FASTMCP_ENV_DEFAULTS, EarlySession
+
 # fastmcp reads these when it is first imported: no banner, no update check against PyPI,
 # no `.env` from the user's directory, no exception details leaking to the model.
-for _key, _value in {
-    "FASTMCP_CHECK_FOR_UPDATES": "off",
-    "FASTMCP_SHOW_SERVER_BANNER": "false",
-    "FASTMCP_ENV_FILE": os.devnull,
-    "FASTMCP_MASK_ERROR_DETAILS": "true",
-    "FASTMCP_ENABLE_RICH_LOGGING": "false",
-}.items():
+for _key, _value in FASTMCP_ENV_DEFAULTS.items():
     os.environ.setdefault(_key, _value)
 
 from fastmcp import FastMCP  # noqa: E402
@@ -250,7 +246,8 @@ def configure_logging(level: str) -> None:
     logging.captureWarnings(True)
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings, early: EarlySession | None = None) -> None:
+    """Run the server; on stdio, take over from ``early`` (server/early.py) when given."""
     configure_logging(settings.log_level)
     from filegate.fsio.atomic import sweep_pending_temps
 
@@ -262,7 +259,7 @@ def serve(settings: Settings) -> None:
         from filegate.server.stdio import run_stdio
 
         announce(settings)
-        run_stdio(server)
+        run_stdio(server, early)
         return
     from filegate.server.http import run_http
 

@@ -41,6 +41,7 @@ from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from filegate.server.early import EarlySession
     from filegate.server.fastlane import FastLane
 
     LaneFactory = Callable[[Callable[[str], Awaitable[None]], Callable[[str], None]], Awaitable[FastLane]]
@@ -59,10 +60,12 @@ FINAL_FLUSH_S = 5.0
 class _LineReader:
     """The lines of a non-blocking fd, read whenever the event loop says it is readable."""
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, pending: bytes = b"") -> None:
         self._fd, self._loop = fd, loop
-        self._buf = bytearray()
-        self._lines: deque[bytes] = deque()
+        # ``pending``: bytes read before this reader existed (server/early.py's hand-over).
+        head, newline, rest = pending.rpartition(b"\n")
+        self._buf = bytearray(rest)
+        self._lines: deque[bytes] = deque(head.split(b"\n") if newline else ())
         self._eof = False
         self._reading = False
         self._waiter: asyncio.Future[None] | None = None
@@ -297,10 +300,15 @@ def _stderr_for_writing() -> int:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams(lane: LaneFactory | None = None) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(
+    lane: LaneFactory | None = None, early: EarlySession | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads;
-    with ``lane``, the fast lane takes the calls it can answer."""
+    with ``lane``, the fast lane takes the calls it can answer; taking over from ``early``
+    (server/early.py) when given."""
     from mcp.server.stdio import stdio_server
+
+    handover = early.hand_over() if early is not None else None
 
     if not usable():
         log.debug("stdio: the SDK's threaded transport (stdin/stdout are not both pipes or sockets)")
@@ -311,13 +319,15 @@ async def stdio_streams(lane: LaneFactory | None = None) -> AsyncIterator[tuple[
     log.debug("stdio: served on the event loop's own file descriptors")
     sys.stdout.flush()
     with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
-        reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
+        pending = handover.pending if handover else b""
+        reader, writer = _LineReader(fd_in, loop, pending), _Writer(fd_out, loop)
         lines = _AnsweringUnparseable(reader, writer)
         if lane is not None:
             lines.lane = await lane(writer.send, reader.inject)
             log.debug("stdio: fast lane for %s", ", ".join(lines.lane.tools))
+        out = handover.writer(writer) if handover else writer
         try:
-            async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
+            async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             if lines.lane is not None:
@@ -332,7 +342,9 @@ async def stdio_streams(lane: LaneFactory | None = None) -> AsyncIterator[tuple[
                 await writer.flush()
 
 
-async def run_stdio_async(server: FastMCP, gate: CallGate | None = None) -> None:
+async def run_stdio_async(
+    server: FastMCP, gate: CallGate | None = None, early: EarlySession | None = None
+) -> None:
     """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`, with the fast
     lane unless ``FILEGATE_FAST_LANE`` turns it off."""
     from fastmcp.server.context import reset_transport, set_transport
@@ -344,7 +356,7 @@ async def run_stdio_async(server: FastMCP, gate: CallGate | None = None) -> None
 
     token = set_transport("stdio")
     try:
-        streams = stdio_streams(lane if fastlane.enabled() else None)
+        streams = stdio_streams(lane if fastlane.enabled() else None, early)
         async with upstream.lifespan(server), streams as (read_stream, write_stream):
             low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
@@ -352,7 +364,7 @@ async def run_stdio_async(server: FastMCP, gate: CallGate | None = None) -> None
         reset_transport(token)
 
 
-def run_stdio(server: FastMCP) -> None:
+def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
     """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
 
     On a signal: drain running calls, then die of that same signal (the conventional exit
@@ -382,7 +394,7 @@ def run_stdio(server: FastMCP) -> None:
                             tg.start_soon(stop, int(signum))
 
             tg.start_soon(watch)
-            await run_stdio_async(server, gate)  # no worker thread per message
+            await run_stdio_async(server, gate, early)  # no worker thread per message
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)
