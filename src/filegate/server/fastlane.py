@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 
 from filegate.policy.budget import result_budget_for
 from filegate.server.notify import events, log_failure
-from filegate.server.render import render, safe_result
+from filegate.server.render import render
 from filegate.server.session import SessionRuntime
 from filegate.server.shutdown import CallGate
 from filegate.tools.outcome import Outcome, ToolEnv
@@ -69,6 +69,9 @@ ENVELOPE = {
     "level": _META + "logLevel",
 }
 _MODERN_META_KEYS = frozenset({*ENVELOPE.values(), "progressToken"})
+# Calls on the lane at once; past this, new ones take the ordinary path (memory stays bounded
+# however fast a client sends: the reader's own bound does not hold once a line is taken).
+MAX_IN_FLIGHT = 64
 _LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
 
@@ -170,6 +173,8 @@ class FastLane:
                 self._observe(line)
             return False
         if '"ReadFile"' not in line and '"ReadMediaFile"' not in line and '"Glob"' not in line:
+            return False
+        if len(self._calls) >= MAX_IN_FLIGHT:
             return False
         if "\\u" in line:  # escapes (a lone surrogate among them): the ordinary path's parser
             return False
@@ -305,7 +310,8 @@ class FastLane:
             log.debug("fast lane: %s raised; handed to the ordinary path", tool.name, exc_info=True)
             self._hand_over_line(line)
             return
-        result = safe_result(result)
+        # render() already spelled every lone surrogate; NotableEvents' safe_result() is for
+        # results made elsewhere (the gate's own are ASCII), so it is not repeated here.
         if result.is_error:
             log_failure(tool.name, result)
         elif result.structured_content and events(tool.name, result.structured_content):
