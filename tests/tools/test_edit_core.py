@@ -15,6 +15,7 @@ from filegate.errors import EditFailed
 from filegate.fsio.spliced import Spliced
 from filegate.tools.diffing import unified_diff
 from filegate.tools.str_replace import Edit, _Eols, apply_edits
+from filegate.tools.writing import Encoding, count_lines, line_counts
 
 
 def edits(*pairs: tuple[str, str], replace_all: bool = False) -> list[Edit]:
@@ -138,6 +139,10 @@ def test_a_diff_bounded_by_the_edits_span_is_the_whole_diff(seed: int) -> None:
         assert new[: span[0]] == data[: span[0]] and new[span[2] :] == data[span[1] :]
         whole = unified_diff("f", data, new)
         assert unified_diff("f", data, out.data, span=span) == whole
+        assert line_counts(data, out.data, Encoding(), span) == (
+            count_lines(data, Encoding()),
+            count_lines(new, Encoding()),
+        )
         counts = unified_diff("f", data, out.data, span=span, show=False)
         assert (counts.text, counts.added, counts.removed, counts.complete) == (
             "",
