@@ -38,11 +38,17 @@ def ftyp(brand: bytes) -> bytes:
         (b"RIFF\0\0\0\0AVI LIST" + PAD, "video/x-msvideo"),
         (bmp(12), "image/bmp"),
         (bmp(40), "image/bmp"),
-        (bmp(124), "image/bmp"),
+        (bmp(52), "image/bmp"),  # BITMAPV2INFOHEADER
+        (bmp(56), "image/bmp"),  # BITMAPV3INFOHEADER
+        (bmp(64), "image/bmp"),  # OS/2 BITMAPINFOHEADER2
+        (bmp(108), "image/bmp"),  # BITMAPV4HEADER
+        (bmp(124), "image/bmp"),  # BITMAPV5HEADER
+        (bmp(40)[:18], "image/bmp"),  # the shortest head that holds the DIB header's size
         (b"II*\0\x08\0\0\0", "image/tiff"),
         (b"MM\0*\0\0\0\x08", "image/tiff"),
         (b"\0\0\1\0\1\0" + PAD, "image/x-icon"),
         (b"\0\0\1\0\xff\0" + PAD, "image/x-icon"),
+        (b"\0\0\1\0\1\0", "image/x-icon"),  # the icon directory's 6 bytes alone
         (b"FLV\x01\x05" + PAD, "video/x-flv"),
         (bytes.fromhex("3026B2758E66CF11A6D900AA0062CE6C") + PAD, "video/x-ms-wmv"),
         (b"\x1a\x45\xdf\xa3\x9f\x42\x82\x84WebM" + PAD, "video/webm"),

@@ -228,3 +228,63 @@ def test_posix_rules_take_these_names_as_ordinary_files(ws: Path, name: str) -> 
     (ws / name).write_text("x")
     rp = Workspace(ws, rules=POSIX).resolve(name)
     assert rp.inside and rp.real == ws / name and os.path.isfile(rp.real)
+
+
+# --- the whole sentence of each refusal (what the model reads to correct its call) -------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        ("\\\\.\\PhysicalDrive0", "names a Windows device or volume namespace, not a file path"),
+        ("\\\\?\\GLOBALROOT\\x", "names a Windows device or volume namespace, not a file path"),
+        ("C:a.txt", "is relative to a drive's own current directory; give the full path (`C:\\dir\\file`)"),
+        ("a.txt:stream", "names an alternate data stream (`name:stream`); give the file's own path"),
+        ("sub\\x.txt.", "has a name ending in a dot or a space, which Windows strips (it would open another file)"),
+        ("sub\\nul.txt", "is a reserved Windows device name, not a file"),
+        ("\\\\attacker\\share\\x.txt", "is on another machine's share; only shares that hold the workspace are used"),
+        ("ENV~1", "has a part shaped like a Windows 8.3 short name (ENV~1) that is not a long name on disk; "
+                  "give the file's long name"),
+    ],
+)  # fmt: skip
+def test_each_refusal_says_its_whole_sentence(raw: str, why: str) -> None:
+    with pytest.raises(PathError) as err:
+        win(confine=True).resolve(raw)
+    assert err.value.message == f"`{raw}` {why}."
+    assert err.value.brief == "Invalid path"
+
+
+@pytest.mark.parametrize(
+    ("raw", "real"),
+    [
+        ("sub\\.\\a.txt", "C:\\proj\\sub\\a.txt"),  # `.` is a step, not a name ending in a dot
+        (".\\a.txt", "C:\\proj\\a.txt"),
+        ("sub\\FIX", "C:\\proj\\sub\\FIX"),  # ends in a letter, not a dot or a space
+        ("\\\\?\\c:\\proj\\a.txt", "C:\\proj\\a.txt"),  # the long-path prefix on a lower-case drive
+    ],
+)
+def test_names_windows_opens_as_they_are_are_taken(raw: str, real: str) -> None:
+    rp = win(confine=True).resolve(raw)
+    assert rp.inside and str(rp.real) == real
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        ("C:/proj/.ssh./id_rsa", "C:/proj/.ssh/id_rsa"),  # forward slashes: every part is judged
+        ("\\\\srv\\share\\a\\.env. ", "//srv/share/a/.env"),  # a share's drive in the key's form
+        ("C:\\proj\\.\\x.txt:s", "C:/proj/./x.txt"),  # `.` and `..` are kept as they are
+        ("C:\\proj\\..\\x:a:b", "C:/proj/../x"),
+    ],
+)
+def test_the_secret_key_is_each_part_as_windows_opens_it(path: str, key: str) -> None:
+    assert WINDOWS.secret_key(path) == key
+
+
+def test_containment_takes_either_slash_on_windows_and_only_its_own_on_posix() -> None:
+    assert WINDOWS.within("C:/proj/a", "C:\\proj", fold_case=False)
+    assert WINDOWS.within("C:\\proj\\a", "C:/proj/", fold_case=False)
+    assert not WINDOWS.within("C:/proj-evil/a", "C:\\proj", fold_case=False)
+    assert not POSIX.within("/proj\\a", "/proj", fold_case=False)  # a backslash is a name's character
+    assert WINDOWS.unc_share("\\\\Srv\\Share\\a") == "\\\\srv\\share"
+    assert POSIX.unc_share("\\\\srv\\share\\a") is None and WINDOWS.unc_share("C:\\a") is None

@@ -148,7 +148,7 @@ def _part_refusal(part: str) -> str | None:
 def _as_win32_opens(part: str) -> str:
     if part in (".", ".."):
         return part
-    return part.split(":", 1)[0].rstrip(". ")
+    return part.partition(":")[0].rstrip(". ")
 
 
 POSIX = PathRules("posix")
