@@ -257,15 +257,92 @@ OPENINGS = {
 }
 
 
-@pytest.mark.parametrize("opening", OPENINGS)
+@pytest.mark.parametrize("opening", [*OPENINGS, "fastmcp-env"])
 def test_the_early_answers_are_the_real_server_answers_on_stdio(
     opening: str, ws: Path, tmp_path: Path
 ) -> None:
+    """Same replies with the early path on and off; "unusual" (an unknown client capability)
+    and "fastmcp-env" (a FASTMCP_ variable fastmcp would read) get no early answer at all."""
     (ws / "notes.txt").write_text("alpha\nbeta\n")
-    on = raw_session(ws, OPENINGS[opening], tmp_path / "on.log")
-    off = raw_session(ws, OPENINGS[opening], tmp_path / "off.log", FILEGATE_EARLY_ANSWERS="off")
+    env = {"FASTMCP_STRICT_INPUT_VALIDATION": "true"} if opening == "fastmcp-env" else {}
+    messages = OPENINGS.get(opening, OPENINGS["handshake"])
+    on = raw_session(ws, messages, tmp_path / "on.log", **env)
+    off = raw_session(ws, messages, tmp_path / "off.log", FILEGATE_EARLY_ANSWERS="off", **env)
     assert on == off
     assert "alpha" in json.dumps(on[3])
     expected = {"handshake": "initialize, tools/list", "stateless": "server/discover, tools/list"}
     assert early_log(tmp_path / "on.log") == expected.get(opening, "")
     assert early_log(tmp_path / "off.log") == ""
+
+
+# --- the hand-over, in-process on pipes ---------------------------------------------------------
+
+
+def lines_of(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def read_available(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return b""
+
+
+def test_the_hand_over_gives_the_real_server_every_line_it_did_not_answer() -> None:
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    session = early.EarlySession(ANSWERS, in_r, out_w).start()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "Glob"}}
+    tail = b'{"jsonrpc":"2.0","id":4,"meth'  # a line still being written
+    os.write(in_w, b"".join(json.dumps(m).encode() + b"\n" for m in [*INIT, call]) + tail)
+    replies: list[dict[str, Any]] = []
+    deadline = time.monotonic() + REPLY_TIMEOUT_S
+    while len(replies) < 2 and time.monotonic() < deadline:
+        select.select([out_r], [], [], 1.0)
+        replies += lines_of(read_available(out_r))
+    handover = session.hand_over()
+    for fd in (in_r, in_w, out_r, out_w):
+        os.close(fd)
+    assert replies == [
+        {"jsonrpc": "2.0", "id": 1, "result": ANSWERS["initialize"]["2025-11-25"]},
+        {"jsonrpc": "2.0", "id": 2, "result": ANSWERS["tools/list"]["2025-11-25"]},
+    ]
+    assert handover.answered == ["initialize", "tools/list"]
+    *complete, partial = handover.pending.split(b"\n")
+    replayed, initialized, left = (json.loads(line) for line in complete)
+    assert partial == tail
+    assert initialized == INIT[1] and left == call
+    assert replayed == {**INIT[0], "id": replayed["id"]}  # the initialize, under a private id
+    assert handover.held_back == {replayed["id"]: ANSWERS["initialize"]["2025-11-25"]}
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def write(self, text: str) -> None:
+        self.text += text
+
+    async def flush(self) -> None:
+        pass
+
+
+async def test_the_replayed_initialize_reply_is_held_back_and_checked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    result = ANSWERS["initialize"]["2025-11-25"]
+    private = "filegate-early-0123456789abcdef-0"
+    out = Collected()
+    writer = early.Handover(b"", ["initialize"], {private: result}).writer(out)
+    content = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": private}]}}
+    await writer.write(json.dumps(content) + "\n")  # a file that names the private id: passed on
+    await writer.write(json.dumps({"jsonrpc": "2.0", "id": private, "result": result}) + "\n")
+    await writer.write(json.dumps({"jsonrpc": "2.0", "id": 8, "result": {}}) + "\n")
+    assert lines_of(out.text.encode()) == [content, {"jsonrpc": "2.0", "id": 8, "result": {}}]
+    assert "was not fastmcp's" not in caplog.text
+
+    other = early.Handover(b"", ["initialize"], {private: result}).writer(out)
+    await other.write(json.dumps({"jsonrpc": "2.0", "id": private, "result": {"x": 1}}) + "\n")
+    assert "was not fastmcp's" in caplog.text
