@@ -39,6 +39,7 @@ def test_different_content_is_unequal_whatever_the_base() -> None:
     assert not sp.equals(b"one\nTWx\n") and not sp.equals(b"ONE\nTWO\n")
     assert Spliced(base, 4, 7, b"two").equals(base)  # the same bytes spliced in: equal
     assert sp == Spliced(b"one\nTWO\n", 0, 0, b"")
+    assert repr(sp) == "Spliced(8 bytes, [4:7] -> 3 bytes)"  # never the content
 
 
 def test_misuse_is_refused_not_answered_wrongly() -> None:

@@ -6,6 +6,7 @@ in-flight temps and the per-path lock."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import hashlib
@@ -148,6 +149,25 @@ def test_a_large_replaced_file_is_closed_after_the_call_and_never_leaked(
     assert _open_deleted("f.bin") == []
     assert f.read_bytes() == (b"O" * atomic._RELEASE_IN_BACKGROUND_BYTES if stale else b"new")
     nothing_left(ws)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd") or os.name != "posix", reason="reads /proc/self/fd")
+@pytest.mark.parametrize("why", ["not held", "shutting down"])
+def test_a_replaced_file_is_closed_in_the_call_where_it_cannot_be_held_or_handed_on(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    """Windows (an open file cannot be renamed over: it is closed before the rename), and an
+    interpreter shutting down (the releaser takes no more work: closed at once)."""
+    if why == "not held":
+        monkeypatch.setattr(atomic, "_HOLD_ACROSS_RENAME", False)
+    else:
+        stopped = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        stopped.shutdown()
+        monkeypatch.setattr(atomic, "_RELEASER", stopped)
+    f = ws / "f.bin"
+    f.write_bytes(b"o" * atomic._RELEASE_IN_BACKGROUND_BYTES)
+    assert replace_file(f, b"new", expect=snapshot(f), shown="f") == 3
+    assert _open_deleted("f.bin") == [] and f.read_bytes() == b"new"
 
 
 def test_a_symlink_at_the_target_and_a_socket_are_refused_with_their_sentences(
