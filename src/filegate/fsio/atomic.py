@@ -51,7 +51,7 @@ SETTLED_NS = 50_000_000
 # within the same second is invisible in the status, so it must be two seconds old.
 SETTLED_COARSE_NS = 2_000_000_000
 # POSIX ctime is the last status change, which every write moves and no call can set back; on
-# Windows st_ctime is the creation time, so there the content is always hashed.
+# Windows st_ctime is the creation time, so there the content is always compared.
 _CTIME_IS_CHANGE_TIME = os.name == "posix"
 
 

@@ -7,7 +7,7 @@ write, or a refusal); :func:`run_write` does the rest, in this order:
   question is needed (auto, approved for the session, a client that cannot be asked), decide
   and write under the same lock. Otherwise the lock is given back *before* the question (no
   call ever waits on a question another call asked), and taken again for the write, whose
-  stale check (size, mtime, hash) refuses a file that changed while the user looked.
+  stale check (size, mtime, content) refuses a file that changed while the user looked.
 - a sensitive file (SPEC §2.6): nothing about its content is said before the user approved a
   write to it. So it is asked about first, with the change as the model asked for it and no
   diff; only then loaded and transformed, and a transformation that fails says only that it
@@ -210,7 +210,7 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
 async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
     rp = job.rp
     async with PATH_LOCKS.hold(rp.real):
-        # Loading, transforming, diffing and hashing a big file take a while: off the loop.
+        # Loading, transforming and diffing a big file take a while: off the loop.
         prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env), abandon_on_cancel=True)
         if isinstance(prepared, Outcome):
             return prepared
