@@ -366,6 +366,17 @@ def test_wc_counts_like_python(
     assert pending._proc is None
 
 
+def test_a_complete_count_is_known_at_once_until_the_file_changes(tmp_path: Path, fds: list[int]) -> None:
+    p = write(tmp_path, b"x\n" * (2 << 20), "counted.txt")  # 4 MiB: more than one chunk
+    assert lines.line_count(open_source(p, fds)) == LineCount(2 << 20, True)
+    # No time left at all: only the remembered count of this very file can answer.
+    assert lines.line_count(open_source(p, fds), budget_s=0) == LineCount(2 << 20, True)
+    with p.open("ab") as f:
+        f.write(b"one more\n")
+    again = lines.line_count(open_source(p, fds), budget_s=0)
+    assert not again.complete and again.total < 2 << 20  # counted afresh, out of time at once
+
+
 def test_the_wc_run_is_the_systems_not_one_put_earlier_on_path(
     tmp_path: Path, fds: list[int], with_wc: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
