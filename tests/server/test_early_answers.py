@@ -311,11 +311,16 @@ def test_the_hand_over_gives_the_real_server_every_line_it_did_not_answer() -> N
     ]
     assert handover.answered == ["initialize", "tools/list"]
     *complete, partial = handover.pending.split(b"\n")
-    replayed, initialized, left = (json.loads(line) for line in complete)
+    initialize, initialized, tools_list, left = (json.loads(line) for line in complete)
     assert partial == tail
     assert initialized == INIT[1] and left == call
-    assert replayed == {**INIT[0], "id": replayed["id"]}  # the initialize, under a private id
-    assert handover.held_back == {replayed["id"]: ANSWERS["initialize"]["2025-11-25"]}
+    # the requests answered early, replayed under private ids
+    assert initialize == {**INIT[0], "id": initialize["id"]}
+    assert tools_list == {**INIT[2], "id": tools_list["id"]}
+    assert handover.held_back == {
+        initialize["id"]: early.HeldBack("initialize", "handshake", ANSWERS["initialize"]["2025-11-25"]),
+        tools_list["id"]: early.HeldBack("tools/list", "handshake", ANSWERS["tools/list"]["2025-11-25"]),
+    }
 
 
 class Collected:
@@ -329,20 +334,38 @@ class Collected:
         pass
 
 
-async def test_the_replayed_initialize_reply_is_held_back_and_checked(
-    caplog: pytest.LogCaptureFixture,
+async def test_the_replies_to_replayed_requests_are_held_back_and_checked(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     result = ANSWERS["initialize"]["2025-11-25"]
     private = "filegate-early-0123456789abcdef-0"
     out = Collected()
-    writer = early.Handover(b"", ["initialize"], {private: result}).writer(out)
+    held = {private: early.HeldBack("initialize", "handshake", result)}
+    writer = early.Handover(b"", ["initialize"], held, tmp_path / "marker").writer(out)
     content = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": private}]}}
     await writer.write(json.dumps(content) + "\n")  # a file that names the private id: passed on
     await writer.write(json.dumps({"jsonrpc": "2.0", "id": private, "result": result}) + "\n")
     await writer.write(json.dumps({"jsonrpc": "2.0", "id": 8, "result": {}}) + "\n")
     assert lines_of(out.text.encode()) == [content, {"jsonrpc": "2.0", "id": 8, "result": {}}]
     assert "was not fastmcp's" not in caplog.text
+    assert not (tmp_path / "marker").exists()
 
-    other = early.Handover(b"", ["initialize"], {private: result}).writer(out)
-    await other.write(json.dumps({"jsonrpc": "2.0", "id": private, "result": {"x": 1}}) + "\n")
-    assert "was not fastmcp's" in caplog.text
+
+async def test_an_early_tools_list_that_differed_is_corrected_and_not_given_again(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should early_answers.json be out of date (a test keeps it not), the client lists again."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    settings = Settings(workdir=tmp_path)
+    loaded = early.load_answers(settings)
+    assert loaded is not None
+    answers, marker = loaded
+    private = "filegate-early-0123456789abcdef-1"
+    held = {private: early.HeldBack("tools/list", "handshake", answers["tools/list"]["2025-11-25"])}
+    out = Collected()
+    writer = early.Handover(b"", ["tools/list"], held, marker).writer(out)
+    real = {"jsonrpc": "2.0", "id": private, "result": {"tools": []}}
+    await writer.write(json.dumps(real) + "\n")
+    assert lines_of(out.text.encode()) == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+    assert "the early answer to tools/list was not fastmcp's" in caplog.text
+    assert early.load_answers(settings) is None  # later starts wait for the real server

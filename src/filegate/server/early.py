@@ -11,15 +11,16 @@ fastmcp for every profile and every client opening accepted here).
 imports and builds the real server; it stops at the first message it cannot answer exactly
 (any other method, params or client capabilities it does not know, a batch, bad JSON) and
 leaves that one and everything after it to the real server. :meth:`EarlySession.hand_over`
-then gives server/stdio.py what was read and not answered, plus the handshake-era
-``initialize``, replayed under a private id so the real server holds the session's state,
-its reply held back (and compared with the early one).
+then gives server/stdio.py what was read and not answered, plus each request answered early,
+replayed under a private id: so the real server holds the handshake-era session, and each of
+its replies, held back from the client, is compared with the early one.
 
 stdlib only: this module is imported before fastmcp, and must stay cheap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -207,24 +208,47 @@ class _Writer(Protocol):
     async def flush(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class HeldBack:
+    """A request answered early and replayed to the real server: its reply is checked."""
+
+    method: str
+    era: str
+    result: Any
+
+
 @dataclass
 class Handover:
     """What the real server takes over: bytes read and not answered, replies to hold back."""
 
     pending: bytes
     answered: list[str]
-    # private id of a replayed request → the early result it must equal
-    held_back: dict[str, Any] = field(default_factory=dict)
+    # private id of a replayed request → what the early answer was
+    held_back: dict[str, HeldBack] = field(default_factory=dict)
+    # where a mismatch is recorded, so later starts with the same data do not answer early
+    mismatch_marker: Path | None = None
 
     def writer(self, writer: _Writer) -> _Writer:
-        return _HoldingBack(writer, self.held_back) if self.held_back else writer
+        return _HoldingBack(writer, self) if self.held_back else writer
+
+
+# Sent when an early tools/list turns out not to be the real one: the handshake era's
+# capabilities say tools.listChanged, so the client lists the tools again.
+_TOOLS_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'
 
 
 class _HoldingBack:
-    """The SDK's stdout, less the replies to requests replayed for their state."""
+    """The SDK's stdout, less the replies to requests replayed to the real server.
 
-    def __init__(self, writer: _Writer, held_back: dict[str, Any]) -> None:
-        self._writer, self._held_back = writer, held_back
+    Each such reply is compared with the early answer. They are made equal by a test
+    (tests/server/test_early_answers.py); should they differ all the same (a source changed
+    and early_answers.json was not made again), it is said on stderr, a handshake-era client
+    is told to list the tools again, and later starts with this data do not answer early.
+    """
+
+    def __init__(self, writer: _Writer, handover: Handover) -> None:
+        self._writer, self._handover = writer, handover
+        self._held_back = handover.held_back
 
     async def write(self, text: str) -> None:
         if self._held_back and any(rid in text for rid in self._held_back):
@@ -232,15 +256,30 @@ class _HoldingBack:
             rid = message.get("id") if isinstance(message, dict) else None
             if isinstance(rid, str) and rid in self._held_back:
                 early = self._held_back.pop(rid)
-                if message.get("result") != early:
-                    log.error(
-                        "the early answer to initialize was not fastmcp's (%s); restart the "
-                        "client, and run filegate with %s=off",
-                        json.dumps(message.get("result", message.get("error")))[:200],
-                        SWITCH,
-                    )
+                if message.get("result") != early.result:
+                    await self._differed(early, message)
                 return
         await self._writer.write(text)
+
+    async def _differed(self, early: HeldBack, message: dict[str, Any]) -> None:
+        log.error(
+            "the early answer to %s was not fastmcp's (%s): early_answers.json is out of date "
+            "(python -m filegate.server.early_data makes it); %s",
+            early.method,
+            json.dumps(message.get("result", message.get("error")))[:200],
+            "the client is told to list the tools again"
+            if early.method == "tools/list" and early.era == "handshake"
+            else "restart the client",
+        )
+        if early.method == "tools/list" and early.era == "handshake":
+            await self._writer.write(_TOOLS_CHANGED)
+        marker = self._handover.mismatch_marker
+        if marker is not None:
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError as exc:
+                log.debug("could not record the mismatch at %s: %s", marker, exc)
 
     async def flush(self) -> None:
         await self._writer.flush()
@@ -255,7 +294,8 @@ class EarlySession:
         self._wake_r, self._wake_w = os.pipe()
         self._buf = bytearray()
         self._replay: list[bytes] = []
-        self._held_back: dict[str, Any] = {}
+        self._held_back: dict[str, HeldBack] = {}
+        self.mismatch_marker: Path | None = None
         self._answered: list[str] = []
         self._answering = True
         self._tag = f"filegate-early-{secrets.token_hex(8)}-"
@@ -278,7 +318,7 @@ class EarlySession:
                 ", ".join(self._answered),
                 pending.count(b"\n"),
             )
-        return Handover(pending, self._answered, self._held_back)
+        return Handover(pending, self._answered, self._held_back, self.mismatch_marker)
 
     def _serve(self) -> None:
         try:
@@ -327,10 +367,11 @@ class EarlySession:
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         self._send(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._answered.append(message["method"])
-        if message["method"] == "initialize":  # the real server must hold this session
-            private = f"{self._tag}{len(self._held_back)}"
-            self._held_back[private] = result
-            self._replay.append(json.dumps({**message, "id": private}).encode("utf-8"))
+        # Replayed: an initialize so that the real server holds the session, and every
+        # answer so that the real server's own is compared with it.
+        private = f"{self._tag}{len(self._held_back)}"
+        self._held_back[private] = HeldBack(message["method"], self._opening.era or "", result)
+        self._replay.append(json.dumps({**message, "id": private}).encode("utf-8"))
         return True
 
     def _send(self, text: str) -> None:
@@ -375,13 +416,24 @@ def _installed(name: str, version: str) -> bool:
     return any(os.path.isdir(os.path.join(p or ".", dist)) for p in sys.path)
 
 
-def load_answers(settings: _Settings) -> dict[str, Any] | None:
-    """The answers for these settings, if made for the installed versions."""
+def mismatch_marker(data: bytes) -> Path:
+    """Where a mismatch with this very data file is recorded (beside filegate's write records)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base, "filegate", f"early-answers-differed-{hashlib.sha256(data).hexdigest()[:16]}")
+
+
+def load_answers(settings: _Settings) -> tuple[dict[str, Any], Path] | None:
+    """The answers for these settings, if made for the installed versions and never found
+    to differ from the real server's; with where to record that they did."""
     from filegate import __version__
 
     try:
-        data = json.loads(DATA.read_text(encoding="utf-8"))
+        raw = DATA.read_bytes()
+        data = json.loads(raw)
     except (OSError, ValueError):
+        return None
+    marker = mismatch_marker(raw)
+    if marker.exists():
         return None
     versions = data.get("versions", {})
     if versions.get("filegate") != __version__ or not all(
@@ -389,14 +441,17 @@ def load_answers(settings: _Settings) -> dict[str, Any] | None:
     ):
         return None
     answers: dict[str, Any] | None = data.get("profiles", {}).get(profile(settings))
-    return answers
+    return (answers, marker) if answers is not None else None
 
 
 def start(settings: _Settings) -> EarlySession | None:
     """Start answering the opening on stdio, when the settings and the environment allow."""
     if settings.transport != "stdio" or not _fds_suit() or not _environment_suits():
         return None
-    answers = load_answers(settings)
-    if answers is None:
+    loaded = load_answers(settings)
+    if loaded is None:
         return None
-    return EarlySession(answers).start()
+    answers, marker = loaded
+    session = EarlySession(answers)
+    session.mismatch_marker = marker
+    return session.start()
