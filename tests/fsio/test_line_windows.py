@@ -377,6 +377,19 @@ def test_a_complete_count_is_known_at_once_until_the_file_changes(tmp_path: Path
     assert not again.complete and again.total < 2 << 20  # counted afresh, out of time at once
 
 
+def test_without_proc_a_deleted_file_is_counted_in_python_not_by_wc(
+    tmp_path: Path, fds: list[int], with_wc: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wc needs a descriptor of its own; by path, a deleted file has none to give it.
+    monkeypatch.setenv(platform.SIMULATE_ENV, "no-proc")
+    p = write(tmp_path, b"a\nb\nc", "gone.txt")
+    src = open_source(p, fds)
+    p.unlink()
+    pending = lines.PendingCount(src)
+    assert pending._proc is None
+    assert pending.result() == LineCount(3, True)
+
+
 def test_the_wc_run_is_the_systems_not_one_put_earlier_on_path(
     tmp_path: Path, fds: list[int], with_wc: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

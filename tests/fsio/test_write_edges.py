@@ -222,7 +222,11 @@ def test_a_missing_parent_is_named_and_created_on_request(ws: Path, temps: str) 
     nothing_left(ws / "a" / "b")
 
 
-def test_a_file_on_the_way_is_a_failure_not_a_crash(ws: Path) -> None:
+@pytest.mark.parametrize("taken_away", ["", "no-dirfd,no-proc,no-tmpfile,no-wc"])
+def test_a_file_on_the_way_is_a_failure_not_a_crash(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, taken_away: str
+) -> None:
+    monkeypatch.setenv("FILEGATE_SIMULATE", taken_away)  # with dir_fd, and without (os.makedirs)
     (ws / "file").write_text("x")
     for create in (False, True):
         err = write_error(
