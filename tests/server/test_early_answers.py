@@ -351,6 +351,21 @@ async def test_the_replies_to_replayed_requests_are_held_back_and_checked(
     assert not (tmp_path / "marker").exists()
 
 
+async def test_a_replayed_request_cancelled_at_end_of_input_is_no_mismatch(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A client that closes stdin right after the early tools/list: the SDK cancels the replay."""
+    private = "filegate-early-0123456789abcdef-1"
+    held = {private: early.HeldBack("tools/list", "handshake", ANSWERS["tools/list"]["2025-11-25"])}
+    out = Collected()
+    writer = early.Handover(b"", ["tools/list"], held, tmp_path / "marker").writer(out)
+    cancelled = {"jsonrpc": "2.0", "id": private, "error": {"code": -32000, "message": "Connection closed"}}
+    await writer.write(json.dumps(cancelled) + "\n")
+    assert out.text == ""
+    assert "was not fastmcp's" not in caplog.text
+    assert not (tmp_path / "marker").exists()
+
+
 async def test_an_early_tools_list_that_differed_is_corrected_and_not_given_again(
     caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -256,7 +256,11 @@ class _HoldingBack:
             rid = message.get("id") if isinstance(message, dict) else None
             if isinstance(rid, str) and rid in self._held_back:
                 early = self._held_back.pop(rid)
-                if message.get("result") != early.result:
+                if "result" not in message:
+                    # Cancelled as stdin closed (the SDK's "Connection closed"), or the like:
+                    # nothing to compare with.
+                    log.debug("no result to compare with the early %s: %s", early.method, text[:200])
+                elif message["result"] != early.result:
                     await self._differed(early, message)
                 return
         await self._writer.write(text)
@@ -266,7 +270,7 @@ class _HoldingBack:
             "the early answer to %s was not fastmcp's (%s): early_answers.json is out of date "
             "(python -m filegate.server.early_data makes it); %s",
             early.method,
-            json.dumps(message.get("result", message.get("error")))[:200],
+            json.dumps(message["result"])[:200],
             "the client is told to list the tools again"
             if early.method == "tools/list" and early.era == "handshake"
             else "restart the client",
