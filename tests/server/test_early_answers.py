@@ -30,6 +30,7 @@ from filegate.settings import Settings
 from tests.conftest import FILEGATE, stdio_transport, text
 
 DATA = json.loads(early.DATA.read_text(encoding="utf-8"))
+STALE = "src/filegate/server/early_answers.json is out of date: run .venv/bin/python -m filegate.server.early_data"
 REPLY_TIMEOUT_S = 60.0
 
 # Every setting that might plausibly reach a description or the tool set, alone and mixed.
@@ -48,7 +49,7 @@ SETTINGS_VARIANTS: list[dict[str, Any]] = [
 
 
 def test_early_answers_were_made_with_the_installed_versions() -> None:
-    assert DATA["versions"] == installed_versions()
+    assert DATA["versions"] == installed_versions(), STALE
 
 
 @pytest.mark.parametrize("variant", SETTINGS_VARIANTS, ids=lambda v: ",".join(v) or "defaults")
@@ -56,7 +57,7 @@ async def test_early_answers_are_what_fastmcp_answers_for_these_settings(
     variant: dict[str, Any], ws: Path, outside: Path
 ) -> None:
     settings = Settings(workdir=ws, add_dirs=[outside], **variant)
-    assert await profile_answers(settings) == DATA["profiles"][early.profile(settings)]
+    assert await profile_answers(settings) == DATA["profiles"][early.profile(settings)], STALE
 
 
 def _accepted_capabilities() -> list[dict[str, Any]]:
