@@ -130,6 +130,8 @@ class Conversation:
         )
         self.answers: dict[Any, Any] = {}
         self.notifications: list[Any] = []
+        self.roots: list[Path] = [ws]  # answered to each roots/list the server asks
+        self.roots_asked = 0
         self._buf = b""
 
     def send(self, *messages: dict[str, Any]) -> None:
@@ -152,6 +154,10 @@ class Conversation:
                 if "id" in message and "method" not in message:
                     assert message["id"] not in self.answers, message
                     self.answers[message["id"]] = message
+                elif message.get("method") == "roots/list" and "id" in message:
+                    self.roots_asked += 1
+                    roots = [{"uri": root.as_uri()} for root in self.roots]
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"roots": roots}})
                 else:
                     self.notifications.append(message)
 
@@ -234,24 +240,59 @@ def test_the_fast_lane_answers_as_the_ordinary_path_does(ws: Path, outside: Path
     )
 
 
-def test_a_handshake_client_with_roots_stays_on_the_ordinary_path(ws: Path, outside: Path) -> None:
-    """Roots are asked for and remembered per session by fastmcp's path: the lane keeps off."""
-    workspace(ws)
-    talk = Conversation(ws, "on", outside / "stderr.log")
+def again_id(request_id: Any) -> Any:
+    return request_id + 100 if isinstance(request_id, int) else f"{request_id}-again"
+
+
+def play_with_roots(ws: Path, lane: str, log: Path) -> tuple[dict[Any, Any], list[Any], str, int]:
+    """A handshake client with roots: the first call asks for them; the recorded calls; then the
+    roots change to ``sub/`` and the same calls again, twice (a file outside them is refused)."""
+    talk = Conversation(ws, lane, log)
+    timer = threading.Timer(120, talk.proc.kill)
+    timer.start()
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+        init = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": True}},
                 "clientInfo": {"name": "recorder", "version": "1"}}  # fmt: skip
         talk.send(request(1, "initialize", init))
         talk.until({1})
         talk.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         talk.send(request(2, "tools/call", {"name": "ReadFile", "arguments": {"path": "small.txt"}}))
-        talk.wait_for(lambda: bool(talk.notifications), "no roots/list")
-        asked = talk.notifications[0]
-        assert asked["method"] == "roots/list"  # the ordinary path asks; the lane never would
-        talk.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": ws.as_uri()}]}})
         talk.until({2})
-        assert talk.answers[2]["result"]["isError"] is False
+        recorded = calls("2025-11-25")
+        talk.send(*recorded)
+        talk.until({m["id"] for m in recorded})
+        talk.roots = [ws / "sub"]
+        again = [{**m, "id": again_id(m["id"])} for m in recorded]
+        talk.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, *again)
+        talk.until({m["id"] for m in again})
+        third = [{**m, "id": again_id(again_id(m["id"]))} for m in recorded]
+        talk.send(*third)  # the new roots are known by now: back on the lane
+        talk.until({m["id"] for m in third})
         err = talk.close()
     finally:
+        timer.cancel()
         talk.end()
-    assert "fast lane answered 0 call(s), handed 0" in err
+    return talk.answers, talk.notifications, err, talk.roots_asked
+
+
+def test_a_handshake_client_with_roots_gets_the_same_answers_before_and_after_a_change(
+    ws: Path, outside: Path
+) -> None:
+    workspace(ws)
+    fast_answers, fast_notes, fast_err, fast_asked = play_with_roots(ws, "on", outside / "fast.log")
+    plain_answers, plain_notes, plain_err, plain_asked = play_with_roots(ws, "off", outside / "plain.log")
+
+    assert set(fast_answers) == set(plain_answers)
+    for key in plain_answers:
+        assert fast_answers[key] == plain_answers[key], key
+    assert canonical(fast_notes) == canonical(plain_notes)
+    # The roots were asked for, and the change took effect: small.txt is outside sub/ then.
+    assert fast_asked >= 2 and plain_asked >= 2
+    assert plain_answers[10]["result"]["isError"] is False
+    assert plain_answers[110]["result"]["isError"] is True
+    assert "small.txt" in json.dumps(plain_answers[110])
+    assert plain_answers[210] == {**plain_answers[110], "id": 210}
+    # The lane answered once the roots were known, before the change and after it (the calls
+    # sent with the change went to fastmcp's path, which asked again).
+    answered = int(fast_err.split("stdio: fast lane answered ")[1].split(" ")[0])
+    assert answered >= 24, fast_err

@@ -15,8 +15,9 @@ handing everything else to the ordinary path, unchanged and in order:
 - A request whose shape is the one recorded from fastmcp's own answers: ``name``,
   ``arguments`` and ``_meta`` (``progressToken``, and on 2026-07-28 the request envelope).
   Handshake era: only after ``initialize`` (a version the lane knows) and
-  ``notifications/initialized``, and only for a client without the roots capability
-  (roots are asked for and remembered per session on the ordinary path).
+  ``notifications/initialized``. A client with the roots capability: only once the ordinary
+  path has asked for its roots (SessionRuntime remembers them for the one stdio session), and
+  not while a ``notifications/roots/list_changed`` seen going by has yet to reach RootsChanged.
 - Arguments its params model accepts: invalid arguments go the ordinary way, which
   produces the validation message.
 - After the call: an error result is logged as the ordinary path logs it; a result with
@@ -46,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from filegate.policy.budget import result_budget_for
+from filegate.policy.workspace import Workspace
 from filegate.server.notify import events, log_failure
 from filegate.server.render import render
 from filegate.server.session import SessionRuntime
@@ -120,7 +122,9 @@ class _Session:
     def __init__(self) -> None:
         self.initialize: dict[str, Any] | None = None
         self.initialized = False
-        self.usable = False  # a known version, and no roots capability
+        self.usable = False  # a known version
+        self.has_roots = False
+        self.roots_changes = 0  # notifications/roots/list_changed seen go by
         self.client_name = ""
 
 
@@ -169,7 +173,7 @@ class FastLane:
     def take(self, line: str) -> bool:
         """Whether the lane answers this line (else it goes to the SDK as it is)."""
         if '"tools/call"' not in line:
-            if "initialize" in line or '"notifications/cancelled"' in line:
+            if "initialize" in line or "notifications/cancelled" in line or "roots/list_changed" in line:
                 self._observe(line)
             return False
         if '"ReadFile"' not in line and '"ReadMediaFile"' not in line and '"Glob"' not in line:
@@ -185,9 +189,9 @@ class FastLane:
         call = self._admit(message)
         if call is None:
             return False
-        request_id, tool, params, modern, client_name = call
+        request_id, tool, params, modern, client_name, workspace = call
         task = asyncio.get_running_loop().create_task(
-            self._serve(line, request_id, tool, params, modern, client_name)
+            self._serve(line, request_id, tool, params, modern, client_name, workspace)
         )
         self._calls[request_id] = task
         task.add_done_callback(lambda _t: self._calls.pop(request_id, None))
@@ -209,10 +213,14 @@ class FastLane:
                 return
             session.initialize = params if isinstance(params, dict) else {}
             session.usable = self._handshake_usable(session.initialize)
+            caps = session.initialize.get("capabilities")
+            session.has_roots = isinstance(caps, dict) and "roots" in caps
             info = session.initialize.get("clientInfo")
             session.client_name = str(info.get("name") or "") if isinstance(info, dict) else ""
         elif method == "notifications/initialized":
             session.initialized = session.initialize is not None
+        elif method == "notifications/roots/list_changed":
+            session.roots_changes += 1
         elif method == "notifications/cancelled" and isinstance(params, dict):
             task = self._calls.get(params.get("requestId"))
             if task is not None:
@@ -223,7 +231,7 @@ class FastLane:
         if params.get("protocolVersion") not in HANDSHAKE_VERSIONS:
             return False
         caps, info = params.get("capabilities"), params.get("clientInfo")
-        if not isinstance(caps, dict) or "roots" in caps or not isinstance(info, dict):
+        if not isinstance(caps, dict) or not isinstance(info, dict):
             return False
         try:
             ClientCapabilities.model_validate(caps)
@@ -232,8 +240,9 @@ class FastLane:
             return False
         return True
 
-    def _admit(self, message: Any) -> tuple[Any, LaneTool, Any, bool, str] | None:
-        """The call's (id, tool, validated params, modern, client name), or None: not the lane's."""
+    def _admit(self, message: Any) -> tuple[Any, LaneTool, Any, bool, str, Workspace] | None:
+        """The call's (id, tool, validated params, modern, client name, workspace), or None:
+        not the lane's."""
         if not isinstance(message, dict) or message.keys() != {"jsonrpc", "id", "method", "params"}:
             return None
         request_id = message["id"]
@@ -257,13 +266,25 @@ class FastLane:
         else:
             client_name = self._handshake_client(meta)
             modern = False
-        if client_name is None:
+        workspace = self._workspace(tool.runtime, modern)
+        if client_name is None or workspace is None:
             return None
         try:
             validated = tool.params.model_validate(arguments)
         except ValidationError:
             return None  # the ordinary path words the validation error
-        return request_id, tool, validated, modern, client_name
+        return request_id, tool, validated, modern, client_name, workspace
+
+    def _workspace(self, runtime: SessionRuntime, modern: bool) -> Workspace | None:
+        """The workspace SessionRuntime.workspace_for would give this call, when it is known
+        without asking the client: a handshake client with roots uses the roots fastmcp's
+        path asked for, once every roots change seen on the way in has been applied there."""
+        if modern or not self._session.has_roots:
+            return runtime.workspace
+        narrowed, applied = runtime.sole_session_roots()
+        if applied < self._session.roots_changes:
+            return None  # a change on its way to RootsChanged: what is cached may be stale
+        return narrowed
 
     def _modern_client(self, meta: dict[str, Any]) -> str | None:
         if self._session.initialize is not None or not meta.keys() <= _MODERN_META_KEYS:
@@ -297,10 +318,17 @@ class FastLane:
     # --- one call ------------------------------------------------------------------------
 
     async def _serve(
-        self, line: str, request_id: Any, tool: LaneTool, params: Any, modern: bool, client: str
+        self,
+        line: str,
+        request_id: Any,
+        tool: LaneTool,
+        params: Any,
+        modern: bool,
+        client: str,
+        workspace: Workspace,
     ) -> None:
         try:
-            result = await self._guarded(tool, params, client)
+            result = await self._guarded(tool, params, client, workspace)
         except HandOver:
             self._hand_over_line(line)
             return
@@ -324,11 +352,11 @@ class FastLane:
         self.handed_over += 1
         self._hand_over(line)
 
-    async def _guarded(self, tool: LaneTool, params: Any, client: str) -> ToolResult:
+    async def _guarded(self, tool: LaneTool, params: Any, client: str, workspace: Workspace) -> ToolResult:
         async def run() -> ToolResult:
             runtime = tool.runtime
             env = ToolEnv(
-                workspace=runtime.workspace,
+                workspace=workspace,
                 approver=_NoApprover(),
                 reporter=_HandOverReporter(),
                 result_budget=result_budget_for(runtime.settings, client),
