@@ -176,6 +176,24 @@ def test_tail_starts_of_a_bom_file(tmp_path: Path, fds: list[int]) -> None:
     assert lines.tail_starts(src16, 9) == [2, 6]
 
 
+@pytest.mark.parametrize(
+    ("bom", "encoding", "straddling"),
+    [
+        (codecs.BOM_UTF16_LE, "utf-16-le", "\u0a41\u4100"),  # bytes 41 0A 00 41: "0A 00" at an odd offset
+        (codecs.BOM_UTF16_BE, "utf-16-be", "\u4100\u0a41"),  # bytes 41 00 0A 41: "00 0A" at an odd offset
+    ],
+)
+def test_a_break_that_straddles_two_code_units_is_no_line_start_backwards(
+    tmp_path: Path, fds: list[int], bom: bytes, encoding: str, straddling: str
+) -> None:
+    data = bom + f"a\n{straddling}{straddling}\nb".encode(encoding)
+    src = open_source(write(tmp_path, data, encoding), fds)
+    assert lines.tail_starts(src, 9) == [2, 6, 16]
+    assert lines.tail_starts(src, 2) == [6, 16]
+    got = [(r.head.decode(encoding), r.newline) for r in lines.tail_lines(src, [2, 6, 16], 1, 3)]
+    assert got == [("a", True), (straddling * 2, True), ("b", False)]
+
+
 def test_tail_starts_over_blocks_that_grow(
     tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
