@@ -10,6 +10,7 @@ counted and printed, so the figure never hides them.
     .venv/bin/python scripts/mutation_score.py            # fresh run (removes mutants/)
     .venv/bin/python scripts/mutation_score.py --keep     # reuse mutants/ (mutmut's cache)
     .venv/bin/python scripts/mutation_score.py --rerun-survivors   # after adding tests
+    .venv/bin/python scripts/mutation_score.py --rerun-timeouts    # timeouts again, on a quieter machine
 
 mutmut keeps a mutant's verdict until its function changes, so a test added after a run kills
 nothing until the survivors are run again: ``--rerun-survivors`` runs just those (with the
@@ -41,11 +42,12 @@ def exclusions() -> int:
     )
 
 
-def survivors(mutmut: list[str]) -> list[str]:
-    """The mutants of the previous run that no test killed (``mutmut results``)."""
-    listed = subprocess.run([*mutmut, "results"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    found = re.findall(r"^\s*(\S+): (?:survived|no tests|suspicious)$", listed, re.MULTILINE)
-    return found
+def previous(mutmut: list[str], verdicts: str) -> list[str]:
+    """The mutants of the previous run with one of ``verdicts`` (``mutmut results --all``)."""
+    listed = subprocess.run(
+        [*mutmut, "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    return re.findall(rf"^\s*(\S+): (?:{verdicts})$", listed, re.MULTILINE)
 
 
 def main() -> int:
@@ -54,14 +56,21 @@ def main() -> int:
     parser.add_argument(
         "--rerun-survivors", action="store_true", help="run the previous run's survivors again"
     )
+    parser.add_argument(
+        "--rerun-timeouts",
+        action="store_true",
+        help="run the previous run's timeouts again too (a loaded machine can time a mutant out)",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help="lowest kill rate, percent")
     args = parser.parse_args()
 
     mutmut = [sys.executable, "-m", "mutmut"]
     names: list[str] = []
-    if args.rerun_survivors:
-        names = survivors(mutmut)
+    verdicts = [v for v, on in (("survived|no tests|suspicious", args.rerun_survivors),
+                                 ("timeout", args.rerun_timeouts)) if on]  # fmt: skip
+    if verdicts:
+        names = previous(mutmut, "|".join(verdicts))
     elif not args.keep:
         shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     env = dict(os.environ)
