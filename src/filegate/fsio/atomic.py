@@ -180,11 +180,45 @@ def _check_parent_by_path(parent: Path, create: bool) -> None:
     """The parent directory exists (made if ``create``) and its path has no symlink swapped in
     since it was resolved (no dir_fd to pin it: the rename's race window, see the README)."""
     if create:
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except FileExistsError:  # a file where a directory is to be: as ENOTDIR with dir_fd
-            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        _make_dirs_by_path(parent)
     os.close(open_then_verify(parent, os.O_RDONLY | _DIRECTORY))
+
+
+def _make_dirs_by_path(parent: Path) -> None:
+    """Make the missing directories of ``parent`` one at a time by path (no dir_fd), each
+    checked to be where its path says once made: one made through a symlink swapped into the
+    chain since the path was resolved (``os.makedirs`` would follow it and leave directories
+    outside the workspace) is removed where it really is, and the write fails with ELOOP."""
+    missing: list[Path] = []
+    here = parent
+    while not os.path.lexists(here) and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for directory in reversed(missing):
+        made = False
+        try:
+            os.mkdir(directory, 0o777)
+            made = True
+        except FileExistsError:
+            pass  # made meanwhile by someone else, or a file: the open below tells
+        fd = os.open(directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        try:
+            held = platform.fd_path(fd)
+            if held is None:
+                placed = os.path.normcase(os.path.realpath(directory)) == os.path.normcase(str(directory))
+            else:
+                placed = os.path.normcase(held) == os.path.normcase(str(directory))
+            if not placed:
+                if made and held is not None:
+                    with contextlib.suppress(OSError):
+                        if os.path.samestat(os.lstat(held), os.fstat(fd)):
+                            os.rmdir(held)
+                elif made:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(directory)  # by the same path that made it
+                raise OSError(errno.ELOOP, "a directory was made through a swapped-in symlink")
+        finally:
+            os.close(fd)
 
 
 def _open_parent(parent: Path, create: bool) -> int:
