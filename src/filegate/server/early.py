@@ -397,8 +397,10 @@ def _pipe_or_socket(fd: int) -> os.stat_result | None:
     return st if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
 
 
-def _fds_suit() -> bool:
-    """The conditions under which server/stdio.py serves fds 0 and 1 itself (its ``usable``)."""
+def fds_suit() -> bool:
+    """Whether fds 0 and 1 are pipes or sockets, and not one socket for both directions (which
+    two parties would read at once): the conditions under which server/stdio.py serves them
+    itself (its ``usable``, which uses this)."""
     if os.name != "posix":
         return False
     st_in, st_out = _pipe_or_socket(0), _pipe_or_socket(1)
@@ -450,7 +452,7 @@ def load_answers(settings: _Settings) -> tuple[dict[str, Any], Path] | None:
 
 def start(settings: _Settings) -> EarlySession | None:
     """Start answering the opening on stdio, when the settings and the environment allow."""
-    if settings.transport != "stdio" or not _fds_suit() or not _environment_suits():
+    if settings.transport != "stdio" or not fds_suit() or not _environment_suits():
         return None
     loaded = load_answers(settings)
     if loaded is None:

@@ -27,7 +27,6 @@ import logging
 import os
 import re
 import signal
-import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from filegate.server import upstream
+from filegate.server.early import fds_suit
 from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
 
 if TYPE_CHECKING:
@@ -252,14 +252,6 @@ class _AnsweringUnparseable:
             await self._writer.flush()
 
 
-def _pipe_or_socket(fd: int) -> os.stat_result | None:
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return st if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
-
-
 def usable() -> bool:
     """Whether stdin/stdout suit this transport (else the SDK's threaded one is used)."""
     if os.name != "posix":
@@ -268,11 +260,7 @@ def usable() -> bool:
         asyncio.get_running_loop()
     except RuntimeError:  # not on asyncio (trio)
         return False
-    st_in, st_out = _pipe_or_socket(0), _pipe_or_socket(1)
-    if st_in is None or st_out is None:
-        return False
-    # One socket for both directions would be read by two parties at once.
-    return (st_in.st_dev, st_in.st_ino) != (st_out.st_dev, st_out.st_ino)
+    return fds_suit()
 
 
 @contextlib.contextmanager
