@@ -163,3 +163,74 @@ async def test_calls_arriving_during_shutdown_are_refused_with_a_clear_error(ws:
         await gate.drain(grace=0)
         r = await call(c, "ReadFile", path="a.txt")
     assert r.is_error and text(r) == NOT_STARTED
+
+
+# --- the last answers, at the ASGI seam ----------------------------------------------------
+# A call cancelled at shutdown leaves the gate before its result has crossed fastmcp's session
+# and the SSE writer; ending its exchange at that moment lost the result ("SSE stream ended
+# without a response", seen once in CI on a loaded machine). Driven here through the real
+# TrackExchanges middleware with an ASGI app whose POST answers late.
+
+
+def _late_app(answer_after: float) -> Any:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if scope["method"] == "POST":  # answers its request, then ends by itself
+            await asyncio.sleep(answer_after)
+            await send({"type": "http.response.body", "body": b"answer", "more_body": False})
+        else:  # a session's own stream: open until ended
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+            await asyncio.Event().wait()
+
+    return app
+
+
+async def _exchange(app: Any, method: str, sent: list[dict[str, Any]]) -> None:
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app({"type": "http", "method": method, "path": "/mcp", "headers": []}, receive, send)
+
+
+async def test_shutdown_lets_a_late_answer_reach_its_caller_then_ends_the_open_streams() -> None:
+    from filegate.server.http import OpenExchanges, TrackExchanges
+
+    exchanges = OpenExchanges()
+    app = TrackExchanges(_late_app(answer_after=0.3), exchanges)
+    post: list[dict[str, Any]] = []
+    stream: list[dict[str, Any]] = []
+    tasks = [
+        asyncio.create_task(_exchange(app, "POST", post)),
+        asyncio.create_task(_exchange(app, "GET", stream)),
+    ]
+    while len(exchanges.scopes) < 2:
+        await asyncio.sleep(0.01)
+    await exchanges.settle(wait=10)  # what _Server.shutdown does after the drain
+    assert post[-1] == {"type": "http.response.body", "body": b"answer", "more_body": False}
+    assert stream[-1]["more_body"] is True  # the session's stream is left for end_all
+    exchanges.end_all()
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert stream[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert post.count(post[-1]) == 1 and not exchanges.scopes
+
+
+async def test_shutdown_waits_for_an_answer_only_so_long() -> None:
+    from filegate.server.http import OpenExchanges, TrackExchanges
+
+    exchanges = OpenExchanges()
+    app = TrackExchanges(_late_app(answer_after=3600), exchanges)
+    post: list[dict[str, Any]] = []
+    task = asyncio.create_task(_exchange(app, "POST", post))
+    while not exchanges.scopes:
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await exchanges.settle(wait=0.2)
+    assert 0.2 <= loop.time() - started < 30
+    exchanges.end_all()
+    await asyncio.wait_for(task, 5)
+    assert post[-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # ended properly

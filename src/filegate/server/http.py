@@ -59,6 +59,10 @@ CORS_EXPOSE = ["Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"]
 # After the calls are drained and open responses ended, how long uvicorn waits for the
 # connections to close before cancelling what is left.
 HTTP_GRACE_S = 2.0
+# After the drain, how long the answers of the calls it cancelled get to reach their callers
+# (milliseconds normally; more only on a loaded machine), and how often that is looked at.
+ANSWER_WAIT_S = 1.0
+SETTLE_POLL_S = 0.005
 # The listen queue, which is also how many connections asyncio accepts in one go before any of
 # them reaches the connection cap (server/connections.py): kept well under its descriptor
 # reserve, so a flood of connects waits in the kernel instead of taking the last descriptors.
@@ -145,10 +149,22 @@ async def _healthz(request: Request) -> Response:
 
 
 class OpenExchanges:
-    """The HTTP exchanges in progress (an SSE stream can stay open for hours)."""
+    """The HTTP exchanges in progress (an SSE stream can stay open for hours).
+
+    A POST exchange carries the answer to a request and ends by itself once that answer is
+    sent; a GET stream (a handshake-era session's own SSE stream) ends only when it is ended.
+    """
 
     def __init__(self) -> None:
-        self.scopes: set[anyio.CancelScope] = set()
+        self.scopes: dict[anyio.CancelScope, bool] = {}  # scope -> does it answer a request?
+
+    async def settle(self, wait: float = ANSWER_WAIT_S) -> None:
+        """Wait up to ``wait`` seconds for the exchanges that answer a request to end by
+        themselves: a call cancelled at shutdown has its result on the way (through fastmcp's
+        session and the SSE writer), and ending its exchange first loses it."""
+        with anyio.move_on_after(wait):
+            while any(self.scopes.values()):
+                await anyio.sleep(SETTLE_POLL_S)
 
     def end_all(self) -> None:
         for scope in list(self.scopes):
@@ -179,12 +195,12 @@ class TrackExchanges:
             await send(message)
 
         cancel = anyio.CancelScope()
-        self.exchanges.scopes.add(cancel)
+        self.exchanges.scopes[cancel] = scope["method"] == "POST"
         try:
             with cancel:
                 await self.app(scope, receive, tracked)
         finally:
-            self.exchanges.scopes.discard(cancel)
+            self.exchanges.scopes.pop(cancel, None)
         if not cancel.cancelled_caught or finished:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(1):
@@ -256,6 +272,7 @@ class _Server(uvicorn.Server):
         for listener in self.servers:
             listener.close()  # no new connections while the calls drain
         await self.gate.drain(CALL_GRACE_S, hurry=lambda: self.force_exit)
+        await self.exchanges.settle()  # the cancelled calls' results reach their callers
         self.exchanges.end_all()
         await anyio.sleep(0)  # let the ended exchanges send their last chunk
         upstream.release_sse_streams()
