@@ -40,7 +40,11 @@ class Answers:
         self.schemas.append(params.requested_schema)
         if self.action != "accept":
             return ElicitResult(action=self.action)  # type: ignore[arg-type]
-        content: dict[str, Any] = {"decision": self.decision}
+        decision = self.decision
+        offered = params.requested_schema["properties"]["decision"]["enum"]
+        if decision == "approve_for_session" and decision not in offered:
+            decision = "approve"  # a dialog shows only the buttons offered (fastmcp 4.2 checks)
+        content: dict[str, Any] = {"decision": decision}
         if self.feedback:
             content["feedback"] = self.feedback
         return ElicitResult(action="accept", content=content)
@@ -93,10 +97,50 @@ async def test_cancel_says_the_user_cancelled_and_writes_nothing(ws: Path, mode:
     assert (ws / "a.txt").read_text() == "keep\n"
 
 
-async def test_accept_without_a_decision_is_not_an_approval(ws: Path, mode: str) -> None:
-    async with connect(ws, mode, client_elicitation_handler=Answers(decision=None)) as c:
+async def _raw_answer(c: Client[Any], args: dict[str, Any], content: dict[str, Any]) -> Any:
+    """A 2026-07-28 write answered with ``content`` as sent by a client that does not check its
+    answer against the question's schema (fastmcp 4.2's own client refuses to send these)."""
+    asked = await c.session.call_tool(name="WriteFile", arguments=args, allow_input_required=True)
+    assert isinstance(asked, InputRequiredResult) and asked.request_state
+    return await c.session.call_tool(
+        name="WriteFile",
+        arguments=args,
+        input_responses={"approval": WireElicitResult(action="accept", content=content)},
+        request_state=asked.request_state,
+        allow_input_required=True,
+    )
+
+
+async def test_accept_without_a_decision_is_not_an_approval(ws: Path) -> None:
+    async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
+        for content in ({}, {"decision": None}, {"decision": "yes"}):
+            r = await _raw_answer(c, {"path": "new.txt", "content": "data"}, content)
+            assert not isinstance(r, InputRequiredResult) and r.is_error
+            assert r.content[0].text == REJECTED
+    assert not (ws / "new.txt").exists()
+
+
+async def test_a_session_approval_not_offered_approves_once_and_is_not_remembered(ws: Path) -> None:
+    async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
+        args = {"path": ".env", "content": "KEY=1\n"}  # a sensitive file: no session choice offered
+        r = await _raw_answer(c, args, {"decision": "approve_for_session"})
+        assert not isinstance(r, InputRequiredResult) and not r.is_error
+        again = await c.session.call_tool(
+            name="WriteFile", arguments={"path": ".env", "content": "KEY=2\n"}, allow_input_required=True
+        )
+        assert isinstance(again, InputRequiredResult)  # asked again
+    assert (ws / ".env").read_text() == "KEY=1\n"
+
+
+async def test_a_client_that_refuses_its_own_answer_writes_nothing_and_says_why_in_one_line(
+    ws: Path,
+) -> None:
+    """fastmcp 4.2's client checks the answer against the schema and, in a handshake session,
+    answers the server with that error (schema included): it is said in one line."""
+    async with connect(ws, "legacy", client_elicitation_handler=Answers(decision=None)) as c:
         r = await call(c, "WriteFile", path="new.txt", content="data")
-    assert r.is_error and text(r) == REJECTED
+    assert r.is_error and text(r).startswith("Could not ask the user to approve this write (")
+    assert "\\x0a" not in text(r) and len(text(r)) < 300
     assert not (ws / "new.txt").exists()
 
 

@@ -397,7 +397,7 @@ class ElicitingApprover:
             return Decision(
                 False,
                 "elicitation-failed",
-                f"Could not ask the user to approve this write ({escape(str(exc))}). Nothing was written.",
+                f"Could not ask the user to approve this write ({_first_line(exc)}). Nothing was written.",
             )
         if QUESTIONS.answered(path, nonce) != "newest":
             return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
@@ -486,3 +486,10 @@ class ElicitingApprover:
         if feedback:
             return Decision(False, route, REJECTED_WITH_FEEDBACK.format(feedback=feedback))
         return Decision(False, route, REJECTED)
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The client's reason, as one short escaped line: a client that checks its answer against
+    the question's schema (fastmcp 4.2) reports the whole schema in its error."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return escape(line if len(line) <= limit else line[: limit - 1] + "…")
