@@ -42,6 +42,9 @@ def test_the_switch_takes_each_facility_away(monkeypatch: pytest.MonkeyPatch) ->
     assert not platform.has_tmpfile() and platform.has_proc() == proc and platform.has_dir_fd()
     monkeypatch.setenv(platform.SIMULATE_ENV, "")
     assert platform.has_tmpfile() == tmpfile
+    assert platform.has_loop_signals() == (os.name == "posix")
+    monkeypatch.setenv(platform.SIMULATE_ENV, "no-signals")
+    assert not platform.has_loop_signals() and platform.has_dir_fd() and platform.has_wc()
 
 
 def test_an_unknown_facility_is_an_error_not_a_silent_no_op(monkeypatch: pytest.MonkeyPatch) -> None:

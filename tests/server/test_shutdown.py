@@ -150,6 +150,25 @@ async def test_idle_stdio_server_exits_on_sigint_without_waiting_for_stdin(ws: P
         assert not alive(pid)
 
 
+async def test_a_stdio_server_without_loop_signal_handlers_serves_and_ends_with_stdin(
+    ws: Path, mode: str
+) -> None:
+    """Windows' event loop takes no signal handlers (add_signal_handler raises
+    NotImplementedError): the stdio server, which Claude Desktop starts there, crashed at start.
+    FILEGATE_SIMULATE=no-signals takes the facility away here."""
+    (ws / "a.txt").write_text("x\n")
+    transport = stdio_transport(ws, env={"FILEGATE_SIMULATE": "no-signals"})
+    async with Client(transport, mode=mode) as c:
+        (pid,) = filegate_children_of_me(ws)
+        r = await call(c, "ReadFile", path="a.txt")
+        assert not r.is_error and "x" in text(r)
+    for _ in range(1500):  # hang guard: up to 30 s after stdin closed
+        if not alive(pid):
+            break
+        await asyncio.sleep(0.02)
+    assert not alive(pid)
+
+
 # --- the gate, in memory -------------------------------------------------------------------
 
 

@@ -1,9 +1,11 @@
 """Which of the OS facilities filegate's safety rests on are there, and the portable ways
 around the missing ones (issue 15).
 
-Linux has them all: ``dir_fd`` on ``os.open``, ``/proc/self/fd``, ``O_TMPFILE``, a ``wc``.
+Linux has them all: ``dir_fd`` on ``os.open``, ``/proc/self/fd``, ``O_TMPFILE``, a ``wc``,
+signal handlers on the event loop.
 macOS has ``dir_fd`` but no ``/proc`` (``fcntl(F_GETPATH)`` names an open file) and no
-``O_TMPFILE``; Windows has none of them (``GetFinalPathNameByHandle`` names an open file).
+``O_TMPFILE``; Windows has none of them (``GetFinalPathNameByHandle`` names an open file; its
+event loop takes no signal handlers: Ctrl+C is a KeyboardInterrupt, a client closes stdin).
 
 ``FILEGATE_SIMULATE`` (a comma-separated subset of :data:`FACILITIES`) takes facilities away
 on a machine that has them, so the fallbacks run for real in the Linux test suite::
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 
 SIMULATE_ENV = "FILEGATE_SIMULATE"
-FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc")
+FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc", "no-signals")
 PROC_FD = "/proc/self/fd"
 
 
@@ -47,6 +49,11 @@ def has_tmpfile() -> bool:
 
 def has_wc() -> bool:
     return "no-wc" not in simulated()
+
+
+def has_loop_signals() -> bool:
+    """The event loop can watch SIGTERM/SIGINT (``loop.add_signal_handler``: POSIX only)."""
+    return os.name == "posix" and "no-signals" not in simulated()
 
 
 def fd_path(fd: int) -> str | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from filegate.fsio import platform
 from filegate.server import upstream
 from filegate.server.early import fds_suit
 from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
@@ -385,11 +386,18 @@ def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
                 _die(signum)
 
             async def watch() -> None:
-                with anyio.open_signal_receiver(*SIGNALS) as signals:
-                    async for signum in signals:
-                        received.append(int(signum))
-                        if len(received) == 1:
-                            tg.start_soon(stop, int(signum))
+                try:
+                    if not platform.has_loop_signals():
+                        raise NotImplementedError  # as add_signal_handler does on Windows
+                    with anyio.open_signal_receiver(*SIGNALS) as signals:
+                        async for signum in signals:
+                            received.append(int(signum))
+                            if len(received) == 1:
+                                tg.start_soon(stop, int(signum))
+                except NotImplementedError:
+                    # Windows: no signal handlers on the event loop. The client stops the server
+                    # by closing stdin; Ctrl+C in a console ends it as a KeyboardInterrupt.
+                    log.debug("stdio: no signal handlers on this event loop; stdin's end stops the server")
 
             tg.start_soon(watch)
             await run_stdio_async(server, gate, early)  # no worker thread per message
