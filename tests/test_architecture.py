@@ -147,3 +147,71 @@ def test_posix_only_modules_are_not_imported_at_module_level() -> None:
                 names = [node.module.split(".")[0]]
             problems += [f"{module_name(path)}:{node.lineno} imports {n}" for n in names if n in POSIX_ONLY]
     assert not problems, "\n".join(problems)
+
+
+# The open(2) flags Windows' os module has; every other os.O_* name raises AttributeError there.
+WINDOWS_OPEN_FLAGS = {
+    "O_RDONLY", "O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_EXCL", "O_TRUNC",
+    "O_BINARY", "O_NOINHERIT", "O_SHORT_LIVED", "O_TEMPORARY", "O_RANDOM", "O_SEQUENTIAL", "O_TEXT",
+}  # fmt: skip
+# Modules whose code runs only on Linux, behind a platform check (the Landlock sandbox).
+LINUX_ONLY = {"filegate.tools.grep_sandbox"}
+
+
+def test_posix_only_open_flags_are_taken_with_a_default() -> None:
+    """``os.O_NONBLOCK`` (and O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC …) does not exist on Windows:
+    read directly, it failed every ReadFile and every write there. They are taken as
+    ``getattr(os, "O_…", 0)`` and the code checks what the flag would have (issue 15)."""
+    problems = []
+    for path in sources():
+        if module_name(path) in LINUX_ONLY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr.startswith("O_")
+                and node.attr not in WINDOWS_OPEN_FLAGS
+            ):
+                problems.append(f"{module_name(path)}:{node.lineno} reads os.{node.attr}")
+    assert not problems, "\n".join(problems)
+
+
+# os functions Windows' Python 3.11 does not have; each use below is guarded where it stands.
+UNIX_ONLY_OS = {
+    "pread", "pwrite", "fchmod", "fchown", "geteuid", "getegid", "getuid", "getgid",
+    "set_blocking", "get_blocking", "memfd_create", "mkfifo", "killpg", "setsid", "sync",
+    "posix_fadvise", "copy_file_range", "sendfile", "sched_getaffinity", "getloadavg", "fchdir",
+}  # fmt: skip
+GUARDED = {
+    ("filegate.fsio.platform", "pread"): "chosen only where os has it (else seek + read)",
+    ("filegate.fsio.atomic", "fchmod"): "after `if not hasattr(os, 'fchmod')`",
+    ("filegate.fsio.atomic", "fchown"): "after `if not hasattr(os, 'fchmod')`",
+    ("filegate.fsio.atomic", "geteuid"): "after `if not hasattr(os, 'fchmod')`",
+    ("filegate.fsio.atomic", "getegid"): "after `if not hasattr(os, 'fchmod')`",
+    ("filegate.fsio.safeopen", "set_blocking"): "only when O_NONBLOCK exists",
+    ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
+    ("filegate.tools.grep_ignores", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
+}
+
+
+def test_unix_only_os_functions_are_used_only_where_guarded() -> None:
+    """``os.pread`` and friends are Unix-only: called directly, every ReadFile failed on Windows
+    with AttributeError. fsio.platform.pread stands in (FILEGATE_SIMULATE=no-pread runs that
+    fallback here); the few other uses are behind a check, named in GUARDED."""
+    problems = []
+    for path in sources():
+        mod = module_name(path)
+        if mod in LINUX_ONLY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in UNIX_ONLY_OS
+                and (mod, node.attr) not in GUARDED
+            ):
+                problems.append(f"{mod}:{node.lineno} calls os.{node.attr}")
+    assert not problems, "\n".join(problems)

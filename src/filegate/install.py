@@ -260,7 +260,7 @@ def write_config(client: Client, name: str, entry: dict[str, Any], path: Path) -
         backup.write_bytes(path.read_bytes())
         os.chmod(backup, mode)
     temp = path.with_name(f".{path.name}.filegate-install.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), mode)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(new)
         f.flush()

@@ -211,6 +211,29 @@ def test_a_write_without_dir_fd_whose_parent_is_swapped_before_the_rename_writes
     assert (ws / "d-real" / "f.txt").read_bytes() == b"old"
 
 
+def test_a_write_without_dir_fd_that_a_swap_moved_out_during_the_rename_is_reported(
+    ws: Path, outside: Path, bare: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rename(2) by path looks its two paths up one after the other; a directory swapped for a
+    link between them moves the file into the folder the link leads to (the simulated run's
+    race test saw ``outside/new.txt`` appear in a full run at 74e8e69). One cannot make the kernel lose
+    that race on cue, so ``os.replace`` is replaced here by what the kernel then does — a MOCK
+    of the rename, named as such: the source from the real directory, the target through the
+    link. The write must not be reported as done."""
+    (ws / "d").mkdir()
+    real_replace = os.replace
+
+    def rename_meeting_the_swap(src: str, dst: str, **kwargs: object) -> None:
+        real_replace(src, outside / os.path.basename(dst))
+
+    monkeypatch.setattr(os, "replace", rename_meeting_the_swap)
+    with pytest.raises(WriteError, match="moved the written file elsewhere"):
+        replace_file(ws / "d" / "new.txt", b"PWNED", expect=Snapshot.absent(), shown="d/new.txt")
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert (outside / "new.txt").read_bytes() == b"PWNED"  # what the README says cannot be undone
+    assert list((ws / "d").iterdir()) == []
+
+
 def test_a_write_without_dir_fd_still_refuses_a_stale_target(ws: Path, bare: None) -> None:
     (ws / "f").write_bytes(b"old")
     expect = Snapshot.of(b"old", os.stat(ws / "f"))
@@ -231,3 +254,22 @@ def test_without_wc_lines_are_counted_in_python(
         assert lines._spawn_wc(fd) is None
     finally:
         os.close(fd)
+
+
+def test_the_pread_stand_in_reads_at_the_offset_and_keeps_the_position(tmp_path: Path) -> None:
+    """Windows has no os.pread: platform._read_at seeks, reads and puts the position back
+    (FILEGATE_SIMULATE=no-pread makes it platform.pread for a whole run)."""
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, 3, os.SEEK_SET)
+        assert platform._read_at(fd, 4, 5) == b"5678"
+        assert platform._read_at(fd, 100, 8) == b"89"
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 3 and os.read(fd, 2) == b"34"
+    finally:
+        os.close(fd)
+    if "no-pread" in os.environ.get(platform.SIMULATE_ENV, ""):
+        assert platform.pread is platform._read_at
+    else:
+        assert platform.pread is os.pread

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from filegate.errors import WriteError as WriteError  # re-exported: its old home
 from filegate.fsio import platform
-from filegate.fsio.safeopen import open_components, open_then_verify, read_whole
+from filegate.fsio.safeopen import BINARY, NONBLOCK, open_components, open_then_verify, read_whole
 from filegate.fsio.spliced import Content, content_pieces
 
 # Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
@@ -268,6 +268,8 @@ def _replace_in(
         temp_name = None
         if dfd is not None:
             os.fsync(dfd)
+        else:
+            _check_landed(tfd, name, shown)
         return len(data)
     except WriteError:
         raise
@@ -303,6 +305,21 @@ def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
     if not placed:
         raise WriteError(
             f"`{shown}` changed while being written (a symlink appeared in its path). Nothing was written."
+        )
+
+
+def _check_landed(tfd: int, target: str, shown: str) -> None:
+    """Without dir_fd the rename goes by two paths, which the OS looks up one after the other:
+    a directory on them swapped for a link in between moves the file into the directory the
+    link leads to (replacing a file of that name there). That cannot be undone, but it is not
+    passed over: where the OS names the handle, the file must now be at the target's path, or
+    the write is reported as having landed elsewhere (the README's race window on Windows)."""
+    held = platform.fd_path(tfd)
+    if held is not None and os.path.normcase(held) != os.path.normcase(target):
+        raise WriteError(
+            f"`{shown}` changed while being written: a link swapped into its path moved the "
+            "written file elsewhere as it was put in place (possibly outside the workspace). "
+            f"Check `{shown}` and its folder, then retry."
         )
 
 
@@ -441,7 +458,7 @@ def _create_temp(
                 raise
     temp = _temp_name(name)
     record = _record_pending(dfd, temp, directory)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | BINARY
     try:
         return os.open(temp, flags, mode, dir_fd=dfd), temp, record
     except BaseException:
@@ -457,6 +474,8 @@ def _write_all(fd: int, data: Content) -> None:
 
 
 def _copy_metadata(fd: int, st: os.stat_result) -> None:
+    if not hasattr(os, "fchmod"):  # pragma: no cover - Windows: no owners, no mode bits to keep
+        return
     if st.st_uid != os.geteuid() or st.st_gid != os.getegid():
         with contextlib.suppress(OSError):  # only root (or the group's member) may do this
             os.fchown(fd, st.st_uid, st.st_gid)
@@ -539,10 +558,10 @@ def _open_target(dfd: int | None, name: str) -> int:
     """The target, opened to check it is unchanged: in the pinned directory, or (no dir_fd)
     by its full path and then verified to be the file at that path, so a swapped directory
     cannot make the check read a file outside."""
-    flags = os.O_RDONLY | os.O_NONBLOCK
+    flags = os.O_RDONLY | NONBLOCK
     if dfd is None:
         return open_then_verify(Path(name), flags)
-    return os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    return os.open(name, flags | _NOFOLLOW | _CLOEXEC | BINARY, dir_fd=dfd)
 
 
 def _stale(shown: str, why: str) -> WriteError:

@@ -244,7 +244,7 @@ def _chunks(
                 pos = data_at
                 continue
             n = min(n, max(_seek_hole(src.fd, pos, end) - pos, 1))
-        data = os.pread(src.fd, n, pos)
+        data = platform.pread(src.fd, n, pos)
         if not data:  # the file shrank
             return
         yield pos, data
@@ -276,7 +276,7 @@ def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
 
 def _ends_with_break(src: Source) -> bool:
     u = src.codec.unit
-    return src.size - u >= src.codec.start and os.pread(src.fd, u, src.size - u) == src.codec.newline
+    return src.size - u >= src.codec.start and platform.pread(src.fd, u, src.size - u) == src.codec.newline
 
 
 # --- remembered facts -----------------------------------------------------------------------
@@ -635,7 +635,7 @@ def _breaks_backwards(src: Source, lo_seg: int, hi_seg: int, starts: deque[int],
     while pos > lo_seg and len(starts) < count:
         src.scan.check()
         lo = max(lo_seg, pos - block)
-        chunk = os.pread(src.fd, pos - lo, lo)
+        chunk = platform.pread(src.fd, pos - lo, lo)
         j = len(chunk)
         while len(starts) < count:
             k = _rfind_break(c, chunk, lo, j)
@@ -656,7 +656,7 @@ def tail_lines(src: Source, starts: list[int], first_number: int, limit: int) ->
     base, stop = starts[0], bounds[k]
     if stop - base > TAIL_ONE_READ:
         return [read_span(src, bounds[i], bounds[i + 1], first_number + i) for i in range(k)]
-    data = os.pread(src.fd, stop - base, base)
+    data = platform.pread(src.fd, stop - base, base)
     nl, u = src.codec.newline, src.codec.unit
     out: list[RawLine] = []
     for i in range(k):
@@ -672,8 +672,8 @@ def read_span(src: Source, start: int, end: int, number: int) -> RawLine:
     """The line occupying bytes [start, end) (its break included, if any)."""
     u = src.codec.unit
     length = end - start
-    data = os.pread(src.fd, min(length, KEEP_BYTES + 2 * u), start)
-    newline = length >= u and os.pread(src.fd, u, end - u) == src.codec.newline
+    data = platform.pread(src.fd, min(length, KEEP_BYTES + 2 * u), start)
+    newline = length >= u and platform.pread(src.fd, u, end - u) == src.codec.newline
     body_len = length - (u if newline else 0)
     long = body_len > KEEP_BYTES
     head = data[:KEEP_BYTES] if long else data[:body_len]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 SIMULATE_ENV = "FILEGATE_SIMULATE"
-FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc", "no-signals")
+FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc", "no-signals", "no-pread")
 PROC_FD = "/proc/self/fd"
 
 
@@ -49,6 +49,22 @@ def has_tmpfile() -> bool:
 
 def has_wc() -> bool:
     return "no-wc" not in simulated()
+
+
+def _read_at(fd: int, n: int, offset: int) -> bytes:
+    """``os.pread`` where there is none (Windows): a seek and a read, the descriptor's own
+    position put back after, so a caller that reads on from it sees no difference."""
+    here = os.lseek(fd, 0, os.SEEK_CUR)
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, n)
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
+
+
+# Up to ``n`` bytes of ``fd`` at ``offset``, its position untouched. Chosen once, at import: it
+# is on every read's path (``FILEGATE_SIMULATE=no-pread`` must be set before filegate starts).
+pread = os.pread if hasattr(os, "pread") and "no-pread" not in simulated() else _read_at
 
 
 def has_loop_signals() -> bool:

@@ -22,9 +22,14 @@ from filegate.policy.workspace import ResolvedPath
 # few calls and a file of the expected size in one call and an empty one.
 _EXTRA_READ = 1 << 20
 
+# POSIX flags are 0 where the OS has none (Windows: the checks below stand in for them);
+# O_BINARY is Windows' own: without it a descriptor is in text mode, which turns CRLF into LF
+# and stops at Ctrl+Z when read, and LF into CRLF when written.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+BINARY = getattr(os, "O_BINARY", 0)
 
 
 def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
@@ -43,7 +48,7 @@ def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
             os.close(fd)
             fd = nfd
         name = parts[-1] if len(parts) > 1 else "."
-        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
+        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC | BINARY, mode, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -55,7 +60,7 @@ def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
     resolves to itself and to the very file the handle holds. A swap between the check and the
     open fails with ELOOP, as in :func:`open_components`; one that is undone again before the
     re-check is not seen (the race window the README names)."""
-    fd = os.open(str(real), flags | _NOFOLLOW | _CLOEXEC, mode)
+    fd = os.open(str(real), flags | _NOFOLLOW | _CLOEXEC | BINARY, mode)
     try:
         held = platform.fd_path(fd)
         checked = os.path.normcase(str(real))
@@ -77,7 +82,7 @@ def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
 def open_regular(rp: ResolvedPath) -> int:
     """Open a regular file for reading, or raise PathError. Never blocks on a FIFO or device."""
     try:
-        fd = open_components(rp.real, os.O_RDONLY | os.O_NONBLOCK)
+        fd = open_components(rp.real, os.O_RDONLY | NONBLOCK)
     except FileNotFoundError:
         raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
     except OSError as exc:
@@ -86,7 +91,8 @@ def open_regular(rp: ResolvedPath) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise PathError(f"`{rp.shown}` is not a file.")
-        os.set_blocking(fd, True)
+        if NONBLOCK:  # Windows has neither the flag nor FIFOs to guard against (nor set_blocking)
+            os.set_blocking(fd, True)
         return fd
     except BaseException:
         os.close(fd)
@@ -141,7 +147,7 @@ def read_whole(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while total <= limit:
-        chunk = os.pread(fd, min(max(size - total, 0) + _EXTRA_READ, limit + 1 - total), total)
+        chunk = platform.pread(fd, min(max(size - total, 0) + _EXTRA_READ, limit + 1 - total), total)
         if not chunk:
             break
         chunks.append(chunk)

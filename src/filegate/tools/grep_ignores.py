@@ -33,6 +33,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# POSIX flags, 0 where the OS has none (Windows: read_rules checks the name before and after).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
 IGNORE_NAME = ".gitignore"
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 # An ignore file larger than this is not a list of rules someone wrote: it is not used.
@@ -179,7 +186,7 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
     base = f"{secrets.top}/{rel}/" if secrets and rel else f"{secrets.top}/" if secrets else ""
     everything = secrets is not None and secrets.dir_may_hold(base)
     try:
-        fd = os.open(rel or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top_fd)
+        fd = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
     except OSError:
         return None
     try:
@@ -214,14 +221,21 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
 
 def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
     """An ignore file's lines, if it is a regular file (not through a symlink) of sane size."""
+    before = None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        if not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
+            before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISREG(before.st_mode):
+                return None
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RULES_BYTES:
             return None
+        if before is not None and not os.path.samestat(st, before):
+            return None  # swapped between the check and the open
         data = os.read(fd, MAX_RULES_BYTES + 1)[:MAX_RULES_BYTES]
     except OSError:
         return None

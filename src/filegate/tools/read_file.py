@@ -26,6 +26,7 @@ from filegate.fsio.lines import (
     tail_lines,
     tail_starts,
 )
+from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import PathError, ResolvedPath, Workspace
@@ -382,7 +383,7 @@ def _resolve_and_read(
 def _read(params: ReadFileParams, rp: ResolvedPath, budget: int, cancel: threading.Event) -> Outcome:
     fd = open_regular(rp)
     try:
-        header = os.pread(fd, SNIFF_BYTES, 0)
+        header = pread(fd, SNIFF_BYTES, 0)
         _check_readable_text(rp, header)
         src = Source(fd, os.fstat(fd), detect_codec(header), Scan.start(cancel=cancel))
         try:

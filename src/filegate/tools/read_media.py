@@ -15,6 +15,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import MediaError
+from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.image import FittedImage, b64_len, fit_image_to_budget
 from filegate.media.video import (
@@ -340,7 +341,7 @@ def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
     try:
         size = os.fstat(fd).st_size
         _check_size(rp, size)
-        ft = detect_file_type(rp.real.name, os.pread(fd, SNIFF_BYTES, 0))
+        ft = detect_file_type(rp.real.name, pread(fd, SNIFF_BYTES, 0))
         _check_media(rp, ft)
         reader: Reader = _read_image if ft.kind == "image" else _read_video
         return reader(rp, fd, size, ft, env)
