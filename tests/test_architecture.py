@@ -158,23 +158,26 @@ WINDOWS_OPEN_FLAGS = {
 LINUX_ONLY = {"filegate.tools.grep_sandbox"}
 
 
+def os_names_used() -> Iterator[tuple[str, str, int]]:
+    """(module, name, line) for every ``os.<name>`` in a module that runs on every OS."""
+    for path in sources():
+        mod = module_name(path)
+        if mod in LINUX_ONLY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+                yield mod, node.attr, node.lineno
+
+
 def test_posix_only_open_flags_are_taken_with_a_default() -> None:
     """``os.O_NONBLOCK`` (and O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC …) does not exist on Windows:
     read directly, it failed every ReadFile and every write there. They are taken as
     ``getattr(os, "O_…", 0)`` and the code checks what the flag would have (issue 15)."""
-    problems = []
-    for path in sources():
-        if module_name(path) in LINUX_ONLY:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "os"
-                and node.attr.startswith("O_")
-                and node.attr not in WINDOWS_OPEN_FLAGS
-            ):
-                problems.append(f"{module_name(path)}:{node.lineno} reads os.{node.attr}")
+    problems = [
+        f"{mod}:{line} reads os.{name}"
+        for mod, name, line in os_names_used()
+        if name.startswith("O_") and name not in WINDOWS_OPEN_FLAGS
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -200,18 +203,9 @@ def test_unix_only_os_functions_are_used_only_where_guarded() -> None:
     """``os.pread`` and friends are Unix-only: called directly, every ReadFile failed on Windows
     with AttributeError. fsio.platform.pread stands in (FILEGATE_SIMULATE=no-pread runs that
     fallback here); the few other uses are behind a check, named in GUARDED."""
-    problems = []
-    for path in sources():
-        mod = module_name(path)
-        if mod in LINUX_ONLY:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "os"
-                and node.attr in UNIX_ONLY_OS
-                and (mod, node.attr) not in GUARDED
-            ):
-                problems.append(f"{mod}:{node.lineno} calls os.{node.attr}")
+    problems = [
+        f"{mod}:{line} calls os.{name}"
+        for mod, name, line in os_names_used()
+        if name in UNIX_ONLY_OS and (mod, name) not in GUARDED
+    ]
     assert not problems, "\n".join(problems)
