@@ -122,7 +122,51 @@ class Window:
     not_reached: int | None = None  # the offset was not reached in time; lines passed on the way
 
 
+# A UTF-8 file up to this size, read from line 1, is read in one piece (the common small read:
+# ~8 µs instead of ~60 µs for 50 lines); anything the line-by-line path would treat specially
+# sends it there. Under MAX_BYTES, so the byte cap never applies to it.
+SMALL_WHOLE = 64 << 10
+
+
 def _window(src: Source, start: int, n_lines: int) -> Window:
+    if start == 1:
+        whole = _whole_small(src, n_lines)
+        if whole is not None:
+            return whole
+    return _lines_window(src, start, n_lines)
+
+
+def _whole_small(src: Source, n_lines: int) -> Window | None:
+    """The Window the line-by-line path makes for a small UTF-8 file read from line 1, made
+    from one read; None where that path has something to do: a CR (dropped or shown as ␍), a
+    line over MAX_LINE_LENGTH, bytes that are not UTF-8, more lines than asked or allowed, an
+    empty or sparse file, or one whose size changed since it was opened.
+    tests/tools/test_read_file.py compares the two over generated files."""
+    c = src.codec
+    if not 0 < src.size <= SMALL_WHOLE or not c.plain or c.name != "utf-8" or src.sparse:
+        return None
+    data = pread(src.fd, src.size + 1 - c.start, c.start)
+    if len(data) != src.size - c.start or b"\r" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    rows = text.split("\n")
+    ends = rows[-1] == ""
+    if ends:
+        rows.pop()
+    if not rows or len(rows) > n_lines or len(rows) >= MAX_LINES:
+        return None
+    if max(map(len, rows)) + 1 > MAX_LINE_LENGTH:
+        return None
+    lines = [(number, row + "\n") for number, row in enumerate(rows, 1)]
+    if not ends:
+        lines[-1] = (len(rows), rows[-1])
+    return Window(lines=lines, total=len(rows), complete=True, eof=True)
+
+
+def _lines_window(src: Source, start: int, n_lines: int) -> Window:
     # The count (wc -l on a big file) runs while this thread finds and reads the lines.
     counting = PendingCount(src)
     try:
