@@ -739,3 +739,39 @@ async def test_bare_video_header_is_refused_with_the_reason(ws: Path) -> None:
         "corrupt, truncated, or only a video header. It is not sent, because a broken video can "
         "fail the client's whole request"
     )
+
+
+@hostile
+@pytest.mark.parametrize("parallel", [1, 3])
+async def test_progressive_jpeg_bomb_is_refused_by_what_libjpeg_holds(capped: Capped, parallel: int) -> None:
+    # ~1 MB of 13000² progressive JPEG: a 1/8-scale draft is 6 MB, but libjpeg keeps all
+    # 507,624,192 bytes of coefficients (4:2:0) while it decodes (561 MB in process before).
+    (capped.ws / "prog.jpg").write_bytes(mf.progressive_jpeg_bytes(13000, 13000))
+    results = await capped.read("prog.jpg", parallel)
+    peak = capped.peak()
+    for r in results:
+        assert r.is_error and not blocks(r, "image")
+        assert text(r) == (
+            "Failed to read `prog.jpg` as image (image/jpeg): it is a progressive JPEG of "
+            "13000x13000px: libjpeg holds all its 507624192 bytes of DCT coefficients while "
+            f"decoding it at any scale, over the {MAX_DECODE_BYTES} bytes this server decodes for "
+            "one picture (a guard against decompression bombs), so it was not decoded. Make a "
+            "smaller (or baseline) copy with an image tool and read that."
+        )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+    (after,) = await capped.read("warm.png")  # the server answers the next call
+    assert not after.is_error, text(after)
+
+
+@hostile
+async def test_progressive_jpegs_within_the_budget_take_turns_at_their_real_cost(capped: Capped) -> None:
+    # 5600² progressive 4:2:0: 94,089,216 bytes of coefficients each (+ a 23 MB half-scale
+    # draft), within the budget alone; counted at their draft only, two would decode at once.
+    (capped.ws / "prog.jpg").write_bytes(mf.progressive_jpeg_bytes(5600, 5600))
+    results = await capped.read("prog.jpg", 3)
+    peak = capped.peak()
+    for r in results:
+        _img, _raw, im = one_image(r)
+        assert im.size == (2048, 2048)
+        assert "original size 5600x5600px" in text(r)
+    assert peak < 300 << 20, f"server peak {peak >> 20} MiB"  # 236 MiB; 330 MiB counted at the draft

@@ -26,7 +26,8 @@ class DecodeTimeout(MediaError):
 
 # Decoded bytes (width × height × bands × bytes per band, read from the header before any
 # decoding) one image or video frame may take: 128 MiB is a 40 MP RGB or 33 MP RGBA picture;
-# JPEGs are measured at the reduced size libjpeg decodes them to.
+# JPEGs are measured at the reduced size libjpeg decodes them to, plus the whole-image
+# coefficient buffers it keeps for a progressive or multi-scan JPEG (headers.py).
 MAX_DECODE_BYTES = 128 << 20
 # At most this many decodes at once in the process (the machine's cores do the rest), and
 # together at most MAX_DECODE_BYTES: one image at the limit decodes alone.

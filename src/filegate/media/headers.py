@@ -95,3 +95,91 @@ def gif_frames(data: bytes) -> tuple[int, bool]:
         else:  # trailer (0x3B) or garbage: the end either way
             break
     return max(1, frames), False
+
+
+# JPEG frame markers whose scans are progressive (SOF2, SOF6, SOF10, SOF14): libjpeg keeps
+# every DCT coefficient of the whole image while it decodes them, whatever the output scale.
+_PROGRESSIVE_SOF = {0xC2, 0xC6, 0xCA, 0xCE}
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+# Bytes libjpeg keeps for one 8x8 block of coefficients (64 JCOEF, 16-bit each).
+BLOCK_BYTES = 64 * 2
+
+
+def _jpeg_scans(data: bytes, pos: int) -> int:
+    """Scans of the JPEG image whose first SOS segment starts at ``pos``, counted up to 2
+    (all we need: more than one scan means buffered decoding). One pass, nothing decoded."""
+    scans = 0
+    n = len(data)
+    while pos + 4 <= n:
+        marker = data[pos + 1]
+        if marker == 0xD9:  # EOI
+            break
+        (length,) = struct.unpack_from(">H", data, pos + 2)
+        pos += 2 + length
+        if marker != 0xDA:
+            continue
+        scans += 1
+        if scans == 2:
+            break
+        # Entropy-coded data: a 0xFF byte is either stuffed (FF 00), a restart marker
+        # (FF D0-D7), fill (FF FF) or the next marker.
+        while True:
+            pos = data.find(b"\xff", pos)
+            if pos < 0 or pos + 1 >= n:
+                return scans
+            nxt = data[pos + 1]
+            if nxt == 0 or 0xD0 <= nxt <= 0xD7 or nxt == 0xFF:
+                pos += 1 if nxt == 0xFF else 2
+                continue
+            break
+    return scans
+
+
+def jpeg_coefficient_bytes(data: bytes) -> tuple[int, str] | None:
+    """(bytes, why) libjpeg holds in whole-image coefficient buffers while decoding this JPEG,
+    whatever the scale it is asked to decode to; None for a single-scan baseline JPEG (which
+    it decodes one row of blocks at a time) or when ``data`` is not a JPEG.
+
+    libjpeg buffers every coefficient of a progressive JPEG (SOF2/6/10/14) and of a sequential
+    one with more than one scan: per component, its blocks (rounded up to its sampling
+    factors, as libjpeg allocates them) times 128 bytes.
+    """
+    if len(data) < 4 or data[:2] != b"\xff\xd8":
+        return None
+    pos, n = 2, len(data)
+    sof: tuple[int, int, int, list[tuple[int, int]]] | None = None
+    while pos + 4 <= n:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte before a marker
+            pos += 1
+            continue
+        (length,) = struct.unpack_from(">H", data, pos + 2)
+        if marker in _SOF and pos + 10 <= n:
+            height, width, count = struct.unpack_from(">HHB", data, pos + 5)
+            comps = []
+            for i in range(count):
+                at = pos + 10 + 3 * i
+                if at + 2 > n:
+                    break
+                sampling = data[at + 1]
+                comps.append((max(1, sampling >> 4), max(1, sampling & 15)))
+            sof = (marker, width, height, comps)
+        elif marker == 0xDA:
+            break
+        pos += 2 + length
+    if sof is None or not sof[3]:
+        return None
+    marker, width, height, comps = sof
+    progressive = marker in _PROGRESSIVE_SOF
+    if not progressive and _jpeg_scans(data, pos) < 2:
+        return None
+    hmax = max(h for h, _v in comps)
+    vmax = max(v for _h, v in comps)
+    total = 0
+    for h, v in comps:
+        bw = -(-width * h // (8 * hmax))
+        bh = -(-height * v // (8 * vmax))
+        total += (-(-bw // h) * h) * (-(-bh // v) * v) * BLOCK_BYTES
+    return total, "a progressive JPEG" if progressive else "a JPEG with several scans"

@@ -20,8 +20,22 @@ from PIL import Image, UnidentifiedImageError
 # The one filegate import here: errors is a leaf too (it imports nothing).
 from filegate.errors import MediaError as MediaError  # re-exported: its old home
 
-from .bounds import DECODE_TIMEOUT_S, DECODES, Deadline, DeadlineReader, check_decoded_size
-from .headers import MAX_COUNTED_FRAMES, RGBA_BYTES, gif_frames, ico_largest, webp_canvas
+from .bounds import (
+    DECODE_TIMEOUT_S,
+    DECODES,
+    MAX_DECODE_BYTES,
+    Deadline,
+    DeadlineReader,
+    check_decoded_size,
+)
+from .headers import (
+    MAX_COUNTED_FRAMES,
+    RGBA_BYTES,
+    gif_frames,
+    ico_largest,
+    jpeg_coefficient_bytes,
+    webp_canvas,
+)
 
 Image.init()
 # HEIC/HEIF need a plugin (pillow-heif); use it when the user installed it.
@@ -134,6 +148,25 @@ def open_image(data: bytes, deadline: Deadline | None = None) -> Image.Image:
         raise MediaError(f"{UNDECODABLE} ({exc})") from None
 
 
+def check_jpeg_buffers(data: bytes, size: tuple[int, int], decoded: int) -> int:
+    """``decoded`` plus the whole-image coefficient buffers libjpeg holds for a progressive
+    (or multi-scan) JPEG at any output scale; MediaError when together they are over
+    MAX_DECODE_BYTES. A baseline JPEG costs only its ``decoded`` output."""
+    buffered = jpeg_coefficient_bytes(data)
+    if buffered is None:
+        return decoded
+    coefficients, kind = buffered
+    if coefficients + decoded > MAX_DECODE_BYTES:
+        w, h = size
+        raise MediaError(
+            f"it is {kind} of {w}x{h}px: libjpeg holds all its {coefficients} bytes of DCT "
+            f"coefficients while decoding it at any scale, over the {MAX_DECODE_BYTES} bytes this "
+            "server decodes for one picture (a guard against decompression bombs), so it was not "
+            "decoded. Make a smaller (or baseline) copy with an image tool and read that."
+        )
+    return coefficients + decoded
+
+
 def bytes_per_pixel(mode: str) -> int:
     """Bytes one pixel of a picture decoded in ``mode`` takes by the time it is encoded again:
     L and RGB stay as they are; every other mode (palette, bilevel, 16-bit, CMYK, with alpha)
@@ -209,6 +242,10 @@ def fit_image_to_budget(
         target = (max(1, w // 8), max(1, h // 8)) if as_is else fit_box(stored, max_side)
         im.draft(None if as_is else "RGB", target)
     decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode))
+    if fmt in ("JPEG", "MPO"):
+        # The draft's size is what libjpeg outputs, not what it holds: a progressive JPEG
+        # keeps full-size coefficients (1.3 MB of 13000² held 1.4 GB at 1/8 scale).
+        decoded = check_jpeg_buffers(data, stored, decoded)
     with DECODES.hold(decoded, deadline):
         try:
             deadline.check()
