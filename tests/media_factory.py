@@ -297,3 +297,19 @@ def progressive_jpeg_bytes(width: int, height: int, subsampling: int = 2) -> byt
         buf, "JPEG", progressive=True, optimize=False, quality=50, subsampling=subsampling
     )
     return buf.getvalue()
+
+
+def write_png_coded_avi(path: Path, frames: list[bytes], width: int, height: int) -> Path:
+    """An AVI whose one PNG-coded stream says ``width``x``height`` and holds ``frames`` (PNG
+    files, muxed as they are: no picture is made here, so a bomb costs this process nothing)."""
+    import av
+
+    with av.open(str(path), "w", format="avi") as out:
+        stream = out.add_stream("png", rate=1)
+        stream.width, stream.height, stream.pix_fmt = width, height, "rgba"
+        for i, png in enumerate(frames):
+            packet = av.Packet(png)
+            packet.pts = packet.dts = i
+            packet.stream = stream
+            out.mux(packet)
+    return path

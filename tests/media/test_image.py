@@ -88,6 +88,6 @@ def test_a_decode_past_its_deadline_is_stopped() -> None:
 def test_a_video_past_its_deadline_is_stopped(tmp_path: Path) -> None:
     clip = mf.write_mp4(tmp_path / "clip.mp4", size=(320, 240), noisy=True)
     with clip.open("rb") as f:
-        assert extract_keyframes(f, 100_000, 2048).frames  # in time: frames
+        assert extract_keyframes(f.fileno(), 100_000, 2048).frames  # in time: frames
     with clip.open("rb") as f, pytest.raises(DecodeTimeout, match="took longer"):
-        extract_keyframes(f, 100_000, 2048, timeout=0.0)
+        extract_keyframes(f.fileno(), 100_000, 2048, timeout=0.0)

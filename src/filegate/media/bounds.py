@@ -67,15 +67,18 @@ class DeadlineReader(io.BytesIO):
         return super().read(size)
 
 
-def check_decoded_size(width: int, height: int, bytes_per_pixel: int, what: str = "it") -> int:
-    """Decoded bytes of a ``width``x``height`` picture; MediaError over MAX_DECODE_BYTES."""
+def check_decoded_size(
+    width: int, height: int, bytes_per_pixel: int, what: str = "it", verdict: str = "so it was not decoded"
+) -> int:
+    """Decoded bytes of a ``width``x``height`` picture; MediaError over MAX_DECODE_BYTES, whose
+    ``verdict`` says truthfully what was not done."""
     decoded = width * height * bytes_per_pixel
     if decoded > MAX_DECODE_BYTES:
         raise MediaError(
             f"{what} is {width}x{height}px with {bytes_per_pixel} bytes a pixel: {decoded} bytes "
             f"once decoded, over the {MAX_DECODE_BYTES} bytes this server decodes for one picture "
-            "(a guard against decompression bombs), so it was not decoded. Make a smaller copy "
-            "with an image tool and read that."
+            f"(a guard against decompression bombs), {verdict}. Make a smaller copy with an "
+            "image tool and read that."
         )
     return decoded
 

@@ -2,25 +2,40 @@
 
 Bytes in, frames out: no filegate import but the leaf errors module. Frames are found with one
 demux pass (packets, not pictures) and decoded at most a few at a time; a whole video is
-never decoded. FFmpeg may decode a frame while opening a container (to find its format), before
-the frame size is known, so a video holds the whole decode gate (``bounds.DECODES``) while it
-is open; its frames' size is then checked before the first decode, each frame is converted to
-RGB already scaled down, and the work stops at its deadline.
+never decoded. FFmpeg decodes frames while it opens a container (to find a stream's size) and
+a stream's frames may outgrow its header, so no check before the decode can bound its memory:
+PyAV runs only in a child process (``video_worker``) under an address-space and CPU limit and a
+wall-clock timeout, holding the whole decode gate (``bounds.DECODES``) while it runs. In the
+child, the frames' size is still checked before the first sample is decoded, each frame is
+converted to RGB already scaled down, and the work stops at its deadline.
 """
 
 from __future__ import annotations
 
+import base64
 import bisect
 import importlib
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from PIL import Image
 
 from filegate.errors import MediaError
 
-from .bounds import DECODE_TIMEOUT_S, DECODES, Deadline, check_decoded_size
+from .bounds import (
+    DECODE_TIMEOUT_S,
+    DECODES,
+    MAX_DECODE_BYTES,
+    Deadline,
+    DecodeTimeout,
+    check_decoded_size,
+)
 from .image import FittedImage, encode_to_fit, fit_box
 
 # At most this many frames (the issue's N ≤ 8) ...
@@ -41,12 +56,34 @@ UNDECODABLE = (
 )
 
 
+# The child's address space: Python, Pillow, PyAV, FFmpeg's libraries and threads map ~290 MiB
+# of it (VmPeak sampling a small clip; 50 MiB resident); the rest is for one frame at the
+# decode budget and its scaled copy. A 12000² PNG-coded frame (432 MB) fails to allocate.
+WORKER_ADDRESS_SPACE = (320 << 20) + 2 * MAX_DECODE_BYTES
+# glibc reserves 64 MiB of address space per thread arena: two keep FFmpeg's threads within it.
+WORKER_ENV = {"MALLOC_ARENA_MAX": "2", "LC_ALL": "C"}
+# Characters of the reason a probe gives for knowing nothing, at most (the result reserves them).
+MAX_UNKNOWN_CHARS = 400
+# Seconds for the child to start (Python, Pillow, PyAV) on top of the decode's own budget.
+WORKER_START_S = 10.0
+
+
 def load_av() -> Any | None:
     """The PyAV module, or None when the ``video`` extra is not installed."""
     try:
         return importlib.import_module("av")
     except ImportError:
         return None
+
+
+def av_installed() -> bool:
+    """Whether PyAV can be imported, without importing it into this process."""
+    if "av" in sys.modules:  # a module hidden as None, or one already imported
+        return sys.modules["av"] is not None
+    try:
+        return importlib.util.find_spec("av") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass(slots=True)
@@ -56,6 +93,11 @@ class VideoInfo:
     height: int | None = None
     codec: str | None = None
     frames: int | None = None
+    # Why nothing above is known, when the probe was refused or stopped.
+    unknown: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +132,19 @@ def _info(container: Any) -> VideoInfo:
     return info
 
 
-def probe_video(source: IO[bytes], *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
-    """Duration, resolution and codec from the container header (frames are not decoded)."""
+def probe_here(source: IO[bytes]) -> VideoInfo:
+    """Duration, resolution and codec as FFmpeg finds them when it opens the container (which
+    may decode a frame): in the worker process only."""
     av = load_av()
     if av is None:
-        return VideoInfo()
+        return VideoInfo(unknown="PyAV is not installed")
     try:
-        with DECODES.hold(DECODES.capacity, Deadline(timeout)), av.open(source, "r") as container:
+        with av.open(source, "r") as container:
             return _info(container)
     except _av_error(av) as exc:
-        raise MediaError(f"{UNDECODABLE} ({exc}).") from None
+        if isinstance(exc, MemoryError):
+            raise
+        return VideoInfo(unknown=f"no video decoder can open it ({exc})"[:MAX_UNKNOWN_CHARS])
 
 
 def frame_count_for(room: int, info: VideoInfo) -> int:
@@ -175,9 +220,7 @@ class _FrameCursor:
         return best
 
 
-def extract_keyframes(
-    source: IO[bytes], room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S
-) -> Keyframes:
+def sample_here(source: IO[bytes], room: int, max_side: int, timeout: float = DECODE_TIMEOUT_S) -> Keyframes:
     """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together.
 
     A demux pass finds the keyframes; each sample point is then reached from the keyframe
@@ -190,9 +233,9 @@ def extract_keyframes(
         raise MediaError("PyAV is not installed.")
     deadline = Deadline(timeout)
     try:
-        with DECODES.hold(DECODES.capacity, deadline), av.open(source, "r") as container:
+        with av.open(source, "r") as container:
             return _sample(container, room, max_side, deadline)
-    except MediaError:
+    except (MediaError, MemoryError):
         raise
     except _av_error(av) as exc:
         raise MediaError(f"{UNDECODABLE} ({exc}).") from None
@@ -203,7 +246,10 @@ def _sample(container: Any, room: int, max_side: int, deadline: Deadline) -> Key
     if not container.streams.video:
         raise MediaError("it has no video stream.")
     vs = container.streams.video[0]
-    check_decoded_size(vs.codec_context.width or 0, vs.codec_context.height or 0, RGB_BYTES, "each frame")
+    check_decoded_size(
+        vs.codec_context.width or 0, vs.codec_context.height or 0, RGB_BYTES, "each frame",
+        verdict="so no frames were sampled from it",
+    )  # fmt: skip
     vs.thread_type = "AUTO"
     vs.codec_context.thread_count = DECODE_THREADS
     start = vs.start_time or 0
@@ -225,8 +271,85 @@ def _fit_frame(frame: Any, at: float, room: int, max_side: int, deadline: Deadli
     """One decoded frame as a fitted image: converted to RGB by FFmpeg already at the size it
     will be sent at (a 4K frame never exists as a full-size RGB picture)."""
     size = (frame.width, frame.height)
-    check_decoded_size(*size, RGB_BYTES, "a frame")  # a stream may change size mid-way
+    check_decoded_size(*size, RGB_BYTES, "a frame", verdict="so it was not sent")  # a stream may change size
     w, h = fit_box(size, max_side)
     picture: Image.Image = frame.to_image(width=w, height=h)
     out, mime, (ow, oh) = encode_to_fit(picture, room, max_side, deadline=deadline)
     return VideoFrame(at, FittedImage(out, mime, size[0], size[1], ow, oh, True))
+
+
+# --- the server's side: the worker process ----------------------------------------------------
+
+
+class _Stopped(MediaError):
+    """The worker was stopped (limit, timeout or crash): what was refused, in words."""
+
+
+def _run_worker(fd: int, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one request in the worker under its limits, holding the whole decode gate (its
+    memory is the process's decode memory, counted at its cap); its JSON answer."""
+    deadline = Deadline(timeout)
+    mib = WORKER_ADDRESS_SPACE >> 20
+    request = {**request, "address_space": WORKER_ADDRESS_SPACE, "cpu_seconds": max(1, int(timeout))}
+    # -I: no current directory (the workspace) or PYTHON* variable on the child's import path.
+    args = [sys.executable, "-I", "-m", "filegate.media.video_worker", json.dumps(request)]
+    with DECODES.hold(DECODES.capacity, deadline):
+        try:
+            done = subprocess.run(
+                args, stdin=fd, capture_output=True, cwd="/", env=WORKER_ENV,
+                timeout=max(1.0, deadline.left()) + WORKER_START_S, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise _Stopped(
+                f"FFmpeg's decode of it ran past the {timeout:g} s this server allows for one file, "
+                "so it was stopped (in a separate process) and nothing is sent."
+            ) from None
+    if done.returncode < 0:
+        sig = -done.returncode
+        if sig in (signal.SIGXCPU, signal.SIGKILL):
+            raise _Stopped(
+                f"FFmpeg's decode of it used more than the {timeout:g} s of CPU this server allows "
+                "for one file, so it was stopped (in a separate process) and nothing is sent."
+            )
+        raise _Stopped(
+            f"FFmpeg's decode of it crashed ({signal.Signals(sig).name}; it may have hit the "
+            f"{mib} MiB memory limit of its separate process), so nothing is sent."
+        )
+    try:
+        answer: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        answer = {"refused": "memory"} if b"MemoryError" in done.stderr else {}
+    if answer.get("refused") == "memory":
+        raise _Stopped(
+            f"FFmpeg decoded its frames (it does so before their size is known) and needed more "
+            f"than the {mib} MiB this server lets one video decode use, so the decode was stopped "
+            "(in a separate process) and nothing is sent. Make a smaller copy and read that."
+        )
+    if "error" in answer:
+        raise (DecodeTimeout if answer.get("timeout") else MediaError)(answer["error"])
+    if "info" not in answer:
+        raise _Stopped(f"the video decoder's process failed (exit status {done.returncode}).")
+    return answer
+
+
+def probe_video(fd: int, *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
+    """Duration, resolution and codec, found by FFmpeg in the worker; a VideoInfo whose
+    ``unknown`` says why when they cannot be (never an error: the video itself is sent)."""
+    try:
+        answer = _run_worker(fd, {"op": "probe"}, timeout)
+    except MediaError as exc:
+        return VideoInfo(unknown=str(exc).removesuffix(", so nothing is sent.")[:MAX_UNKNOWN_CHARS])
+    return VideoInfo(**answer["info"])
+
+
+def extract_keyframes(fd: int, room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S) -> Keyframes:
+    """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together,
+    sampled by the worker (``sample_here``) from the open file ``fd``."""
+    request = {"op": "frames", "room": room, "max_side": max_side, "timeout": timeout}
+    answer = _run_worker(fd, request, timeout)
+    frames = []
+    for f in answer["frames"]:
+        w, h, ow, oh = f["size"]
+        image = FittedImage(base64.b64decode(f["data"]), f["mime"], w, h, ow, oh, True)
+        frames.append(VideoFrame(f["time"], image))
+    return Keyframes(VideoInfo(**answer["info"]), frames)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import io
 import json
 import os
 from collections.abc import Callable
@@ -20,11 +19,12 @@ from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.image import FittedImage, b64_len, fit_image_to_budget
 from filegate.media.video import (
     MAX_FRAMES,
+    MAX_UNKNOWN_CHARS,
     Keyframes,
     VideoFrame,
     VideoInfo,
+    av_installed,
     extract_keyframes,
-    load_av,
     probe_video,
 )
 from filegate.policy.budget import MAX_MEDIA_BYTES
@@ -230,7 +230,10 @@ def _describe_video(ft: FileType, size: int, info: VideoInfo) -> str:
         facts.append(f"{info.width}x{info.height}px")
     if info.codec:
         facts.append(f"codec {info.codec}")
-    return ", ".join(facts)
+    described = ", ".join(facts)
+    if info.unknown:  # the probe was refused or stopped: the video is sent all the same
+        described += f"\nIts duration, size and codec are unknown: {info.unknown}"
+    return described
 
 
 def _video_facts(ft: FileType, size: int, info: VideoInfo, budget: int, **returned: Any) -> ReadMediaFacts:
@@ -297,7 +300,7 @@ def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, bu
 
 
 def _wide_info() -> VideoInfo:
-    return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE)
+    return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE, "x" * MAX_UNKNOWN_CHARS)
 
 
 def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
@@ -305,10 +308,12 @@ def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv
     uri = resource_uri(env.workspace, rp)
     skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"", budget)
     if b64_len(size) <= _room(budget, skeleton):
+        # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
+        # extra must not change the answer); the probe only adds what it finds.
         data = _read_all(fd, size)
-        info = probe_video(io.BytesIO(data))  # VideoInfo() when PyAV is not installed
+        info = probe_video(fd) if av_installed() else VideoInfo()
         return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), budget)
-    if load_av() is None:
+    if not av_installed():
         raise PathError(
             f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "
             f"base64), over this client's result budget of {budget} characters. Install the "
@@ -317,8 +322,7 @@ def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv
             "File too large",
         )
     room = _room(budget, _frames_skeleton(rp, ft, budget))
-    with os.fdopen(os.dup(fd), "rb") as source:
-        kf = extract_keyframes(source, room, env.image_max_side)
+    kf = extract_keyframes(fd, room, env.image_max_side)
     if not kf.frames:
         raise MediaError("no frame could be decoded.")
     return _checked(_frames_outcome(rp, ft, size, kf, budget), budget)
