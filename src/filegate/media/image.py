@@ -98,6 +98,16 @@ def bytes_for_chars(chars: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Region:
+    """A rectangle of an image in its original (upright) pixel coordinates."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
 class FittedImage:
     """An image ready to send, and what it was."""
 
@@ -110,6 +120,7 @@ class FittedImage:
     reencoded: bool
     frames: int = 1  # frames in the original (animated GIF/WebP/APNG)
     more_frames: bool = False  # it has more than ``frames`` (the count stopped at its cap)
+    region: Region | None = None  # the crop sent (out_width/out_height are its fitted size)
 
 
 # --- images ---------------------------------------------------------------------------------
@@ -220,26 +231,73 @@ def fit_box(size: tuple[int, int], side: int) -> tuple[int, int]:
     return max(1, round(w * scale)), max(1, round(h * scale))
 
 
+def check_region(region: Region, size: tuple[int, int]) -> None:
+    """MediaError unless ``region`` lies inside an image of ``size`` (upright) pixels."""
+    w, h = size
+    if region.x + region.width > w or region.y + region.height > h:
+        raise MediaError(
+            f"the region x={region.x}, y={region.y}, width={region.width}, height={region.height} "
+            f"is not inside the image, which is {w}x{h}px: x + width must be at most {w} and "
+            f"y + height at most {h}."
+        )
+
+
+def stored_box(region: Region, upright: tuple[int, int], orientation: int) -> tuple[int, int, int, int]:
+    """``region`` (upright coordinates) as a (left, top, right, bottom) box of the picture as
+    stored, before its EXIF orientation is applied."""
+    x, y, w, h = region.x, region.y, region.width, region.height
+    uw, uh = upright
+    sx, sy, sw, sh = {
+        2: (uw - x - w, y, w, h),
+        3: (uw - x - w, uh - y - h, w, h),
+        4: (x, uh - y - h, w, h),
+        5: (y, x, h, w),
+        6: (y, uw - x - w, h, w),
+        7: (uh - y - h, uw - x - w, h, w),
+        8: (uh - y - h, x, h, w),
+    }.get(orientation, (x, y, w, h))
+    return sx, sy, sx + sw, sy + sh
+
+
 def fit_image_to_budget(
-    data: bytes, room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S
+    data: bytes,
+    room: int,
+    max_side: int,
+    *,
+    timeout: float = DECODE_TIMEOUT_S,
+    region: Region | None = None,
+    full_resolution: bool = False,
 ) -> FittedImage:
     """Send ``data`` as it is when it fits ``room`` base64 chars and ``max_side``, else re-encode.
 
     Either way the image is decoded once (a JPEG sent as it is at 1/8 scale), so a truncated
     or corrupt file is refused here rather than by the model provider. The decoded size is
     checked from the header before, and the decode holds a slot of DECODES while it runs.
+    ``region`` crops the upright image first; ``full_resolution`` keeps its pixels 1:1 (no
+    side limit) and refuses, with a region that would fit, when they do not fit ``room``.
     """
     deadline = Deadline(timeout)
     im = open_image(data, deadline)
     frames, more = frame_count(im, data)
     fmt = im.format or ""
     stored = im.size  # before a JPEG draft shrinks it
-    as_is = fmt in WEB_SAFE_FORMATS and max(stored) <= max_side and b64_len(len(data)) <= room
+    side = max(stored) if full_resolution else max_side
+    if region is not None:  # before the decode: a bad region costs nothing
+        check_region(region, upright_size(im, stored))
+    as_is = region is None and fmt in WEB_SAFE_FORMATS and max(stored) <= side and b64_len(len(data)) <= room
     if fmt in ("JPEG", "MPO"):
         # libjpeg decodes at 1/2, 1/4 or 1/8 scale: a 24 MP photo never exists at full size.
         # Sent as it is, the decode only proves the file is whole: the smallest scale does.
+        # A region needs its own pixels at the size it will be sent (scale 1 for full_resolution),
+        # so the whole picture is decoded at that scale: the budget below is on that decode.
         w, h = stored
-        target = (max(1, w // 8), max(1, h // 8)) if as_is else fit_box(stored, max_side)
+        if as_is:
+            target = (max(1, w // 8), max(1, h // 8))
+        elif region is not None:
+            scale = min(1.0, side / max(region.width, region.height))
+            target = (max(1, math.ceil(w * scale)), max(1, math.ceil(h * scale)))
+        else:
+            target = fit_box(stored, side)
         im.draft(None if as_is else "RGB", target)
     decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode))
     if fmt in ("JPEG", "MPO"):
@@ -255,12 +313,31 @@ def fit_image_to_budget(
             if as_is:
                 mime = WEB_SAFE_FORMATS[fmt]
                 return FittedImage(data, mime, width, height, width, height, False, frames, more)
-            out, mime, (ow, oh) = encode_to_fit(
-                im, room, max_side, lossless_source=fmt in LOSSLESS_FORMATS, deadline=deadline
-            )
+            orientation = _orientation(im)
+            picture = im
+            if region is not None:
+                check_region(region, (width, height))  # again: a PNG's EXIF is known only now
+                left, top, right, bottom = stored_box(region, (width, height), orientation)
+                fx, fy = im.size[0] / stored[0], im.size[1] / stored[1]  # a JPEG draft's scale
+                box = (int(left * fx), int(top * fy), max(int(left * fx) + 1, round(right * fx)),
+                       max(int(top * fy) + 1, round(bottom * fy)))  # fmt: skip
+                picture = im.crop(box)
+                im.close()  # only the crop is kept
+            try:
+                out, mime, (ow, oh) = encode_to_fit(
+                    picture,
+                    room,
+                    side,
+                    lossless_source=fmt in LOSSLESS_FORMATS,
+                    deadline=deadline,
+                    orientation=orientation,
+                    full_resolution=full_resolution,
+                )
+            except TooLargeAtFullResolution as exc:
+                raise MediaError(exc.advice(region)) from None
         finally:
             im.close()  # frees the decoded picture while the slot is still held
-    return FittedImage(out, mime, width, height, ow, oh, True, frames, more)
+    return FittedImage(out, mime, width, height, ow, oh, True, frames, more, region)
 
 
 @dataclass(slots=True)
@@ -273,8 +350,8 @@ class _Prepared:
     line_art: bool
 
 
-def _prepare(im: Image.Image) -> _Prepared:
-    orientation = _orientation(im)
+def _prepare(im: Image.Image, orientation: int | None = None) -> _Prepared:
+    orientation = _orientation(im) if orientation is None else orientation
     mode = im.mode
     alpha = mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in im.info
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
@@ -332,11 +409,16 @@ def encode_to_fit(
     *,
     lossless_source: bool = False,
     deadline: Deadline | None = None,
+    orientation: int | None = None,
+    full_resolution: bool = False,
 ) -> tuple[bytes, str, tuple[int, int]]:
     """Downscale and re-encode a loaded image (first frame, upright) until its base64 fits;
-    each round first checks ``deadline``."""
+    each round first checks ``deadline``. ``orientation`` is the EXIF one when ``im`` lost it
+    (a crop); ``full_resolution`` never downscales and raises TooLargeAtFullResolution."""
     max_bytes = bytes_for_chars(room)
-    p = _prepare(im)
+    p = _prepare(im, orientation)
+    if full_resolution:
+        return _encode_full(p, max_bytes, lossless_source, deadline)
     first_size = fit_box(p.image.size, max_side)
     if p.image.size != first_size:
         # One pass over the big frame; later, smaller rounds start from this copy.
@@ -366,3 +448,42 @@ def encode_to_fit(
                 break
             size = fit_box(p.image.size, new_side)
     raise MediaError(f"even at {MIN_SIDE}px it does not fit in {room} characters of base64.")
+
+
+class TooLargeAtFullResolution(MediaError):
+    """Its original pixels do not fit: ``smallest`` bytes at best, ``room`` bytes allowed."""
+
+    def __init__(self, size: tuple[int, int], smallest: int, max_bytes: int) -> None:
+        self.size, self.smallest, self.max_bytes = size, smallest, max_bytes
+        super().__init__(self.advice(None))
+
+    def advice(self, region: Region | None) -> str:
+        """The refusal, with a region of the same shape whose pixels would about fit."""
+        f = min(1.0, math.sqrt(self.max_bytes / max(1, self.smallest)) * 0.9)
+        w, h = max(1, int(self.size[0] * f)), max(1, int(self.size[1] * f))
+        x, y = (region.x, region.y) if region is not None else (0, 0)
+        what = "region" if region is not None else "image"
+        return (
+            f"at full resolution the {what} ({self.size[0]}x{self.size[1]}px) takes {self.smallest} "
+            f"bytes at best, over the {self.max_bytes} bytes this client's result budget leaves "
+            f'for it. Pass a region of about {w}x{h}px, e.g. {{"x": {x}, "y": {y}, "width": {w}, '
+            f'"height": {h}}}, or leave full_resolution off to get it downscaled.'
+        )
+
+
+def _encode_full(
+    p: _Prepared, max_bytes: int, lossless_source: bool, deadline: Deadline | None
+) -> tuple[bytes, str, tuple[int, int]]:
+    """The prepared picture at its own size, in the first format and quality that fits."""
+    w, h = p.image.size
+    shown = (h, w) if p.orientation in (5, 6, 7, 8) else (w, h)
+    smallest = 0
+    for fmt in _formats(p, lossless_source):
+        for quality in (START_QUALITY, LOW_QUALITY) if fmt != "PNG" else (0,):
+            if deadline is not None:
+                deadline.check()
+            out = _encode(_render(p, (w, h), fmt), fmt, quality)
+            if len(out) <= max_bytes:
+                return out, Image.MIME[fmt], shown
+            smallest = len(out) if not smallest else min(smallest, len(out))
+    raise TooLargeAtFullResolution(shown, smallest, max_bytes)

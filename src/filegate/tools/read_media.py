@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import MediaError
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
-from filegate.media.image import FittedImage, b64_len, fit_image_to_budget
+from filegate.media.image import FittedImage, Region, b64_len, fit_image_to_budget
 from filegate.media.video import (
     MAX_FRAMES,
     MAX_UNKNOWN_CHARS,
@@ -54,10 +54,26 @@ _WIDE = 10**12
 _WIDE_FLOAT = 10.0**9
 
 
+class RegionParam(BaseModel):
+    # A crop in the image's original pixels: integers (10.0 is taken as 10, 10.5 is refused).
+    # No docstring: it would be sent in the tool's schema.
+    model_config = ConfigDict(extra="forbid")
+
+    x: Annotated[int, Field(ge=0)]
+    y: Annotated[int, Field(ge=0)]
+    width: Annotated[int, Field(ge=1)]
+    height: Annotated[int, Field(ge=1)]
+
+
 class ReadMediaFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: Annotated[str, Field(description=PATH_HELP)]
+    region: Annotated[
+        RegionParam | None,
+        Field(description="An image crop in original pixels."),
+    ] = None
+    full_resolution: Annotated[bool, Field(description="Send original pixels, not downscaled.")] = False
 
 
 class ReadMediaFacts(BaseModel):
@@ -156,12 +172,32 @@ def _checked(outcome: Outcome, budget: int) -> Outcome:
 # --- images -------------------------------------------------------------------------------
 
 
-def _image_outcome(rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, budget: int) -> Outcome:
+def _scale_text(img: FittedImage, wide: bool) -> str:
+    """The scale of a crop or a full-resolution image, and how its coordinates map back."""
+    if wide:  # reserving room: longer than any real figures
+        return ", scale " + "9" * 24 + ": original x = " + "9" * 12 + " + returned x / " + "9" * 24 * 2
+    crop = img.region or Region(0, 0, img.width, img.height)
+    scale = f"{img.out_width / crop.width:.4g}"
+    return (
+        f", scale {scale}: original x = {crop.x} + returned x / {scale}, "
+        f"original y = {crop.y} + returned y / {scale}"
+    )
+
+
+def _image_outcome(
+    rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, budget: int, *, mapped: bool = False,
+    wide: bool = False,
+) -> Outcome:  # fmt: skip
     message = (
         f"Loaded image file `{rp.shown}` ({ft.mime}, {size} bytes, original size {img.width}x{img.height}px"
     )
+    if img.region is not None:
+        r = img.region
+        message += f"; region x={r.x}, y={r.y}, {r.width}x{r.height}px"
     if img.reencoded:
         message += f"; returned as {img.out_width}x{img.out_height}px {img.mime}, {len(img.data)} bytes"
+        if mapped:
+            message += _scale_text(img, wide)
         if img.frames > 1:
             more = "more than " if img.more_frames else ""
             message += f", the first of {more}{img.frames} frames"
@@ -187,13 +223,24 @@ def _image_outcome(rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, 
     )
 
 
-def _read_image(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
-    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True)
-    room = _room(env.result_budget, _image_outcome(rp, ft, _WIDE, wide, env.result_budget))
+def _read_image(
+    rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, params: ReadMediaFileParams
+) -> Outcome:
+    # The scale and its mapping are said whenever the caller chose the pixels (a region, or
+    # full resolution), so its coordinates map back without arithmetic on the sizes.
+    mapped = params.region is not None or params.full_resolution
+    region = Region(**params.region.model_dump()) if params.region is not None else None
+    wide_region = Region(_WIDE, _WIDE, _WIDE, _WIDE) if region is not None else None
+    wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True, wide_region)
+    skeleton = _image_outcome(rp, ft, _WIDE, wide, env.result_budget, mapped=mapped, wide=True)
+    room = _room(env.result_budget, skeleton)
     data = _read_all(fd, size)
-    img = fit_image_to_budget(data, room, env.image_max_side)
+    img = fit_image_to_budget(
+        data, room, env.image_max_side, region=region, full_resolution=params.full_resolution
+    )
     del data
-    return _checked(_image_outcome(rp, ft, size, img, env.result_budget), env.result_budget)
+    outcome = _image_outcome(rp, ft, size, img, env.result_budget, mapped=mapped)
+    return _checked(outcome, env.result_budget)
 
 
 def _decode_hint(ft: FileType) -> str:
@@ -303,16 +350,31 @@ def _wide_info() -> VideoInfo:
     return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE, "x" * MAX_UNKNOWN_CHARS)
 
 
-def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv) -> Outcome:
+# Said after a video's summary when the caller passed image-only parameters.
+IGNORED_FOR_VIDEO = " (region and full_resolution apply to images only: ignored for this video.)"
+
+
+def _read_video(
+    rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, params: ReadMediaFileParams
+) -> Outcome:
+    note = IGNORED_FOR_VIDEO if params.region is not None or params.full_resolution else ""
+    outcome = _fit_video(rp, fd, size, ft, env, len(note))
+    outcome.message += note
+    return outcome
+
+
+def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, extra: int) -> Outcome:
+    """The video, or frames of it, within the budget less ``extra`` characters said after it."""
     budget = env.result_budget
+    fits = budget - extra
     uri = resource_uri(env.workspace, rp)
     skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"", budget)
-    if b64_len(size) <= _room(budget, skeleton):
+    if b64_len(size) <= _room(fits, skeleton):
         # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
         # extra must not change the answer); the probe only adds what it finds.
         data = _read_all(fd, size)
         info = probe_video(fd) if av_installed() else VideoInfo()
-        return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), budget)
+        return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), fits)
     if not av_installed():
         raise PathError(
             f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "
@@ -321,11 +383,11 @@ def _read_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv
             "shorter or smaller clip.",
             "File too large",
         )
-    room = _room(budget, _frames_skeleton(rp, ft, budget))
+    room = _room(fits, _frames_skeleton(rp, ft, budget))
     kf = extract_keyframes(fd, room, env.image_max_side)
     if not kf.frames:
         raise MediaError("no frame could be decoded.")
-    return _checked(_frames_outcome(rp, ft, size, kf, budget), budget)
+    return _checked(_frames_outcome(rp, ft, size, kf, budget), fits)
 
 
 def _frames_skeleton(rp: ResolvedPath, ft: FileType, budget: int) -> Outcome:
@@ -336,10 +398,10 @@ def _frames_skeleton(rp: ResolvedPath, ft: FileType, budget: int) -> Outcome:
 
 # --- the tool -----------------------------------------------------------------------------
 
-Reader = Callable[[ResolvedPath, int, int, FileType, ToolEnv], Outcome]
+Reader = Callable[[ResolvedPath, int, int, FileType, ToolEnv, ReadMediaFileParams], Outcome]
 
 
-def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
+def _read(rp: ResolvedPath, env: ToolEnv, params: ReadMediaFileParams) -> Outcome:
     fd = open_regular(rp)
     ft: FileType | None = None
     try:
@@ -348,7 +410,7 @@ def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
         ft = detect_file_type(rp.real.name, pread(fd, SNIFF_BYTES, 0))
         _check_media(rp, ft)
         reader: Reader = _read_image if ft.kind == "image" else _read_video
-        return reader(rp, fd, size, ft, env)
+        return reader(rp, fd, size, ft, env, params)
     except MediaError as exc:
         assert ft is not None
         hint = _decode_hint(ft) if ft.kind == "image" else ""
@@ -367,7 +429,7 @@ def _read(rp: ResolvedPath, env: ToolEnv) -> Outcome:
 async def read_media_file(params: ReadMediaFileParams, env: ToolEnv) -> Outcome:
     try:
         rp = env.workspace.resolve_for_read(params.path)
-        return await anyio.to_thread.run_sync(_read, rp, env, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(_read, rp, env, params, abandon_on_cancel=True)
     except PathError as exc:
         return Outcome.from_path_error(exc)
 
