@@ -13,7 +13,7 @@ from PIL import Image
 from filegate.errors import MediaError
 from filegate.media.bounds import DecodeTimeout
 from filegate.media.image import b64_len, bytes_for_chars, fit_image_to_budget
-from filegate.media.video import extract_keyframes
+from filegate.media.video import extract_keyframes, probe_video
 from tests import media_factory as mf
 
 
@@ -88,6 +88,16 @@ def test_a_decode_past_its_deadline_is_stopped() -> None:
 def test_a_video_past_its_deadline_is_stopped(tmp_path: Path) -> None:
     clip = mf.write_mp4(tmp_path / "clip.mp4", size=(320, 240), noisy=True)
     with clip.open("rb") as f:
-        assert extract_keyframes(f.fileno(), 100_000, 2048).frames  # in time: frames
+        assert extract_keyframes(f.fileno(), 100_000, 2048, "mov").frames  # in time: frames
     with clip.open("rb") as f, pytest.raises(DecodeTimeout, match="took longer"):
-        extract_keyframes(f.fileno(), 100_000, 2048, timeout=0.0)
+        extract_keyframes(f.fileno(), 100_000, 2048, "mov", timeout=0.0)
+
+
+def test_a_video_is_opened_only_with_the_demuxer_of_its_detected_type(tmp_path: Path) -> None:
+    # The worker never lets FFmpeg probe every format it has: an MP4 handed over as an AVI is
+    # opened with the AVI demuxer, which cannot read it (unpinned, FFmpeg would find "mov").
+    clip = mf.write_mp4(tmp_path / "clip.mp4")
+    with clip.open("rb") as f:
+        assert probe_video(f.fileno(), "mov").codec == "h264"
+        info = probe_video(f.fileno(), "avi")
+    assert info.codec is None and info.unknown and info.unknown.startswith("no video decoder can open it (")

@@ -132,14 +132,29 @@ def _info(container: Any) -> VideoInfo:
     return info
 
 
-def probe_here(source: IO[bytes]) -> VideoInfo:
+# FFmpeg's demuxer for each video type SPEC §3 admits (by the MIME type found from the
+# content): the worker opens a file with that demuxer only, never by FFmpeg's own probe of
+# all of its formats (playlists, image sequences, raw streams).
+DEMUXERS = {
+    "video/mp4": "mov", "video/x-m4v": "mov", "video/quicktime": "mov", "video/3gpp": "mov",
+    "video/3gpp2": "mov", "video/webm": "matroska", "video/x-matroska": "matroska",
+    "video/x-msvideo": "avi", "video/x-ms-wmv": "asf", "video/x-flv": "flv",
+}  # fmt: skip
+
+
+def demuxer_for(mime: str) -> str | None:
+    """FFmpeg's demuxer for ``mime``, or None when this server lets FFmpeg open none."""
+    return DEMUXERS.get(mime)
+
+
+def probe_here(source: IO[bytes], demuxer: str | None = None) -> VideoInfo:
     """Duration, resolution and codec as FFmpeg finds them when it opens the container (which
     may decode a frame): in the worker process only."""
     av = load_av()
     if av is None:
         return VideoInfo(unknown="PyAV is not installed")
     try:
-        with av.open(source, "r") as container:
+        with av.open(source, "r", format=demuxer) as container:
             return _info(container)
     except _av_error(av) as exc:
         if isinstance(exc, MemoryError):
@@ -220,7 +235,9 @@ class _FrameCursor:
         return best
 
 
-def sample_here(source: IO[bytes], room: int, max_side: int, timeout: float = DECODE_TIMEOUT_S) -> Keyframes:
+def sample_here(
+    source: IO[bytes], room: int, max_side: int, timeout: float = DECODE_TIMEOUT_S, demuxer: str | None = None
+) -> Keyframes:
     """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together.
 
     A demux pass finds the keyframes; each sample point is then reached from the keyframe
@@ -233,7 +250,7 @@ def sample_here(source: IO[bytes], room: int, max_side: int, timeout: float = DE
         raise MediaError("PyAV is not installed.")
     deadline = Deadline(timeout)
     try:
-        with av.open(source, "r") as container:
+        with av.open(source, "r", format=demuxer) as container:
             return _sample(container, room, max_side, deadline)
     except (MediaError, MemoryError):
         raise
@@ -332,20 +349,22 @@ def _run_worker(fd: int, request: dict[str, Any], timeout: float) -> dict[str, A
     return answer
 
 
-def probe_video(fd: int, *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
+def probe_video(fd: int, demuxer: str, *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
     """Duration, resolution and codec, found by FFmpeg in the worker; a VideoInfo whose
     ``unknown`` says why when they cannot be (never an error: the video itself is sent)."""
     try:
-        answer = _run_worker(fd, {"op": "probe"}, timeout)
+        answer = _run_worker(fd, {"op": "probe", "demuxer": demuxer}, timeout)
     except MediaError as exc:
         return VideoInfo(unknown=str(exc).removesuffix(", so nothing is sent.")[:MAX_UNKNOWN_CHARS])
     return VideoInfo(**answer["info"])
 
 
-def extract_keyframes(fd: int, room: int, max_side: int, *, timeout: float = DECODE_TIMEOUT_S) -> Keyframes:
+def extract_keyframes(
+    fd: int, room: int, max_side: int, demuxer: str, *, timeout: float = DECODE_TIMEOUT_S
+) -> Keyframes:
     """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together,
     sampled by the worker (``sample_here``) from the open file ``fd``."""
-    request = {"op": "frames", "room": room, "max_side": max_side, "timeout": timeout}
+    request = {"op": "frames", "room": room, "max_side": max_side, "timeout": timeout, "demuxer": demuxer}
     answer = _run_worker(fd, request, timeout)
     frames = []
     for f in answer["frames"]:

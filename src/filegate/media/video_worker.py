@@ -38,9 +38,9 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     source.seek(0)  # the descriptor's offset is the server's: wherever its last read left it
     try:
         if request["op"] == "probe":
-            info = probe_here(source)
+            info = probe_here(source, request["demuxer"])
             return {"info": info.as_dict()}
-        kf = sample_here(source, request["room"], request["max_side"], request["timeout"])
+        kf = sample_here(source, request["room"], request["max_side"], request["timeout"], request["demuxer"])
     except MemoryError:  # PyAV's av.MemoryError (FFmpeg's ENOMEM) is one too
         return {"refused": "memory"}
     except DecodeTimeout as exc:

@@ -24,6 +24,7 @@ from filegate.media.video import (
     VideoFrame,
     VideoInfo,
     av_installed,
+    demuxer_for,
     extract_keyframes,
     probe_video,
 )
@@ -373,7 +374,8 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
         # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
         # extra must not change the answer); the probe only adds what it finds.
         data = _read_all(fd, size)
-        info = probe_video(fd) if av_installed() else VideoInfo()
+        demuxer = demuxer_for(ft.mime)
+        info = probe_video(fd, demuxer) if av_installed() and demuxer else VideoInfo()
         return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), fits)
     if not av_installed():
         raise PathError(
@@ -384,7 +386,10 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
             "File too large",
         )
     room = _room(fits, _frames_skeleton(rp, ft, budget))
-    kf = extract_keyframes(fd, room, env.image_max_side)
+    demuxer = demuxer_for(ft.mime)
+    if demuxer is None:
+        raise MediaError(f"this server samples no frames from {ft.mime} videos.")
+    kf = extract_keyframes(fd, room, env.image_max_side, demuxer)
     if not kf.frames:
         raise MediaError("no frame could be decoded.")
     return _checked(_frames_outcome(rp, ft, size, kf, budget), fits)
