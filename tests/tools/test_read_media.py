@@ -802,3 +802,57 @@ async def test_video_that_fits_is_sent_even_when_no_decoder_opens_it(
         assert "\nIts duration, size and codec are unknown: no video decoder can open it (" in header
     else:
         assert header == '<video path="clip.mp4">\nvideo/mp4, 4024 bytes'
+
+
+async def test_jpeg_with_thousands_of_scans_is_refused_before_any_decode(ws: Path) -> None:
+    # Each scan is a pass over the whole image and a few bytes can cover it: a CPU bomb that
+    # no check between input blocks can stop. 1,000 copies of the last scan of a real one.
+    data = mf.progressive_jpeg_bytes(2000, 2000)
+    last = data.rindex(b"\xff\xda")
+    (ws / "scans.jpg").write_bytes(data[:-2] + data[last:-2] * 1000 + b"\xff\xd9")
+    (ws / "fine.jpg").write_bytes(data)
+    async with connect(ws) as c:
+        r = await call(c, "ReadMediaFile", path="scans.jpg")
+        fine = await call(c, "ReadMediaFile", path="fine.jpg")
+    assert r.is_error and text(r) == (
+        "Failed to read `scans.jpg` as image (image/jpeg): it is a progressive JPEG with more "
+        "than 256 scans (encoders write about 10; each is a pass over the whole image), so it was "
+        "not decoded. Make a baseline copy with an image tool and read that."
+    )
+    one_image(fine)
+
+
+@hostile
+@pytest.mark.parametrize("parallel", [1, 3])
+async def test_progressive_jpeg_bomb_is_refused_by_what_libjpeg_holds(capped: Capped, parallel: int) -> None:
+    # ~1 MB of 13000² progressive JPEG: a 1/8-scale draft is 6 MB, but libjpeg keeps all
+    # 507,624,192 bytes of coefficients (4:2:0) while it decodes (561 MB in process before).
+    (capped.ws / "prog.jpg").write_bytes(mf.progressive_jpeg_bytes(13000, 13000))
+    results = await capped.read("prog.jpg", parallel)
+    peak = capped.peak()
+    for r in results:
+        assert r.is_error and not blocks(r, "image")
+        assert text(r) == (
+            "Failed to read `prog.jpg` as image (image/jpeg): it is a progressive JPEG of "
+            "13000x13000px: libjpeg holds all its 507624192 bytes of DCT coefficients while "
+            f"decoding it at any scale, over the {MAX_DECODE_BYTES} bytes this server decodes for "
+            "one picture (a guard against decompression bombs), so it was not decoded. Make a "
+            "smaller (or baseline) copy with an image tool and read that."
+        )
+    assert peak < PEAK_LIMIT, f"server peak {peak >> 20} MiB"
+    (after,) = await capped.read("warm.png")  # the server answers the next call
+    assert not after.is_error, text(after)
+
+
+@hostile
+async def test_progressive_jpegs_within_the_budget_take_turns_at_their_real_cost(capped: Capped) -> None:
+    # 5600² progressive 4:2:0: 94,089,216 bytes of coefficients each (+ a 23 MB half-scale
+    # draft), within the budget alone; counted at their draft only, two would decode at once.
+    (capped.ws / "prog.jpg").write_bytes(mf.progressive_jpeg_bytes(5600, 5600))
+    results = await capped.read("prog.jpg", 3)
+    peak = capped.peak()
+    for r in results:
+        _img, _raw, im = one_image(r)
+        assert im.size == (2048, 2048)
+        assert "original size 5600x5600px" in text(r)
+    assert peak < 300 << 20, f"server peak {peak >> 20} MiB"  # 236 MiB; 330 MiB counted at the draft

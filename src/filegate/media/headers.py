@@ -103,11 +103,16 @@ _PROGRESSIVE_SOF = {0xC2, 0xC6, 0xCA, 0xCE}
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 # Bytes libjpeg keeps for one 8x8 block of coefficients (64 JCOEF, 16-bit each).
 BLOCK_BYTES = 64 * 2
+# Scans one JPEG may have: each is a pass over its components' coefficients, and a few
+# bytes of scan can cover a whole image (EOB runs), so thousands of scans are a CPU bomb that
+# no deadline check between input blocks can stop. Encoders write about 10 (libjpeg's
+# progression; mozjpeg's at most ~20); libjpeg-turbo's fuzzers stop at 500.
+MAX_JPEG_SCANS = 256
 
 
-def _jpeg_scans(data: bytes, pos: int) -> int:
-    """Scans of the JPEG image whose first SOS segment starts at ``pos``, counted up to 2
-    (all we need: more than one scan means buffered decoding). One pass, nothing decoded."""
+def _jpeg_scans(data: bytes, pos: int, limit: int) -> int:
+    """Scans of the JPEG image whose first SOS segment starts at ``pos``, counted up to
+    ``limit``. One pass over the markers, nothing decoded."""
     scans = 0
     n = len(data)
     while pos + 4 <= n:
@@ -119,7 +124,7 @@ def _jpeg_scans(data: bytes, pos: int) -> int:
         if marker != 0xDA:
             continue
         scans += 1
-        if scans == 2:
+        if scans == limit:
             break
         # Entropy-coded data: a 0xFF byte is either stuffed (FF 00), a restart marker
         # (FF D0-D7), fill (FF FF) or the next marker.
@@ -135,14 +140,15 @@ def _jpeg_scans(data: bytes, pos: int) -> int:
     return scans
 
 
-def jpeg_coefficient_bytes(data: bytes) -> tuple[int, str] | None:
-    """(bytes, why) libjpeg holds in whole-image coefficient buffers while decoding this JPEG,
+def jpeg_coefficient_bytes(data: bytes) -> tuple[int, str, int] | None:
+    """(bytes, why, scans) libjpeg holds in whole-image coefficient buffers while decoding this JPEG,
     whatever the scale it is asked to decode to; None for a single-scan baseline JPEG (which
     it decodes one row of blocks at a time) or when ``data`` is not a JPEG.
 
     libjpeg buffers every coefficient of a progressive JPEG (SOF2/6/10/14) and of a sequential
     one with more than one scan: per component, its blocks (rounded up to its sampling
-    factors, as libjpeg allocates them) times 128 bytes.
+    factors, as libjpeg allocates them) times 128 bytes. ``scans`` is counted up to
+    MAX_JPEG_SCANS + 1.
     """
     if len(data) < 4 or data[:2] != b"\xff\xd8":
         return None
@@ -173,7 +179,8 @@ def jpeg_coefficient_bytes(data: bytes) -> tuple[int, str] | None:
         return None
     marker, width, height, comps = sof
     progressive = marker in _PROGRESSIVE_SOF
-    if not progressive and _jpeg_scans(data, pos) < 2:
+    scans = _jpeg_scans(data, pos, MAX_JPEG_SCANS + 1)
+    if not progressive and scans < 2:
         return None
     hmax = max(h for h, _v in comps)
     vmax = max(v for _h, v in comps)
@@ -182,4 +189,4 @@ def jpeg_coefficient_bytes(data: bytes) -> tuple[int, str] | None:
         bw = -(-width * h // (8 * hmax))
         bh = -(-height * v // (8 * vmax))
         total += (-(-bw // h) * h) * (-(-bh // v) * v) * BLOCK_BYTES
-    return total, "a progressive JPEG" if progressive else "a JPEG with several scans"
+    return total, "a progressive JPEG" if progressive else "a JPEG with several scans", scans

@@ -30,6 +30,7 @@ from .bounds import (
 )
 from .headers import (
     MAX_COUNTED_FRAMES,
+    MAX_JPEG_SCANS,
     RGBA_BYTES,
     gif_frames,
     ico_largest,
@@ -166,7 +167,13 @@ def check_jpeg_buffers(data: bytes, size: tuple[int, int], decoded: int) -> int:
     buffered = jpeg_coefficient_bytes(data)
     if buffered is None:
         return decoded
-    coefficients, kind = buffered
+    coefficients, kind, scans = buffered
+    if scans > MAX_JPEG_SCANS:
+        raise MediaError(
+            f"it is {kind} with more than {MAX_JPEG_SCANS} scans (encoders write about 10; each "
+            "is a pass over the whole image), so it was not decoded. Make a baseline copy with "
+            "an image tool and read that."
+        )
     if coefficients + decoded > MAX_DECODE_BYTES:
         w, h = size
         raise MediaError(
