@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastmcp import Client
 from PIL import Image, ImageChops, ImageStat
 
 from filegate.media.bounds import MAX_DECODE_BYTES
 from tests import media_factory as mf
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, stdio_transport, text
 
 
 def image_of(result: Any) -> Image.Image:
@@ -186,3 +187,13 @@ async def test_a_region_of_a_bomb_is_still_a_bomb(ws: Path) -> None:
         jpg = await call(c, "ReadMediaFile", path="prog.jpg", region=region, full_resolution=True)
     assert png.is_error and "353440000 bytes once decoded, over the " in text(png)
     assert jpg.is_error and f"265080000 bytes once decoded, over the {MAX_DECODE_BYTES}" in text(jpg)
+
+
+async def test_region_over_stdio_from_the_installed_server(ws: Path, diagram: Image.Image) -> None:
+    region = {"x": 2000, "y": 1000, "width": 1000, "height": 1000}
+    async with Client(stdio_transport(ws)) as c:
+        r = await call(c, "ReadMediaFile", path="diagram.png", region=region, full_resolution=True)
+    got = image_of(r)
+    assert got.size == (1000, 1000) and same_pixels(got, diagram.crop((2000, 1000, 3000, 2000)))
+    assert "region x=2000, y=1000, 1000x1000px; returned as 1000x1000px image/png" in text(r)
+    assert "scale 1: original x = 2000 + returned x / 1, original y = 1000 + returned y / 1" in text(r)
