@@ -319,18 +319,23 @@ def _run_worker(fd: int, request: dict[str, Any], timeout: float) -> dict[str, A
         except subprocess.TimeoutExpired:
             raise _Stopped(
                 f"FFmpeg's decode of it ran past the {timeout:g} s this server allows for one file, "
-                "so it was stopped (in a separate process) and nothing is sent."
+                "so it was stopped (in a separate process)."
             ) from None
     if done.returncode < 0:
         sig = -done.returncode
-        if sig in (signal.SIGXCPU, signal.SIGKILL):
+        if sig == signal.SIGXCPU:
             raise _Stopped(
                 f"FFmpeg's decode of it used more than the {timeout:g} s of CPU this server allows "
-                "for one file, so it was stopped (in a separate process) and nothing is sent."
+                "for one file, so it was stopped (in a separate process)."
+            )
+        if sig == signal.SIGKILL:  # the CPU limit's hard stop, or the system's OOM killer
+            raise _Stopped(
+                "FFmpeg's decode of it was killed (in a separate process): it ran past its CPU "
+                f"limit of {timeout:g} s or the system ran out of memory."
             )
         raise _Stopped(
             f"FFmpeg's decode of it crashed ({signal.Signals(sig).name}; it may have hit the "
-            f"{mib} MiB memory limit of its separate process), so nothing is sent."
+            f"{mib} MiB memory limit of its separate process)."
         )
     try:
         answer: dict[str, Any] = json.loads(done.stdout)
@@ -340,7 +345,7 @@ def _run_worker(fd: int, request: dict[str, Any], timeout: float) -> dict[str, A
         raise _Stopped(
             f"FFmpeg decoded its frames (it does so before their size is known) and needed more "
             f"than the {mib} MiB this server lets one video decode use, so the decode was stopped "
-            "(in a separate process) and nothing is sent. Make a smaller copy and read that."
+            "(in a separate process)."
         )
     if "error" in answer:
         raise (DecodeTimeout if answer.get("timeout") else MediaError)(answer["error"])
@@ -355,7 +360,7 @@ def probe_video(fd: int, demuxer: str, *, timeout: float = DECODE_TIMEOUT_S) -> 
     try:
         answer = _run_worker(fd, {"op": "probe", "demuxer": demuxer}, timeout)
     except MediaError as exc:
-        return VideoInfo(unknown=str(exc).removesuffix(", so nothing is sent.")[:MAX_UNKNOWN_CHARS])
+        return VideoInfo(unknown=str(exc)[:MAX_UNKNOWN_CHARS])
     return VideoInfo(**answer["info"])
 
 
@@ -365,7 +370,10 @@ def extract_keyframes(
     """Up to MAX_FRAMES evenly spaced frames that fit ``room`` base64 characters together,
     sampled by the worker (``sample_here``) from the open file ``fd``."""
     request = {"op": "frames", "room": room, "max_side": max_side, "timeout": timeout, "demuxer": demuxer}
-    answer = _run_worker(fd, request, timeout)
+    try:
+        answer = _run_worker(fd, request, timeout)
+    except _Stopped as exc:
+        raise MediaError(f"{exc} No frames are sent; make a smaller or shorter copy and read that.") from None
     frames = []
     for f in answer["frames"]:
         w, h, ow, oh = f["size"]
