@@ -51,10 +51,10 @@ async def _answer(msg: dict[str, Any]) -> None:
         tool: Any = await server.get_tool("ReadFile")
         envs.append(ToolEnv(workspace=tool._runtime.workspace, approver=None, reporter=SilentReporter()))  # type: ignore[arg-type]
     outcome = await read_file(ReadFileParams.model_validate(msg["params"]["arguments"]), envs[0])
-    result = render(outcome, with_structured=True)
+    result = render(outcome)
     body = {"jsonrpc": "2.0", "id": msg["id"], "result": {
         "content": [c.model_dump(mode="json", exclude_none=True) for c in result.content],
-        "structuredContent": result.structured_content, "isError": False}}  # fmt: skip
+        "isError": False}}  # fmt: skip
     await writers[0].write(json.dumps(body, separators=(",", ":")) + "\n")
     await writers[0].flush()
 

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Transport = Literal["stdio", "http"]
 ApprovalMode = Literal["ask", "strict", "auto"]
-ClientPreset = Literal["kimi", "claude-desktop", "claude-code", "generic"]
+ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "generic"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 # Claude Desktop refuses a tool result over 1 MiB; base64 counts toward it.

@@ -101,7 +101,8 @@ VALIDATION = "Error validating JSON arguments"
 
 
 def _sorted_lines(t: str, root: Path) -> str:
-    return "\n".join(sorted(t.split("\n")))
+    ended = t.endswith("\n")  # a block's closing line break stays where it is
+    return "\n".join(sorted(t.removesuffix("\n").split("\n"))) + ("\n" if ended else "")
 
 
 def _validation(t: str, root: Path) -> str:
@@ -152,17 +153,34 @@ RULES = [
 ]
 
 
+SEPARATED = (
+    "intended: SPEC §1 — every text block another block follows ends with a line break (Kimi Code "
+    "joins blocks with nothing between them)"
+)
+
+
+def separated(texts: list[str]) -> list[str]:
+    """Kimi's blocks as filegate sends its own (server/render.py): each one but the last ends
+    with a line break."""
+    return [t if i == len(texts) - 1 or t.endswith("\n") else t + "\n" for i, t in enumerate(texts)]
+
+
 def under_rules(r: Result, tool: str, root: Path, side: str) -> tuple[Any, ...]:
-    texts = list(r.texts)
+    # Kimi's blocks as filegate separates its own; compared up to the end of the last one (a
+    # rule may remove the block that a separator was put before).
+    texts = separated(list(r.texts)) if side == "kimi" else list(r.texts)
     for rule in RULES:
         if tool in rule.tools:
             f = rule.kimi if side == "kimi" else rule.ours
             texts = [f(t, root) for t in texts]
+    texts = [t for t in texts if t]
+    if texts:
+        texts[-1] = texts[-1].rstrip("\n")
     return (r.error, tuple(t for t in texts if t), tuple(r.media))
 
 
 def rules_used(kimi: Result, ours: Result, tool: str, root: Path) -> list[str]:
-    used = []
+    used = [SEPARATED] if separated(list(kimi.texts)) != kimi.texts else []
     for rule in RULES:
         if tool in rule.tools:
             k = [rule.kimi(t, root) for t in kimi.texts]

@@ -111,7 +111,9 @@ async def test_official_sdk_session_lists_calls_every_read_tool_and_gets_log_mes
         assert names[:4] == READ_TOOLS
         r = await s.call_tool("ReadFile", {"path": "a.txt"})
         assert not r.is_error and r.content[0].text == "     1\tinterop line\n"  # type: ignore[union-attr]
-        assert r.structured_content and r.structured_content["total_lines"] == 1
+        assert r.structured_content is None and r.content[1].text == (  # type: ignore[union-attr]
+            "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached."
+        )
         r = await s.call_tool("ReadMediaFile", {"path": "red.png"})
         assert not r.is_error and [b.type for b in r.content].count("image") == 1
         r = await s.call_tool("Grep", {"pattern": "interop", "output_mode": "content"})
@@ -124,7 +126,7 @@ async def test_official_sdk_session_lists_calls_every_read_tool_and_gets_log_mes
         # content). 2026-07-28 makes log delivery a per-request opt-in (_meta); the handshake era
         # delivers everything.
         r = await s.call_tool("Glob", {"pattern": "sub/*.py"})
-        assert not r.is_error and r.content[0].text == "sub/b.py"  # type: ignore[union-attr]
+        assert not r.is_error and r.content[0].text == "sub/b.py\n"  # type: ignore[union-attr]
         r = await s.call_tool("Glob", {"pattern": "*"})
         assert ".env" not in r.content[0].text  # type: ignore[union-attr]
         assert [str(m.data) for m in logs] == (
@@ -213,7 +215,9 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
     listed = runs.pop("list")
     assert listed.returncode == 0, listed.stderr
     assert "Error: tool" not in listed.stderr, listed.stderr  # no error-severity finding
-    names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+    listed_tools = json.loads(listed.stdout)["tools"]
+    names = [t["name"] for t in listed_tools]
+    assert [t["name"] for t in listed_tools if "outputSchema" in t] == []  # text only (SPEC §1)
     # This server offers every read tool (and the write tools after them).
     tools = [t for t in READ_TOOLS if t in names]
     assert tools == READ_TOOLS, names
@@ -223,9 +227,18 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
         results[tool] = json.loads(runs[tool].stdout)
     for tool, result in results.items():
         assert result["isError"] is False, (tool, result)
-    assert results["ReadFile"]["content"][0]["text"] == "     1\tinterop line\n"
+    # What the Inspector shows is the model's text: the lines, then the summary; no
+    # structuredContent beside them (Claude Code and Codex would show only that, SPEC §1).
+    assert results["ReadFile"]["content"] == [
+        {"type": "text", "text": "     1\tinterop line\n"},
+        {
+            "type": "text",
+            "text": "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached.",
+        },
+    ]
+    assert [tool for tool, result in results.items() if "structuredContent" in result] == []
     assert results["ReadMediaFile"]["content"][1]["mimeType"] == "image/png"
-    assert results["Glob"]["content"][0]["text"] == "sub/b.py"
+    assert results["Glob"]["content"][0]["text"] == "sub/b.py\n"
     assert "a.txt:1:interop line" in results["Grep"]["content"][0]["text"]
 
 

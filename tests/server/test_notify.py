@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from filegate.server.notify import events
+from filegate.tools.outcome import Outcome
 from tests.conftest import call, connect
 
 
@@ -24,24 +25,21 @@ class Logs:
     ("facts", "expected"),
     [
         ({"skipped_sensitive": 2}, [("notice", "Glob left out 2 file(s) that may hold secrets.")]),
-        ({"truncated": True}, [("info", "Glob returned part of its output; the result says how to page.")]),
-        (
-            {"output_truncated": True},
-            [("info", "Glob returned part of its output; the result says how to page.")],
-        ),
+        ({"partial": True}, [("info", "Glob returned part of its output; the result says how to page.")]),
         ({"timed_out": True}, [("warning", "Glob stopped at its time limit; the results are partial.")]),
-        ({"skipped_sensitive": 0, "truncated": False, "timed_out": False}, []),
-        ({"truncated_lines": [3], "next_line_offset": 10}, []),  # paging is not an event
+        ({"skipped_sensitive": 0, "partial": False, "timed_out": False}, []),
+        ({"message": "Results truncated to 3 lines. Use offset=3 to see more."}, []),  # paging
+        ({"is_error": True, "skipped_sensitive": 2, "timed_out": True}, []),  # a failure is logged apart
     ],
 )
 def test_each_fact_maps_to_one_message_at_a_fixed_level(
     facts: dict[str, Any], expected: list[tuple[str, str]]
 ) -> None:
-    assert events("Glob", facts) == expected
+    assert events("Glob", Outcome(**facts)) == expected
 
 
 def test_several_facts_come_in_a_fixed_order() -> None:
-    facts = {"output_truncated": True, "timed_out": True, "skipped_sensitive": 1}
+    facts = Outcome(partial=True, timed_out=True, skipped_sensitive=1)
     assert [level for level, _ in events("Grep", facts)] == ["notice", "warning", "info"]
 
 
@@ -61,7 +59,7 @@ async def test_a_truncated_result_is_an_info_message(ws: Path, mode: str) -> Non
     logs = Logs()
     async with connect(ws, mode, client_log_handler=logs) as c:
         r = await call(c, "Glob", pattern="*.txt")
-    assert r.structured_content["truncated"] is True
+    assert "Only the first 1000 matches are returned." in r.content[1].text
     assert [s for s in logs.seen if s[0] == "info" and "Glob" in s[1]] == [
         ("info", "Glob returned part of its output; the result says how to page.", "filegate")
     ]

@@ -5,7 +5,7 @@ stdio server). Pure logic: direct tests, with the real MCP types."""
 from __future__ import annotations
 
 from filegate.server.render import render, safe_result
-from filegate.tools.outcome import Outcome, TextPart
+from filegate.tools.outcome import ImagePart, Outcome, TextPart
 
 
 def test_a_lone_surrogate_in_any_string_of_a_result_is_escaped_and_the_result_encodes() -> None:
@@ -13,19 +13,39 @@ def test_a_lone_surrogate_in_any_string_of_a_result_is_escaped_and_the_result_en
         output="caf\udce9.py\nnext\tline",
         message="1 match in d\udcffr",
         parts=[TextPart("x\ud800y")],
-        structured={"files": ["caf\udce9.py"], "by_name": {"k\udce9": 1}, "count": 1},
     )
-    result = render(outcome, with_structured=True)
+    result = render(outcome)
     encoded = result.to_mcp_result()
     texts = [b.text for b in result.content]  # type: ignore[union-attr]
-    assert texts == ["caf\\xe9.py\nnext\tline", "x\\ud800y", "1 match in d\\xffr"]  # layout kept
-    assert result.structured_content == {"files": ["caf\\xe9.py"], "by_name": {"k\\xe9": 1}, "count": 1}
+    assert texts == ["caf\\xe9.py\nnext\tline\n", "x\\ud800y\n", "1 match in d\\xffr"]  # layout kept
+    assert result.structured_content is None
     assert "\udce9" not in str(encoded)
 
 
 def test_an_error_outcome_is_made_safe_too() -> None:
-    result = render(Outcome(is_error=True, message="`caf\udce9` does not exist."), with_structured=False)
+    result = render(Outcome(is_error=True, message="`caf\udce9` does not exist."))
     assert result.content[0].text == "`caf\\xe9` does not exist."  # type: ignore[union-attr]
+
+
+def test_every_text_block_another_block_follows_ends_with_a_line_break() -> None:
+    """Kimi Code joins text blocks with nothing between them (SPEC §1): joined so, the text
+    still reads as lines. A block's own closing break is not doubled; the last block keeps its
+    end as it is; an image between two text blocks does not change that."""
+    outcome = Outcome(
+        output="a.py\nb.py",
+        message="Found 2 matches.",
+        parts=[TextPart('<image path="x">'), ImagePart(b"\x89PNG", "image/png"), TextPart("</image>\n")],
+    )
+    blocks = render(outcome).content
+    assert [getattr(b, "text", None) for b in blocks] == [
+        "a.py\nb.py\n",
+        '<image path="x">\n',
+        None,
+        "</image>\n",
+        "Found 2 matches.",
+    ]
+    error = render(Outcome.error("`x` did not apply.", output="   3\tclosest"))
+    assert "".join(b.text for b in error.content) == "`x` did not apply.\n   3\tclosest"  # type: ignore[union-attr]
 
 
 def test_safe_result_covers_results_render_did_not_build() -> None:
@@ -33,6 +53,5 @@ def test_safe_result_covers_results_render_did_not_build() -> None:
     from mcp.types import TextContent
 
     raw = ToolResult(content=[TextContent(type="text", text="\udce9")])
-    raw.structured_content = {"a": "\udce9"}  # fastmcp 4.2 refuses it at construction
     safe = safe_result(raw)
-    assert safe.content[0].text == "\\xe9" and safe.structured_content == {"a": "\\xe9"}  # type: ignore[union-attr]
+    assert safe.content[0].text == "\\xe9"  # type: ignore[union-attr]

@@ -95,9 +95,8 @@ async def test_an_undecodable_file_name_never_stops_the_stdio_server(ws: Path, m
             ("ReadFile", {"path": "d\\xe9p"}),
         ]:
             r = await c.call_tool(tool, args, raise_on_error=False, timeout=30)
-            shown = json.dumps([b.model_dump(mode="json") for b in r.content]) + json.dumps(
-                r.structured_content
-            )
+            assert r.structured_content is None  # text only (SPEC §1)
+            shown = json.dumps([b.model_dump(mode="json") for b in r.content])
             assert "\\udc" not in shown and "\ufffd" not in shown, (tool, shown)
         r = await c.call_tool("ReadFile", {"path": "plain.txt"}, timeout=30)
         assert "still here" in text(r)

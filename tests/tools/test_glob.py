@@ -28,27 +28,27 @@ def tree(root: Path, *files: str) -> None:
             p.write_text(f)
 
 
-async def glob(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:
+async def glob(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], None]:
     async with connect(ws, mode) as c:
         r = await call(c, "Glob", **args)
-        return r.is_error, texts(r), r.structured_content
+        assert r.structured_content is None  # text only (SPEC §1)
+        return r.is_error, texts(r), None
 
 
 async def test_stars_globstar_and_braces(ws: Path, mode: str) -> None:
     tree(ws, "a.py", "b.md", "c.txt", "src/x.py", "src/deep/er/y.py", "src/z.js", ".hidden/h.py")
     _, (out, msg), facts = await glob(ws, mode, pattern="*.py")
-    assert out == "a.py" and msg == "Found 1 matches for pattern `*.py`."
+    assert out == "a.py\n" and msg == "Found 1 matches for pattern `*.py`."
     _, (out, _), _ = await glob(ws, mode, pattern="src/**/*.py")
-    assert out.split("\n") == ["src/deep/er/y.py", "src/x.py"]
+    assert out.splitlines() == ["src/deep/er/y.py", "src/x.py"]
     _, (out, _), _ = await glob(ws, mode, pattern="*.{py,md}")
-    assert out.split("\n") == ["a.py", "b.md"]
+    assert out.splitlines() == ["a.py", "b.md"]
     _, (out, _), _ = await glob(ws, mode, pattern="{src,.hidden}/*.py")
-    assert out.split("\n") == [".hidden/h.py", "src/x.py"]
+    assert out.splitlines() == [".hidden/h.py", "src/x.py"]
     _, (out, _), _ = await glob(ws, mode, pattern="src/**")
-    assert out.split("\n") == ["src/deep", "src/deep/er", "src/deep/er/y.py", "src/x.py", "src/z.js"]
-    _, (out, _), facts = await glob(ws, mode, pattern="src/**", include_dirs=False)
-    assert out.split("\n") == ["src/deep/er/y.py", "src/x.py", "src/z.js"]
-    assert facts == {"matches": 3, "shown": 3, "truncated": False, "skipped_sensitive": 0}
+    assert out.splitlines() == ["src/deep", "src/deep/er", "src/deep/er/y.py", "src/x.py", "src/z.js"]
+    _, (out, msg), _ = await glob(ws, mode, pattern="src/**", include_dirs=False)
+    assert out == "src/deep/er/y.py\nsrc/x.py\nsrc/z.js\n" and msg == "Found 3 matches for pattern `src/**`."
 
 
 async def test_no_match_message(ws: Path, mode: str) -> None:
@@ -62,14 +62,16 @@ async def test_leading_globstar_is_allowed(ws: Path, mode: str) -> None:
     tree(ws, "src/a.py", "README.md", "deep/er/b.py", ".env", "keys/id_rsa", "keys/id_rsa.pub")
     for pattern in ("**/*.py", "./**/*.py"):
         err, (out, msg), _ = await glob(ws, mode, pattern=pattern)
-        assert not err and out.split("\n") == ["deep/er/b.py", "src/a.py"]
+        assert not err and out.splitlines() == ["deep/er/b.py", "src/a.py"]
         assert msg == f"Found 2 matches for pattern `{pattern}`."
-    err, (out, msg), facts = await glob(ws, mode, pattern="**")
-    assert not err and out.split("\n") == [
+    err, (out, msg), _ = await glob(ws, mode, pattern="**")
+    assert not err and out.splitlines() == [
         "README.md", "deep", "deep/er", "deep/er/b.py", "keys", "keys/id_rsa.pub", "src", "src/a.py"
     ]  # fmt: skip
-    assert "Skipped 2 sensitive file(s) (.env, id_rsa)" in msg
-    assert facts and facts["skipped_sensitive"] == 2
+    assert msg == (
+        "Found 8 matches for pattern `**`. Skipped 2 sensitive file(s) (.env, id_rsa) to protect "
+        "secrets. These files may contain credentials or private keys."
+    )
 
 
 async def test_leading_globstar_stops_at_the_cap(ws: Path, mode: str) -> None:
@@ -77,11 +79,13 @@ async def test_leading_globstar_stops_at_the_cap(ws: Path, mode: str) -> None:
         (ws / f"d{d}").mkdir()
         for i in range(600):
             (ws / f"d{d}" / f"f{i:04d}.txt").write_bytes(b"")
-    err, (out, msg), facts = await glob(ws, mode, pattern="**/*.txt")
-    names = out.split("\n")
+    err, (out, msg), _ = await glob(ws, mode, pattern="**/*.txt")
+    names = out.splitlines()
     assert not err and len(names) == 1000 and names[0] == "d0/f0000.txt" and names[-1] == "d1/f0399.txt"
-    assert "Only the first 1000 matches are returned." in msg
-    assert facts and facts["truncated"] and facts["matches"] == 1000
+    assert msg == (
+        "Found more than 1000 matches for pattern `**/*.txt`. Only the first 1000 matches are "
+        "returned. You may want to use a more specific pattern."
+    )
 
 
 async def test_trailing_slash_matches_directories_only(ws: Path, mode: str) -> None:
@@ -89,13 +93,13 @@ async def test_trailing_slash_matches_directories_only(ws: Path, mode: str) -> N
     (ws / "src" / "dirlink").symlink_to(ws / "src" / "pkg")
     (ws / "src" / "filelink").symlink_to(ws / "top.txt")
     _, (out, _), _ = await glob(ws, mode, pattern="src/**/")
-    assert out.split("\n") == ["src/dirlink", "src/pkg", "src/pkg/data"]
+    assert out.splitlines() == ["src/dirlink", "src/pkg", "src/pkg/data"]
     _, (out, _), _ = await glob(ws, mode, pattern="*/")
-    assert out.split("\n") == ["other", "src"]
+    assert out.splitlines() == ["other", "src"]
     _, (out, _), _ = await glob(ws, mode, pattern="{src,top.txt}/")
-    assert out == "src"
+    assert out == "src\n"
     _, (out, _), _ = await glob(ws, mode, pattern="src/*")  # no slash: files and directories
-    assert out.split("\n") == ["src/dirlink", "src/file.txt", "src/filelink", "src/pkg"]
+    assert out.splitlines() == ["src/dirlink", "src/file.txt", "src/filelink", "src/pkg"]
 
 
 async def test_empty_pattern_is_an_error(ws: Path, mode: str) -> None:
@@ -127,7 +131,7 @@ async def test_directory_must_be_absolute_and_inside(ws: Path, outside: Path, mo
     err, parts, _ = await glob(ws, mode, pattern="*", directory=str(ws / "nope"))
     assert err and "does not exist" in parts[0]
     err, (out, _), _ = await glob(ws, mode, pattern="*", directory=str(ws / "sub"))
-    assert not err and out == "a.txt"
+    assert not err and out == "a.txt\n"
 
 
 async def test_symlinked_directories_pointing_out_are_not_walked(ws: Path, outside: Path, mode: str) -> None:
@@ -136,21 +140,23 @@ async def test_symlinked_directories_pointing_out_are_not_walked(ws: Path, outsi
     (ws / "alias").symlink_to(ws / "real")
     (ws / "real" / "loop").symlink_to(ws / "real")
     _, (out, _), _ = await glob(ws, mode, pattern="*/*.txt")
-    assert out.split("\n") == ["alias/in.txt", "real/in.txt"]
+    assert out.splitlines() == ["alias/in.txt", "real/in.txt"]
     _, (out, _), _ = await glob(ws, mode, pattern="real/**")
-    assert "secret.txt" not in out and out.split("\n") == ["real/in.txt", "real/loop"]
+    assert "secret.txt" not in out and out.splitlines() == ["real/in.txt", "real/loop"]
     # `**` lists a symlink but never walks through one (no cycles, no way out)
     _, (out, _), _ = await glob(ws, mode, pattern="**")
-    assert out.split("\n") == ["alias", "out", "real", "real/in.txt", "real/loop"]
+    assert out.splitlines() == ["alias", "out", "real", "real/in.txt", "real/loop"]
 
 
 async def test_sensitive_files_are_left_out_and_counted(ws: Path, mode: str) -> None:
     tree(ws, ".env", "conf/.env.local", "conf/app.ini", "key.pem", ".env.example")
     (ws / "innocent").symlink_to(ws / "key.pem")
-    _, (out, msg), facts = await glob(ws, mode, pattern="*", include_dirs=False)
-    assert out.split("\n") == [".env.example"]
-    assert "Skipped 3 sensitive file(s) (.env, innocent, key.pem)" in msg
-    assert facts and facts["skipped_sensitive"] == 3
+    _, (out, msg), _ = await glob(ws, mode, pattern="*", include_dirs=False)
+    assert out == ".env.example\n"
+    assert msg == (
+        "Found 1 matches for pattern `*`. Skipped 3 sensitive file(s) (.env, innocent, key.pem) "
+        "to protect secrets. These files may contain credentials or private keys."
+    )
 
 
 async def test_at_most_1000_results_and_an_early_stop(ws: Path, mode: str) -> None:
@@ -158,11 +164,10 @@ async def test_at_most_1000_results_and_an_early_stop(ws: Path, mode: str) -> No
     d.mkdir()
     for i in range(1500):
         (d / f"f{i:05d}.txt").write_bytes(b"")
-    _, (out, msg), facts = await glob(ws, mode, pattern="many/*.txt")
-    names = out.split("\n")
+    _, (out, msg), _ = await glob(ws, mode, pattern="many/*.txt")
+    names = out.splitlines()
     assert len(names) == 1000 and names[0] == "many/f00000.txt" and names[-1] == "many/f00999.txt"
     assert "Only the first 1000 matches are returned." in msg
-    assert facts and facts["truncated"]
 
 
 def without_dac_override(ws: Path, mode: str) -> Any:
@@ -192,11 +197,11 @@ async def test_unreadable_directory_is_skipped_and_said(ws: Path, mode: str) -> 
         os.chmod(ws / "locked", 0o755)
         os.chmod(ws / "shut", 0o755)
     assert not r.is_error and texts(r) == [
-        "open/y.txt\nshut/z.txt",
+        "open/y.txt\nshut/z.txt\n",
         "Found 2 matches for pattern `*/*.txt`. 1 unreadable directory skipped.",
     ]
     assert texts(two) == [
-        "open/y.txt",
+        "open/y.txt\n",
         "Found 1 matches for pattern `*/*.txt`. 2 unreadable directories skipped.",
     ]
 
@@ -217,19 +222,19 @@ def ignoring_repo(ws: Path) -> None:
 async def test_vcs_folders_and_gitignored_paths_are_skipped(ws: Path, mode: str) -> None:
     ignoring_repo(ws)
     _, (out, msg), _ = await glob(ws, mode, pattern="**", include_dirs=False)
-    assert out.split("\n") == [".gitignore", "src/app.py", "src/keep.log", "sub/.gitignore", "sub/hand.py"]
+    assert out.splitlines() == [".gitignore", "src/app.py", "src/keep.log", "sub/.gitignore", "sub/hand.py"]
     # build/, node_modules/, notes.tmp, src/app.log, sub/gen.py: said, so the model can ask again
     assert "5 path(s) ignored by .gitignore were not searched (include_ignored=true searches them)." in msg
     _, (out, _), _ = await glob(ws, mode, pattern="*")
-    assert out.split("\n") == [".gitignore", "src", "sub"]
+    assert out.splitlines() == [".gitignore", "src", "sub"]
 
 
 async def test_include_ignored_shows_ignored_paths_but_not_vcs_folders(ws: Path, mode: str) -> None:
     ignoring_repo(ws)
     _, (out, _), _ = await glob(ws, mode, pattern="**/*.py", include_ignored=True)
-    assert out.split("\n") == ["build/out.py", "src/app.py", "sub/gen.py", "sub/hand.py"]
+    assert out.splitlines() == ["build/out.py", "src/app.py", "sub/gen.py", "sub/hand.py"]
     _, (out, _), _ = await glob(ws, mode, pattern="**/*.{log,tmp}", include_ignored=True)
-    assert out.split("\n") == ["notes.tmp", "src/app.log", "src/keep.log"]
+    assert out.splitlines() == ["notes.tmp", "src/app.log", "src/keep.log"]
 
 
 async def test_a_pattern_naming_an_ignored_directory_walks_it(ws: Path, mode: str) -> None:
@@ -237,29 +242,29 @@ async def test_a_pattern_naming_an_ignored_directory_walks_it(ws: Path, mode: st
     tree(ws, ".venv/lib/python3.11/site-packages/site.py", ".venv/bin/python.py")
     (ws / ".venv" / ".gitignore").write_text("*\n")  # what `python -m venv` writes
     _, (out, _), _ = await glob(ws, mode, pattern="build/*.py")
-    assert out == "build/out.py"
+    assert out == "build/out.py\n"
     _, (out, _), _ = await glob(ws, mode, pattern="node_modules/**/*.js")
-    assert out == "node_modules/lib/x.js"
+    assert out == "node_modules/lib/x.js\n"
     _, (out, _), _ = await glob(ws, mode, pattern=".venv/**/site.py")
-    assert out == ".venv/lib/python3.11/site-packages/site.py"
+    assert out == ".venv/lib/python3.11/site-packages/site.py\n"
     _, (out, _), _ = await glob(ws, mode, pattern="sub/gen.py")
-    assert out == "sub/gen.py"
+    assert out == "sub/gen.py\n"
     _, (out, _), _ = await glob(ws, mode, pattern=".git/hooks/*")
-    assert out == ".git/hooks/pre-commit.py"
+    assert out == ".git/hooks/pre-commit.py\n"
     _, (out, _), _ = await glob(ws, mode, pattern="*/*.py")  # a wildcard does not name them
-    assert out.split("\n") == ["src/app.py", "sub/hand.py"]
+    assert out.splitlines() == ["src/app.py", "sub/hand.py"]
     # below the named part, the rules apply again
     tree(ws, "src/.git/config.py", "src/deep/x.log", "src/deep/y.py")
     _, (out, _), _ = await glob(ws, mode, pattern="src/**", include_dirs=False)
-    assert out.split("\n") == ["src/app.py", "src/deep/y.py", "src/keep.log"]
+    assert out.splitlines() == ["src/app.py", "src/deep/y.py", "src/keep.log"]
 
 
 async def test_gitignore_above_the_searched_directory_applies(ws: Path, mode: str) -> None:
     ignoring_repo(ws)
     err, (out, _), _ = await glob(ws, mode, pattern="*", directory=str(ws / "src"))
-    assert not err and out.split("\n") == ["app.py", "keep.log"]
+    assert not err and out.splitlines() == ["app.py", "keep.log"]
     err, (out, _), _ = await glob(ws, mode, pattern="*.py", directory=str(ws / "build"))
-    assert not err and out == "out.py"  # the caller named it as `directory`
+    assert not err and out == "out.py\n"  # the caller named it as `directory`
     # ... also when the rule ignores what is inside it, or a folder on the way, or it says `*`
     tree(ws, "gen/deep/x.py", "venv/lib/y.py")
     with (ws / ".gitignore").open("a") as f:
@@ -267,9 +272,9 @@ async def test_gitignore_above_the_searched_directory_applies(ws: Path, mode: st
     (ws / "venv" / ".gitignore").write_text("*\n")
     for directory, found in (("gen", "deep/x.py"), ("gen/deep", "x.py"), ("venv", "lib/y.py")):
         err, (out, _), _ = await glob(ws, mode, pattern="**/*.py", directory=str(ws / directory))
-        assert not err and out == found
+        assert not err and out == found + "\n"
     _, (out, _), _ = await glob(ws, mode, pattern="**/*.py")  # named by nobody: left out
-    assert out.split("\n") == ["src/app.py", "sub/hand.py"]
+    assert out.splitlines() == ["src/app.py", "sub/hand.py"]
 
 
 async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: str) -> None:
@@ -284,7 +289,7 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
     os.mkfifo(ws / "d" / ".gitignore")
     (ws / ".gitignore").write_text("*.py\n" + "#" * MAX_RULES_BYTES + "\n")  # over the size bound
     err, (out, _), _ = await glob(ws, mode, pattern="*/*.py")
-    assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"]
+    assert not err and out.splitlines() == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"]
     # nor an exclude file reached through a symlinked `.git` or `.git/info`
     (outside / "info").mkdir()
     (outside / "info" / "exclude").write_text("*.py\n")
@@ -294,7 +299,7 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
     (ws / "b" / ".git" / "info").symlink_to(outside)
     for pattern in ("*/*.py", "*/x.py"):  # folders listed, and folders where x.py is looked up
         err, (out, _), _ = await glob(ws, mode, pattern=pattern)
-        assert not err and out.split("\n") == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"], pattern
+        assert not err and out.splitlines() == ["a/x.py", "b/x.py", "c/x.py", "d/x.py"], pattern
 
 
 # --- any depth, cancellation ----------------------------------------------------------------
@@ -315,11 +320,10 @@ async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> N
         os.close(fd)
     try:
         err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
-        assert not err and out == "d/" * depth + "leaf.py" and msg.startswith("Found 1 matches")
-        err, (out, _), facts = await glob(ws, mode, pattern="**/")
-        assert (
-            not err and facts and facts["matches"] == 1000 and out.split("\n")[-1] == "/".join(["d"] * 1000)
-        )
+        assert not err and out == "d/" * depth + "leaf.py\n" and msg.startswith("Found 1 matches")
+        err, (out, msg), _ = await glob(ws, mode, pattern="**/")
+        assert not err and out.splitlines()[-1] == "/".join(["d"] * 1000)
+        assert msg.startswith("Found more than 1000 matches for pattern `**/`.")
     finally:
         remove_chain(ws, "d", depth)
 
@@ -406,12 +410,12 @@ async def test_names_are_shown_escaped_and_found_by_that_spelling(ws: Path, mode
     (ws / "dir\nname" / "f.txt").write_text("x")
     os.close(os.open(os.fsencode(ws) + b"/caf\xe9.py", os.O_WRONLY | os.O_CREAT))
     _, (out, msg), _ = await glob(ws, mode, pattern="**")
-    assert out.split("\n") == [
+    assert out.splitlines() == [
         "bidi\\u202eyp.txt", "caf\\xe9.py", "dir\\x0aname", "dir\\x0aname/f.txt", "esc\\x1b[2J.py", "new\\x0aline.py", "tick\\x60.py"
     ]  # fmt: skip
     assert "(.env)" in msg
     _, (out, msg), _ = await glob(ws, mode, pattern="*\n*")
-    assert out.split("\n") == ["dir\\x0aname", "new\\x0aline.py"] and "`*\\x0a*`" in msg
+    assert out.splitlines() == ["dir\\x0aname", "new\\x0aline.py"] and "`*\\x0a*`" in msg
     for shown in ("caf\\xe9.py", "new\\x0aline.py", "dir\\x0aname/*", "bidi\\u202e*"):
         _, (out, _), _ = await glob(ws, mode, pattern=shown, include_dirs=False)
         assert out.startswith(shown.removesuffix("*").removesuffix("/"))  # passed back, found
@@ -422,9 +426,9 @@ async def test_an_undecodable_name_over_stdio_keeps_the_server_up(ws: Path) -> N
     (ws / "plain.py").write_text("x")
     async with Client(stdio_transport(ws)) as c:
         r = await call(c, "Glob", pattern="*.py")
-        assert not r.is_error and texts(r)[0] == "caf\\xe9.py\nplain.py"
+        assert not r.is_error and texts(r)[0] == "caf\\xe9.py\nplain.py\n"
         again = await call(c, "Glob", pattern="caf\\xe9.py")
-        assert texts(again)[0] == "caf\\xe9.py"
+        assert texts(again)[0] == "caf\\xe9.py\n"
 
 
 async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> None:
@@ -438,18 +442,14 @@ async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> N
     parts = texts(r)
     out, msg = parts
     assert sum(len(p) for p in parts) <= 100_000
-    lines = out.split("\n")
+    lines = out.splitlines()
     assert all(line == f"{'x' * 200}/{'y' * 200}{i:04d}.txt" for i, line in enumerate(lines))
     left = 300 - len(lines)
     assert 200 < len(lines) < 300
     assert msg.startswith("Found 300 matches for pattern `*/*.txt`.")
     assert f"Only the first {len(lines)} of these 300 are listed: the rest ({left})" in msg
-    assert r.structured_content == {
-        "matches": 300,
-        "shown": len(lines),
-        "truncated": True,
-        "skipped_sensitive": 0,
-    }
+    assert r.structured_content is None
     async with connect(ws, mode) as c:  # a 1 MiB client gets them all
         r = await call(c, "Glob", pattern="*/*.txt")
-    assert len(texts(r)[0].split("\n")) == 300 and r.structured_content["shown"] == 300
+    out, msg = texts(r)
+    assert len(out.splitlines()) == 300 and msg == "Found 300 matches for pattern `*/*.txt`."

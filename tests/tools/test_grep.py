@@ -19,10 +19,11 @@ def tree(root: Path, files: dict[str, str]) -> None:
         p.write_text(content)
 
 
-async def grep(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:
+async def grep(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], None]:
     async with connect(ws, mode) as c:
         r = await call(c, "Grep", **args)
-        return r.is_error, texts(r), r.structured_content
+        assert r.structured_content is None  # text only (SPEC §1)
+        return r.is_error, texts(r), None
 
 
 def test_the_ripgrep_wheel_is_found_without_path() -> None:
@@ -35,18 +36,17 @@ async def test_files_with_matches_newest_first(ws: Path, mode: str) -> None:
     os.utime(ws / "old.txt", (time.time() - 1000, time.time() - 1000))
     err, parts, facts = await grep(ws, mode, pattern="needle")
     assert not err and parts == ["new.txt\nold.txt"]
-    assert facts and facts["total_lines"] == 2 and facts["mode"] == "files_with_matches"
 
 
 async def test_content_mode_with_context_and_separators(ws: Path, mode: str) -> None:
     tree(ws, {"a.txt": "hello\nworld\nhello again\nx\ny\nz\nhello\n"})
     _, (out,), _ = await grep(ws, mode, pattern="hello", output_mode="content", **{"-C": 1})
-    assert out.split("\n") == [
+    assert out.splitlines() == [
         "a.txt:1:hello", "a.txt-2-world", "a.txt:3:hello again", "a.txt-4-x", "--",
         "a.txt-6-z", "a.txt:7:hello",
     ]  # fmt: skip
     _, (out,), _ = await grep(ws, mode, pattern="hello", output_mode="content", **{"-n": False})
-    assert out.split("\n") == ["a.txt:hello", "a.txt:hello again", "a.txt:hello"]
+    assert out.splitlines() == ["a.txt:hello", "a.txt:hello again", "a.txt:hello"]
     _, (out,), _ = await grep(ws, mode, pattern="HELLO AGAIN", output_mode="content", **{"-i": True})
     assert out == "a.txt:3:hello again"
 
@@ -56,23 +56,21 @@ async def test_single_file_search_still_prints_its_name(ws: Path, mode: str) -> 
     _, (out,), _ = await grep(ws, mode, pattern="x", path="sub/one.py", output_mode="content")
     assert out == "sub/one.py:1:x = 1\nsub/one.py:2:x = 2"  # workdir-relative (SPEC §4 Grep)
     _, (out, msg), facts = await grep(ws, mode, pattern="x", path="sub/one.py", output_mode="count_matches")
-    assert out == "sub/one.py:2" and msg == "Found 2 total occurrences across 1 files."
-    assert facts and facts["total_matches"] == 2 and facts["files"] == 1
+    assert out == "sub/one.py:2\n" and msg == "Found 2 total occurrences across 1 files."
 
 
 async def test_count_matches_totals(ws: Path, mode: str) -> None:
     tree(ws, {"a.txt": "aa a\n", "b/c.txt": "a\n"})
     _, (out, msg), _ = await grep(ws, mode, pattern="a", output_mode="count_matches")
-    assert out.split("\n") == ["a.txt:3", "b/c.txt:1"]  # by path (SPEC §4 Grep: stable order)
+    assert out.splitlines() == ["a.txt:3", "b/c.txt:1"]  # by path (SPEC §4 Grep: stable order)
     assert msg == "Found 4 total occurrences across 2 files."
 
 
 async def test_paging_with_offset_and_head_limit(ws: Path, mode: str) -> None:
     tree(ws, {"a.txt": "".join(f"m{i}\n" for i in range(10))})
     _, (out, msg), facts = await grep(ws, mode, pattern="m", output_mode="content", head_limit=3, offset=2)
-    assert out.split("\n") == ["a.txt:3:m2", "a.txt:4:m3", "a.txt:5:m4"]
+    assert out.splitlines() == ["a.txt:3:m2", "a.txt:4:m3", "a.txt:5:m4"]
     assert msg == "Results truncated to 3 lines (total: 10). Use offset=5 to see more."
-    assert facts and facts["next_offset"] == 5
     _, (out,), _ = await grep(ws, mode, pattern="m", output_mode="content", head_limit=0)
     assert out.count("\n") == 9
 
@@ -81,9 +79,8 @@ async def test_output_is_capped_at_50000_characters_and_long_lines_cut(ws: Path,
     tree(ws, {"wide.txt": ("y" * 3000 + "\n") * 40})
     _, (out, msg), facts = await grep(ws, mode, pattern="y", output_mode="content", head_limit=0)
     assert len(out) <= 50_000
-    assert all(len(line) <= 2000 + len("[...truncated]") for line in out.split("\n"))
+    assert all(len(line) <= 2000 + len("[...truncated]") for line in out.splitlines())
     assert "Output is truncated to fit in the message." in msg
-    assert facts and facts["output_truncated"]
 
 
 async def test_sensitive_files_are_never_shown_and_are_counted(ws: Path, mode: str) -> None:
@@ -96,7 +93,6 @@ async def test_sensitive_files_are_never_shown_and_are_counted(ws: Path, mode: s
         assert not err and "hunter" not in joined and "my-1-dir/.env.local" not in joined
         assert "app.py" in joined and ".env.example" in joined
         assert "Skipped 3 sensitive file(s) (.env, .env.local, server.PEM)" in joined
-        assert facts and facts["skipped_sensitive"] == 3
     err, parts, _ = await grep(ws, mode, pattern="TOKEN", path=".env", output_mode="content")
     assert "hunter2" not in "".join(parts) and "Skipped 1 sensitive file(s) (.env)" in parts[0]
 
@@ -106,9 +102,9 @@ async def test_vcs_folders_skipped_gitignore_respected_unless_asked(ws: Path, mo
               ".hidden.txt": "needle\n", "src.txt": "needle\n"})  # fmt: skip
     os.makedirs(ws / ".git" / "objects", exist_ok=True)
     _, (out,), _ = await grep(ws, mode, pattern="needle")
-    assert sorted(out.split("\n")) == [".hidden.txt", "src.txt"]
+    assert sorted(out.splitlines()) == [".hidden.txt", "src.txt"]
     _, (out,), _ = await grep(ws, mode, pattern="needle", include_ignored=True)
-    assert sorted(out.split("\n")) == [".hidden.txt", "build/out.txt", "src.txt"]
+    assert sorted(out.splitlines()) == [".hidden.txt", "build/out.txt", "src.txt"]
 
 
 async def test_gitignore_is_respected_without_a_git_folder_as_glob_does(ws: Path, mode: str) -> None:
@@ -120,13 +116,13 @@ async def test_gitignore_is_respected_without_a_git_folder_as_glob_does(ws: Path
     _, (out,), _ = await grep(ws, mode, pattern="needle")
     assert out == "src.txt"
     _, (out,), _ = await grep(ws, mode, pattern="needle", include_ignored=True)
-    assert sorted(out.split("\n")) == ["app.log", "build/out.txt", "src.txt"]
+    assert sorted(out.splitlines()) == ["app.log", "build/out.txt", "src.txt"]
 
 
 async def test_glob_and_type_filters(ws: Path, mode: str) -> None:
     tree(ws, {"a.py": "needle\n", "b.js": "needle\n", "c.ts": "needle\n"})
     _, (out,), _ = await grep(ws, mode, pattern="needle", glob="*.{js,ts}")
-    assert sorted(out.split("\n")) == ["b.js", "c.ts"]
+    assert sorted(out.splitlines()) == ["b.js", "c.ts"]
     _, (out,), _ = await grep(ws, mode, pattern="needle", type="py")
     assert out == "a.py"
     err, parts, _ = await grep(ws, mode, pattern="needle", type="nosuchtype")
@@ -187,9 +183,8 @@ async def test_timeout_returns_partial_results_and_kills_rg(
     many_matching_lines(ws)
     monkeypatch.setattr(grep_module, "RG_TIMEOUT_S", 0.3)
     err, parts, facts = await grep(ws, mode, pattern="a", output_mode="content", head_limit=5)
-    assert not err and parts[0].count("\n") == 4 and ".txt:1:a\n" in parts[0]
+    assert not err and parts[0].count("\n") == 5 and ".txt:1:a\n" in parts[0]
     assert "Grep timed out after 0.3s. Partial results returned." in parts[1]
-    assert facts and facts["timed_out"]
     assert _rg_children() == []
 
 
@@ -238,9 +233,9 @@ async def main():
     async with connect(Path(sys.argv[1]), "auto") as c:
         for mode in ("files_with_matches", "content"):
             r = await call(c, "Grep", pattern="needle", output_mode=mode)
-            out.append([r.is_error, texts(r), r.structured_content])
+            out.append([r.is_error, texts(r)])
         r = await call(c, "Grep", pattern="needle", path="sub")
-        out.append([r.is_error, texts(r), r.structured_content])
+        out.append([r.is_error, texts(r)])
     print(json.dumps(out))
 
 asyncio.run(main())
@@ -272,16 +267,16 @@ def test_ignore_files_that_are_links_or_devices_are_never_read(ws: Path) -> None
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert time.monotonic() - started < 30
-    (fwm_err, fwm, fwm_facts), (c_err, content, _), (s_err, sub, _) = json.loads(done.stdout)
+    (fwm_err, fwm), (c_err, content), (s_err, sub) = json.loads(done.stdout)
     assert not fwm_err and not c_err and not s_err
-    assert sorted(fwm[0].split("\n")) == ["found.txt", "sub/deep.txt", "sub/kept.txt"]
-    assert not fwm_facts["timed_out"]
+    assert sorted(fwm[0].splitlines()) == ["found.txt", "sub/deep.txt", "sub/kept.txt"]
+    assert "timed out" not in fwm[1]
     assert (
         "3 .gitignore file(s) were not used: they are symlinks, not regular files or larger than 1 MiB."
         in fwm[1]
     )
-    assert content[0].split("\n") == ["found.txt:1:needle", "sub/deep.txt:1:needle", "sub/kept.txt:1:needle"]
-    assert sub[0].split("\n")[0].startswith("sub/")
+    assert content[0].splitlines() == ["found.txt:1:needle", "sub/deep.txt:1:needle", "sub/kept.txt:1:needle"]
+    assert sub[0].splitlines()[0].startswith("sub/")
 
 
 async def test_ignore_files_pointing_out_are_not_read_nor_quoted(
@@ -312,14 +307,14 @@ async def test_regular_gitignore_and_exclude_are_honoured_in_and_above_the_searc
               "src/.gitignore": "local.txt\n", "src/local.txt": "needle\n",
               ".ignore": "src/keep.txt\n", "src/.rgignore": "keep.txt\n"})  # fmt: skip
     _, (out, _msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
-    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]  # .ignore/.rgignore not honoured
+    assert out.splitlines() == ["src/keep.txt:1", "src/top-only.txt:1"]  # .ignore/.rgignore not honoured
     _, (out, _msg), _ = await grep(ws, mode, pattern="needle", path="src", output_mode="count_matches")
-    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]
+    assert out.splitlines() == ["src/keep.txt:1", "src/top-only.txt:1"]
     # One unusable ignore file: rg reads none itself, the regular ones still apply.
     (ws / "src" / "other").mkdir()
     (ws / "src" / "other" / ".gitignore").symlink_to("/dev/null")
     _, (out, msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
-    assert out.split("\n") == ["src/keep.txt:1", "src/top-only.txt:1"]
+    assert out.splitlines() == ["src/keep.txt:1", "src/top-only.txt:1"]
     assert "1 .gitignore file(s) were not used" in msg
 
 
@@ -354,7 +349,7 @@ async def test_unreadable_entries_are_counted_never_quoted(ws: Path, mode: str) 
     tree(ws, {"ok.txt": "needle\n"})
     _deep_tree_beyond_path_max(ws)
     err, parts, _ = await grep(ws, mode, pattern="needle")
-    assert not err and parts[0] == "ok.txt"
+    assert not err and parts[0] == "ok.txt\n"
     assert parts[1].endswith("could not be read.") and "ddddd" not in parts[1] and "rg:" not in parts[1]
     assert "1 file or folder could not be read." in parts[1]
 
@@ -366,11 +361,11 @@ async def test_a_name_with_a_line_break_cannot_attribute_text_to_another_file(ws
     """10.2: records are split at the first NUL, never at a line break first."""
     tree(ws, {"real.txt": "harmless\n", "x\nreal.txt": "forged needle\n", "--": "needle\n"})
     _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content", **{"-C": 1})
-    assert out.split("\n") == ["--:1:needle", "--", "x\\x0areal.txt:1:forged needle"]
+    assert out.splitlines() == ["--:1:needle", "--", "x\\x0areal.txt:1:forged needle"]
     _, (out, _msg), _ = await grep(ws, mode, pattern="needle", output_mode="count_matches")
-    assert out.split("\n") == ["--:1", "x\\x0areal.txt:1"]
+    assert out.splitlines() == ["--:1", "x\\x0areal.txt:1"]
     _, (out,), _ = await grep(ws, mode, pattern="needle")
-    assert sorted(out.split("\n")) == ["--", "x\\x0areal.txt"]
+    assert sorted(out.splitlines()) == ["--", "x\\x0areal.txt"]
 
 
 async def test_undecodable_and_control_names_are_escaped(ws: Path, mode: str) -> None:
@@ -378,7 +373,7 @@ async def test_undecodable_and_control_names_are_escaped(ws: Path, mode: str) ->
     (ws / os.fsdecode(b"caf\xe9.py")).write_text("needle\n")
     (ws / "bidi\u202egnp.txt").write_text("needle \x1b[2Kline\r\n")
     _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
-    assert out.split("\n") == ["bidi\\u202egnp.txt:1:needle \\x1b[2Kline", "caf\\xe9.py:1:needle"]
+    assert out.splitlines() == ["bidi\\u202egnp.txt:1:needle \\x1b[2Kline", "caf\\xe9.py:1:needle"]
     assert "\ufffd" not in out
 
 
@@ -390,7 +385,7 @@ async def test_paths_are_relative_to_the_workdir_and_readfile_takes_them(
     async with connect(ws, mode) as c:
         for output_mode, first in (("files_with_matches", "src/pkg/mod.py"),
                                    ("content", "src/pkg/mod.py:1:needle = 1"),
-                                   ("count_matches", "src/pkg/mod.py:1")):  # fmt: skip
+                                   ("count_matches", "src/pkg/mod.py:1\n")):  # fmt: skip
             r = await call(c, "Grep", pattern="needle", path="src", output_mode=output_mode)
             assert texts(r)[0] == first
             r = await call(c, "Grep", pattern="needle", path="src/pkg", output_mode=output_mode)
@@ -421,7 +416,7 @@ async def test_same_call_same_bytes_and_paging_visits_every_result_once(ws: Path
             args = {"pattern": "needle", "output_mode": output_mode, **extra}
             fulls = {text(await call(c, "Grep", head_limit=0, **args)) for _ in range(4)}
             assert len(fulls) == 1
-            full = texts(await call(c, "Grep", head_limit=0, **args))[0].split("\n")
+            full = texts(await call(c, "Grep", head_limit=0, **args))[0].splitlines()
             assert (
                 len(full) == {"content": 300, "count_matches": 30, "files_with_matches": 30}[output_mode]
                 or extra
@@ -429,18 +424,20 @@ async def test_same_call_same_bytes_and_paging_visits_every_result_once(ws: Path
             half = (len(full) + 1) // 2
             for _ in range(3):
                 first = await call(c, "Grep", head_limit=half, offset=0, **args)
-                nxt = first.structured_content["next_offset"]
+                said = texts(first)[1]
+                nxt = int(said.split("Use offset=", 1)[1].split(" ", 1)[0])
+                assert f"Results truncated to {half} lines (total: {len(full)})." in said
                 second = await call(c, "Grep", head_limit=half, offset=nxt, **args)
-                assert texts(first)[0].split("\n") + texts(second)[0].split("\n") == full
+                assert texts(first)[0].splitlines() + texts(second)[0].splitlines() == full
         r = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0)
-        rows = texts(r)[0].split("\n")
+        rows = texts(r)[0].splitlines()
         paths = [row.split(":", 1)[0] for row in rows]
         assert paths == sorted(paths)
         assert [row for row in rows if row.startswith("d0/f00.txt:")] == [
             f"d0/f00.txt:{2 * j + 1}:needle 0 {j}" for j in range(10)
         ]
         r = await call(c, "Grep", pattern="needle")
-        names = texts(r)[0].split("\n")
+        names = texts(r)[0].splitlines()
         times = [-(ws / n).stat().st_mtime_ns for n in names]
         assert sorted(zip(times, names, strict=True)) == list(
             zip(times, names, strict=True)
@@ -454,7 +451,6 @@ async def test_an_offset_past_the_end_says_so(ws: Path, mode: str) -> None:
     assert not err and parts == [
         "No results at offset 7: the search has 3 result line(s) in all, at offsets 0 to 2."
     ]
-    assert facts and facts["returned_lines"] == 0 and facts["total_lines"] == 3
 
 
 async def test_the_whole_result_fits_the_clients_budget(ws: Path, mode: str) -> None:
@@ -464,11 +460,10 @@ async def test_the_whole_result_fits_the_clients_budget(ws: Path, mode: str) -> 
         r = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0)
         out, msg = texts(r)
         assert len(out) + len(msg) <= 5000
-        n = len(out.split("\n"))
+        n = len(out.splitlines())
         assert msg.startswith(f"Results truncated to {n} lines (total: 1500). Use offset={n} to see more.")
-        assert r.structured_content["next_offset"] == n
         r2 = await call(c, "Grep", pattern="needle", output_mode="content", head_limit=0, offset=n)
-        assert texts(r2)[0].split("\n")[0] == f"a.txt:{n + 1}:needle {n:04d} " + "x" * 80
+        assert texts(r2)[0].splitlines()[0] == f"a.txt:{n + 1}:needle {n:04d} " + "x" * 80
 
 
 async def test_count_total_leaves_out_the_matches_in_skipped_secrets(ws: Path, mode: str) -> None:
@@ -479,9 +474,11 @@ async def test_count_total_leaves_out_the_matches_in_skipped_secrets(ws: Path, m
         {".env": "TOKEN TOKEN TOKEN\nTOKEN\n", "keys/id_rsa": "TOKEN\n" * 5, "app.py": "TOKEN\nTOKEN = 1\n"},
     )
     _, (out, msg), facts = await grep(ws, mode, pattern="TOKEN", output_mode="count_matches")
-    assert out == "app.py:2"
-    assert msg.startswith("Found 2 total occurrences across 1 files.")
-    assert facts and facts["total_matches"] == 2 and facts["files"] == 1 and facts["skipped_sensitive"] == 2
+    assert out == "app.py:2\n"
+    assert msg == (
+        "Found 2 total occurrences across 1 files. Skipped 2 sensitive file(s) (.env, id_rsa) to "
+        "protect secrets. These files may contain credentials or private keys."
+    )
 
 
 async def test_a_remembered_walk_still_sees_an_ignore_file_swapped_for_a_link(
@@ -502,7 +499,7 @@ async def test_a_remembered_walk_still_sees_an_ignore_file_swapped_for_a_link(
     assert "1 .gitignore file(s) were not used" in parts[1]
     os.mkfifo(ws / "sub" / "deep" / ".gitignore")
     _, parts, facts = await grep(ws, mode, pattern="needle")
-    assert "2 .gitignore file(s) were not used" in parts[1] and facts and not facts["timed_out"]
+    assert "2 .gitignore file(s) were not used" in parts[1] and "timed out" not in parts[1]
 
 
 async def test_a_binary_file_searched_alone_says_it_matches(ws: Path, mode: str) -> None:
@@ -521,7 +518,7 @@ async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(
         for output_mode in ("files_with_matches", "content", "count_matches"):
             _, parts, facts = await grep(ws, mode, pattern=pattern, output_mode=output_mode)
             said = "\n".join(parts)
-            assert "AKIA" not in said.replace(pattern, "") and facts and facts["skipped_sensitive"] == 2
+            assert "AKIA" not in said.replace(pattern, "") and "Skipped 2 sensitive file(s)" in said
             answers.add(said.split("Skipped", 1)[1])
         for path in (".env", "keys/id_rsa"):
             _, parts, facts = await grep(ws, mode, pattern=pattern, path=path, output_mode="count_matches")
@@ -529,7 +526,6 @@ async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(
                 "No matches found. Found 0 total occurrences across 0 files. Skipped 1 sensitive file(s) "
                 f"({path.rsplit('/', 1)[-1]}) to protect secrets. These files may contain credentials or private keys."
             ]
-            assert facts and facts["total_matches"] == 0 and facts["skipped_sensitive"] == 1
     assert answers == {
         " 2 sensitive file(s) (.env, id_rsa) to protect secrets. These files may contain credentials or private keys."
     }
@@ -582,7 +578,7 @@ async def test_every_escaped_path_grep_prints_opens_with_readfile(ws: Path, mode
     (ws / "sub" / "tab\there.txt").write_text("needle 3\n")
     async with connect(ws, mode) as c:
         r = await call(c, "Grep", pattern="needle", path="sub/..", output_mode="files_with_matches")
-        printed = texts(r)[0].split("\n")
+        printed = texts(r)[0].splitlines()
         assert sorted(printed) == ["caf\\xe9.py", "sub/tab\\x09here.txt", "x\\x0areal.txt"]
         for p in printed:
             r = await call(c, "ReadFile", path=p)
@@ -593,7 +589,7 @@ async def test_text_after_a_carriage_return_is_kept_and_shown_escaped(ws: Path, 
     """Issue 18 item 14: rows were split at CR too, so the text after a bare CR was lost."""
     (ws / "cr.txt").write_bytes(b"one\rneedle two\r\nthree needle\rtail\n")
     _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
-    assert out.split("\n") == ["cr.txt:1:one\\x0dneedle two", "cr.txt:2:three needle\\x0dtail"]
+    assert out.splitlines() == ["cr.txt:1:one\\x0dneedle two", "cr.txt:2:three needle\\x0dtail"]
 
 
 async def test_rg_runs_under_the_memory_limit(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,8 @@ from tests.conftest import call, connect, stdio_transport, text, texts
 async def read(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:
     async with connect(ws, mode) as c:
         r = await call(c, "ReadFile", **args)
-        return r.is_error, texts(r), r.structured_content
+        assert r.structured_content is None  # text only (SPEC §1)
+        return r.is_error, texts(r), None
 
 
 async def test_numbered_lines_and_kimi_summary(ws: Path, mode: str) -> None:
@@ -26,9 +27,6 @@ async def test_numbered_lines_and_kimi_summary(ws: Path, mode: str) -> None:
     assert not err
     assert out == "     1\tone\n     2\ttwo\n     3\tthree\n"
     assert msg == "3 lines read from file starting from line 1. Total lines in file: 3. End of file reached."
-    assert facts == {"start_line": 1, "lines_read": 3, "total_lines": 3, "total_is_exact": True,
-                     "numbered_from_end": False, "end_of_file": True, "truncated_lines": [],
-                     "next_line_offset": None}  # fmt: skip
 
 
 async def test_window_in_the_middle_reports_next_offset(ws: Path, mode: str) -> None:
@@ -36,13 +34,12 @@ async def test_window_in_the_middle_reports_next_offset(ws: Path, mode: str) -> 
     err, (out, msg), facts = await read(ws, mode, path="a.txt", line_offset=10, n_lines=5)
     assert out.splitlines()[0] == "    10\tline 10" and len(out.splitlines()) == 5
     assert msg == "5 lines read from file starting from line 10. Total lines in file: 100."
-    assert facts and facts["next_line_offset"] == 15 and not facts["end_of_file"]
 
 
 async def test_no_trailing_newline_and_offset_past_the_end(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("x\ny")
     _, (out, _msg), _ = await read(ws, mode, path="a.txt")
-    assert out == "     1\tx\n     2\ty"
+    assert out == "     1\tx\n     2\ty\n"  # the break before the summary (SPEC §1)
     err, parts, _ = await read(ws, mode, path="a.txt", line_offset=9)
     assert not err
     assert parts == ["No lines read from file. Total lines in file: 2. End of file reached."]
@@ -52,7 +49,6 @@ async def test_empty_file_reads_as_nothing(ws: Path, mode: str) -> None:
     (ws / "empty").write_bytes(b"")
     err, parts, facts = await read(ws, mode, path="empty")
     assert not err and parts == ["No lines read from file. Total lines in file: 0. End of file reached."]
-    assert facts and facts["total_lines"] == 0
 
 
 async def test_tail_reads_the_last_lines_with_absolute_numbers(ws: Path, mode: str) -> None:
@@ -74,7 +70,10 @@ async def test_at_most_1000_lines_per_call(ws: Path, mode: str) -> None:
     _, (out, msg), facts = await read(ws, mode, path="big.txt", n_lines=5000)
     assert out.count("\n") == 1000
     assert msg.endswith("Total lines in file: 3000. Max 1000 lines reached.")
-    assert facts and facts["next_line_offset"] == 1001
+    assert (
+        msg
+        == "1000 lines read from file starting from line 1. Total lines in file: 3000. Max 1000 lines reached."
+    )
     _, (_out, msg), _ = await read(ws, mode, path="big.txt")
     assert msg == "1000 lines read from file starting from line 1. Total lines in file: 3000."
 
@@ -99,7 +98,10 @@ async def test_long_lines_are_cut_like_kimi(ws: Path, mode: str) -> None:
     assert rows[2] == "     3\t" + "d" * 1996 + "..."
     assert rows[3] == "     4\t" + "b" * 2000  # 2000 characters and no line break: untouched
     assert msg.endswith("Lines [1, 3] were truncated.")
-    assert facts and facts["truncated_lines"] == [1, 3]
+    assert (
+        msg
+        == "4 lines read from file starting from line 1. Total lines in file: 4. End of file reached. Lines [1, 3] were truncated."
+    )
     _, (out, _msg), _ = await read(ws, mode, path="long.txt", line_offset=-2, n_lines=1)
     assert out == "     3\t" + "d" * 1996 + "...\n"
 
@@ -230,8 +232,6 @@ async def test_a_full_read_fits_kimis_budget_with_whole_lines_and_the_summary(ws
             f" Max {KIMI_BUDGET} characters reached (this client's result budget);"
             f" continue with line_offset={k + 1}."
         )
-        facts = r.structured_content
-        assert facts["next_line_offset"] == k + 1 and not facts["end_of_file"]
         r2 = await call(c, "ReadFile", path="long.txt", line_offset=k + 1)
         assert texts(r2)[0].startswith(f"{k + 1:6d}\t{k + 1:05d}")
 
@@ -264,7 +264,6 @@ async def test_long_truncated_lines_fit_too_and_list_only_what_is_shown(ws: Path
         assert msg.endswith(
             f"continue with line_offset={k + 1}. Lines {list(range(1, k + 1))} were truncated."
         )
-        assert r.structured_content["truncated_lines"] == list(range(1, k + 1))
 
 
 async def test_the_default_budget_leaves_kimis_caps_alone(ws: Path, mode: str) -> None:
@@ -308,8 +307,8 @@ async def test_cr_only_line_endings_are_split_and_no_raw_cr_is_shown(ws: Path, m
         r = await call(c, "ReadFile", path="mac.txt", line_offset=-1)
         assert texts(r)[0] == "     3\tthree\n"
         r = await call(c, "ReadFile", path="mixed.txt")
-        assert "\r" not in "".join(texts(r)) and "\r" not in str(r.structured_content)
-        assert texts(r)[0] == "     1\ta\u240db\n     2\tc\n     3\t\u240dd"
+        assert "\r" not in "".join(texts(r))
+        assert texts(r)[0] == "     1\ta\u240db\n     2\tc\n     3\t\u240dd\n"
 
 
 async def test_video_refusal_reads_a_video_file(ws: Path, mode: str) -> None:

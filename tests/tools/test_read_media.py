@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -28,7 +29,7 @@ from filegate.media.headers import MAX_COUNTED_FRAMES
 from filegate.policy.budget import KIMI_BUDGET
 from filegate.settings import DEFAULT_RESULT_BUDGET
 from tests import media_factory as mf
-from tests.conftest import call, connect, stdio_transport, text
+from tests.conftest import call, connect, stdio_transport, text, texts
 from tests.stress.procs import server_pid, status
 
 COORDS = "compute absolute coordinates using the original image size"
@@ -90,9 +91,10 @@ def one_image(result: Any) -> tuple[Any, bytes, Image.Image]:
 
 
 def wire_chars(result: Any) -> int:
-    """The content array (+ structuredContent) as JSON: what the client's limit applies to."""
+    """The content array as JSON: what the client's limit applies to (there is nothing else)."""
+    assert result.structured_content is None  # text only (SPEC §1)
     content = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
-    return len(json.dumps(content)) + len(json.dumps(result.structured_content or {}))
+    return len(json.dumps(content))
 
 
 def kimi_info() -> Implementation:
@@ -120,9 +122,8 @@ async def test_large_photo_comes_back_as_one_jpeg_within_the_default_budget(
     )
     assert COORDS in msg
     assert [b.type for b in r.content] == ["text", "image", "text", "text"]
-    assert r.content[0].text == '<image path="photo.jpg">'
-    facts = r.structured_content
-    assert facts["returned"] == "resized" and facts["width"] == 4000 and facts["budget"] == 1 << 20
+    assert r.content[0].text == '<image path="photo.jpg">\n'
+    assert r.content[2].text == "</image>\n"
 
 
 async def test_kimi_client_name_gets_a_100000_character_result(
@@ -133,7 +134,6 @@ async def test_kimi_client_name_gets_a_100000_character_result(
         r = await call(c, "ReadMediaFile", path="photo.jpg")
     _img, _raw, im = one_image(r)
     assert wire_chars(r) <= KIMI_BUDGET
-    assert r.structured_content["budget"] == KIMI_BUDGET
     assert max(im.size) >= 400  # still a useful picture
 
 
@@ -143,10 +143,73 @@ async def test_client_flag_kimi_sets_the_budget_and_result_budget_flag_wins(
     put("photo.jpg")
     async with connect(ws, client="kimi") as c:
         r = await call(c, "ReadMediaFile", path="photo.jpg")
-    assert r.structured_content["budget"] == KIMI_BUDGET and wire_chars(r) <= KIMI_BUDGET
+    assert wire_chars(r) <= KIMI_BUDGET and "returned as" in text(r)
     async with connect(ws, result_budget=50_000, client_client_info=kimi_info()) as c:
         r = await call(c, "ReadMediaFile", path="photo.jpg")
-    assert r.structured_content["budget"] == 50_000 and wire_chars(r) <= 50_000
+    assert 0.8 * KIMI_BUDGET > wire_chars(r) <= 50_000
+
+
+def kimi_code_info() -> Implementation:
+    return Implementation(name="kimi-code", version="2.1.0")
+
+
+@pytest.fixture(scope="module")
+def four_mb_png() -> bytes:
+    data = mf.noise_png_bytes(1180, 1180)  # incompressible: ~4.2 MB, nothing shrinks it
+    assert 4_000_000 < len(data) < 10 << 20
+    return data
+
+
+async def test_kimi_code_gets_a_4mb_image_whole_and_text_within_100000_characters(
+    ws: Path, mode: str, four_mb_png: bytes
+) -> None:
+    """SPEC §4: Kimi Code (clientInfo `kimi-code`) caps text at 100,000 characters but gives
+    each media part its own 10 MB; the Kimi CLI budget shrank this image about 100 times."""
+    (ws / "big.png").write_bytes(four_mb_png)
+    (ws / "long.txt").write_text("".join(f"{i:05d}" + "x" * 94 + "\n" for i in range(1, 1201)))
+    async with connect(ws, mode, client_client_info=kimi_code_info()) as c:
+        r = await call(c, "ReadMediaFile", path="big.png")
+        read = await call(c, "ReadFile", path="long.txt")
+    _img, raw, _im = one_image(r)
+    assert raw == four_mb_png
+    assert texts(r) == [
+        '<image path="big.png">\n',
+        "</image>\n",
+        f"Loaded image file `big.png` (image/png, {len(four_mb_png)} bytes, original size 1180x1180px). "
+        "If you need to output coordinates, output relative coordinates first and compute absolute "
+        "coordinates using the original image size; if you generate or edit images/videos via "
+        "commands or scripts, read the result back immediately before continuing.",
+    ]
+    out, msg = texts(read)
+    assert len(out) + len(msg) <= KIMI_BUDGET
+    k = out.count("\n")
+    assert msg == (
+        f"{k} lines read from file starting from line 1. Total lines in file: 1200."
+        f" Max {KIMI_BUDGET} characters reached (this client's result budget);"
+        f" continue with line_offset={k + 1}."
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "info", "whole"),
+    [
+        ({"client": "kimi-code"}, Implementation(name="mcp", version="1.0"), True),
+        ({}, Implementation(name="Kimi-Code", version="2.1.0"), True),
+        ({}, Implementation(name="kimi-cli", version="1.51.0"), False),  # Kimi CLI: shared budget
+        ({"client": "kimi"}, kimi_code_info(), False),  # the flag wins over the name
+    ],
+)
+async def test_client_flag_kimi_code_and_the_name_choose_kimi_codes_budgets(
+    ws: Path, four_mb_png: bytes, flags: dict[str, str], info: Implementation, whole: bool
+) -> None:
+    (ws / "big.png").write_bytes(four_mb_png)
+    async with connect(ws, client_client_info=info, **flags) as c:
+        r = await call(c, "ReadMediaFile", path="big.png")
+    _img, raw, _im = one_image(r)
+    assert (raw == four_mb_png) is whole
+    assert ("returned as" not in text(r)) is whole
+    if not whole:
+        assert wire_chars(r) <= KIMI_BUDGET
 
 
 @pytest.mark.parametrize(
@@ -164,7 +227,6 @@ async def test_image_that_fits_is_sent_byte_for_byte(
     assert img.mime_type == mime and raw == src.read_bytes()
     assert "returned as" not in text(r)
     assert f"original size {im.size[0]}x{im.size[1]}px)." in text(r)
-    assert r.structured_content["returned"] == "original"
 
 
 async def test_exif_rotation_is_applied_when_reencoding(ws: Path, put: Callable[..., Path]) -> None:
@@ -424,7 +486,8 @@ async def test_video_over_budget_becomes_evenly_spaced_frames(
     # Each frame is preceded by its timestamp.
     kinds = [b.type for b in r.content[1:-2]]
     assert kinds == ["text", "image"] * len(images)
-    times = [float(label.split(" at ")[1].removesuffix(" s:")) for label in labels]
+    assert all(label.endswith(" s:\n") for label in labels)
+    times = [float(label.split(" at ")[1].removesuffix(" s:\n")) for label in labels]
     assert times == sorted(times) and len(set(times)) == len(times) and times[-1] < 2.0
     for b in images:
         assert b.mime_type == "image/jpeg"
@@ -433,7 +496,6 @@ async def test_video_over_budget_becomes_evenly_spaced_frames(
     header = r.content[0].text
     assert f"video/mp4, {src.stat().st_size} bytes, duration 2.00 s, 320x240px" in header
     assert "result budget (100000 characters)" in header
-    assert r.structured_content["frame_times"] == pytest.approx(times, abs=0.01)
 
 
 async def test_video_over_budget_without_pyav_names_budget_size_and_extra(
@@ -500,19 +562,19 @@ async def test_png_over_the_budget_only_as_base64_is_fitted_not_refused(ws: Path
     async with connect(ws, client="kimi") as c:
         r = await call(c, "ReadMediaFile", path="noise.png")
     _img, raw, _im = one_image(r)
-    assert r.structured_content["returned"] == "resized" and raw != data
+    assert "returned as" in text(r) and raw != data
     assert wire_chars(r) <= KIMI_BUDGET
 
 
 async def test_png_that_fits_only_without_its_text_blocks_is_fitted_with_them(ws: Path) -> None:
-    # Base64 300 characters under the budget: the path, the summary and the structured facts
+    # Base64 300 characters under the budget: the path, the summary
     # (~1,000 characters) do not fit beside it, so it is re-encoded, and the whole result fits.
     size = (KIMI_BUDGET - 300) // 4 * 3
     (ws / "edge.png").write_bytes(mf.noise_png_bytes(120, 120, pad_to=size))
     async with connect(ws, client="kimi") as c:
         r = await call(c, "ReadMediaFile", path="edge.png")
     _img, raw, _im = one_image(r)
-    assert r.structured_content["returned"] == "resized" and len(raw) < size
+    assert "returned as" in text(r) and len(raw) < size
     assert wire_chars(r) <= KIMI_BUDGET
 
 
@@ -525,7 +587,7 @@ async def test_png_that_fits_with_its_text_blocks_is_sent_as_it_is(ws: Path) -> 
     async with connect(ws, client="kimi") as c:
         r = await call(c, "ReadMediaFile", path="edge.png")
     _img, raw, _im = one_image(r)
-    assert r.structured_content["returned"] == "original" and raw == data
+    assert "returned as" not in text(r) and raw == data
     assert KIMI_BUDGET - 3000 < wire_chars(r) <= KIMI_BUDGET
 
 
@@ -533,14 +595,14 @@ async def test_video_that_fits_only_without_its_text_blocks_becomes_frames(
     ws: Path, put: Callable[..., Path]
 ) -> None:
     # The budget is the clip's base64 + 100 characters: the resource alone would fit, not with
-    # its header, summary and facts, so frames come back instead, and the whole result fits.
+    # its header and summary, so frames come back instead, and the whole result fits.
     src = put("clip.mp4")
     budget = 4 * ((src.stat().st_size + 2) // 3) + 100
     async with connect(ws, result_budget=budget) as c:
         r = await call(c, "ReadMediaFile", path="clip.mp4")
     assert not r.is_error, text(r)
     assert not blocks(r, "resource") and blocks(r, "image")
-    assert r.structured_content["returned"] == "frames"
+    assert re.search(r"\) as \d+ frames? of \d+x\d+px image/", text(r))
     assert wire_chars(r) <= budget
 
 

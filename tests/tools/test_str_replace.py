@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, text, texts
 
 
 async def edit(ws: Path, mode: str, path: str, edits: Any, **kw: Any) -> Any:
@@ -20,9 +20,11 @@ async def test_single_edit_with_kimis_message(ws: Path, mode: str) -> None:
     (ws / "a.py").write_text("def f():\n    return 1\n")
     r = await edit(ws, mode, "a.py", {"old": "return 1", "new": "return 2"})
     assert not r.is_error
-    assert text(r).startswith("File successfully edited. Applied 1 edit(s) with 1 total replacement(s).")
+    assert texts(r) == [
+        "File successfully edited. Applied 1 edit(s) with 1 total replacement(s). Lines: +1 -1."
+    ]
     assert (ws / "a.py").read_text() == "def f():\n    return 2\n"
-    assert r.structured_content["replacements"] == 1
+    assert r.structured_content is None  # text only (SPEC §1)
 
 
 async def test_edits_apply_in_order_and_count_on_the_sequential_state(ws: Path, mode: str) -> None:
@@ -82,7 +84,7 @@ async def test_lf_old_matches_a_crlf_file_and_the_new_text_gets_crlf(ws: Path, m
     (ws / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
     r = await edit(ws, mode, "w.txt", {"old": "one\ntwo", "new": "ONE\nTWO\nTWO-B"})
     assert not r.is_error, text(r)
-    assert "file uses CRLF" in text(r) and r.structured_content["line_endings_adapted"] == [1]
+    assert "file uses CRLF (\\r\\n); edit 1 matched and written with CRLF." in text(r)
     assert (ws / "w.txt").read_bytes() == b"ONE\r\nTWO\r\nTWO-B\r\nthree\r\n"
 
 
@@ -177,7 +179,7 @@ async def test_a_multi_line_new_in_a_pure_crlf_file_is_written_with_crlf(ws: Pat
     r = await edit(ws, mode, "w.txt", {"old": "two", "new": "TWO\nTWO-B\nTWO-C"})
     assert not r.is_error, text(r)
     assert (ws / "w.txt").read_bytes() == b"one\r\nTWO\r\nTWO-B\r\nTWO-C\r\nthree\r\n"
-    assert r.structured_content["line_endings_adapted"] == [1]
+    assert "edit 1 matched and written with CRLF." in text(r)
 
 
 async def test_a_multi_line_new_in_a_mixed_file_is_written_as_given(ws: Path) -> None:
@@ -186,7 +188,7 @@ async def test_a_multi_line_new_in_a_mixed_file_is_written_as_given(ws: Path) ->
     r = await edit(ws, "auto", "m.txt", {"old": "b", "new": "B\nB2"})
     assert not r.is_error, text(r)
     assert (ws / "m.txt").read_bytes() == b"a\r\nB\nB2\nc\n"
-    assert r.structured_content["line_endings_adapted"] == []
+    assert "Line endings" not in text(r)
 
 
 async def test_one_edit_of_a_large_file_holds_it_once(ws: Path, mode: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from tests.conftest import FILEGATE, call, connect, text
+from tests.conftest import FILEGATE, call, connect, text, texts
 
 
 def leftovers(d: Path) -> list[str]:
@@ -28,11 +28,8 @@ async def test_overwrite_replaces_the_file_with_kimis_message(ws: Path, mode: st
     async with connect(ws, mode) as c:
         r = await call(c, "WriteFile", path="a.txt", content="new content\n")
     assert not r.is_error
-    assert text(r).startswith("File successfully overwritten. Current size: 12 bytes.")
-    assert r.structured_content == {
-        "path": "a.txt", "mode": "overwrite", "size": 12, "created": False,
-        "lines_added": 1, "lines_removed": 1,
-    }  # fmt: skip
+    assert texts(r) == ["File successfully overwritten. Current size: 12 bytes. Lines: +1 -1."]
+    assert r.structured_content is None  # text only (SPEC §1)
     assert (ws / "a.txt").read_text() == "new content\n"
 
 

@@ -29,7 +29,7 @@ from filegate.policy.escape import escape  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.call import CallContext, InputRequired  # noqa: E402
-from filegate.server.notify import NotableEvents  # noqa: E402
+from filegate.server.notify import NotableEvents, tell  # noqa: E402
 from filegate.server.render import render  # noqa: E402
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime  # noqa: E402
 from filegate.server.state import defer_session_state  # noqa: E402
@@ -50,7 +50,6 @@ class ToolSpec:
     handler: Handler
     description: str
     read_only: bool
-    output: type[BaseModel] | None = None
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -115,7 +114,7 @@ class FilegateTool(Tool):
             title=TITLES.get(spec.name, spec.name),
             description=spec.description,
             parameters=json_schema(spec.params),
-            output_schema=json_schema(spec.output) if spec.output else None,
+            output_schema=None,  # text only (SPEC §1): no structuredContent to describe
             annotations=annotations,
         )
         tool._spec = spec
@@ -144,7 +143,8 @@ class FilegateTool(Tool):
             return InputRequiredToolResult(ask.result)
         except RootsUnavailable as closed:
             return ToolResult(content=[TextContent(type="text", text=str(closed))], is_error=True)
-        return render(outcome, with_structured=self._spec.output is not None)
+        await tell(call, self._spec.name, outcome)
+        return render(outcome)
 
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
@@ -153,22 +153,20 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
 
     specs = [
         ToolSpec("ReadFile", read_file.ReadFileParams, read_file.read_file,
-                 read_file.DESCRIPTION, True, read_file.ReadFileFacts),
+                 read_file.DESCRIPTION, True),
         ToolSpec("ReadMediaFile", read_media.ReadMediaFileParams, read_media.read_media_file,
-                 read_media.DESCRIPTION, True, read_media.ReadMediaFacts),
-        ToolSpec("Glob", glob.GlobParams, glob.glob_tool, glob.DESCRIPTION, True,
-                 glob.GlobFacts),
-        ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True,
-                 grep.GrepFacts),
+                 read_media.DESCRIPTION, True),
+        ToolSpec("Glob", glob.GlobParams, glob.glob_tool, glob.DESCRIPTION, True),
+        ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True),
     ]  # fmt: skip
     if not settings.read_only:
         from filegate.tools import str_replace, write_file
 
         specs += [
             ToolSpec("WriteFile", write_file.WriteFileParams, write_file.write_file,
-                     write_file.DESCRIPTION, False, write_file.WriteFileFacts),
+                     write_file.DESCRIPTION, False),
             ToolSpec("StrReplaceFile", str_replace.StrReplaceFileParams, str_replace.str_replace_file,
-                     str_replace.DESCRIPTION, False, str_replace.StrReplaceFileFacts),
+                     str_replace.DESCRIPTION, False),
         ]  # fmt: skip
     return specs
 

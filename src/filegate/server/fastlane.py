@@ -46,7 +46,7 @@ from mcp.types import ClientCapabilities, Implementation, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-from filegate.policy.budget import result_budget_for
+from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.workspace import Workspace
 from filegate.server.notify import events, log_failure
 from filegate.server.render import render
@@ -88,7 +88,6 @@ class LaneTool:
     name: str
     params: type[BaseModel]
     handler: Callable[[Any, ToolEnv], Awaitable[Outcome]]
-    structured: bool
     runtime: SessionRuntime
 
 
@@ -165,7 +164,7 @@ class FastLane:
             spec, runtime = getattr(tool, "spec", None), getattr(tool, "runtime", None)
             if spec is None or not isinstance(runtime, SessionRuntime) or not spec.read_only:
                 continue
-            tools[name] = LaneTool(name, spec.params, spec.handler, spec.output is not None, runtime)
+            tools[name] = LaneTool(name, spec.params, spec.handler, runtime)
         return cls(server, tools, gate, write, hand_over)
 
     # --- the reader's side: one call per line, before the SDK sees it -----------------------
@@ -342,9 +341,6 @@ class FastLane:
         # results made elsewhere (the gate's own are ASCII), so it is not repeated here.
         if result.is_error:
             log_failure(tool.name, result)
-        elif result.structured_content and events(tool.name, result.structured_content):
-            self._hand_over_line(line)  # told to the client as log messages: fastmcp's Context
-            return
         self.answered += 1
         await self._write(self._response(request_id, result, modern))
 
@@ -360,11 +356,14 @@ class FastLane:
                 approver=_NoApprover(),
                 reporter=_HandOverReporter(),
                 result_budget=result_budget_for(runtime.settings, client),
+                media_part_budget=media_part_budget_for(runtime.settings, client),
                 image_max_side=runtime.settings.image_max_side,
                 client=client,
             )
             outcome = await tool.handler(params, env)
-            return render(outcome, with_structured=tool.structured)
+            if events(tool.name, outcome):
+                raise HandOver  # told to the client as log messages: fastmcp's Context
+            return render(outcome)
 
         if self._gate is None:
             return await run()
@@ -373,8 +372,6 @@ class FastLane:
     def _response(self, request_id: Any, result: ToolResult, modern: bool) -> str:
         content = [_block(b) for b in result.content]
         body: dict[str, Any] = {"content": content, "isError": bool(result.is_error)}
-        if result.structured_content is not None:
-            body["structuredContent"] = result.structured_content
         if modern:
             body["resultType"] = "complete"
             body["_meta"] = {_META + "serverInfo": self._server_info}

@@ -1,12 +1,12 @@
 """Notable events, told to the client as MCP log messages and to the operator on stderr.
 
-Tools report facts in their structuredContent; this middleware turns the notable ones into
-one log message each, with the same level whatever the tool:
+A tool's Outcome flags the notable facts (never sent in the result: its text says them);
+:func:`tell` turns each into one log message, with the same level whatever the tool:
 
-| fact (structuredContent)          | MCP level | why                                         |
+| fact (Outcome)                    | MCP level | why                                         |
 |-----------------------------------|-----------|---------------------------------------------|
 | ``skipped_sensitive`` > 0         | notice    | a policy acted: files were hidden on purpose |
-| ``truncated`` / ``output_truncated`` | info   | the answer is partial, the model is told how |
+| ``partial``                       | info      | the answer is partial, the model is told how |
 | ``timed_out``                     | warning   | the search stopped early, results partial    |
 
 The model already reads all of this in the result text; the log lines are for the human
@@ -29,7 +29,9 @@ from fastmcp.tools.base import InputRequiredToolResult
 from mcp.types import CallToolRequestParams, InitializeRequest
 
 from filegate.policy.escape import escape
+from filegate.server.call import CallContext
 from filegate.server.render import safe_result
+from filegate.tools.outcome import Outcome
 
 log = logging.getLogger("filegate")
 
@@ -39,17 +41,28 @@ Level = Literal["debug", "info", "notice", "warning", "error"]
 ERROR_EXCERPT = 200
 
 
-def events(tool: str, facts: dict[str, Any]) -> list[tuple[Level, str]]:
-    """The log messages a result's structured facts call for, in a fixed order."""
+def events(tool: str, outcome: Outcome) -> list[tuple[Level, str]]:
+    """The log messages a successful result's notable facts call for, in a fixed order."""
     found: list[tuple[Level, str]] = []
-    skipped = facts.get("skipped_sensitive")
-    if isinstance(skipped, int) and skipped > 0:
+    if outcome.is_error:
+        return found
+    tool = escape(tool)
+    if (skipped := outcome.skipped_sensitive) > 0:
         found.append(("notice", f"{tool} left out {skipped} file(s) that may hold secrets."))
-    if facts.get("timed_out") is True:
+    if outcome.timed_out:
         found.append(("warning", f"{tool} stopped at its time limit; the results are partial."))
-    if facts.get("truncated") is True or facts.get("output_truncated") is True:
+    if outcome.partial:
         found.append(("info", f"{tool} returned part of its output; the result says how to page."))
     return found
+
+
+async def tell(call: CallContext, tool: str, outcome: Outcome) -> None:
+    """Each notable event of ``outcome`` as an MCP log message to the client (and stderr)."""
+    for level, text in events(tool, outcome):
+        try:
+            await call.ctx.log(text, level=level, logger_name="filegate")
+        except Exception:  # a client that went away must not fail the call
+            log.debug("log notification failed", exc_info=True)
 
 
 def _first_text(result: ToolResult) -> str:
@@ -91,16 +104,6 @@ class NotableEvents(Middleware):
         if not isinstance(result, ToolResult) or isinstance(result, InputRequiredToolResult):
             return result  # an input-required round: nothing has happened yet
         result = safe_result(result)
-        tool = escape(context.message.name)
         if result.is_error:
             log_failure(context.message.name, result)
-            return result
-        ctx = context.fastmcp_context
-        if ctx is None or not result.structured_content:
-            return result
-        for level, text in events(tool, result.structured_content):
-            try:
-                await ctx.log(text, level=level, logger_name="filegate")
-            except Exception:  # a client that went away must not fail the call
-                log.debug("log notification failed", exc_info=True)
         return result

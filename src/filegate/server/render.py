@@ -1,17 +1,21 @@
-"""An Outcome → MCP content blocks + structuredContent + isError.
+"""An Outcome → MCP content blocks + isError: text (and media) only, never structuredContent.
+
+SPEC §1: Claude Code and Codex hand the model only a result's structuredContent when it has
+one, and Kimi Code shows both; so a result is text content, with every fact in it. Every text
+block that another block follows ends with a line break: Kimi Code joins blocks with nothing
+between them, and the last name of a list must not run into the summary.
 
 Last line of defence for the transports (SPEC §2.9): a lone surrogate (an undecodable byte of a
 file name that a tool forgot to escape) makes the JSON encoder raise, and on stdio that ended
 the process. :func:`safe_text` / :func:`safe_result` spell any such character with
-``escape()`` in every string a result carries, text and structured facts alike; tools still
-escape what they show (this net keeps layout characters, so it cannot replace that).
+``escape()`` in every text a result carries; tools still escape what they show (this net keeps
+layout characters, so it cannot replace that).
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 
 from fastmcp.tools import ToolResult
 from mcp.types import (
@@ -33,32 +37,33 @@ def safe_text(text: str) -> str:
     return _SURROGATE.sub(lambda m: escape(m.group()), text) if _SURROGATE.search(text) else text
 
 
-def safe_value(value: Any) -> Any:
-    """A structured value (JSON-like) with :func:`safe_text` applied to every string in it."""
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, dict):
-        return {safe_value(k): safe_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [safe_value(v) for v in value]
-    return value
-
-
 def safe_result(result: ToolResult) -> ToolResult:
-    """The same result, its text blocks and structured content made safe to encode."""
+    """The same result, its text blocks made safe to encode."""
     for block in result.content:
         if isinstance(block, TextContent):
             block.text = safe_text(block.text)
-    if result.structured_content is not None:
-        result.structured_content = safe_value(result.structured_content)
     return result
+
+
+def ended(text: str) -> str:
+    """``text`` ending with one line break (added only when it has none)."""
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _text(text: str) -> TextContent:
     return TextContent(type="text", text=safe_text(text))
 
 
-def render(outcome: Outcome, with_structured: bool) -> ToolResult:
+def _separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
+    """``blocks`` with every text block but the last ending in a line break, so the text reads
+    the same whether a client joins blocks with a line break or with nothing."""
+    for block in blocks[:-1]:
+        if isinstance(block, TextContent):
+            block.text = ended(block.text)
+    return blocks
+
+
+def render(outcome: Outcome) -> ToolResult:
     """The data first, then the one-paragraph summary; an error leads with its message."""
     blocks: list[ContentBlock] = []
     for part in outcome.parts:
@@ -75,12 +80,11 @@ def render(outcome: Outcome, with_structured: bool) -> ToolResult:
         blocks.insert(0, _text(outcome.message or "The tool failed."))
         if outcome.output:
             blocks.append(_text(outcome.output))
-        return ToolResult(content=blocks, is_error=True)
+        return ToolResult(content=_separated(blocks), is_error=True)
     if outcome.output:
         blocks.insert(0, _text(outcome.output))
     if outcome.message:
         blocks.append(_text(outcome.message))
     if not blocks:
         blocks.append(_text("Tool output is empty."))
-    structured = safe_value(outcome.structured) if with_structured else None
-    return ToolResult(content=blocks, structured_content=structured)
+    return ToolResult(content=_separated(blocks))

@@ -12,7 +12,7 @@ import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
-from filegate.policy.budget import result_budget_for
+from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace
 from filegate.server import upstream
@@ -154,3 +154,4 @@ class RootsChanged(Middleware):
             session = context.fastmcp_context.session
             self.runtime.forget_roots(upstream.connection_of(session))
         return await call_next(context)
+            media_part_budget=media_part_budget_for(self.settings, call.client_name),

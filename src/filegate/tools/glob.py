@@ -58,15 +58,6 @@ class GlobParams(BaseModel):
     ] = False
 
 
-class GlobFacts(BaseModel):
-    """structuredContent of a successful Glob."""
-
-    matches: int  # found (at most MAX_MATCHES)
-    shown: int  # listed in the result: fewer when the client's result budget is smaller
-    truncated: bool
-    skipped_sensitive: int
-
-
 Segment = object  # GLOBSTAR, a literal str, or a compiled re.Pattern
 
 
@@ -434,8 +425,9 @@ def _summary(walk: _Walk, pattern: str, shown: int) -> str:
 
 
 def _fit(lines: list[str], walk: _Walk, pattern: str, budget: int) -> tuple[list[str], str]:
-    """As many whole lines as fit in ``budget`` characters next to the summary (SPEC §4)."""
-    total = sum(len(s) for s in lines) + max(len(lines) - 1, 0)
+    """As many whole lines as fit in ``budget`` characters next to the summary (SPEC §4); each
+    of the two text blocks ends with a line break (server/render.py)."""
+    total = sum(len(s) for s in lines) + max(len(lines) - 1, 0) + 2
     msg = _summary(walk, pattern, len(lines))
     if total + len(msg) <= budget:
         return lines, msg
@@ -460,10 +452,8 @@ def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: thre
     if walk.patterns:
         walk.run()
     lines, msg = _fit([escape(m) for m in walk.matches], walk, params.pattern, budget)
-    facts = GlobFacts(matches=len(walk.matches), shown=len(lines),
-                      truncated=walk.more or len(lines) < len(walk.matches),
-                      skipped_sensitive=len(walk.skipped))  # fmt: skip
-    return Outcome(output="\n".join(lines), message=msg, structured=facts.model_dump())
+    return Outcome(output="\n".join(lines), message=msg, skipped_sensitive=len(walk.skipped),
+                   partial=walk.more or len(lines) < len(walk.matches))  # fmt: skip
 
 
 async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:

@@ -135,20 +135,6 @@ class GrepParams(BaseModel):
         return v
 
 
-class GrepFacts(BaseModel):
-    """structuredContent of a successful Grep."""
-
-    mode: OutputMode
-    total_lines: int
-    returned_lines: int
-    next_offset: int | None
-    total_matches: int | None = None
-    files: int | None = None
-    skipped_sensitive: int = 0
-    timed_out: bool = False
-    output_truncated: bool = False
-
-
 @functools.cache
 def find_rg() -> str | None:
     """The rg that the `ripgrep` wheel put beside this Python (not necessarily on PATH)."""
@@ -884,18 +870,13 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
     if cut:
         paging.append("Output is truncated to fit in the message.")
     message = _join(lead + paging + notes)
-    facts = GrepFacts(
-        mode=params.output_mode,
-        total_lines=total,
-        returned_lines=len(shown),
-        next_offset=next_offset,
-        total_matches=parsed.total_matches,
-        files=parsed.files if params.output_mode == "count_matches" else None,
+    return Outcome(
+        output="\n".join(shown),
+        message=message,
         skipped_sensitive=len(set(parsed.skipped)),  # as the sentence counts them: by name
         timed_out=run.timed_out,
-        output_truncated=cut or run.output.overflow,
+        partial=cut or run.output.overflow,
     )
-    return Outcome(output="\n".join(shown), message=message, structured=facts.model_dump())
 
 
 def _spawn_failure(exc: OSError) -> str:

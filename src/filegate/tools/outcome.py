@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from filegate.errors import Refusal
 from filegate.policy.workspace import Workspace
@@ -35,14 +35,21 @@ MediaPart = ImagePart | ResourcePart | TextPart
 
 @dataclass(slots=True)
 class Outcome:
-    """A tool's result: ``output`` is the data, ``message`` the summary the model reads after it."""
+    """A tool's result: ``output`` is the data, ``message`` the summary the model reads after it.
+
+    Text is all a client's model gets (SPEC §1): every fact needed to continue is in
+    ``message``. The notable-event fields below only feed the log (server/notify.py); the
+    text already says each of them.
+    """
 
     output: str = ""
     message: str = ""
     is_error: bool = False
     brief: str = ""
-    structured: dict[str, Any] | None = None
     parts: list[MediaPart] = field(default_factory=list)
+    skipped_sensitive: int = 0  # files left out because they may hold secrets
+    timed_out: bool = False  # the work stopped at its time limit: results are partial
+    partial: bool = False  # fewer results than found: the text says how to page
 
     @classmethod
     def error(cls, message: str, brief: str = "", output: str = "") -> Outcome:
@@ -147,5 +154,8 @@ class ToolEnv:
     approver: Approver
     reporter: Reporter = field(default_factory=SilentReporter)
     result_budget: int = 1 << 20
+    # Base64 characters one media part may take on its own (Kimi Code); None: media share
+    # ``result_budget`` with the text.
+    media_part_budget: int | None = None
     image_max_side: int = 2048
     client: str = ""  # the client's own name (clientInfo.name), for the write log

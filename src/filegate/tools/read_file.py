@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -283,8 +282,8 @@ def _row(number: int, text: str) -> str:
 
 def _result_chars(o: Outcome) -> int:
     """What a client counts of a result: every text block's characters (Kimi CLI counts
-    ``len(text)``), plus the structured content and the framing of each block."""
-    return len(o.output) + len(o.message) + len(json.dumps(o.structured)) + 2 * BLOCK_FRAME_CHARS
+    ``len(text)``, a block's closing line break included), plus the framing of each block."""
+    return len(o.output) + len(o.message) + 2 * (BLOCK_FRAME_CHARS + 1)
 
 
 def _format(params: ReadFileParams, w: Window, budget: int) -> Outcome:
@@ -338,18 +337,8 @@ def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], bu
     msg = _opening(params, w, k, first) + _why_it_stopped(params, w, lines, budget, eof, next_offset)
     if truncated:
         msg += f" Lines {truncated} were truncated."
-    structured = {
-        "start_line": first if first is not None else max(params.line_offset, 1),
-        "lines_read": k,
-        "total_lines": w.total,
-        "total_is_exact": w.complete,
-        "numbered_from_end": w.from_end,
-        "end_of_file": eof,
-        "truncated_lines": truncated,
-        "next_line_offset": next_offset,
-    }
     output = "".join(_row(n, t) for n, t in lines)
-    return Outcome(output=output, message=msg, structured=structured)
+    return Outcome(output=output, message=msg)
 
 
 def _opening(params: ReadFileParams, w: Window, k: int, first: int | None) -> str:
@@ -441,19 +430,6 @@ def _read(params: ReadFileParams, rp: ResolvedPath, budget: int, cancel: threadi
         return _format(params, window, budget)
     finally:
         os.close(fd)
-
-
-class ReadFileFacts(BaseModel):
-    """structuredContent of a successful ReadFile."""
-
-    start_line: int
-    lines_read: int
-    total_lines: int
-    total_is_exact: bool = True
-    numbered_from_end: bool = False
-    end_of_file: bool
-    truncated_lines: list[int]
-    next_line_offset: int | None
 
 
 DESCRIPTION = load_description(

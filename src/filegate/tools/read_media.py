@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import html
-import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated
 from urllib.parse import quote
 
 import anyio
@@ -77,23 +77,26 @@ class ReadMediaFileParams(BaseModel):
     full_resolution: Annotated[bool, Field(description="Send original pixels, not downscaled.")] = False
 
 
-class ReadMediaFacts(BaseModel):
-    """structuredContent of a successful ReadMediaFile."""
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What the client accepts: ``total`` characters for the whole result, media included; or
+    (``part`` set: Kimi Code) ``total`` for the text and ``part`` base64 characters for each
+    media part on its own, so an image does not share the text's budget."""
 
-    kind: Literal["image", "video"]
-    mime: str
-    size: int = Field(description="Bytes of the file on disk.")
-    width: int | None = Field(description="Original width in px (EXIF orientation applied).")
-    height: int | None
-    duration: float | None = Field(default=None, description="Video length in seconds.")
-    codec: str | None = None
-    returned: Literal["original", "resized", "frames"]
-    returned_mime: str
-    returned_width: int | None = None
-    returned_height: int | None = None
-    returned_bytes: int = Field(description="Bytes sent, before base64.")
-    frame_times: list[float] = Field(default_factory=list)
-    budget: int = Field(description="Characters this client accepts in one result.")
+    total: int
+    part: int | None = None
+
+    @classmethod
+    def of(cls, env: ToolEnv) -> Limits:
+        return cls(env.result_budget, env.media_part_budget)
+
+    @property
+    def name(self) -> str:
+        return "result budget" if self.part is None else "limit per media part"
+
+    @property
+    def chars(self) -> int:
+        return self.total if self.part is None else self.part
 
 
 # --- the gate: size, then type -----------------------------------------------------------
@@ -134,39 +137,50 @@ def _read_all(fd: int, size: int) -> bytes:
 # --- what the result weighs ---------------------------------------------------------------
 
 
-def result_chars(parts: list[MediaPart], message: str, facts: ReadMediaFacts | None) -> int:
-    """Characters of every content block as the client receives them, base64 included."""
-    total = len(message) + BLOCK_FRAME_CHARS
+def _media_chars(part: MediaPart) -> int:
+    if isinstance(part, ImagePart):
+        return b64_len(len(part.data)) + len(part.mime)
+    if isinstance(part, ResourcePart):
+        return b64_len(len(part.data)) + len(part.mime) + len(part.uri)
+    return 0
+
+
+def result_chars(parts: list[MediaPart], message: str, media: bool = True) -> int:
+    """Characters of every content block as the client receives them, base64 included (only
+    the text blocks when ``media`` is False). A text block's closing line break counts."""
+    total = len(message) + 1 + BLOCK_FRAME_CHARS
     for part in parts:
         if isinstance(part, TextPart):
-            total += len(part.text)
-        elif isinstance(part, ImagePart):
-            total += b64_len(len(part.data)) + len(part.mime)
-        else:
-            total += b64_len(len(part.data)) + len(part.mime) + len(part.uri)
+            total += len(part.text) + 1
+        elif media:
+            total += _media_chars(part)
         total += BLOCK_FRAME_CHARS
-    if facts is not None:
-        total += len(json.dumps(facts.model_dump()))
     return total
 
 
-def _room(budget: int, skeleton: Outcome) -> int:
-    """Base64 characters left for media once the text blocks of ``skeleton`` are counted."""
-    facts = ReadMediaFacts.model_validate(skeleton.structured) if skeleton.structured else None
-    room = budget - result_chars(skeleton.parts, skeleton.message, facts)
+def _room(limits: Limits, skeleton: Outcome) -> int:
+    """Base64 characters left for one media part (Kimi Code) or for all of them, once the text
+    blocks of ``skeleton`` are counted."""
+    text = result_chars(skeleton.parts, skeleton.message, media=limits.part is None)
+    room = limits.total - text
+    if limits.part is not None and room >= 0:
+        room = limits.part - BLOCK_FRAME_CHARS  # the part's own ceiling; the data URL's prefix
     if room < MIN_MEDIA_CHARS:
         raise MediaError(
-            f"this client's result budget of {budget} characters leaves no room for media after "
-            "the text that describes it; raise --result-budget."
+            f"this client's result budget of {limits.total} characters leaves no room for media "
+            "after the text that describes it; raise --result-budget."
         )
     return room
 
 
-def _checked(outcome: Outcome, budget: int) -> Outcome:
-    facts = ReadMediaFacts.model_validate(outcome.structured)
-    used = result_chars(outcome.parts, outcome.message, facts)
-    if used > budget:  # the reserve was computed with wider numbers: this is a bug if it happens
-        raise MediaError(f"the result would take {used} characters, over the budget of {budget}.")
+def _checked(outcome: Outcome, limits: Limits) -> Outcome:
+    # The reserve was computed with wider numbers: either error is a bug if it happens.
+    used = result_chars(outcome.parts, outcome.message, media=limits.part is None)
+    if used > limits.total:
+        raise MediaError(f"the result would take {used} characters, over the budget of {limits.total}.")
+    biggest = max((_media_chars(p) for p in outcome.parts), default=0)
+    if limits.part is not None and biggest + BLOCK_FRAME_CHARS > limits.part:
+        raise MediaError(f"a media part would take {biggest} characters, over the limit of {limits.part}.")
     return outcome
 
 
@@ -186,7 +200,7 @@ def _scale_text(img: FittedImage, wide: bool) -> str:
 
 
 def _image_outcome(
-    rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, budget: int, *, mapped: bool = False,
+    rp: ResolvedPath, ft: FileType, size: int, img: FittedImage, *, mapped: bool = False,
     wide: bool = False,
 ) -> Outcome:  # fmt: skip
     message = (
@@ -204,22 +218,8 @@ def _image_outcome(
             message += f", the first of {more}{img.frames} frames"
     message += f"). {COORDINATES_ADVICE}"
     tag = html.escape(rp.shown, quote=True)
-    facts = ReadMediaFacts(
-        kind="image",
-        mime=ft.mime,
-        size=size,
-        width=img.width,
-        height=img.height,
-        returned="resized" if img.reencoded else "original",
-        returned_mime=img.mime,
-        returned_width=img.out_width,
-        returned_height=img.out_height,
-        returned_bytes=len(img.data),
-        budget=budget,
-    )
     return Outcome(
         message=message,
-        structured=facts.model_dump(),
         parts=[TextPart(f'<image path="{tag}">'), ImagePart(img.data, img.mime), TextPart("</image>")],
     )
 
@@ -233,15 +233,15 @@ def _read_image(
     region = Region(**params.region.model_dump()) if params.region is not None else None
     wide_region = Region(_WIDE, _WIDE, _WIDE, _WIDE) if region is not None else None
     wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True, wide_region)
-    skeleton = _image_outcome(rp, ft, _WIDE, wide, env.result_budget, mapped=mapped, wide=True)
-    room = _room(env.result_budget, skeleton)
+    limits = Limits.of(env)
+    room = _room(limits, _image_outcome(rp, ft, _WIDE, wide, mapped=mapped, wide=True))
     data = _read_all(fd, size)
     img = fit_image_to_budget(
         data, room, env.image_max_side, region=region, full_resolution=params.full_resolution
     )
     del data
-    outcome = _image_outcome(rp, ft, size, img, env.result_budget, mapped=mapped)
-    return _checked(outcome, env.result_budget)
+    outcome = _image_outcome(rp, ft, size, img, mapped=mapped)
+    return _checked(outcome, limits)
 
 
 def _decode_hint(ft: FileType) -> str:
@@ -284,43 +284,26 @@ def _describe_video(ft: FileType, size: int, info: VideoInfo) -> str:
     return described
 
 
-def _video_facts(ft: FileType, size: int, info: VideoInfo, budget: int, **returned: Any) -> ReadMediaFacts:
-    return ReadMediaFacts(
-        kind="video",
-        mime=ft.mime,
-        size=size,
-        width=info.width,
-        height=info.height,
-        duration=info.duration,
-        codec=info.codec,
-        budget=budget,
-        **returned,
-    )
-
-
 def _video_outcome(
-    rp: ResolvedPath, ft: FileType, size: int, info: VideoInfo, uri: str, data: bytes, budget: int
+    rp: ResolvedPath, ft: FileType, size: int, info: VideoInfo, uri: str, data: bytes
 ) -> Outcome:
     tag = html.escape(rp.shown, quote=True)
     header = f'<video path="{tag}">\n{_describe_video(ft, size, info)}'
     message = f"Loaded video file `{rp.shown}` ({ft.mime}, {size} bytes). {COORDINATES_ADVICE}"
-    facts = _video_facts(ft, size, info, budget, returned="original", returned_mime=ft.mime,
-                         returned_bytes=len(data))  # fmt: skip
     return Outcome(
         message=message,
-        structured=facts.model_dump(),
         parts=[TextPart(header), ResourcePart(uri, ft.mime, data), TextPart("</video>")],
     )
 
 
-def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, budget: int) -> Outcome:
+def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, limits: Limits) -> Outcome:
     info, frames = kf.info, kf.frames
     n = len(frames)
     tag = html.escape(rp.shown, quote=True)
     parts: list[MediaPart] = [
         TextPart(
             f'<video path="{tag}">\n{_describe_video(ft, size, info)}\nThe video is over this '
-            f"client's result budget ({budget} characters), so here "
+            f"client's {limits.name} ({limits.chars} characters), so here "
             + (f"are {n} evenly spaced frames." if n != 1 else "is one frame of it.")
         )
     ]
@@ -336,15 +319,7 @@ def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, bu
         f"Loaded video file `{rp.shown}` ({ft.mime}, {size} bytes{size_text}) as {n} "
         f"frame{'s' if n != 1 else ''}{shape}, {sent} bytes. {COORDINATES_ADVICE}"
     )
-    facts = _video_facts(
-        ft, size, info, budget, returned="frames",
-        returned_mime=first.mime if first else "image/jpeg",
-        returned_width=first.out_width if first else None,
-        returned_height=first.out_height if first else None,
-        returned_bytes=sent,
-        frame_times=[round(f.time, 3) for f in frames],
-    )  # fmt: skip
-    return Outcome(message=message, structured=facts.model_dump(), parts=parts)
+    return Outcome(message=message, parts=parts)
 
 
 def _wide_info() -> VideoInfo:
@@ -365,40 +340,42 @@ def _read_video(
 
 
 def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, extra: int) -> Outcome:
-    """The video, or frames of it, within the budget less ``extra`` characters said after it."""
-    budget = env.result_budget
-    fits = budget - extra
+    """The video, or frames of it, within the limits less ``extra`` characters said after it."""
+    limits = Limits.of(env)
+    fits = replace(limits, total=limits.total - extra)
     uri = resource_uri(env.workspace, rp)
-    skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"", budget)
+    skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"")
     if b64_len(size) <= _room(fits, skeleton):
         # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
         # extra must not change the answer); the probe only adds what it finds.
         data = _read_all(fd, size)
         demuxer = demuxer_for(ft.mime)
         info = probe_video(fd, demuxer) if av_installed() and demuxer else VideoInfo()
-        return _checked(_video_outcome(rp, ft, size, info, uri, data, budget), fits)
+        return _checked(_video_outcome(rp, ft, size, info, uri, data), fits)
     if not av_installed():
         raise PathError(
             f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "
-            f"base64), over this client's result budget of {budget} characters. Install the "
+            f"base64), over this client's {limits.name} of {limits.chars} characters. Install the "
             f"video extra (`{VIDEO_EXTRA}`) to get evenly spaced frames instead, or pass a "
             "shorter or smaller clip.",
             "File too large",
         )
-    room = _room(fits, _frames_skeleton(rp, ft, budget))
+    room = _room(fits, _frames_skeleton(rp, ft, limits))
+    if limits.part is not None:
+        room *= MAX_FRAMES  # each frame is a part of its own: it gets the part's room
     demuxer = demuxer_for(ft.mime)
     if demuxer is None:
         raise MediaError(f"this server samples no frames from {ft.mime} videos.")
     kf = extract_keyframes(fd, room, env.image_max_side, demuxer)
     if not kf.frames:
         raise MediaError("no frame could be decoded.")
-    return _checked(_frames_outcome(rp, ft, size, kf, budget), fits)
+    return _checked(_frames_outcome(rp, ft, size, kf, limits), fits)
 
 
-def _frames_skeleton(rp: ResolvedPath, ft: FileType, budget: int) -> Outcome:
+def _frames_skeleton(rp: ResolvedPath, ft: FileType, limits: Limits) -> Outcome:
     wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True)
     frames = [VideoFrame(_WIDE_FLOAT, wide) for _ in range(MAX_FRAMES)]
-    return _frames_outcome(rp, ft, _WIDE, Keyframes(_wide_info(), frames), budget)
+    return _frames_outcome(rp, ft, _WIDE, Keyframes(_wide_info(), frames), limits)
 
 
 # --- the tool -----------------------------------------------------------------------------

@@ -75,19 +75,6 @@ class StrReplaceFileParams(BaseModel):
         return self.edit if isinstance(self.edit, list) else [self.edit]
 
 
-class StrReplaceFileFacts(BaseModel):
-    """structuredContent of a successful StrReplaceFile."""
-
-    path: str
-    edits: int
-    # None for a sensitive file: nothing derived from its content is told (SPEC §2.6).
-    size: int | None = None
-    replacements: int | None = None
-    line_endings_adapted: list[int] | None = None  # edits written with the file's line ending
-    lines_added: int | None = None
-    lines_removed: int | None = None
-
-
 # --- applying edits to bytes --------------------------------------------------------------
 
 
@@ -425,7 +412,6 @@ def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]
     if w.diff is None:  # a sensitive file: no size, no counts (SPEC §2.6)
         return Outcome(
             message=f"File successfully edited. Applied {n} edit(s)." + SENSITIVE_DONE,
-            structured=StrReplaceFileFacts(path=rp.shown, edits=n).model_dump(),
         )
     message = (
         f"File successfully edited. Applied {n} edit(s) with {applied.replacements} total replacement(s)."
@@ -433,12 +419,7 @@ def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]
     for note in _eol_notes(applied):
         message += " " + note
     message += lines_sentence(w.diff)
-    facts = StrReplaceFileFacts(
-        path=rp.shown, size=w.size, edits=n, replacements=applied.replacements,
-        line_endings_adapted=sorted(applied.to_crlf + applied.to_lf),
-        lines_added=w.diff.added, lines_removed=w.diff.removed,
-    )  # fmt: skip
-    return Outcome(message=message, structured=facts.model_dump())
+    return Outcome(message=message)
 
 
 DESCRIPTION = load_description("str_replace")

@@ -51,18 +51,6 @@ class WriteFileParams(BaseModel):
     ] = False
 
 
-class WriteFileFacts(BaseModel):
-    """structuredContent of a successful WriteFile."""
-
-    path: str
-    mode: Literal["overwrite", "append"]
-    # None for a sensitive file: nothing derived from its content is told (SPEC §2.6).
-    size: int | None = None
-    created: bool | None = None
-    lines_added: int | None = None
-    lines_removed: int | None = None
-
-
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     try:
         rp = resolve_for_write(env, params.path, "write")
@@ -138,27 +126,18 @@ def _unchanged(params: WriteFileParams, size: int) -> Outcome:
     return Outcome(
         message=f"File successfully {_verb(params)}. Current size: {size} bytes. "
         "The file already had this content; nothing changed.",
-        structured=WriteFileFacts(
-            path=params.path, mode=params.mode, size=size, created=False,
-            lines_added=0, lines_removed=0,
-        ).model_dump(),
-    )  # fmt: skip
+    )
 
 
 def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[None]) -> Outcome:
     if w.diff is None:  # a sensitive file: no size, no line counts (SPEC §2.6)
         return Outcome(
             message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
-            structured=WriteFileFacts(path=rp.shown, mode=params.mode).model_dump(),
         )
     message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
     message += " Created a new file." if w.created else ""
     message += lines_sentence(w.diff)
-    facts = WriteFileFacts(
-        path=rp.shown, mode=params.mode, size=w.size, created=w.created,
-        lines_added=w.diff.added, lines_removed=w.diff.removed,
-    )  # fmt: skip
-    return Outcome(message=message, structured=facts.model_dump())
+    return Outcome(message=message)
 
 
 DESCRIPTION = load_description("write_file")
