@@ -10,10 +10,10 @@ import anyio
 import httpx2 as httpx
 import pytest
 from fastmcp import Client
-from mcp.types import Root
+from mcp.types import Implementation, Root
 
 import filegate.server.session as session_module
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, text, texts
 from tests.server.served import http_filegate
 
 
@@ -102,11 +102,17 @@ async def test_roots_that_are_not_file_uris_are_dropped_and_the_rest_intersected
 FAILING_ROOTS = {
     "only-non-file-roots": (
         [raw_root("vscode-vfs://github/owner/repo")],
-        "none of the client's 1 root(s) is a local file: URI",
+        "none of the client's 1 root(s) (vscode-vfs://github/owner/repo) is a local file: URI",
     ),
     "a-remote-file-host": ([raw_root("file://server.example/share")], "is a local file: URI"),
-    "an-empty-list": ([], "the client's roots list is empty"),
 }
+
+# What every fail-closed roots error tells the user to do (SPEC §2.8).
+WHAT_TO_DO = (
+    "To fix it, configure the client to offer at least one root that is a local folder inside the "
+    "workspace filegate serves (a file: URI, such as file:///home/me/project), or to offer no roots "
+    "(an empty roots list, or no roots capability): filegate then serves its whole configured workspace."
+)
 
 
 @SENDS_NON_FILE_ROOTS
@@ -124,8 +130,28 @@ async def test_roots_with_nothing_usable_leave_an_empty_workspace_and_say_why(tr
             r = await call(c, tool, **args)
             assert r.is_error, (tool, text(r))
             assert why in text(r) and "workspace is empty" in text(r)
+            assert text(r).endswith(WHAT_TO_DO)
             assert "OTHER" not in text(r) and "other.txt" not in text(r)
     assert not (tree / "new.txt").exists()
+
+
+async def test_an_empty_roots_list_serves_the_configured_workspace_and_says_so(
+    tree: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MCP Inspector 2.12 sends an empty roots list: it offers no roots, so filegate serves
+    its configured workspace (as the official filesystem server does), not an empty one."""
+    caplog.set_level("WARNING", logger="filegate")
+    info = Implementation(name="inspector-client", version="2.12.0")
+    async with connect(tree, "legacy", client_roots=[], client_client_info=info) as c:
+        r = await call(c, "ReadFile", path="other.txt")
+        assert not r.is_error and "OTHER" in text(r)
+        r = await call(c, "Glob", pattern="**/*.txt")
+        assert texts(r) == ["allowed/a.txt\nother.txt\n", "Found 2 matches for pattern `**/*.txt`."]
+        await call(c, "ReadFile", path="allowed/a.txt")
+    said = [rec.getMessage() for rec in caplog.records if "roots" in rec.getMessage()]
+    assert said == [
+        "client inspector-client sent an empty roots list (it offers no roots): serving the configured workspace"
+    ]  # once per session: the answer is remembered
 
 
 async def test_an_error_answer_to_roots_list_leaves_an_empty_workspace(tree: Path) -> None:
@@ -136,6 +162,7 @@ async def test_an_error_answer_to_roots_list_leaves_an_empty_workspace(tree: Pat
         r = await call(c, "ReadFile", path="other.txt")
     assert r.is_error and "OTHER" not in text(r)
     assert "answered roots/list with an error (roots are\\x0anot available)" in text(r)
+    assert text(r).endswith(WHAT_TO_DO)
 
 
 async def test_no_answer_to_roots_list_within_the_limit_leaves_an_empty_workspace(

@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.escape import escape
-from filegate.policy.workspace import Workspace
+from filegate.policy.workspace import Workspace, abbreviate
 from filegate.server import upstream
 from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
@@ -30,18 +30,32 @@ ROOTS_ATTEMPTS = 3
 
 
 class RootsUnavailable(Exception):
-    """The client's roots leave an empty workspace; the message says why (shown to the model)."""
+    """The client's roots leave an empty workspace; the message says why and what the user can
+    do (shown to the model, which tells the user)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(
             f"No file can be used: {reason}, so the workspace is empty (client roots fail closed). "
-            "The client's roots must name local folders as file: URIs."
+            "To fix it, configure the client to offer at least one root that is a local folder "
+            "inside the workspace filegate serves (a file: URI, such as file:///home/me/project), "
+            "or to offer no roots (an empty roots list, or no roots capability): filegate then "
+            "serves its whole configured workspace."
         )
 
 
-async def _ask_roots(call: CallContext) -> list[str]:
+# How many unusable roots an error names (each escaped and abbreviated).
+SHOWN_ROOTS = 3
+
+
+def _shown(uris: list[str]) -> str:
+    names = ", ".join(abbreviate(u) for u in uris[:SHOWN_ROOTS])
+    return names + (f" and {len(uris) - SHOWN_ROOTS} more" if len(uris) > SHOWN_ROOTS else "")
+
+
+async def _ask_roots(call: CallContext) -> list[str] | None:
     """The URIs of the client's roots, asked on the stream of the call that needs them (a
-    client that never opens a standalone stream still gets the question), within the limit."""
+    client that never opens a standalone stream still gets the question), within the limit;
+    None for an empty list: the client offers no roots (SPEC §2.8)."""
     if not call.session.can_send_request:
         raise RootsUnavailable("filegate cannot ask this client for its roots on this connection")
     try:
@@ -59,10 +73,11 @@ async def _ask_roots(call: CallContext) -> list[str]:
     if not isinstance(roots, list):
         raise RootsUnavailable("the client's answer to roots/list holds no roots list")
     if not roots:
-        raise RootsUnavailable("the client's roots list is empty")
+        return None
     uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
     if not usable_root_paths(uris):
-        raise RootsUnavailable(f"none of the client's {len(roots)} root(s) is a local file: URI")
+        listed = f" ({_shown(uris)})" if uris else ""
+        raise RootsUnavailable(f"none of the client's {len(roots)} root(s){listed} is a local file: URI")
     return uris
 
 
@@ -114,6 +129,14 @@ class SessionRuntime:
             uris = await _ask_roots(call)
             if self._roots_generation.get(call.connection, 0) != asked_at:
                 continue  # roots changed while the question was out: that answer is stale
+            if uris is None:  # an empty list: the client offers no roots (MCP Inspector 2.12)
+                log.warning(
+                    "client %s sent an empty roots list (it offers no roots): serving the "
+                    "configured workspace",
+                    escape(call.client_name),
+                )
+                self._roots[call.connection] = self.workspace
+                return self.workspace
             narrowed = self.workspace.narrowed(usable_root_paths(uris))
             self._roots[call.connection] = narrowed
             return narrowed
@@ -138,6 +161,7 @@ class SessionRuntime:
             approver=ElicitingApprover(self.settings, self.approvals, call),
             reporter=call,
             result_budget=result_budget_for(self.settings, call.client_name),
+            media_part_budget=media_part_budget_for(self.settings, call.client_name),
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
         )
@@ -154,4 +178,3 @@ class RootsChanged(Middleware):
             session = context.fastmcp_context.session
             self.runtime.forget_roots(upstream.connection_of(session))
         return await call_next(context)
-            media_part_budget=media_part_budget_for(self.settings, call.client_name),
