@@ -28,6 +28,7 @@ from filegate.media.bounds import MAX_DECODE_BYTES
 from filegate.media.headers import MAX_COUNTED_FRAMES
 from filegate.policy.budget import KIMI_BUDGET
 from filegate.settings import DEFAULT_RESULT_BUDGET
+from filegate.tools.read_media import COORDINATES_ADVICE as COORDS_ADVICE
 from tests import media_factory as mf
 from tests.conftest import call, connect, stdio_transport, text, texts
 from tests.stress.procs import server_pid, status
@@ -496,6 +497,21 @@ async def test_video_over_budget_becomes_evenly_spaced_frames(
     header = r.content[0].text
     assert f"video/mp4, {src.stat().st_size} bytes, duration 2.00 s, 320x240px" in header
     assert "result budget (100000 characters)" in header
+
+
+async def test_kimi_code_gets_a_video_over_kimis_budget_whole(
+    ws: Path, put: Callable[..., Path], mode: str
+) -> None:
+    """The same ~300 KB clip that Kimi CLI gets as frames: Kimi Code's own 10 MiB per part."""
+    src = put("noisy.mp4")
+    async with connect(ws, mode, client_client_info=kimi_code_info()) as c:
+        r = await call(c, "ReadMediaFile", path="noisy.mp4")
+    assert not r.is_error, text(r)
+    (res,) = blocks(r, "resource")
+    assert base64.b64decode(res.resource.blob) == src.read_bytes() and not blocks(r, "image")
+    assert text(r).endswith(
+        f"Loaded video file `noisy.mp4` (video/mp4, {src.stat().st_size} bytes). {COORDS_ADVICE}"
+    )
 
 
 async def test_video_over_budget_without_pyav_names_budget_size_and_extra(
