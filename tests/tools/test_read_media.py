@@ -879,7 +879,8 @@ async def test_video_that_fits_is_sent_even_when_no_decoder_opens_it(
     if pyav == "installed":  # what the probe found out, said as such
         assert "\nIts duration, size and codec are unknown: no video decoder can open it (" in header
     else:
-        assert header == '<video path="clip.mp4">\nvideo/mp4, 4024 bytes'
+        # The header block ends with a line break: another block follows it (SPEC §1).
+        assert header == '<video path="clip.mp4">\nvideo/mp4, 4024 bytes\n'
 
 
 async def test_jpeg_with_thousands_of_scans_is_refused_before_any_decode(ws: Path) -> None:
