@@ -1,0 +1,177 @@
+"""What every real-agent test shares: the workspace, the script, a scratch HOME, the runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.agents import installs
+from tests.agents.model import Recorder, Seen, Step
+
+RUN_S = 240.0  # hang guard on one agent run (its start-up, seven turns, filegate's start-up)
+DISTINCTIVE = "the heron flies at 7731 hours"
+GREP_LINE = "SIGNAL = 'grep-target-5521'"
+CANARY = "canary-ZX81-d0n0tleak"
+WRITTEN = "written by the agent\n"
+
+# One call per turn, in this order; a result's position in the conversation names its step.
+READ, GLOB, GREP, ENV, MEDIA, WRITE, EDIT = range(7)
+STEPS = [
+    Step("ReadFile", {"path": "notes.txt"}),
+    Step("Glob", {"pattern": "**/*.py"}),
+    Step("Grep", {"pattern": "grep-target-[0-9]+", "output_mode": "content"}),
+    Step("ReadFile", {"path": ".env"}),
+    Step("ReadMediaFile", {"path": "pic.png"}),
+    Step("WriteFile", {"path": "new.txt", "content": WRITTEN}),
+    Step("StrReplaceFile", {"path": "notes.txt", "edit": {"old": "heron", "new": "crane"}}),
+]
+WRITE_STEPS = STEPS[WRITE:]
+
+
+def png(width: int, height: int, noise: bool = False) -> bytes:
+    """A real PNG; ``noise`` makes it incompressible (its size ~ 3 bytes a pixel)."""
+    row = os.urandom(width * 3) if noise else bytes(range(256)) * (width * 3 // 256) + bytes(width * 3 % 256)
+    raw = b"".join(b"\x00" + (os.urandom(width * 3) if noise else row) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(raw, 1))
+        + chunk(b"IEND", b"")
+    )
+
+
+def workspace(root: Path, image: bytes | None = None) -> Path:
+    ws = root / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "notes.txt").write_text(f"first line\nsecond line\n{DISTINCTIVE}\nlast line\n")
+    (ws / "src" / "a.py").write_text(f"import os\n{GREP_LINE}\n")
+    (ws / ".env").write_text(f"API_KEY={CANARY}\n")
+    (ws / "pic.png").write_bytes(image if image is not None else png(64, 48))
+    return ws
+
+
+def scratch_env(home: Path, **extra: str) -> dict[str, str]:
+    """A scratch HOME and XDG dirs; nothing of the user's agents' settings or keys leaks in."""
+    for d in ("config", "data", "cache", "state"):
+        (home / f".xdg-{d}").mkdir(parents=True, exist_ok=True)
+    drop = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "KIMI_", "FILEGATE_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
+    env |= {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".xdg-config"),
+        "XDG_DATA_HOME": str(home / ".xdg-data"),
+        "XDG_CACHE_HOME": str(home / ".xdg-cache"),
+        "XDG_STATE_HOME": str(home / ".xdg-state"),
+        "NO_COLOR": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+    return env | extra
+
+
+def filegate() -> str:
+    exe = Path(sys.executable).parent / "filegate"
+    return str(exe) if exe.exists() else shutil.which("filegate") or "filegate"
+
+
+def install(client: str, env: dict[str, str], cwd: Path, *flags: str) -> str:
+    """``filegate install CLIENT`` exactly as a user runs it, into the scratch HOME."""
+    proc = subprocess.run(
+        [filegate(), "install", client, *flags], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=RUN_S, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{argv[0]} did not finish in {RUN_S} s: {exc.stderr!r:.3000}") from None
+
+
+def need(name: str) -> installs.Agent:
+    """The pinned agent; a skip saying why it cannot be had, or a failure under CI."""
+    try:
+        return installs.AGENTS[name]()
+    except installs.Unavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} could not be installed: {exc}")
+        pytest.skip(f"{name} could not be installed: {exc}")
+
+
+@dataclass
+class Run:
+    rec: Recorder
+    proc: subprocess.CompletedProcess[str]
+    ws: Path
+
+    def seen(self, step: int) -> Seen:
+        got = self.rec.results
+        assert len(got) > step, (
+            f"the model got {len(got)} tool results of {len(self.rec.steps)}; tools listed: "
+            f"{self.rec.tool_names}; exit {self.proc.returncode}; stderr: {self.proc.stderr[-2000:]}"
+            f"; stdout: {self.proc.stdout[-2000:]}"
+        )
+        return got[step]
+
+
+# --- what the model must have received -----------------------------------------------------
+
+
+def check_read(seen: Seen) -> None:
+    assert re.search(rf"(^|\n)\s*3\t{re.escape(DISTINCTIVE)}", seen.text), seen.text[:2000]
+
+
+def check_glob(seen: Seen) -> None:
+    assert "src/a.py" in seen.text, seen.text[:2000]
+
+
+def check_grep(seen: Seen) -> None:
+    assert GREP_LINE in seen.text, seen.text[:2000]
+
+
+def check_env_refused(r: Run) -> None:
+    seen = r.seen(ENV)
+    assert "secret" in seen.text.lower() or "sensitive" in seen.text.lower(), seen.text[:2000]
+    assert CANARY.encode() not in r.rec.all_bytes()  # in no request at all, not only this result
+
+
+def check_image(r: Run) -> None:
+    seen = r.seen(MEDIA)
+    assert seen.images, f"no image reached the model; it got: {seen.text[:1000]}"
+    assert seen.images[0][:8] == b"\x89PNG\r\n\x1a\n" or seen.images[0][:3] == b"\xff\xd8\xff", seen.images[
+        0
+    ][:16]
+
+
+# Claude Code and Codex hand their model only a result's structuredContent when it has one
+# (anthropics/claude-code#79944, openai/codex#38287), and filegate's held metadata only: the
+# lines, names and matches never reached the model. Strict: once filegate returns text only
+# (issue 21, branch `text`), these pass and the marker must go.
+STRUCTURED_ONLY = pytest.mark.xfail(
+    strict=True,
+    reason="issue 21: the agent shows the model only structuredContent, which holds no lines, names or matches",
+)
+
+
+def check_written(r: Run) -> None:
+    assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(0).text
+    assert "crane flies" in (r.ws / "notes.txt").read_text(), r.seen(1).text
+    assert not r.seen(0).error and not r.seen(1).error
