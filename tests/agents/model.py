@@ -15,6 +15,7 @@ import base64
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -108,12 +109,32 @@ def anthropic_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
     return names, results
 
 
-def responses_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
+def _responses_names(tools: list[dict[str, Any]], prefix: str = "") -> list[str]:
     names = []
-    for t in body.get("tools") or []:
-        names.append(t.get("name") or (t.get("function") or {}).get("name", ""))
+    for t in tools:
+        if t.get("type") == "namespace":  # Codex groups a server's tools: mcp__filegate + ReadFile
+            names += _responses_names(t.get("tools") or [], prefix + t.get("name", "") + NAMESPACE)
+        else:
+            names.append(prefix + (t.get("name") or (t.get("function") or {}).get("name", "")))
+    return names
+
+
+def _all_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    found = list(body.get("tools") or [])
+    for item in body.get("input") or []:
+        if item.get("type") == "tool_search_output":
+            found += item.get("tools") or []
+    return found
+
+
+def responses_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
+    names = _responses_names(body.get("tools") or [])
+    if any(t.get("type") == "tool_search" for t in body.get("tools") or []):
+        names.append(TOOL_SEARCH)
     results: list[Seen] = []
     for item in body.get("input") or []:
+        if item.get("type") == "tool_search_output":
+            names += _responses_names(item.get("tools") or [])
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             seen = Seen()
             _collect(item.get("output"), seen)
@@ -158,6 +179,11 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
                 # Gemini CLI may send a result's extra text as a sibling part.
                 results[-1].text += part["text"] + "\n"
     return names, results
+
+
+# Codex defers MCP tools behind a client-side tool search: the model searches first.
+TOOL_SEARCH = "<tool_search>"
+NAMESPACE = "__"  # a namespaced tool's name here; sent back as {"namespace": …, "name": …}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -266,11 +292,27 @@ class Handler(BaseHTTPRequestHandler):
         ])  # fmt: skip
 
     def reply_responses(self, body: dict[str, Any]) -> None:
-        call = self.next_call(*responses_state(body))
+        names, results = responses_state(body)
         resp_id = "resp_" + uuid.uuid4().hex[:12]
-        if call:
-            item: dict[str, Any] = {"type": "function_call", "id": "fc_" + call[0], "call_id": call[0],
-                                    "name": call[1], "arguments": json.dumps(call[2]), "status": "completed"}  # fmt: skip
+        # Codex starts MCP servers beside the first turn: search until filegate's tools are found
+        # (it lists them once connected), as a model would, a second apart.
+        searches = [i for i in body.get("input") or [] if i.get("type") == "tool_search_output"]
+        search = TOOL_SEARCH in names and _tool_name(names, self.server.recorder.steps[0].tool) is None
+        if search and searches:
+            if len(searches) >= 30:
+                raise AssertionError("Codex's tool search never found filegate's tools")
+            time.sleep(1)
+        call = None if search else self.next_call(names, results)
+        if search:
+            item: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_" + resp_id, "call_id": "ts_" + resp_id,
+                                    "execution": "client", "arguments": {"query": "filegate ReadFile Glob Grep"},
+                                    "status": "completed"}  # fmt: skip
+        elif call:
+            item = {"type": "function_call", "id": "fc_" + call[0], "call_id": call[0],
+                    "name": call[1], "arguments": json.dumps(call[2]), "status": "completed"}  # fmt: skip
+            ns, sep, tool = call[1].rpartition(NAMESPACE)
+            if sep and any(t.get("type") == "namespace" and t.get("name") == ns for t in _all_tools(body)):
+                item |= {"namespace": ns, "name": tool}
         else:
             item = {"type": "message", "id": "msg_" + resp_id, "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": "done", "annotations": []}]}  # fmt: skip
