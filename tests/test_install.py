@@ -261,3 +261,34 @@ async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: P
             async with Client(StreamableHttpTransport(url, headers=headers)) as c:
                 r = await c.call_tool("ReadFile", {"path": "marker.txt"})
                 assert "served through the installed configuration" in text(r), client
+
+
+def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: Path, project: Path) -> None:
+    """Kimi Code reads $KIMI_CODE_HOME/mcp.json (default ~/.kimi-code); --disable-builtins merges
+    [tools] disabled into the config.toml beside it (tests/agents/test_kimi_code.py runs Kimi
+    Code on it and sees filegate's tools in place of its own)."""
+    env = client_env(tmp_path)
+    done = install("kimi-code", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((tmp_path / "home/.kimi-code/mcp.json").read_text())["mcpServers"]["filegate"]
+    assert entry["command"] == FILEGATE and "--workdir" not in entry["args"]
+    assert not (tmp_path / "home/.kimi-code/config.toml").exists()  # only when asked
+
+    kimi_home = tmp_path / "kimi-home"
+    kimi_home.mkdir()
+    (kimi_home / "config.toml").write_text('# mine\ndefault_model = "k2"\n\n[tools]\ndisabled = ["Bash"]\n')
+    env["KIMI_CODE_HOME"] = str(kimi_home)
+    done = install("kimi-code", "--disable-builtins", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((kimi_home / "mcp.json").read_text())["mcpServers"]["filegate"] == entry
+    body = (kimi_home / "config.toml").read_text()
+    doc = tomllib.loads(body)
+    assert body.startswith("# mine\n") and doc["default_model"] == "k2"
+    assert doc["tools"]["disabled"] == ["Bash", "Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
+    assert len(list(kimi_home.glob("config.toml.*.bak"))) == 1
+    again = install("kimi-code", "--disable-builtins", env=env, cwd=project)
+    assert again.returncode == 0 and "already had" in again.stdout, again
+    assert (kimi_home / "config.toml").read_text() == body
+
+    wrong = install("codex", "--disable-builtins", env=env, cwd=project)
+    assert wrong.returncode == 2 and "kimi-code only" in wrong.stderr

@@ -13,6 +13,8 @@ documentation, November 2026):
 - claude-code: ``~/.claude.json`` (user scope, as ``claude mcp add -s user`` writes it);
   ``mcpServers`` entries with a ``type``.
 - cursor: ``~/.cursor/mcp.json``; kimi: ``~/.kimi/mcp.json``; both ``mcpServers``.
+- kimi-code: ``$KIMI_CODE_HOME/mcp.json``, default ``~/.kimi-code/mcp.json``; ``mcpServers``.
+  ``--disable-builtins`` also sets ``[tools] disabled`` in the ``config.toml`` beside it.
 - vscode: ``mcp.json`` in the user profile (``Code/User`` beside ``settings.json``);
   ``servers`` entries with a ``type``.
 - windsurf: ``~/.codeium/windsurf/mcp_config.json``; ``mcpServers`` (HTTP: ``serverUrl``).
@@ -33,7 +35,7 @@ import re
 import sys
 import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -72,6 +74,7 @@ CLIENTS: dict[str, Client] = {
         Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
         Client("cursor", "Cursor"),
         Client("kimi", "Kimi CLI", starts_in_project=True),
+        Client("kimi-code", "Kimi Code", starts_in_project=True),
         Client("vscode", "VS Code", key="servers", typed=True),
         Client("windsurf", "Windsurf", url_key="serverUrl"),
         Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
@@ -110,6 +113,7 @@ def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | 
         "claude-code": home / ".claude.json",
         "cursor": home / ".cursor" / "mcp.json",
         "kimi": home / ".kimi" / "mcp.json",
+        "kimi-code": kimi_code_home(env, home) / "mcp.json",
         "vscode": app_data / "Code" / "User" / "mcp.json",
         "windsurf": home / ".codeium" / "windsurf" / "mcp_config.json",
         "gemini-cli": home / ".gemini" / "settings.json",
@@ -117,6 +121,10 @@ def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | 
         else home / ".codex" / "config.toml",
     }  # fmt: skip
     return paths.get(client)
+
+
+def kimi_code_home(env: Mapping[str, str], home: Path) -> Path:
+    return Path(env["KIMI_CODE_HOME"]) if env.get("KIMI_CODE_HOME") else home / ".kimi-code"
 
 
 def server_command() -> list[str]:
@@ -138,8 +146,8 @@ def stdio_entry(client: Client, command: Sequence[str]) -> dict[str, Any]:
 
 def http_entry(client: Client, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": "http"} if client.typed else {}
-    if client.name == "kimi":
-        entry["transport"] = "http"  # Kimi CLI reads the transport from the entry
+    if client.name in ("kimi", "kimi-code"):
+        entry["transport"] = "http"  # Kimi CLI and Kimi Code read the transport from the entry
     entry[client.url_key] = url
     if headers:
         entry[client.headers_key] = dict(headers)
@@ -221,6 +229,52 @@ def merged_toml(old: str, client: Client, name: str, entry: dict[str, Any], wher
     return text
 
 
+# Kimi Code's own file tools, which --disable-builtins switches off so its model uses filegate's.
+KIMI_CODE_BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
+
+
+def merged_disabled_tools(old: str, where: Path) -> str:
+    """Kimi Code's ``config.toml`` with ``KIMI_CODE_BUILTINS`` added to ``[tools] disabled``."""
+    try:
+        doc = tomllib.loads(old)
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
+    tools = doc.get("tools", {})
+    have = tools.get("disabled", []) if isinstance(tools, dict) else None
+    if not isinstance(have, list):
+        raise InstallError(
+            f"{escape(str(where))}: 'tools' is not a table with a 'disabled' list; nothing was changed"
+        )
+    want = have + [t for t in KIMI_CODE_BUILTINS if t not in have]
+    if want == have:
+        return old
+    line = f"disabled = {_toml_value(want)}\n"
+    lines = old.splitlines(keepends=True)
+    header = re.compile(r"^\s*\[\s*tools\s*\]\s*(#.*)?$")
+    at = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+    if at is None:
+        text = old.rstrip("\n")
+        text = (text + "\n\n" if text else "") + "[tools]\n" + line
+    else:
+        end = next((i for i in range(at + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        body = [i for i in range(at + 1, end) if re.match(r"\s*disabled\s*=", lines[i])]
+        if body:
+            lines[body[0]] = line
+        else:
+            lines.insert(at + 1, line)
+        text = "".join(lines)
+    try:
+        ok = tomllib.loads(text).get("tools", {}).get("disabled") == want
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:
+        raise InstallError(
+            f"{escape(str(where))} sets [tools] disabled in a form this command does not edit; nothing was "
+            f"changed. Add {', '.join(KIMI_CODE_BUILTINS)} to it by hand"
+        )
+    return text
+
+
 def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
     if client.format == "toml":
         return toml_table(client, name, entry)
@@ -240,11 +294,16 @@ def write_config(client: Client, name: str, entry: dict[str, Any], path: Path) -
     A symlinked file (dotfiles kept in a repository) is written where the link points: replacing
     the link itself would cut it off from its repository.
     """
+    merge = merged_toml if client.format == "toml" else merged_json
+    return write_merged(path, lambda old, where: merge(old, client, name, entry, where))
+
+
+def write_merged(path: Path, merge: Callable[[str, Path], str]) -> Written:
+    """``path`` rewritten as ``merge(old text, path)``, with the backup and atomic replace above."""
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    merge = merged_toml if client.format == "toml" else merged_json
-    new = merge(old, client, name, entry, path)
+    new = merge(old, path)
     if new == old:
         return Written(path, None, changed=False)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -276,12 +335,13 @@ examples:
   filegate install claude-desktop --workdir ~/src/project
   filegate install claude-code                      # Claude Code starts it in each project
   filegate install kimi --read-only
+  filegate install kimi-code --disable-builtins     # Kimi Code uses filegate's, not its own
   filegate install cursor --print                   # show the snippet, write nothing
   FILEGATE_TOKEN=secret filegate install vscode --transport http --port 8000
   filegate install generic-http --token secret --config ./mcp.json
 
-Clients that start the server in the project they work on (claude-code, kimi, gemini-cli,
-codex) get no --workdir unless you give one; the others get the current directory.
+Clients that start the server in the project they work on (claude-code, kimi, kimi-code,
+gemini-cli, codex) get no --workdir unless you give one; the others get the current directory.
 """
 
 
@@ -298,11 +358,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--os", choices=get_args(OSName), dest="os_name",
                    help="whose file locations to use (default: this machine's)")  # fmt: skip
     p.add_argument("--config", metavar="FILE", help="write this file instead of the client's own")
+    p.add_argument("--disable-builtins", action="store_true",
+                   help="kimi-code: switch Kimi Code's file tools off ([tools] disabled)")  # fmt: skip
     add_server_flags(p)
     return p
 
 
-INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config")
+INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config", "disable_builtins")
 
 
 def server_args(
@@ -324,6 +386,10 @@ def server_args(
                 args += [flag, str(d)]
         elif dest == "client" and value is None and client.name == "kimi":
             args += [flag, "kimi"]  # Kimi CLI does not say its name; its 100,000-char budget
+        elif dest == "client" and value is None and client.name == "kimi-code":
+            # Kimi Code says its name, but the preset holds whatever the client announces.
+            if "kimi-code" in (action.choices or ()):
+                args += [flag, "kimi-code"]
         elif value is None or dest == "transport":
             continue
         elif isinstance(action, argparse.BooleanOptionalAction):
@@ -356,6 +422,8 @@ def main(argv: Sequence[str]) -> int:
         parser.exit(2, f"filegate install: error: {client.title} starts local servers only; use stdio\n")
     if settings.transport == "stdio" and not client.stdio:
         parser.exit(2, f"filegate install: error: {client.name} is for --transport http\n")
+    if ns.disable_builtins and client.name != "kimi-code":
+        parser.exit(2, "filegate install: error: --disable-builtins is for kimi-code only\n")
     args = server_args(parser, ns, settings, client)
     if settings.transport == "http":
         token = settings.token.get_secret_value() if settings.token else None
@@ -383,6 +451,15 @@ def main(argv: Sequence[str]) -> int:
     else:
         kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
         print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}; restart the client to load it")
+    if ns.disable_builtins:
+        try:
+            done = write_merged(written.path.with_name("config.toml"), merged_disabled_tools)
+        except (InstallError, OSError) as exc:
+            parser.exit(2, f"filegate install: error: {exc}\n")
+        kept = f" (the old file is kept as {escape(str(done.backup))})" if done.backup else ""
+        state = "wrote" if done.changed else "already had"
+        tools = ", ".join(KIMI_CODE_BUILTINS)
+        print(f"Kimi Code: {state} [tools] disabled = {tools} in {escape(str(done.path))}{kept}")
     if settings.transport == "http":
         start = " ".join(_shell_quote(a) for a in [*server_command(), "--transport", "http", *args])
         token_hint = "FILEGATE_TOKEN=YOUR_TOKEN " if settings.token else ""

@@ -171,7 +171,10 @@ STRUCTURED_ONLY = pytest.mark.xfail(
 )
 
 
-def check_written(r: Run) -> None:
-    assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(0).text
-    assert "crane flies" in (r.ws / "notes.txt").read_text(), r.seen(1).text
-    assert not r.seen(0).error and not r.seen(1).error
+def check_written(r: Run, first: int = 0) -> None:
+    """The two writes (steps ``first`` and ``first + 1``) done, and the model told so."""
+    assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(first).text
+    assert "crane flies" in (r.ws / "notes.txt").read_text(), r.seen(first + 1).text
+    for step in (first, first + 1):
+        seen = r.seen(step)
+        assert not seen.error and "successfully" in seen.text, seen.text
