@@ -292,3 +292,26 @@ def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: P
 
     wrong = install("codex", "--disable-builtins", env=env, cwd=project)
     assert wrong.returncode == 2 and "kimi-code only" in wrong.stderr
+
+
+def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, project: Path) -> None:
+    """The MCP Inspector 2.12 reads an entry without "type" as stdio ("The "file" argument must
+    be of type string"): install generic-http writes "type": "http", which it reads as HTTP."""
+    from tests.server.served import inspector_missing, run_inspector
+    from tests.tooling import tool_missing
+
+    missing = inspector_missing()
+    if missing:
+        tool_missing(missing)
+    env = {**client_env(tmp_path), "FILEGATE_TOKEN": "tok-123"}
+    config = tmp_path / "inspector.json"
+    port = free_port()
+    done = install("generic-http", "--port", str(port), "--config", str(config), env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(config.read_text())["mcpServers"]["filegate"]["type"] == "http"
+    words = shlex.split(done.stdout.split("start the server with: ", 1)[1].strip())
+    with serve(words[1:], tmp_path, port, env={"FILEGATE_TOKEN": "tok-123"}, cwd=project):
+        listed = run_inspector("--config", str(config), "--server", "filegate", "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr
+    answer = json.loads(listed.stdout[listed.stdout.index("{") :])  # after any note on its secret store
+    assert "ReadFile" in [t["name"] for t in answer["tools"]]

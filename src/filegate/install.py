@@ -87,7 +87,8 @@ CLIENTS: dict[str, Client] = {
             headers_key="http_headers",
         ),
         Client("generic", "an MCP client (stdio)", http=False),
-        Client("generic-http", "an MCP client (streamable HTTP)", stdio=False),
+        # typed: the MCP Inspector (2.12) reads an entry without "type" as stdio.
+        Client("generic-http", "an MCP client (streamable HTTP)", stdio=False, typed=True),
     )
 }
 
