@@ -38,14 +38,15 @@ WRITE_STEPS = STEPS[WRITE:]
 
 
 def png(width: int, height: int, noise: bool = False) -> bytes:
-    """A real PNG; ``noise`` makes it incompressible (its size ~ 3 bytes a pixel)."""
-    row = os.urandom(width * 3) if noise else bytes(range(256)) * (width * 3 // 256) + bytes(width * 3 % 256)
-    raw = b"".join(b"\x00" + (os.urandom(width * 3) if noise else row) for _ in range(height))
+    """A real PNG (RGBA); ``noise`` makes it incompressible (its size ~ 4 bytes a pixel)."""
+    n = width * 4
+    row = bytes(range(256)) * (n // 256) + bytes(n % 256)
+    raw = b"".join(b"\x00" + (os.urandom(n) if noise else row) for _ in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", ihdr)

@@ -4,9 +4,11 @@ chat-completions endpoint: what its model receives from filegate."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.agents import harness as h
 from tests.agents.model import ModelServer
@@ -14,7 +16,10 @@ from tests.agents.model import ModelServer
 pytestmark = pytest.mark.slow
 
 BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
-BIG = h.png(1200, 1150, noise=True)  # ~4 MB that does not compress: Kimi Code takes 10 MB a part
+# 4 MB that does not compress. filegate sends it whole to Kimi Code (10 MB a media part), and
+# Kimi Code 2.1.0 itself re-encodes any image over 3.75 MiB before its model sees it (keeping
+# the size in pixels, its "Image compressed to fit model limits" note).
+BIG = h.png(1000, 1000, noise=True)
 
 
 def kimi_code(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
@@ -25,11 +30,11 @@ def kimi_code(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> 
         env = h.scratch_env(
             home,
             KIMI_CODE_HOME=str(home / ".kimi-code"),
-            # Kimi Code's own way to name a model by environment: an OpenAI-compatible
-            # provider at the scripted endpoint, able to take images.
+            # Kimi Code's own way to name a model by environment: its kimi provider (OpenAI
+            # chat completions) at the scripted endpoint, able to take images.
             KIMI_MODEL_NAME="scripted",
             KIMI_MODEL_API_KEY="scripted-model-key",
-            KIMI_MODEL_PROVIDER_TYPE="openai",
+            KIMI_MODEL_PROVIDER_TYPE="kimi",
             KIMI_MODEL_BASE_URL=model.url + "/v1",
             KIMI_MODEL_CAPABILITIES="image_in",
             KIMI_MODEL_MAX_CONTEXT_SIZE="2000000",
@@ -85,7 +90,10 @@ def test_text_within_kimi_codes_budget(run: h.Run) -> None:
 )
 def test_the_whole_image_reaches_the_model(run: h.Run) -> None:
     h.check_image(run)
-    assert run.seen(h.MEDIA).images[0] == BIG
+    seen = run.seen(h.MEDIA)
+    assert f"{len(BIG)} bytes, original size 1000x1000px)" in seen.text, seen.text  # not "returned as"
+    with Image.open(io.BytesIO(seen.images[0])) as got:
+        assert got.size == (1000, 1000)
 
 
 def test_writes_proceed_without_elicitation(run: h.Run) -> None:
