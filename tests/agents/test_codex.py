@@ -23,6 +23,8 @@ def codex(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Ru
         # The model provider is the user's; filegate install merges its table beside it.
         (codex_home / "config.toml").write_text(
             'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+            # No analytics or metrics: nothing leaves this machine (they go to chatgpt.com).
+            '\n[analytics]\nenabled = false\n\n[otel]\nexporter = "none"\nmetrics_exporter = "none"\n\n'
             "[model_providers.scripted]\n"
             f'name = "scripted model"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
             'env_key = "SCRIPTED_MODEL_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n'

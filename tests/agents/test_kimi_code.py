@@ -38,6 +38,7 @@ def kimi_code(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> 
             KIMI_MODEL_BASE_URL=model.url + "/v1",
             KIMI_MODEL_CAPABILITIES="image_in",
             KIMI_MODEL_MAX_CONTEXT_SIZE="2000000",
+            KIMI_DISABLE_TELEMETRY="1",
         )
         h.install("kimi-code", env, ws, *install_flags)
         proc = h.run([*agent.argv, "-p", "go", "--output-format", "stream-json"], env, ws)
