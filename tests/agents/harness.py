@@ -162,16 +162,6 @@ def check_image(r: Run) -> None:
     ][:16]
 
 
-# Claude Code and Codex hand their model only a result's structuredContent when it has one
-# (anthropics/claude-code#79944, openai/codex#38287), and filegate's held metadata only: the
-# lines, names and matches never reached the model. Strict: once filegate returns text only
-# (issue 21, branch `text`), these pass and the marker must go.
-STRUCTURED_ONLY = pytest.mark.xfail(
-    strict=True,
-    reason="issue 21: the agent shows the model only structuredContent, which holds no lines, names or matches",
-)
-
-
 def check_written(r: Run, first: int = 0, told: bool = True) -> None:
     """The two writes (steps ``first`` and ``first + 1``) done, and (``told``) the model told so."""
     assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(first).text

@@ -51,17 +51,14 @@ def test_tool_names(run: h.Run) -> None:
     assert "mcp__filegate__ReadFile" in run.rec.tool_names
 
 
-@h.STRUCTURED_ONLY
 def test_read_file(run: h.Run) -> None:
     h.check_read(run.seen(h.READ))
 
 
-@h.STRUCTURED_ONLY
 def test_glob(run: h.Run) -> None:
     h.check_glob(run.seen(h.GLOB))
 
 
-@h.STRUCTURED_ONLY
 def test_grep(run: h.Run) -> None:
     h.check_grep(run.seen(h.GREP))
 
@@ -87,6 +84,5 @@ def test_writes_under_approval_auto(auto_run: h.Run) -> None:
     h.check_written(auto_run, told=False)
 
 
-@h.STRUCTURED_ONLY
 def test_the_model_is_told_the_writes_happened(auto_run: h.Run) -> None:
     h.check_written(auto_run)

@@ -54,17 +54,14 @@ def test_tool_names(run: h.Run) -> None:
     assert "mcp__filegate__ReadFile" in run.rec.tool_names, run.rec.tool_names
 
 
-@h.STRUCTURED_ONLY
 def test_read_file(run: h.Run) -> None:
     h.check_read(run.seen(h.READ))
 
 
-@h.STRUCTURED_ONLY
 def test_glob(run: h.Run) -> None:
     h.check_glob(run.seen(h.GLOB))
 
 
-@h.STRUCTURED_ONLY
 def test_grep(run: h.Run) -> None:
     h.check_grep(run.seen(h.GREP))
 
@@ -73,9 +70,6 @@ def test_env_refused(run: h.Run) -> None:
     h.check_env_refused(run)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 21: Codex shows the model only structuredContent, not the image"
-)
 def test_image(run: h.Run) -> None:
     h.check_image(run)
 
@@ -93,6 +87,5 @@ def test_writes_under_approval_auto(auto_run: h.Run) -> None:
     h.check_written(auto_run, told=False)
 
 
-@h.STRUCTURED_ONLY
 def test_the_model_is_told_the_writes_happened(auto_run: h.Run) -> None:
     h.check_written(auto_run)

@@ -72,9 +72,6 @@ def test_env_refused(run: h.Run) -> None:
     h.check_env_refused(run)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 21: Kimi Code joins text blocks with nothing between (src/a.pyFound 1 …)"
-)
 def test_text_blocks_do_not_run_together(run: h.Run) -> None:
     assert "src/a.py\n" in run.seen(h.GLOB).text, run.seen(h.GLOB).text
     assert h.GREP_LINE + "\n" in run.seen(h.GREP).text, run.seen(h.GREP).text
@@ -85,10 +82,6 @@ def test_text_within_kimi_codes_budget(run: h.Run) -> None:
         assert len(run.seen(step).text) <= 100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21: Kimi Code gets the Kimi CLI budget (an image cut to ~25 KB), not its own 10 MB",
-)
 def test_the_whole_image_reaches_the_model(run: h.Run) -> None:
     h.check_image(run)
     seen = run.seen(h.MEDIA)
