@@ -34,6 +34,9 @@ from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
 from filegate.tools.outcome import Outcome, Reporter, ToolEnv
 
+# -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
+MAX_CONTEXT_LINES = 2**32
+
 # Kimi's grep_local.py: default page, output caps, rg buffer and timeout.
 HEAD_LIMIT = 250
 MAX_OUTPUT_CHARS = 50_000
@@ -235,8 +238,8 @@ def _rg_args(rg: str, params: GrepParams, target: _Target, ignore_args: Sequence
         for flag, value in (("--before-context", params.before_context),
                             ("--after-context", params.after_context),
                             ("--context", params.context)):  # fmt: skip
-            if value is not None:
-                args += [flag, str(value)]
+            if value is not None:  # rg parses a u64: more lines than any file has is the same
+                args += [flag, str(min(value, MAX_CONTEXT_LINES))]
     else:
         args += ["--max-columns", "500"]
     if params.glob:
@@ -687,12 +690,16 @@ def _mtime_ns(target: _Target, raw: bytes) -> int:
 def _page_lines(parsed: _Parsed, params: GrepParams) -> tuple[Iterator[str], int]:
     """The page asked for (offset, then head_limit): its lines, formatted as they are taken
     (a page of all 500,000 rows is formatted only as far as the output has room), and its length."""
-    end = params.offset + params.head_limit if params.head_limit else None
+    # Clamped to the results first: a JSON integer has no bound, islice's indices do
+    # (offset=2**63-1 with a head_limit raised ValueError).
+    total = parsed.total
+    start = min(params.offset, total)
+    end = min(params.offset + params.head_limit, total) if params.head_limit else total
     if parsed.rows is None:
-        page = parsed.lines[params.offset : end]
+        page = parsed.lines[start:end]
         return iter(page), len(page)
-    rows = itertools.islice(parsed.rows, params.offset, end)
-    length = len(range(parsed.total)[params.offset : end])
+    rows = itertools.islice(parsed.rows, start, end)
+    length = end - start
     return (_format_row(r, params.line_number) for r in rows), length
 
 
