@@ -153,7 +153,7 @@ def replace_file(
     return the bytes written.
 
     ``expect`` is the target as the caller read it: if it changed since, nothing is written.
-    An existing target keeps its mode bits (and owner, where permitted).
+    An existing target keeps its mode bits but setuid/setgid (and owner, where permitted).
     """
     # Without dir_fd (Windows) every name below is a full path and ``dfd`` is None.
     name = real.name
@@ -479,7 +479,9 @@ def _copy_metadata(fd: int, st: os.stat_result) -> None:
     if st.st_uid != os.geteuid() or st.st_gid != os.getegid():
         with contextlib.suppress(OSError):  # only root (or the group's member) may do this
             os.fchown(fd, st.st_uid, st.st_gid)
-    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+    # Minus setuid/setgid: the new content is the model's, and a program that ran with its
+    # owner's rights must not keep them (the kernel clears them too when it is written).
+    os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
 
 
 def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -> int:
