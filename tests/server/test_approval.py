@@ -240,7 +240,7 @@ async def test_without_elicitation_sensitive_writes_are_refused(ws: Path, mode: 
         r1 = await call(c, "StrReplaceFile", path=".env", edit={"old": "old", "new": "new"})
         r2 = await call(c, "WriteFile", path="notes", content="TOKEN=x\n")
     assert r1.is_error and r2.is_error
-    assert "sensitive-file pattern" in text(r1) and "--approval auto" in text(r1)
+    assert "sensitive-file pattern" in text(r1) and "`--approval auto` does not cover it" in text(r1)
     assert (ws / ".env").read_text() == "TOKEN=old\n"
     assert (ws / "notes").is_symlink()
 

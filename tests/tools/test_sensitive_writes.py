@@ -124,18 +124,37 @@ async def test_write_tools_tell_nothing_about_a_sensitive_file_before_approval(
     # Every probe leaves the file as it was (the guesses write back the same bytes at most).
     assert target.read_bytes() == SECRET
     if answer == "none" and not (confine and where == "outside"):
-        assert all("--approval auto" in everything(r) for r in results)
+        assert all("`--approval auto` does not cover it" in everything(r) for r in results)
 
 
-async def test_auto_approval_also_tells_nothing(ws: Path, tmp_path: Path, mode: str) -> None:
-    target, shown = make_target(ws, tmp_path, "outside")
+@pytest.mark.parametrize("where", ["inside", "symlink", "outside"])
+async def test_auto_approval_never_covers_a_sensitive_file(
+    ws: Path, tmp_path: Path, mode: str, where: str
+) -> None:
+    """SPEC §2.6/§6 (issue 22 item 6): `--approval auto` writes `.env` only after asking; a
+    client that cannot be asked is refused, and nothing is told either way."""
+    target, shown = make_target(ws, tmp_path, where)
     async with connect(ws, mode, approval="auto") as c:
         results = [await call(c, tool, path=shown, **args) for tool, args in PROBES]
-    for r in results:
+        blind = await call(c, "WriteFile", path=shown, content="API_KEY=mine\n")
+    for r in [*results, blind]:
+        assert r.is_error, everything(r)
         assert leaks(everything(r)) == [], everything(r)
-    assert [r.is_error for r in results] == [True, True, True, False, False]
-    assert "did not apply" in everything(results[0]) and "did not apply" in everything(results[1])
+        assert "needs the user's approval every time (`--approval auto` does not cover it)" in everything(r)
     assert target.read_bytes() == SECRET
+    recorder = Recorder("reject")
+    async with connect(ws, mode, approval="auto", client_elicitation_handler=recorder) as c:
+        asked = await call(c, "WriteFile", path=shown, content="API_KEY=mine\n")
+        ordinary = await call(c, "WriteFile", path="plain.txt", content="x\n")
+    assert asked.is_error and "rejected by the user" in everything(asked)
+    assert len(recorder.messages) == 1 and "SENSITIVE" in recorder.messages[0].splitlines()[0]
+    assert target.read_bytes() == SECRET
+    assert not ordinary.is_error and (ws / "plain.txt").read_text() == "x\n"  # auto still skips the rest
+    approver = Recorder("approve")
+    async with connect(ws, mode, approval="auto", client_elicitation_handler=approver) as c:
+        approved = await call(c, "WriteFile", path=shown, content="API_KEY=mine\n")
+    assert not approved.is_error, everything(approved)
+    assert len(approver.messages) == 1 and target.read_text() == "API_KEY=mine\n"
 
 
 async def test_an_approved_edit_of_a_sensitive_file_lands(ws: Path, mode: str) -> None:

@@ -1,6 +1,7 @@
 """Asking the user before a write (SPEC §6): elicitation in both protocol eras, and the fallback.
 
-- ``--approval auto``: every write the path rules allow goes through.
+- ``--approval auto``: every write the path rules allow goes through, but a sensitive file's:
+  that is asked about where the client can be asked and refused where it cannot (SPEC §2.6).
 - ``--approval ask`` (default): ask through elicitation. Handshake era: ``elicitation/create``
   on the session's back channel. 2026-07-28 era: an input-required result whose sealed request
   state names the operation (tool, real path, hashes of the old and new bytes) and carries a
@@ -290,7 +291,7 @@ class ElicitingApprover:
 
     def settle(self, request: WriteRequest) -> Decision | None:
         mode = self.settings.approval
-        if mode == "auto":
+        if mode == "auto" and not request.sensitive:  # SPEC §2.6: auto never covers secrets
             return Decision(True, "auto")
         if not request.sensitive and write_class(request) in self._session_classes():
             return Decision(True, "session")
@@ -346,8 +347,9 @@ class ElicitingApprover:
                 False,
                 "no-elicitation",
                 f"`{shown}` matches a sensitive-file pattern, so writing it needs the "
-                f"user's approval, and {cannot}. Nothing was written. To allow it, the user can "
-                "start filegate with `--approval auto`.",
+                f"user's approval every time (`--approval auto` does not cover it), and {cannot}. "
+                "Nothing was written. Use a client that supports MCP elicitation, or let the user "
+                "edit the file.",
             )
         if not request.inside:
             return Decision(
