@@ -51,6 +51,37 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".docker/config.json",
     ".kube/config",
     ".git/config",  # remote URLs and CI checkouts keep tokens there
+    # Every git config inside a VCS directory: submodules, linked worktrees, bare repositories.
+    ".git/modules/**/config",
+    ".git/worktrees/*/config",
+    "config.worktree",
+    "*.git/config",
+    ".hg/hgrc",  # [paths] URLs with passwords, [auth]
+    "_netrc",  # .netrc's Windows name (curl, git)
+    ".yarnrc.yml",  # npmAuthToken
+    ".config/gh/hosts.yml",  # the GitHub CLI's oauth_token
+    "credentials.tfrc.json",  # terraform login
+    # Beyond SPEC's list, the same kind (credential stores that tools write into a home
+    # folder; reported to SPEC's owner): hg's user config, svn's cached passwords, cargo's
+    # registry token, pnpm's global rc, terraform's CLI config, gcloud's and azure's token
+    # caches, aws's SSO and CLI caches, pip's config (index URLs with tokens).
+    ".hgrc",
+    ".subversion/auth/",
+    ".cargo/credentials.toml",
+    ".config/pnpm/rc",
+    ".terraformrc",
+    "terraform.rc",
+    "application_default_credentials.json",
+    ".config/gcloud/credentials.db",
+    ".config/gcloud/access_tokens.db",
+    ".config/gcloud/legacy_credentials/",
+    ".azure/accessTokens.json",
+    ".azure/msal_token_cache.*",
+    ".azure/service_principal_entries.*",
+    ".aws/sso/cache/",
+    ".aws/cli/cache/",
+    "pip.conf",
+    "pip.ini",
 )
 
 
