@@ -18,7 +18,7 @@ from filegate.policy.escape import escape, escape_text, has_unsafe_text, unescap
         ("\x1b[2Kx", "\\x1b[2Kx"),
         ("tab\there", "tab\\x09here"),
         ("del\x7f", "del\\x7f"),
-        ("c1\x9b", "c1\\x9b"),
+        ("c1\x9b", "c1\\u009b"),  # \xNN >= 80 is kept for undecodable bytes
         ("tick`s", "tick\\x60s"),
         ("rtl\u202eexe.txt", "rtl\\u202eexe.txt"),
         ("iso\u2066x\u2069", "iso\\u2066x\\u2069"),
@@ -28,6 +28,17 @@ from filegate.policy.escape import escape, escape_text, has_unsafe_text, unescap
         (os.fsdecode(b"caf\xe9.py"), "caf\\xe9.py"),
         ("lone\ud800", "lone\\ud800"),
         ("caf\u00e9 ünïcode ok", "caf\u00e9 ünïcode ok"),
+        # Issue 22: invisible characters, stacked marks, and the backslash itself.
+        ("cfg\\xff.py", "cfg\\\\xff.py"),
+        ("a\\b", "a\\\\b"),
+        ("hangul\u3164filler\u115f\u1160\uffa0", "hangul\\u3164filler\\u115f\\u1160\\uffa0"),
+        ("zw\u200b\u200c\u200d\u2060\u2064", "zw\\u200b\\u200c\\u200d\\u2060\\u2064"),
+        ("vs\ufe0f\U000e0100", "vs\\ufe0f\\U000e0100"),
+        ("tag\U000e0041\U000e007f", "tag\\U000e0041\\U000e007f"),
+        ("shy\u00ad cgj\u034f mvs\u180b\u180f", "shy\\u00ad cgj\\u034f mvs\\u180b\\u180f"),
+        ("bom\ufeff", "bom\\ufeff"),
+        ("zalgo z\u0301\u0302\u0303!", "zalgo z\\u0301\\u0302\\u0303!"),
+        ("two marks \u1ec7 e\u0323\u0302", "two marks \u1ec7 e\u0323\u0302"),  # Vietnamese: kept
     ],
 )
 def test_escape_leaves_no_unsafe_character(raw: str, shown: str) -> None:
@@ -38,7 +49,21 @@ def test_escape_leaves_no_unsafe_character(raw: str, shown: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["a\nb", "\x1b]52;c;AAAA\x07", "tick`", os.fsdecode(b"\xff\xfe name"), "rtl\u202e", "x\u2028y"],
+    [
+        "a\nb",
+        "\x1b]52;c;AAAA\x07",
+        "tick`",
+        os.fsdecode(b"\xff\xfe name"),
+        "rtl\u202e",
+        "x\u2028y",
+        "cfg\\xff.py",
+        "c1\x9b",
+        "\\\\",
+        "a\\\u3164",
+        "t\U000e0041",
+        "z\u0301\u0302\u0303",
+        "\\x41\\u0041",
+    ],
 )
 def test_unescape_gives_back_the_same_name(raw: str) -> None:
     assert unescape(escape(raw)) == raw

@@ -14,8 +14,8 @@ from filegate.policy.escape import escape, escape_text, has_unsafe_text, unescap
         ("\x00", "\\x00"),
         ("\x1f", "\\x1f"),
         ("\x7f", "\\x7f"),
-        ("\x80", "\\x80"),
-        ("\x9f", "\\x9f"),
+        ("\x80", "\\u0080"),
+        ("\x9f", "\\u009f"),
         ("\u061c", "\\u061c"),
         ("\u202a", "\\u202a"),
         ("\u2069", "\\u2069"),
@@ -70,7 +70,9 @@ def test_escape_text_keeps_layout_and_flags_the_rest(text: str, shown: str, unsa
         ("a\\x4", "a\\x4"),  # too short: not an escape
         ("a\\u12", "a\\u12"),
         ("a\\xzz", "a\\xzz"),
-        ("a\\\\x41", "a\\A"),  # a backslash before an escape stays; the escape is read
+        ("a\\\\x41", "a\\x41"),  # a doubled backslash is one backslash; what follows is text
+        ("a\\U000e0041", "a\U000e0041"),
+        ("a\\U00110000", "a\\U00110000"),  # past Unicode: not an escape
         ("no backslash", "no backslash"),
     ],
 )

@@ -157,8 +157,8 @@ def test_a_missing_file_under_an_unescaped_directory_takes_the_unescaped_spellin
     got = Workspace(ws).resolve("caf\\xe9/new.txt", "write")
     assert got.real == d / "new.txt"
     assert got.shown == "caf\\xe9/new.txt"
-    # neither the literal nor the unescaped directory exists: the literal spelling is kept
-    assert Workspace(ws).resolve("no\\x41/new.txt", "write").real == ws / "no\\x41" / "new.txt"
+    # neither the literal nor the unescaped directory exists: the escape is read
+    assert Workspace(ws).resolve("no\\x41/new.txt", "write").real == ws / "noA" / "new.txt"
 
 
 def test_a_reader_is_refused_a_secret_and_a_relative_path_outside_as_a_reader(ws: Path) -> None:

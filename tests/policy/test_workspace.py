@@ -101,11 +101,15 @@ def test_the_escaped_spelling_names_a_file_in_an_undecodable_directory(ws: Path)
     assert os.fsencode(rp.real) == os.fsencode(ws) + b"/d\xff/new.txt"
 
 
-def test_a_file_really_named_with_a_backslash_escape_wins_over_the_unescaped_name(ws: Path) -> None:
+def test_an_escape_names_what_it_stands_for_and_a_doubled_backslash_the_literal_name(ws: Path) -> None:
+    """SPEC §2.9 (issue 22 item 5): the server shows a literal backslash as `\\\\`, so `a\\x41`
+    is always the escape, even when a file really named `a\\x41` exists too."""
     (ws / "a\\x41").write_text("literal")
     (ws / "aA").write_text("unescaped")
-    assert Workspace(ws).resolve("a\\x41").real == ws / "a\\x41"
-    assert Workspace(ws).resolve("a\\x42").real == ws / "a\\x42"  # neither exists: literal
+    assert Workspace(ws).resolve("a\\x41").real == ws / "aA"
+    assert Workspace(ws).resolve("a\\\\x41").real == ws / "a\\x41"
+    assert Workspace(ws).resolve("a\\\\x41").shown == "a\\\\x41"
+    assert Workspace(ws).resolve("a\\x42").real == ws / "aB"  # neither exists: the escape
 
 
 def test_an_escaped_nul_is_never_unescaped_into_a_path(ws: Path) -> None:

@@ -570,7 +570,9 @@ async def test_the_diff_shows_hidden_characters_escaped_and_says_so_first(ws: Pa
     async with connect(ws, mode, client_elicitation_handler=answers) as c:
         await call(c, "WriteFile", path="cfg.py", content=content)
     (message,) = answers.messages
-    assert "control, bidirectional or line-separator characters" in "\n".join(message.splitlines()[:3])
+    assert "control, bidirectional, line-separator or invisible characters" in "\n".join(
+        message.splitlines()[:3]
+    )
     for raw in ("\x1b", "\x07", "\u202e", "\u2028"):
         assert raw not in message
     assert "\\x1b]52;c;" in message and "\\u202e" in message and "\\u2028" in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -31,9 +32,10 @@ class ResolvedPath:
 MAX_SHOWN_PATH = 300
 
 
-def abbreviate(path: str) -> str:
-    """The path for a message: whole, or its start and end around an ellipsis if very long."""
-    path = escape(path)  # a name can never forge a line or reorder a message (SPEC §2.9)
+def abbreviate(path: str, *, separator: bool = False) -> str:
+    """The path for a message: whole, or its start and end around an ellipsis if very long.
+    ``separator``: the backslash is the path separator (Windows), shown as itself."""
+    path = escape(path, separator=separator)  # a name can never forge a line or reorder a message (SPEC §2.9)
     if len(path) <= MAX_SHOWN_PATH:
         return path
     return f"{path[:200]}…{path[-80:]}"
@@ -119,6 +121,11 @@ class Workspace:
         """The secret filter on a resolved path, as the platform's file system names it."""
         return self.secrets.is_sensitive(self.rules.secret_key(real))
 
+    @property
+    def _bs(self) -> bool:
+        """Whether a backslash is this platform's path separator (Windows), never in a name."""
+        return self.rules.sep == "\\"
+
     def display(self, real: Path) -> str:
         """A path for messages: relative to the workdir when inside it, else as is; escaped."""
         s = str(real)
@@ -126,8 +133,10 @@ class Workspace:
         if s == w:
             return "."
         if self._within(s, w):
-            return escape(s[len(w) + 1 :] if not w.endswith(self.rules.sep) else s[len(w) :])
-        return escape(s)
+            return escape(
+                s[len(w) + 1 :] if not w.endswith(self.rules.sep) else s[len(w) :], separator=self._bs
+            )
+        return escape(s, separator=self._bs)
 
     def resolve(self, raw: str, action: Action = "read") -> ResolvedPath:
         """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
@@ -135,11 +144,14 @@ class Workspace:
             raise PathError("File path cannot be empty.", "Empty file path")
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
-        shown = abbreviate(full)
-        full = self._checked_spelling(full, shown)
         paths = self.rules.module
+        full = _spelling_that_names(
+            full, lambda p: p if paths.isabs(p) else paths.join(self.workdir, p), separator=self._bs
+        )
+        shown = abbreviate(full, separator=self._bs)
+        full = self._checked_spelling(full, shown)
         is_abs = paths.isabs(full)
-        joined = _spelling_that_names(full if is_abs else paths.join(self.workdir, full))
+        joined = full if is_abs else paths.join(self.workdir, full)
         try:
             real = paths.realpath(joined)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
@@ -206,7 +218,8 @@ class Workspace:
             return ".", self.workdir
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
-        shown = abbreviate(full)
+        full = _spelling_that_names(full, lambda p: p, separator=self._bs)
+        shown = abbreviate(full, separator=self._bs)
         full = self._checked_spelling(full, shown, "Invalid directory")
         if not self.rules.module.isabs(full):
             raise PathError(
@@ -214,7 +227,7 @@ class Workspace:
                 "Invalid directory",
             )
         try:
-            real = self.rules.module.realpath(_spelling_that_names(full))
+            real = self.rules.module.realpath(full)
         except OSError as exc:  # readlink of a symlink swapped mid-resolution (EINVAL)
             raise PathError(f"`{shown}` cannot be resolved: {exc.strerror}.", "Invalid directory") from None
         self._check_real(real, shown, "Invalid directory")
@@ -250,19 +263,22 @@ def _encodable(path: str) -> bool:
     return True
 
 
-def _spelling_that_names(path: str) -> str:
-    """``path``, or its unescaped spelling when only that one names something (SPEC §2.9).
+def _spelling_that_names(path: str, where: Callable[[str], str], *, separator: bool = False) -> str:
+    """The caller's ``path`` with the escapes the server writes taken back (SPEC §2.9).
 
-    Names are shown through :func:`escape`, so a name with an undecodable byte is shown as
-    ``caf\\xe9.py``; passed back, that spelling must name the same file. The literal spelling
-    wins when it exists (a file really called ``a\\x41`` is still found by it); for a path that
-    exists under neither, the unescaped one is taken when only its directory exists.
+    Names are shown through :func:`escape`: ``caf\\xe9.py`` is the name with the undecodable
+    byte 0xE9, ``caf\\\\xe9.py`` the name that holds a backslash. So the unescaped spelling is
+    the one meant, also when a file with the literal spelling exists too. The literal one is
+    taken only where the unescaped one names nothing, not even a directory to create it in,
+    and the literal one does (a Windows share ``\\\\host\\share``, a name typed by hand).
+    ``where`` turns a spelling into the path to look up (joined to the workdir if relative).
     """
-    alt = unescape(path)
-    if alt == path or not _encodable(alt) or os.path.lexists(path):
+    alt = unescape(path, separator=separator)
+    if alt == path or not _encodable(alt):
         return path
-    if os.path.lexists(alt):
+    taken, literal = where(alt), where(path)
+    if os.path.lexists(taken) or os.path.lexists(os.path.dirname(taken)):
         return alt
-    if os.path.lexists(os.path.dirname(alt)) and not os.path.lexists(os.path.dirname(path)):
-        return alt
-    return path
+    if os.path.lexists(literal) or os.path.lexists(os.path.dirname(literal)):
+        return path
+    return alt

@@ -25,7 +25,7 @@ from mcp.types import TextContent, ToolAnnotations  # noqa: E402
 from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
 
 from filegate import __version__  # noqa: E402
-from filegate.policy.escape import escape  # noqa: E402
+from filegate.policy.escape import escape_log  # noqa: E402
 from filegate.policy.secrets import SecretMatcher  # noqa: E402
 from filegate.policy.workspace import Workspace  # noqa: E402
 from filegate.server.call import CallContext, InputRequired  # noqa: E402
@@ -215,7 +215,7 @@ class OneLineFormatter(logging.Formatter):
     still follows on its own lines."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = escape(record.message)
+        record.message = escape_log(record.message)
         return super().formatMessage(record)
 
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import anyio
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
-from filegate.policy.escape import escape
+from filegate.policy.escape import escape, escape_log
 from filegate.server.call import CallContext, InputRequired
 from filegate.settings import Settings
 from filegate.tools.diffing import plural
@@ -62,8 +62,8 @@ SUPERSEDED = (
 )
 REPLAYED = "This approval was already used: an answer approves one write, once. Nothing was written."
 UNSAFE_NOTE = (
-    "Note: this change contains control, bidirectional or line-separator characters; they are "
-    "shown escaped (\\xNN, \\uNNNN)."
+    "Note: this change contains control, bidirectional, line-separator or invisible characters "
+    "or stacked combining marks; they are shown escaped (\\xNN, \\uNNNN, \\UNNNNNNNN)."
 )
 # The key of our one request in an input-required result (2026-07-28).
 ANSWER_KEY = "approval"
@@ -132,7 +132,9 @@ def verdict(request: WriteRequest) -> str:
 def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
     """What the user reads. The first line holds the verdict before any path (SPEC §6); every
     path is escaped and every shown text went through escape_text (SPEC §2.9)."""
-    path = escape(request.shown)
+    # Escaped once already (tools.writing._shown); escaped again without doubling its
+    # backslashes, so no caller can put a raw line break in the question.
+    path = escape_log(request.shown)
     if request.sensitive:
         action = "write" if request.tool == "WriteFile" else "edit"
     else:
@@ -333,7 +335,7 @@ class ElicitingApprover:
 
     def _without_elicitation(self, request: WriteRequest, strict: bool) -> Decision:
         cannot = "this client cannot be asked (it does not support MCP elicitation)"
-        shown = escape(request.shown)
+        shown = request.shown
         if strict:
             return Decision(
                 False,
@@ -402,7 +404,7 @@ class ElicitingApprover:
                 f"Could not ask the user to approve this write ({_first_line(exc)}). Nothing was written.",
             )
         if QUESTIONS.answered(path, nonce) != "newest":
-            return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
+            return Decision(False, "superseded", SUPERSEDED.format(path=request.shown))
         return self._decide(request, result, offer is not None, "elicited")
 
     async def _answer_unless_gone(self, asking: Awaitable[ElicitResult]) -> ElicitResult | None:
@@ -443,7 +445,7 @@ class ElicitingApprover:
             if state == "replayed":
                 return Decision(False, "replayed", REPLAYED)
             if state == "superseded":
-                return Decision(False, "superseded", SUPERSEDED.format(path=escape(request.shown)))
+                return Decision(False, "superseded", SUPERSEDED.format(path=request.shown))
             if sealed.matches(request):
                 return self._decide(request, answer, sealed.session, "elicited")
             changed = True
@@ -452,7 +454,7 @@ class ElicitingApprover:
             return Decision(
                 False,
                 "stale",
-                f"`{escape(request.shown)}` changed {MAX_REASKS + 1} times while the user was being "
+                f"`{request.shown}` changed {MAX_REASKS + 1} times while the user was being "
                 "asked about this write (other writes to it are landing), so nothing was written. "
                 "Read the file again and retry the edit.",
             )

@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass
 
 from filegate.fsio.spliced import Content
-from filegate.policy.escape import escape, escape_text, has_unsafe_text
+from filegate.policy.escape import escape_log, escape_text, has_unsafe_text
 
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
 MAX_DIFF_LINES = 80
@@ -109,7 +109,7 @@ def _split(text: str) -> list[str]:
 
 def diff_header(shown: str) -> list[str]:
     """git's header: ``a/`` and ``b/`` before a relative path, an absolute one as it is."""
-    name = escape(shown)
+    name = escape_log(shown)  # escaped once already: made safe again, backslashes not doubled
     if name.startswith("/"):
         return [f"--- {name}", f"+++ {name}"]
     return [f"--- a/{name}", f"+++ b/{name}"]
@@ -337,8 +337,9 @@ def unsafe_note(*texts: str) -> str:
     """The line a question starts its change with when the change holds escaped characters."""
     if any(has_unsafe_text(t) for t in texts):
         return (
-            "Note: this change contains control, bidirectional or line-separator characters; "
-            "they are shown escaped (\\xNN, \\uNNNN)."
+            "Note: this change contains control, bidirectional, line-separator or invisible "
+            "characters or stacked combining marks; they are shown escaped (\\xNN, \\uNNNN, "
+            "\\UNNNNNNNN)."
         )
     return ""
 

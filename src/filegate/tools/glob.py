@@ -74,9 +74,30 @@ def _pattern_error(message: str) -> PathError:
     return PathError(message, "Invalid pattern")
 
 
+_SERVER_ESCAPE = re.compile(r"\\(?:\\|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+_GLOB_SPECIAL = frozenset("*?[]{}!|()@+\\,-^")
+
+
+def _taken_back(pattern: str) -> str:
+    """``pattern`` with each ``\\xNN``/``\\uNNNN``/``\\UNNNNNNNN`` the server writes turned back
+    into its character (glob-escaped where the character means something to a glob); ``\\\\``
+    stays glob's literal backslash."""
+
+    def back(m: re.Match[str]) -> str:
+        token = m.group()
+        if token == "\\\\":
+            return token
+        ch = unescape(token)
+        if ch == token or ch == "\0":
+            return token
+        return "\\" + ch if ch in _GLOB_SPECIAL else ch
+
+    return _SERVER_ESCAPE.sub(back, pattern) if "\\" in pattern else pattern
+
+
 def compile_pattern(pattern: str) -> list[Compiled]:
     """Brace-expand and split into per-directory segments; refuse empty, absolute and `..`."""
-    shown = abbreviate(escape(pattern))
+    shown = abbreviate(pattern)  # escaped there, once
     if not pattern:
         raise _pattern_error("Pattern cannot be empty.")
     if "\0" in pattern:
@@ -97,10 +118,13 @@ def compile_pattern(pattern: str) -> list[Compiled]:
     from wcmatch import fnmatch as wfnmatch
 
     # A name shown escaped (`caf\xe9.py`, SPEC §2.9) names the same file when passed back:
-    # its unescaped spelling is matched too (the literal one first, as the resolver does).
-    spellings = dict.fromkeys((pattern, unescape(pattern)))
+    # the escapes the server writes are taken back, and only those (`\\` is already glob's
+    # literal backslash, so `cfg\\xff.py` matches the name that holds one).
+    spellings = (_taken_back(pattern),)
     try:
-        alternatives = [a for p in spellings for a in bracex.expand(p, limit=MAX_BRACE_ALTERNATIVES)]
+        alternatives = [
+            a for p in spellings for a in bracex.expand(p, keep_escapes=True, limit=MAX_BRACE_ALTERNATIVES)
+        ]
     except Exception:
         raise _pattern_error(
             f"Pattern `{shown}` expands to too many alternatives (more than "
@@ -399,7 +423,7 @@ def _kind(path: str) -> tuple[bool | None, bool]:
 
 def _summary(walk: _Walk, pattern: str, shown: int) -> str:
     n = len(walk.matches)
-    quoted = abbreviate(escape(pattern))
+    quoted = abbreviate(pattern)  # escaped there, once
     if walk.more:
         msg = (f"Found more than {MAX_MATCHES} matches for pattern `{quoted}`. Only the "
                f"first {MAX_MATCHES} matches are returned. You may want to use a more specific "
@@ -420,7 +444,7 @@ def _summary(walk: _Walk, pattern: str, shown: int) -> str:
         msg += (f" {walk.ignored} path(s) ignored by .gitignore were not searched "
                 "(include_ignored=true searches them).")  # fmt: skip
     if walk.skipped:
-        msg += " " + skipped_secrets_warning(abbreviate(escape(s)) for s in walk.skipped)
+        msg += " " + skipped_secrets_warning(abbreviate(s) for s in walk.skipped)
     return msg
 
 

@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed, Refusal
 from filegate.fsio.spliced import Content, Spliced
-from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
@@ -326,7 +325,7 @@ def _check_text(rp: ResolvedPath, data: bytes) -> None:
     ft = detect_file_type(rp.real.name, data[:SNIFF_BYTES])
     if ft.kind != "text":
         raise EditFailed(
-            f"`{escape(rp.shown)}` is not a text file ({ft.mime}); StrReplaceFile only edits text files. "
+            f"`{rp.shown}` is not a text file ({ft.mime}); StrReplaceFile only edits text files. "
             "Nothing was written.",
             brief="Not a text file",
         )
@@ -349,16 +348,16 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, 
     _check_text(rp, data)
     encoding = detect_encoding(data)
     if encoding.utf8:
-        return apply_edits(data, edits, escape(rp.shown)), encoding
+        return apply_edits(data, edits, rp.shown), encoding
     try:
         text = data[len(encoding.bom) :].decode(encoding.codec, "surrogatepass")
     except UnicodeDecodeError:
         raise EditFailed(
-            f"`{escape(rp.shown)}` starts with a {encoding.codec} byte order mark but is not valid "
+            f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
             f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
             brief="Undecodable file",
         ) from None
-    applied = apply_edits(_utf8(text), edits, escape(rp.shown))
+    applied = apply_edits(_utf8(text), edits, rp.shown)
     body = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(body)
     return applied, encoding

@@ -91,7 +91,7 @@ def resolve_for_write(env: ToolEnv, raw: str, action: Literal["write", "edit"]) 
     """The path rules for a write; the path as shown in every later message escaped (SPEC §2.9:
     a name cannot forge a line of a result, a question or the log)."""
     rp = env.workspace.resolve(raw, action)
-    return dataclasses.replace(rp, shown=escape(rp.shown))
+    return rp  # rp.shown is escaped once, by the resolver
 
 
 def load_current(rp: ResolvedPath, *, must_exist: bool) -> Current:
@@ -318,7 +318,7 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
             # content: the model hears only that it did not apply.
             _log_failure(job, env, "the change did not apply")
             return Outcome.error(
-                f"The change did not apply to `{escape(rp.shown)}`, so nothing was written. "
+                f"The change did not apply to `{rp.shown}`, so nothing was written. "
                 "The file is sensitive, so filegate does not say why.",
                 "Change not applied",
             )
@@ -342,7 +342,7 @@ async def _replace(job: WriteJob[T], env: ToolEnv, new: Content, expect: Snapsho
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
     size = await anyio.to_thread.run_sync(
-        lambda: replace_file(rp.real, new, expect=expect, shown=escape(rp.shown), create_dirs=job.create_dirs)
+        lambda: replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
     )
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
@@ -378,7 +378,7 @@ def _log_failure(job: WriteJob[T], env: ToolEnv, error: str) -> None:
 
 def _shown(rp: ResolvedPath, env: ToolEnv) -> str:
     """The path as the user is shown it: workdir-relative inside, absolute outside."""
-    return env.workspace.display(rp.real) if rp.inside else str(rp.real)
+    return env.workspace.display(rp.real) if rp.inside else escape(str(rp.real))  # escaped once
 
 
 def lines_sentence(diff: Diff) -> str:
