@@ -29,7 +29,7 @@ from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import PathError
-from filegate.tools import grep_ignores, grep_sandbox
+from filegate.tools import grep_fifo, grep_ignores, grep_sandbox
 from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
 from filegate.tools.outcome import Outcome, Reporter, ToolEnv
@@ -338,6 +338,7 @@ class _RgRun:
     stderr: bytes = b""
     returncode: int | None = None
     timed_out: bool = False
+    fifo: str | None = None  # rg was stopped waiting on this FIFO ("" when unnamed)
 
 
 @functools.cache
@@ -444,7 +445,11 @@ async def _run_rg(
         with anyio.move_on_after(RG_TIMEOUT_S) as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read_stderr, proc.stderr, err)
+                watching = anyio.CancelScope()
+                if platform.has_proc():
+                    tg.start_soon(_watch_fifo, proc, run, watching)
                 await run.output.wait(env.reporter)
+                watching.cancel()
             run.returncode = await proc.wait()
         run.timed_out = scope.cancelled_caught
     finally:
@@ -456,6 +461,19 @@ async def _run_rg(
                 await anyio.to_thread.run_sync(run.output.ended.wait)
     run.stderr = bytes(err)
     return run
+
+
+async def _watch_fifo(proc: Process, run: _RgRun, scope: anyio.CancelScope) -> None:
+    """Stop rg the moment it waits on a FIFO swapped in after its walk (grep_fifo)."""
+    with scope:
+        await anyio.sleep(grep_fifo.WATCH_FROM_S)
+        while proc.returncode is None:
+            found = grep_fifo.fifo_waiter(proc.pid)  # a few small /proc reads
+            if found is not None:
+                run.fifo = found
+                proc.kill()
+                return
+            await anyio.sleep(grep_fifo.WATCH_EVERY_S)
 
 
 def _cut_line(line: str) -> str:
@@ -516,9 +534,9 @@ class _Parser:
         def path_of(raw: bytes) -> tuple[str, bool]:
             """A name as rg printed it → (shown path, sensitive)."""
             if target.single_file and raw == RG_STDIN:
-                return escape(target.name), target.sensitive
+                return target.name, target.sensitive  # shown by the workspace: escaped once
             rel = (raw[2:] if raw.startswith(b"./") else raw).decode(encoding, errors)
-            return escape(prefix + rel), is_sensitive(f"{base}/{rel}")
+            return prefix + escape(rel), is_sensitive(f"{base}/{rel}")  # the prefix is escaped
 
         self.path_of = path_of
 
@@ -770,6 +788,17 @@ def _regex_error(text: str) -> str:
     return "\n".join(out)
 
 
+def _fifo_sentence(fifo: str, env: ToolEnv) -> str:
+    """What the caller is told when rg was stopped at a FIFO (its name only if inside)."""
+    named = ""
+    if fifo and env.workspace.contains(fifo):
+        named = f" (`{env.workspace.display(Path(fifo))}`)"
+    return (
+        f"The search stopped early: a file was replaced by a FIFO while it ran{named}, and "
+        "filegate never reads one. Partial results returned; search again for the rest."
+    )
+
+
 def _unreadable_sentence(n: int) -> str:
     return f"{n} file{'s' if n != 1 else ''} or folder{'s' if n != 1 else ''} could not be read"
 
@@ -792,7 +821,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
             parsed = _Parsed(rows=None if params.output_mode != "content" else [])
             if params.output_mode == "count_matches":
                 parsed.total_matches, parsed.files = 0, 0
-            parsed.skipped = [escape(target.name.rsplit("/", 1)[-1])]
+            parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
             return _result(parsed, params, env, _RgRun(_RgOutput(), returncode=1), 0)
         if not target.single_file:
             matcher = env.workspace.secrets
@@ -847,6 +876,8 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
         notes.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
         notes.append(f"Grep timed out after {RG_TIMEOUT_S:g}s. Partial results returned.")
+    if run.fifo is not None:
+        notes.append(_fifo_sentence(run.fifo, env))
     unreadable = _unreadable(run.stderr) if run.returncode == 2 else 0
     if unreadable:
         notes.append(_unreadable_sentence(unreadable))
