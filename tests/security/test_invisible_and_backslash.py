@@ -120,7 +120,6 @@ async def _check_collision(c: Client[Any], ws: Path, literal: Path, undecodable:
     # StrReplaceFile edits the file the model named, by the spelling it was shown.
     edit = await call(c, "StrReplaceFile", path="cfg\\xff.py", edit={"old": "= 1", "new": "= 2"})
     assert not edit.is_error, text(edit)
-    assert edit.structured_content["path"] == "cfg\\xff.py"
     with open(undecodable, "rb") as f:
         assert f.read() == b"UNDECODABLE = 2\n"
     assert literal.read_text() == "LITERAL = 1\n"
