@@ -209,3 +209,41 @@ def test_unix_only_os_functions_are_used_only_where_guarded() -> None:
         if name in UNIX_ONLY_OS and (mod, name) not in GUARDED
     ]
     assert not problems, "\n".join(problems)
+
+
+# Imported only by the call that needs them: Pillow (~0.1 s of CPU, up to 0.5 s of wall time
+# on a busy machine) by a ReadMediaFile decode, PyAV only in the video worker's process,
+# filegate's HTTP face only by `--transport http`. uvicorn, starlette and sse-starlette are
+# not listed: the MCP SDK itself imports them (mcp.server.lowlevel.server → streamable_http →
+# sse_starlette → uvicorn), see docs/MCP-SDK-IMPORT.md.
+DEFERRED = ("PIL", "av", "filegate.media.image", "filegate.media.video", "filegate.server.http")
+FIRST_ANSWER = """
+import asyncio, sys
+from pathlib import Path
+from fastmcp import Client
+from filegate.server.app import build_server
+from filegate.settings import Settings
+
+async def main():
+    async with Client(build_server(Settings(workdir=Path(sys.argv[1])))) as c:
+        await c.list_tools()
+        r = await c.call_tool("ReadFile", {"path": "small.txt"})
+        assert "hello" in r.content[0].text, r
+asyncio.run(main())
+print(" ".join(m for m in sys.argv[2:] if m in sys.modules))
+"""
+
+
+def test_a_stdio_start_and_its_first_read_import_no_decoder_or_http_stack(tmp_path: Path) -> None:
+    """The first answer after spawn waits for every module the server imports: a start and a
+    first ReadFile of a text file import none of the media decoders or filegate's HTTP face."""
+    import subprocess
+    import sys
+
+    (tmp_path / "small.txt").write_text("hello\n")
+    run = subprocess.run(
+        [sys.executable, "-c", FIRST_ANSWER, str(tmp_path), *DEFERRED],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == [], f"imported at start: {run.stdout.strip()}"

@@ -34,6 +34,11 @@ MAX_DECODE_BYTES = 128 << 20
 MAX_CONCURRENT_DECODES = 2
 # Seconds one file may spend waiting for a decode slot, decoding and re-encoding.
 DECODE_TIMEOUT_S = 30.0
+# Frames of a video ReadMediaFile sends, at most (the N ≤ 8); here rather than in
+# video.py so that ReadMediaFile's description is built without importing Pillow.
+MAX_FRAMES = 8
+# Characters of the reason a probe gives for knowing nothing, at most (the result reserves them).
+MAX_UNKNOWN_CHARS = 400
 
 
 class Deadline:

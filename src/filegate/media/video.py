@@ -32,14 +32,15 @@ from .bounds import (
     DECODE_TIMEOUT_S,
     DECODES,
     MAX_DECODE_BYTES,
+    MAX_FRAMES,
+    MAX_UNKNOWN_CHARS,
     Deadline,
     DecodeTimeout,
     check_decoded_size,
 )
 from .image import FittedImage, encode_to_fit, fit_box
 
-# At most this many frames (the N ≤ 8) ...
-MAX_FRAMES = 8
+# At most MAX_FRAMES frames (in bounds.py, which Pillow-free callers import) ...
 # ... each getting at least this many base64 characters (≈ 12 KB JPEG, ~480 px of video).
 MIN_FRAME_CHARS = 16_000
 # Frames decoded forward from the keyframe before a sample point, at most (≈ 2 s at 24 fps):
@@ -62,8 +63,6 @@ UNDECODABLE = (
 WORKER_ADDRESS_SPACE = (320 << 20) + 2 * MAX_DECODE_BYTES
 # glibc reserves 64 MiB of address space per thread arena: two keep FFmpeg's threads within it.
 WORKER_ENV = {"MALLOC_ARENA_MAX": "2", "LC_ALL": "C"}
-# Characters of the reason a probe gives for knowing nothing, at most (the result reserves them).
-MAX_UNKNOWN_CHARS = 400
 # Seconds for the child to start (Python, Pillow, PyAV) on top of the decode's own budget.
 WORKER_START_S = 10.0
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
 
 import anyio
@@ -16,24 +16,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import MediaError
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
-from filegate.media.image import FittedImage, Region, b64_len, fit_image_to_budget
-from filegate.media.video import (
-    MAX_FRAMES,
-    MAX_UNKNOWN_CHARS,
-    Keyframes,
-    VideoFrame,
-    VideoInfo,
-    av_installed,
-    demuxer_for,
-    extract_keyframes,
-    probe_video,
-)
+from filegate.media.bounds import MAX_FRAMES, MAX_UNKNOWN_CHARS
 from filegate.policy.budget import MAX_MEDIA_BYTES
 from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
 from filegate.policy.workspace import PathError, ResolvedPath, Workspace
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import ImagePart, MediaPart, Outcome, ResourcePart, TextPart, ToolEnv
 from filegate.tools.read_file import PATH_HELP
+
+if TYPE_CHECKING:
+    from filegate.media.image import FittedImage
+    from filegate.media.video import Keyframes, VideoInfo
+
+# Pillow (filegate.media.image, .video) is imported by the first call that decodes, not at
+# start: its import (~0.1 s of CPU, ~0.5 s of wall time on a busy machine) would delay every
+# server's first answer (tests/test_architecture.py checks a stdio start does without it).
 
 # Kimi's MAX_MEDIA_MEGABYTES, as its message words it.
 MAX_MEDIA_MB = MAX_MEDIA_BYTES >> 20
@@ -138,6 +135,8 @@ def _read_all(fd: int, size: int) -> bytes:
 
 
 def _media_chars(part: MediaPart) -> int:
+    from filegate.media.image import b64_len
+
     if isinstance(part, ImagePart):
         return b64_len(len(part.data)) + len(part.mime)
     if isinstance(part, ResourcePart):
@@ -189,6 +188,8 @@ def _checked(outcome: Outcome, limits: Limits) -> Outcome:
 
 def _scale_text(img: FittedImage, wide: bool) -> str:
     """The scale of a crop or a full-resolution image, and how its coordinates map back."""
+    from filegate.media.image import Region
+
     if wide:  # reserving room: longer than any real figures
         return ", scale " + "9" * 24 + ": original x = " + "9" * 12 + " + returned x / " + "9" * 24 * 2
     crop = img.region or Region(0, 0, img.width, img.height)
@@ -227,6 +228,8 @@ def _image_outcome(
 def _read_image(
     rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, params: ReadMediaFileParams
 ) -> Outcome:
+    from filegate.media.image import FittedImage, Region, fit_image_to_budget
+
     # The scale and its mapping are said whenever the caller chose the pixels (a region, or
     # full resolution), so its coordinates map back without arithmetic on the sizes.
     mapped = params.region is not None or params.full_resolution
@@ -323,6 +326,8 @@ def _frames_outcome(rp: ResolvedPath, ft: FileType, size: int, kf: Keyframes, li
 
 
 def _wide_info() -> VideoInfo:
+    from filegate.media.video import VideoInfo
+
     return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE, "x" * MAX_UNKNOWN_CHARS)
 
 
@@ -341,6 +346,9 @@ def _read_video(
 
 def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv, extra: int) -> Outcome:
     """The video, or frames of it, within the limits less ``extra`` characters said after it."""
+    from filegate.media.image import b64_len
+    from filegate.media.video import VideoInfo, av_installed, demuxer_for, extract_keyframes, probe_video
+
     limits = Limits.of(env)
     fits = replace(limits, total=limits.total - extra)
     uri = resource_uri(env.workspace, rp)
@@ -373,6 +381,9 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
 
 
 def _frames_skeleton(rp: ResolvedPath, ft: FileType, limits: Limits) -> Outcome:
+    from filegate.media.image import FittedImage
+    from filegate.media.video import Keyframes, VideoFrame
+
     wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True)
     frames = [VideoFrame(_WIDE_FLOAT, wide) for _ in range(MAX_FRAMES)]
     return _frames_outcome(rp, ft, _WIDE, Keyframes(_wide_info(), frames), limits)
