@@ -196,6 +196,11 @@ GUARDED = {
     ("filegate.fsio.safeopen", "set_blocking"): "only when O_NONBLOCK exists",
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep_ignores", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
+    (
+        "filegate.fsio.atomic",
+        "copy_file_range",
+    ): "after `hasattr(os, 'copy_file_range')`; AttributeError caught",
+    ("filegate.fsio.atomic", "sendfile"): "after `hasattr(os, 'sendfile')`",
 }
 
 
