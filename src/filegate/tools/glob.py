@@ -361,10 +361,20 @@ class _Walk:
             if m.literal:
                 found = [(n, *_kind(prefix + n)) for n in sorted(m.names)]
                 entries = [(n, d, s) for n, d, s in found if d is not None]
-            else:
+            elif m.on_any or m.regexes:
                 with os.scandir(directory) as it:
                     # d_type answers these without a stat per entry
                     entries = sorted((e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it)
+            else:
+                # Only a name the patterns spell out can match a file here (`**/Kconfig` below
+                # the top): the other files, most of a source tree, are dropped unsorted.
+                keep = m.names
+                with os.scandir(directory) as it:
+                    entries = sorted(
+                        (e.name, e.is_dir(follow_symlinks=False), e.is_symlink())
+                        for e in it
+                        if not e.is_file(follow_symlinks=False) or e.name in keep or e.name == IGNORE_NAME
+                    )
         except OSError:
             self.unreadable += 1
             return None
