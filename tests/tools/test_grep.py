@@ -318,16 +318,24 @@ async def test_regular_gitignore_and_exclude_are_honoured_in_and_above_the_searc
     assert "1 .gitignore file(s) were not used" in msg
 
 
-@pytest.mark.parametrize("glob", ["*", "**", ".git/**", "**/config", "{.git,x}/**"])
-async def test_the_callers_glob_cannot_undo_the_vcs_exclusion(ws: Path, mode: str, glob: str) -> None:
-    """18.12: `glob: "*"` searched .git/ (tokens in remote URLs were printed)."""
-    tree(
-        ws, {".git/config": "url = https://tok-CANARY@host/x\n", ".hg/hgrc": "CANARY\n", "config": "CANARY\n"}
-    )
-    _, parts, _ = await grep(
+@pytest.mark.parametrize(
+    ("glob", "found"),
+    [("*", ["config", "x/config"]), ("**", ["config", "x/config"]), (".git/**", []),
+     ("**/config", ["config", "x/config"]), ("{.git,x}/**", ["x/config"])],
+)  # fmt: skip
+async def test_the_callers_glob_cannot_undo_the_vcs_exclusion(
+    ws: Path, mode: str, glob: str, found: list
+) -> None:
+    """18.12: `glob: "*"` searched .git/ (tokens in remote URLs were printed). The plain files
+    the glob matches are found (the positive control: a Grep that errs or finds nothing fails)."""
+    tree(ws, {".git/config": "url = https://tok-CANARY@host/x\n", ".hg/hgrc": "CANARY\n", "config": "CANARY\n",
+              "x/config": "CANARY\n"})  # fmt: skip
+    err, parts, facts = await grep(
         ws, mode, pattern="CANARY", glob=glob, output_mode="content", include_ignored=True
     )
-    assert "tok-CANARY" not in "\n".join(parts) and ".hg" not in "\n".join(parts)
+    assert not err and "tok-CANARY" not in "\n".join(parts) and ".hg" not in "\n".join(parts)
+    shown = sorted(line.split(":", 1)[0] for line in parts[0].split("\n")) if found else []
+    assert shown == found and facts and facts["total_lines"] == len(found), parts
 
 
 def _deep_tree_beyond_path_max(ws: Path) -> None:
@@ -599,3 +607,33 @@ async def test_rg_runs_under_the_memory_limit(ws: Path, mode: str, monkeypatch: 
     monkeypatch.setattr(grep_module, "RG_MEMORY_LIMIT", 4 << 20)
     err, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content", head_limit=0)
     assert err and parts[0].startswith("Failed to grep. Error: ripgrep failed"), parts
+
+
+# --- issue 26: rg itself prints a sensitive file; the second filter is what stops it ---------
+
+
+async def test_a_gitignore_that_reincludes_a_secret_does_not_show_it_in_any_mode(ws: Path, mode: str) -> None:
+    """The secret patterns reach rg as an `--ignore-file`, which a tree's own `.gitignore` outranks:
+    `!.env` there makes rg print `.env` itself. The parser's filter must drop it in every mode —
+    and in count mode neither its line nor its matches in the total (issue 26: `.env:3`)."""
+    tree(ws, {".gitignore": "!.env\n!*.pem\n", ".env": "TOKEN=1\nTOKEN=2\nTOKEN=3\n",
+              "app.py": "TOKEN = 1\n", "server.pem": "TOKEN\n"})  # fmt: skip
+    _, (out, msg), facts = await grep(ws, mode, pattern="TOKEN", output_mode="count_matches")
+    assert out == "app.py:1", out  # the positive control: the search ran and found the plain file
+    assert msg.startswith("Found 1 total occurrences across 1 files.")
+    assert facts and facts["total_matches"] == 1 and facts["files"] == 1 and facts["skipped_sensitive"] == 2
+    _, (out, _), _ = await grep(ws, mode, pattern="TOKEN", output_mode="content")
+    assert out == "app.py:1:TOKEN = 1"
+    _, (out, _), _ = await grep(ws, mode, pattern="TOKEN")
+    assert out == "app.py"
+
+
+async def test_a_case_variant_of_a_path_rule_is_left_out_up_front_and_counted(ws: Path, mode: str) -> None:
+    """`.kube/config` is a path rule; `.kube/CONFIG` is the same file on a case-folding disk and
+    matches it (the rules ignore case). The walk's name filter must not clear it by a
+    case-sensitive look at the rule's last part: the "skipped" notice and count would vanish."""
+    tree(ws, {".kube/CONFIG": "token: abc\n", ".kube/notes.txt": "token: none\n"})
+    _, (out, msg), facts = await grep(ws, mode, pattern="token", output_mode="count_matches")
+    assert out == ".kube/notes.txt:1"
+    assert "Skipped 1 sensitive file(s) (CONFIG)" in msg
+    assert facts and facts["skipped_sensitive"] == 1
