@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
@@ -274,9 +275,21 @@ async def test_fastmcp_client_in_each_era_reads_with_the_token(srv: Served, mode
 
 
 async def test_fastmcp_client_with_a_wrong_token_cannot_connect(srv: Served, mode: str) -> None:
-    with pytest.raises(MCPError, match="error response"):  # the SDK hides the 401 itself
-        async with Client(srv.url, auth="wrong", mode=mode) as c:
+    """The SDK hides the status in its error: the exchanges are watched to see that every
+    answer was exactly 401 (not a 400 or 500 that would also refuse the client)."""
+    statuses: list[int] = []
+
+    async def seen(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    def factory(**kw: Any) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(**kw, event_hooks={"response": [seen]})
+
+    transport = StreamableHttpTransport(srv.url, auth="wrong", httpx_client_factory=factory)
+    with pytest.raises(MCPError, match="error response"):
+        async with Client(transport, mode=mode) as c:
             await c.list_tools()
+    assert statuses and set(statuses) == {401}, statuses
 
 
 class Answer:
@@ -356,3 +369,35 @@ async def test_log_level_info_puts_access_lines_and_client_events_on_stderr(ws: 
     assert "filegate: ReadFile failed: " in log
     assert "DEBUG" not in log
     assert "Traceback" not in log
+
+
+# --- issue 26: the guards on every method, the scheme's case, the exact status -------------
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "POST"])
+@pytest.mark.parametrize("origin", ["http://localhost:5173", "https://evil.example.com"])
+def test_a_refused_origin_gets_403_on_every_method_even_with_the_token(
+    srv: Served, method: str, origin: str
+) -> None:
+    """A local web page can send GET (open the SSE stream) and DELETE (end a session) as well as
+    POST: each must stop at the Origin check, not reach fastmcp (whose 400/404 would also tell
+    the page that the endpoint exists). The positive control is the same request without an
+    Origin, which gets past the gate (fastmcp answers it: not 403)."""
+    session = {"Mcp-Session-Id": "not-a-session", "Mcp-Protocol-Version": "2025-06-18"}
+    hdrs = {"Host": f"127.0.0.1:{srv.port}", "Accept": "text/event-stream", **AUTH, **session}
+    sent = INIT if method == "POST" else None
+    if method == "POST":
+        hdrs.update(MCP_HEADERS)
+        del hdrs["Mcp-Session-Id"]
+    status, _, body = request(srv.port, method, "/mcp", {**hdrs, "Origin": origin}, sent)
+    assert status == 403 and body.startswith(b"Forbidden Origin"), (status, body)
+    control, _, _ = request(srv.port, method, "/mcp", hdrs, sent)
+    assert control not in (401, 403), control
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+def test_the_auth_scheme_is_case_insensitive(srv: Served, scheme: str) -> None:
+    """RFC 7235 §2.1: the scheme is a case-insensitive token; clients sending `bearer` are
+    served. The token itself stays case-sensitive."""
+    assert post_init(srv, Authorization=f"{scheme} {TOKEN}")[0] == 200
+    assert post_init(srv, Authorization=f"{scheme} {TOKEN.upper()}")[0] == 401
