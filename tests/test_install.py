@@ -239,15 +239,18 @@ def test_bad_choices_fail_at_install_with_one_line(tmp_path: Path, project: Path
 
 
 async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: Path) -> None:
-    env = {**client_env(tmp_path), "FILEGATE_TOKEN": "tok-123"}
+    env = client_env(tmp_path)
     port = free_port()
     start_line = ""
-    for client in HTTP_CLIENTS:
+    for n, client in enumerate(HTTP_CLIENTS):
         extra = ["--config", str(tmp_path / "generic.json")] if client == "generic-http" else []
-        done = install(client, "--transport", "http", "--port", str(port), *extra, env=env, cwd=project)
+        # The token by flag (issue 26) and from the environment: both reach the headers only.
+        by = ["--token", "tok-123"] if n % 2 else []
+        done = install(client, "--transport", "http", "--port", str(port), *by, *extra,
+                       env={**env, "FILEGATE_TOKEN": "tok-123"} if not by else env, cwd=project)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert "tok-123" not in done.stdout + done.stderr  # the token is not echoed
         start_line = done.stdout.split("start the server with: ", 1)[1].strip()
-    assert "tok-123" not in start_line  # the token is not echoed
     words = shlex.split(start_line)
     assert words[0] == "FILEGATE_TOKEN=YOUR_TOKEN" and words[1] == FILEGATE
     with serve(words[1:], tmp_path, port, env={"FILEGATE_TOKEN": "tok-123"}, cwd=project) as served:
@@ -315,3 +318,48 @@ def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, proj
     assert listed.returncode == 0, listed.stderr
     answer = json.loads(listed.stdout[listed.stdout.index("{") :])  # after any note on its secret store
     assert "ReadFile" in [t["name"] for t in answer["tools"]]
+
+
+def test_a_token_given_by_flag_is_never_recorded_in_args_nor_printed(tmp_path: Path, project: Path) -> None:
+    """`--token X` is a secret: a stdio entry's args are shown by `ps` and synced with dotfiles,
+    and printed output lands in terminals and logs. It goes into an HTTP entry's headers only."""
+    env = client_env(tmp_path)
+    stdio = install("claude-code", "--token", "tok-SECRET-9", "--read-only", env=env, cwd=project)
+    assert stdio.returncode == 0, stdio.stderr
+    entry = entry_as_client_reads_it("claude-code", tmp_path / "home/.claude.json")
+    assert "--read-only" in entry["args"]  # the positive control: the other flags are recorded
+    assert "tok-SECRET-9" not in json.dumps(entry) and "--token" not in entry["args"]
+    printed = install("claude-code", "--token", "tok-SECRET-9", "--print", env=env, cwd=project)
+    assert printed.returncode == 0 and "--read-only" not in printed.stdout and "command" in printed.stdout
+    assert "tok-SECRET-9" not in printed.stdout + printed.stderr
+    config = tmp_path / "mcp.json"
+    http = install("generic-http", "--token", "tok-SECRET-9", "--config", str(config), env=env, cwd=project)
+    assert http.returncode == 0, http.stderr
+    assert "tok-SECRET-9" not in http.stdout + http.stderr and "FILEGATE_TOKEN=YOUR_TOKEN" in http.stdout
+    assert entry_as_client_reads_it("generic-http", config)["headers"] == {
+        "Authorization": "Bearer tok-SECRET-9"
+    }
+
+
+def test_the_backup_of_a_private_config_stays_private(tmp_path: Path, project: Path) -> None:
+    """A 0600 config may hold API keys: its backup gets the same mode, not the umask's 0644."""
+    env = client_env(tmp_path)
+    path = tmp_path / "home/.claude.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"mcpServers": {}, "apiKey": "sk-private"}))
+    path.chmod(0o600)
+    old_umask = os.umask(0o022)
+    try:
+        done = install("claude-code", env=env, cwd=project)
+    finally:
+        os.umask(old_umask)
+    assert done.returncode == 0, done.stderr
+    (backup,) = path.parent.glob(".claude.json.*.bak")
+    assert json.loads(backup.read_text())["apiKey"] == "sk-private"
+    assert (backup.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o600, 0o600)
+    path.chmod(0o640)  # a mode the user chose is kept too, for the file and its backup
+    path.write_text(json.dumps({"mcpServers": {}, "apiKey": "sk-other"}))
+    assert install("claude-code", env=env, cwd=project).returncode == 0
+    newest = max(path.parent.glob(".claude.json.*.bak"), key=lambda b: b.stat().st_mtime_ns)
+    assert json.loads(newest.read_text())["apiKey"] == "sk-other"
+    assert (newest.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o640, 0o640)
