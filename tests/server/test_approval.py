@@ -129,7 +129,34 @@ async def test_a_session_approval_not_offered_approves_once_and_is_not_remembere
             name="WriteFile", arguments={"path": ".env", "content": "KEY=2\n"}, allow_input_required=True
         )
         assert isinstance(again, InputRequiredResult)  # asked again
-    assert (ws / ".env").read_text() == "KEY=1\n"
+        # Nor does it open the door to ordinary writes of its class (issue 26: remembered
+        # although the form never offered it).
+        plain = await c.session.call_tool(
+            name="WriteFile", arguments={"path": "plain.txt", "content": "x"}, allow_input_required=True
+        )
+        assert isinstance(plain, InputRequiredResult)
+    assert (ws / ".env").read_text() == "KEY=1\n" and not (ws / "plain.txt").exists()
+
+
+async def test_a_handshake_session_approval_not_offered_is_not_remembered(ws: Path) -> None:
+    """A raw handshake-era client that answers "approve for this session" to a question about a
+    sensitive file (whose form offered approve / reject only) approves that one write: later
+    writes, sensitive or not, are asked about."""
+    asked: list[list[str]] = []
+
+    async def raw(context: Any, params: Any) -> Any:
+        asked.append(list(params.requested_schema["properties"]["decision"]["enum"]))
+        return WireElicitResult(action="accept", content={"decision": "approve_for_session"})
+
+    async with connect(ws, "legacy", client_elicitation_handler=Answers()) as c:
+        # fastmcp's client checks an answer against the form; the SDK's session underneath
+        # sends whatever its callback returns, as a raw client would.
+        c.session._elicitation_callback = raw
+        assert not (await call(c, "WriteFile", path=".env", content="KEY=1\n")).is_error
+        assert not (await call(c, "WriteFile", path="plain.txt", content="x")).is_error
+        assert not (await call(c, "WriteFile", path="more.txt", content="y")).is_error
+    # The second question offered the session choice and its answer took it: the third is not asked.
+    assert asked == [["approve", "reject"], ["approve", "approve_for_session", "reject"]], asked
 
 
 async def test_a_client_that_refuses_its_own_answer_writes_nothing_and_says_why_in_one_line(
@@ -475,6 +502,43 @@ async def test_an_open_2026_question_holds_up_nothing_and_is_superseded(ws: Path
         assert not isinstance(late, InputRequiredResult) and late.is_error
         assert "newer write to `f.txt`" in late.content[0].text
     assert (ws / "f.txt").read_text() == "one\nTWO\n"
+
+
+async def test_an_answer_to_a_superseded_handshake_question_writes_nothing(ws: Path) -> None:
+    """Two handshake-era clients ask to change one file; the second question supersedes the
+    first while both are open (the file is unchanged, so the stale check cannot stop it). The
+    first one's approval, given late, must not go on to the write (SPEC §6)."""
+    import asyncio
+
+    (ws / "f.txt").write_text("base\n")
+    asked = {1: asyncio.Event(), 2: asyncio.Event()}
+    release = {1: asyncio.Event(), 2: asyncio.Event()}
+
+    def holding(n: int) -> Any:
+        async def handler(message: str, *_: Any) -> Any:
+            asked[n].set()
+            await release[n].wait()
+            return {"decision": "approve"}
+
+        return handler
+
+    server = make_server(ws)
+    async with (
+        Client(server, mode="legacy", elicitation_handler=holding(1)) as first,
+        Client(server, mode="legacy", elicitation_handler=holding(2)) as second,
+    ):
+        one = asyncio.create_task(call(first, "WriteFile", path="f.txt", content="from the first\n"))
+        await asyncio.wait_for(asked[1].wait(), 30)
+        two = asyncio.create_task(call(second, "WriteFile", path="f.txt", content="from the second\n"))
+        await asyncio.wait_for(asked[2].wait(), 30)
+        release[1].set()
+        r1 = await asyncio.wait_for(one, 30)
+        assert r1.is_error and "newer write to `f.txt`" in text(r1), text(r1)
+        assert (ws / "f.txt").read_text() == "base\n"
+        release[2].set()
+        r2 = await asyncio.wait_for(two, 30)
+    assert not r2.is_error, text(r2)
+    assert (ws / "f.txt").read_text() == "from the second\n"
 
 
 async def test_a_handshake_question_does_not_hold_the_files_lock(ws: Path) -> None:

@@ -73,3 +73,20 @@ async def test_ordinary_and_failed_calls_send_no_log_messages(ws: Path, mode: st
         assert (await call(c, "ReadFile", path="missing.txt")).is_error
         assert not (await call(c, "Glob", pattern="*.txt")).is_error
     assert logs.seen == []
+
+
+async def test_a_client_name_cannot_forge_an_operator_log_line(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one line per client session on stderr carries the client's own name and version: a
+    name with a line break would start a line of its own that reads like an audit record."""
+    from mcp.types import Implementation
+
+    caplog.set_level("INFO", logger="filegate")
+    forged = "filegate.writes: WriteFile wrote 1 bytes to /etc/passwd"
+    client = Implementation(name=f"evil\n{forged}\r\x1b[2K", version="1\n2")
+    async with connect(ws, "legacy", client_client_info=client) as c:
+        assert not (await call(c, "Glob", pattern="*")).is_error
+    (line,) = [r.getMessage() for r in caplog.records if "connected (protocol" in r.getMessage()]
+    assert not any(ch in line for ch in "\n\r\x1b"), line
+    assert line.startswith(f"client evil\\x0a{forged}\\x0d\\x1b[2K 1\\x0a2 connected (protocol "), line
