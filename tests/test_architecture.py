@@ -252,3 +252,38 @@ def test_a_stdio_start_and_its_first_read_import_no_decoder_or_http_stack(tmp_pa
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == [], f"imported at start: {run.stdout.strip()}"
+
+
+def test_the_token_is_compared_in_constant_time_only() -> None:
+    """The bearer token (or its digest) is compared with ``hmac.compare_digest`` and never with
+    ``==``/``!=``/``in``, whose time tells how much of a guess was right (issue 26)."""
+    compared: list[str] = []
+    constant_time = 0
+    for path in sources():
+        # server/ holds the bearer check (its digests are the token's); fsio's content digests
+        # are no secret.
+        secret_words = ("token", "offered", "secret") + (("digest",) if "server" in path.parts else ())
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops
+            ):
+                names = {
+                    n.id if isinstance(n, ast.Name) else n.attr
+                    for side in (node.left, *node.comparators)
+                    for n in ast.walk(side)
+                    if isinstance(n, (ast.Name, ast.Attribute))
+                }
+                if any(w in name.lower() for name in names for w in secret_words) and not all(
+                    isinstance(side, ast.Constant) and side.value is None for side in node.comparators
+                ):
+                    compared.append(f"{path.relative_to(SRC)}:{node.lineno} {ast.unparse(node)}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "compare_digest"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "hmac"
+            ):
+                constant_time += 1
+    assert constant_time >= 1, "the bearer token must be checked with hmac.compare_digest"
+    assert not compared, compared

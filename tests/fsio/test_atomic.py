@@ -283,3 +283,40 @@ def test_a_status_only_change_after_a_settled_read_still_writes(ws: Path, temps:
     f.chmod(0o640)
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
     assert f.read_bytes() == b"new" and snap.sha256 == ""
+
+
+def test_the_temp_file_and_then_its_directory_are_fsynced(
+    ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durability (SPEC §2.5): the new bytes are on disk before the rename makes them the file's
+    (else power loss can leave an empty file under the old name), and the rename itself is on
+    disk (the directory's fsync) before the write is reported done. A spy (a recording shim
+    around the real ``os.fsync``: the real call still runs) notes what each call synced and
+    what the target held at that moment."""
+    import stat as stat_module
+
+    from filegate.fsio import platform
+
+    f = ws / "f.txt"
+    f.write_bytes(b"old\n")
+    old_ino, dir_ino = os.stat(f).st_ino, os.stat(ws).st_ino
+    real_fsync = os.fsync
+    synced: list[tuple[str, int, int, bytes]] = []  # kind, inode, size, what the target held
+
+    def fsync_spy(fd: int) -> None:
+        st = os.fstat(fd)
+        kind = "dir" if stat_module.S_ISDIR(st.st_mode) else "file"
+        synced.append((kind, st.st_ino, st.st_size, f.read_bytes()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_spy)
+    replace_file(f, b"new content\n", expect=snapshot(f), shown="f.txt")
+    new_ino = os.stat(f).st_ino
+    assert new_ino != old_ino and f.read_bytes() == b"new content\n"
+    temp = [i for i, s in enumerate(synced) if s[:3] == ("file", new_ino, 12)]
+    assert temp and synced[temp[0]][3] == b"old\n", synced  # the temp, before the rename
+    if not platform.has_dir_fd():
+        return  # no directory handle to sync without dir_fd (the fallback's gap, docs/TESTING.md)
+    directory = [i for i, s in enumerate(synced) if s[:2] == ("dir", dir_ino)]
+    assert directory and directory[-1] > temp[0], synced
+    assert synced[directory[-1]][3] == b"new content\n"  # after the rename

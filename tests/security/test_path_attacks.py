@@ -538,10 +538,43 @@ async def test_path_attack_reaches_nothing_outside(lay: Layout, attack: Case, co
         for tool, args in calls_for(trap):
             result = await call(client, tool, **args)
             problems += check_result(lay, confine, tool, args, result)
+        problems += await inside_calls_succeed(client, lay)
     after = snapshot(*lay.outside_dirs)
     changed = sorted(set(before.items()) ^ set(after.items()))
     assert not changed, f"outside files changed: {changed[:6]}"
     assert not problems, "\n".join(problems)
+
+
+INSIDE_CANARY = "INSIDE-CONTROL-7d1e"
+
+
+async def inside_calls_succeed(client: Any, lay: Layout) -> list[str]:
+    """The positive control (issue 26): the same server, after the attacks, still serves every
+    tool inside the workspace. A server that refused everything would pass the checks above."""
+    control = lay.ws / "control-dir"
+    control.mkdir(exist_ok=True)
+    (control / "inside.txt").write_text(f"{INSIDE_CANARY}\n")
+    expect: list[tuple[str, dict[str, Any], str]] = [
+        ("ReadFile", {"path": "control-dir/inside.txt"}, INSIDE_CANARY),
+        ("ReadMediaFile", {"path": "pic.png"}, ""),
+        ("Grep", {"pattern": INSIDE_CANARY, "path": "control-dir", "output_mode": "content"}, INSIDE_CANARY),
+        ("Glob", {"pattern": "*.txt", "directory": str(control)}, "inside.txt"),
+        ("WriteFile", {"path": "control-dir/new.txt", "content": "made\n"}, ""),
+        (
+            "StrReplaceFile",
+            {"path": "control-dir/inside.txt", "edit": {"old": INSIDE_CANARY, "new": "edited"}},
+            "",
+        ),
+    ]
+    problems = []
+    for tool, args, needle in expect:
+        result = await call(client, tool, **args)
+        payload = result_payload(result)
+        if result.is_error or needle not in payload:
+            problems.append(f"inside control {tool}({_short(args)}) failed: {payload[:200]}")
+    if (control / "inside.txt").read_text() != "edited\n" or not (control / "new.txt").exists():
+        problems.append("the inside control writes did not land")
+    return problems
 
 
 def test_there_are_at_least_forty_attack_cases() -> None:
