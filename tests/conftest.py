@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -96,30 +99,62 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# A hang guard, never a measurement: past it a test fails loudly (with the load average).
+START_S = 120.0
+# What the server writes on stderr once its socket listens (server/startup.py, server/http.py).
+READY_LINE = re.compile(rb"^filegate \S+: serving .* over http at http://", re.MULTILINE)
+
+
+def wait_ready(proc: subprocess.Popen[bytes], port: int, stderr: Path, start_s: float = START_S) -> None:
+    """Wait for the server's own readiness signal, its start-up line (written once it listens:
+    a connect from then on waits in the listen queue, it is never refused), then one /healthz.
+
+    No guess at how long a start takes on a busy machine: ``start_s`` is a hang guard only, and
+    running past it fails loudly with the load average and the server's stderr."""
+    deadline = time.monotonic() + start_s
+    while not READY_LINE.search(stderr.read_bytes()):
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"filegate exited {proc.returncode} before it was ready: {stderr.read_text()[-2000:]}"
+            )
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(
+                f"filegate did not announce itself within {start_s:g} s (hang guard; load average "
+                f"{os.getloadavg()[0]:.1f}); stderr:\n{stderr.read_text()[-2000:]}"
+            )
+        time.sleep(0.02)  # how often the line is looked for, not a guess at a start-up time
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=max(1.0, deadline - time.monotonic()))
+    try:
+        conn.request("GET", "/healthz")
+        status = conn.getresponse().status
+    finally:
+        conn.close()
+    assert status == 200, (
+        f"/healthz answered {status} after the start-up line; stderr:\n{stderr.read_text()[-2000:]}"
+    )
+
+
 @contextlib.contextmanager
 def http_server(workdir: Path, *extra: str) -> Iterator[str]:
-    """A real `filegate --transport http` on a free loopback port; yields its URL."""
+    """A real `filegate --transport http` on a free loopback port; yields its URL once ready."""
     port = free_port()
-    proc = subprocess.Popen(
-        [FILEGATE, "--transport", "http", "--port", str(port), "--workdir", str(workdir), *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
+    with tempfile.TemporaryDirectory(prefix="filegate-http-") as logs:
+        stderr = Path(logs) / "stderr"
+        with stderr.open("wb") as err:
+            proc = subprocess.Popen(
+                [FILEGATE, "--transport", "http", "--port", str(port), "--workdir", str(workdir), *extra],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if proc.stderr is not None:
-            proc.stderr.close()
+            wait_ready(proc, port, stderr)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

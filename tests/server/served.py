@@ -19,11 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import FILEGATE, free_port
+from tests.conftest import FILEGATE, START_S, free_port, wait_ready
 
-# Hang guards.
-START_S = 30.0
+# Hang guards (START_S: tests/conftest.py).
 STOP_S = 30.0
+
+__all__ = ["START_S", "wait_ready"]
 
 INSPECTOR = Path(__file__).resolve().parents[3] / "shared" / "tools" / "inspector"
 
@@ -62,28 +63,16 @@ def request(
     path: str,
     headers: Mapping[str, str] | None = None,
     body: bytes | None = None,
+    timeout: float = STOP_S,
 ) -> tuple[int, dict[str, str], bytes]:
     """One raw HTTP exchange (headers exactly as given, Host included), first 64 KiB of body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=STOP_S)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=dict(headers or {}))
         resp = conn.getresponse()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read(65536)
     finally:
         conn.close()
-
-
-def wait_healthy(proc: subprocess.Popen[bytes], port: int, stderr: Path) -> None:
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"filegate exited {proc.returncode}: {stderr.read_text()[-2000:]}")
-        with contextlib.suppress(OSError):
-            if request(port, "GET", "/healthz")[0] == 200:
-                return
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"filegate did not come up; stderr:\n{stderr.read_text()[-2000:]}")
 
 
 @contextlib.contextmanager
@@ -108,7 +97,7 @@ def serve(
         )
     served = Served(proc, port, stderr, path)
     try:
-        wait_healthy(proc, port, stderr)
+        wait_ready(proc, port, stderr)
         yield served
     finally:
         if proc.poll() is None:

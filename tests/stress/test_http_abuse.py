@@ -22,7 +22,7 @@ from pathlib import Path
 from fastmcp import Client
 
 from tests.conftest import call, free_port, text
-from tests.server.served import Served, request, wait_healthy
+from tests.server.served import Served, request, wait_ready
 from tests.stress.procs import status
 
 TOKEN = "abuse-token"
@@ -69,7 +69,7 @@ def limited_filegate(ws: Path, tmp: Path, *flags: str) -> Iterator[Served]:
             preexec_fn=_limit_descriptors,
         )
     try:
-        wait_healthy(proc, port, stderr)
+        wait_ready(proc, port, stderr)
         yield Served(proc, port, stderr, workdir=ws)
     finally:
         proc.terminate()

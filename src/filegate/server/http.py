@@ -313,6 +313,9 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise StartError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    # Listening before the start-up line is written: from that line on, a client's connect is
+    # queued by the kernel until uvicorn serves it, so the line is a readiness signal.
+    sock.listen(ACCEPT_BACKLOG)
     sock.set_inheritable(True)
     return sock
 
