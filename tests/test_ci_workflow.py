@@ -4,9 +4,11 @@ facility filegate knows how to take away."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from filegate.fsio import platform
@@ -62,3 +64,71 @@ def test_the_simulated_job_takes_every_facility_away_and_runs_the_fallback_suite
 def test_lint_and_types_are_checked() -> None:
     run = steps_text(load()["jobs"]["lint"])
     assert "ruff check src tests" in run and "ruff format --check src tests" in run and "mypy" in run
+
+
+def test_root_and_mount_tests_fail_where_the_run_promises_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 26: a test that needs root or a mount skips, saying why, where the run does not
+    have them, and fails where it promises them (.ci/run sets FILEGATE_CI_HAS as root)."""
+    from tests.tooling import CI_HAS_ENV, needs
+
+    monkeypatch.delenv(CI_HAS_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="needs root; .ci/run runs it as root"):
+        needs("root", "giving a file away needs root")
+    monkeypatch.setenv(CI_HAS_ENV, "root,mount")
+    for what in ("root", "mount"):
+        with pytest.raises(pytest.fail.Exception, match=f"promises {what}"):
+            needs(what, "x")
+    assert "FILEGATE_CI_HAS=root,mount" in CI_RUN.read_text()
+
+
+# --- the workflow runs what .ci/run runs (issue 26) -----------------------------------------
+
+CI_RUN = WORKFLOW.parents[2] / ".ci" / "run"
+# Left out of the comparison: how pytest is started and its cache (the workflow has no use
+# for it); the rest of each command (env, markers, folders, coverage flags) must match.
+NOISE = {"-q", "-p", "no:cacheprovider"}
+
+
+def _command(env: dict[str, str], words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    filegate_env = tuple(sorted(f"{k}={v}" for k, v in env.items() if k.startswith("FILEGATE_")))
+    return filegate_env, tuple(w for w in words if w not in NOISE)
+
+
+def ci_run_pytests() -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    found = set()
+    text = CI_RUN.read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        for part in line.split("&&"):
+            words = shlex.split(part.split("#", 1)[0]) if "pytest" in part else []
+            if ".venv/bin/pytest" not in words:
+                continue
+            at = words.index(".venv/bin/pytest")
+            env = dict(w.split("=", 1) for w in words[:at] if "=" in w)
+            found.add(_command(env, words[at + 1 :]))
+    return found
+
+
+def workflow_pytests() -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    found = set()
+    for job in load()["jobs"].values():
+        for step in job["steps"]:
+            for part in str(step.get("run", "")).replace("\\\n", " ").split("&&"):
+                words = shlex.split(part)
+                if words[:3] != ["python", "-m", "pytest"]:
+                    continue
+                env = {**job.get("env", {}), **step.get("env", {})}
+                found.add(_command(env, words[3:]))
+    return found
+
+
+def test_the_workflow_runs_the_same_pytest_commands_as_ci_run() -> None:
+    ci, workflow = ci_run_pytests(), workflow_pytests()
+    assert len(ci) >= 4  # the parse found the README's command, slow, coverage, simulated
+    assert ci == workflow, {"only in .ci/run": ci - workflow, "only in the workflow": workflow - ci}
+
+
+def test_the_simulated_runs_include_security_and_server() -> None:
+    simulated = [words for env, words in ci_run_pytests() if any("FILEGATE_SIMULATE=" in e for e in env)]
+    assert simulated and all({"tests/security", "tests/server"} <= set(words) for words in simulated)

@@ -20,6 +20,7 @@ import pytest
 from filegate.errors import WriteError
 from filegate.fsio import atomic
 from filegate.fsio.atomic import TEMP_SUFFIX, PathLocks, Snapshot, read_all, replace_file
+from tests.tooling import needs
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -200,7 +201,7 @@ def test_a_target_without_write_bits_is_read_only(ws: Path, mode: int) -> None:
 @pytest.mark.parametrize("mode", [0o200, 0o020, 0o002, 0o644])
 def test_any_write_bit_lets_root_write(ws: Path, mode: int) -> None:
     if os.geteuid() != 0:
-        pytest.skip("only root may write a file without the owner's write bit")
+        needs("root", "only root may write a file without the owner's write bit")
     f = ws / "rw"
     f.write_text("x")
     f.chmod(mode)
@@ -251,7 +252,7 @@ def test_a_new_file_gets_the_umask_mode(ws: Path, temps: str) -> None:
 
 def test_an_existing_file_keeps_its_owner_and_mode(ws: Path, temps: str) -> None:
     if os.geteuid() != 0:
-        pytest.skip("giving a file to another owner needs root")
+        needs("root", "giving a file to another owner needs root")
     f = ws / "owned"
     f.write_text("x")
     os.chown(f, 4321, 4321)

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from tests.conftest import FILEGATE, call, connect, text, texts
+from tests.tooling import needs
 
 
 def leftovers(d: Path) -> list[str]:
@@ -203,7 +203,7 @@ def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
         check=False,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        needs("mount", f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
         yield where
     finally:
