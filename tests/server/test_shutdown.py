@@ -253,3 +253,90 @@ async def test_shutdown_waits_for_an_answer_only_so_long() -> None:
     exchanges.end_all()
     await asyncio.wait_for(task, 5)
     assert post[-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # ended properly
+
+
+# --- the exit handlers run however the server ends (issue 26: coverage of server processes) --
+
+EXIT_MARKER_LAUNCHER = (
+    "import atexit, sys; marker = sys.argv.pop(1); "
+    "atexit.register(lambda: open(marker, 'w').write('exit handlers ran')); "
+    "from filegate.cli import main; sys.exit(main())"
+)
+INIT_LINE = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+    # A tool call is answered by the server itself (an initialize may be answered before it
+    # runs, server/early.py): its answer means the signal handlers are in place.
+    b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"Glob","arguments":{"pattern":"*"}}}\n'
+)
+
+
+def test_a_sigterm_runs_the_exit_handlers_and_the_http_server_still_dies_of_it(
+    ws: Path, tmp_path: Path
+) -> None:
+    """A server stopped by SIGTERM dies of it (the status a supervisor expects), after what a
+    normal exit runs: uvicorn raising the signal again skipped them, so a measured server's
+    coverage was never saved."""
+    import subprocess
+    import sys
+
+    from tests.conftest import free_port, wait_ready
+
+    marker, stderr, port = tmp_path / "marker", tmp_path / "stderr", free_port()
+    cmd = [
+        sys.executable,
+        "-c",
+        EXIT_MARKER_LAUNCHER,
+        str(marker),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen([*cmd, "--workdir", str(ws)], stdin=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_ready(proc, port, stderr)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == -signal.SIGTERM, stderr.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert marker.read_text() == "exit handlers ran"
+    no_trouble(stderr.read_text())
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stdin closed"])
+def test_a_stdio_server_runs_the_exit_handlers_however_it_ends(ws: Path, tmp_path: Path, how: str) -> None:
+    import subprocess
+    import sys
+
+    marker = tmp_path / "marker"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EXIT_MARKER_LAUNCHER, str(marker), "--workdir", str(ws)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(INIT_LINE)
+        proc.stdin.flush()
+        for line in proc.stdout:  # until the tool call's answer: serving, signals watched
+            if b'"id":2' in line.replace(b" ", b""):
+                break
+        else:
+            raise AssertionError("the stdio server ended before answering the tool call")
+        if how == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+            expected = -signal.SIGTERM
+        else:
+            proc.stdin.close()
+            expected = 0
+        assert proc.wait(60) == expected
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe and not pipe.closed:
+                pipe.close()
+    assert marker.read_text() == "exit handlers ran"

@@ -26,10 +26,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
 import socket
+from collections.abc import Iterator
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -46,7 +48,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from filegate.server import upstream
 from filegate.server.connections import connection_cap, guarded_protocol, quiet_accept_errors
-from filegate.server.shutdown import CALL_GRACE_S, CallGate
+from filegate.server.shutdown import CALL_GRACE_S, CallGate, run_exit_handlers
 from filegate.server.startup import announce
 from filegate.settings import Settings, StartError
 
@@ -262,7 +264,19 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit:
             self.force_exit = True  # a second signal of either kind: stop waiting
+        self.signalled = True
         super().handle_exit(sig, frame)
+
+    signalled = False
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, with the exit handlers run before it raises the caught signal again (to
+        die of it, the conventional status), which would skip them."""
+        with super().capture_signals():
+            yield
+            if self.signalled:
+                run_exit_handlers()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         quiet_accept_errors(asyncio.get_running_loop())

@@ -8,6 +8,7 @@ and SIGINT left it waiting for stdin forever.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -91,3 +92,10 @@ class CallGate(Middleware):
         with anyio.move_on_after(CANCEL_WAIT_S):
             while self._calls:
                 await anyio.sleep(POLL_S)
+
+
+def run_exit_handlers() -> None:
+    """Run now what a normal interpreter exit runs (``atexit``: logging's flush, and a coverage
+    measurement's save when the tests measure a server): a process about to die of the signal
+    it was stopped with would skip them. ``atexit`` forgets each handler once run."""
+    atexit._run_exitfuncs()

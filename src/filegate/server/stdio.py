@@ -37,7 +37,7 @@ import anyio
 from filegate.fsio import platform
 from filegate.server import upstream
 from filegate.server.early import fds_suit
-from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate
+from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate, run_exit_handlers
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -407,7 +407,9 @@ def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
 
 
 def _die(signum: int) -> None:
-    """Exit as if ``signum`` had not been caught (as PID 1, SIG_DFL is ignored: exit anyway)."""
+    """Exit as if ``signum`` had not been caught (as PID 1, SIG_DFL is ignored: exit anyway),
+    after the exit handlers a normal exit would run."""
+    run_exit_handlers()
     logging.shutdown()
     sys.stdout.flush()
     signal.signal(signum, signal.SIG_DFL)
