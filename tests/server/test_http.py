@@ -401,3 +401,22 @@ def test_the_auth_scheme_is_case_insensitive(srv: Served, scheme: str) -> None:
     served. The token itself stays case-sensitive."""
     assert post_init(srv, Authorization=f"{scheme} {TOKEN}")[0] == 200
     assert post_init(srv, Authorization=f"{scheme} {TOKEN.upper()}")[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("given", "normal"),
+    [
+        ("https://App.Example.com", "https://app.example.com:443"),
+        ("http://[::1]", "http://[::1]:80"),
+        ("HTTP://localhost:5173/", "http://localhost:5173"),
+        ("http://host:99999", "http://host:99999"),  # no port number: kept as given
+        ("https://app.example.com/path", "https://app.example.com/path"),  # no origin: kept
+        ("https://app.example.com?q=1", "https://app.example.com?q=1"),
+        ("null", "null"),
+        ("chrome-extension://abc", "chrome-extension://abc"),  # no default port
+    ],
+)
+def test_origins_are_compared_in_one_spelling_and_non_origins_only_as_given(given: str, normal: str) -> None:
+    from filegate.server.http import normalized_origin
+
+    assert normalized_origin(given) == normal
