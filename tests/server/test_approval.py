@@ -730,3 +730,37 @@ async def test_a_handshake_http_question_answered_slowly_still_counts(ws: Path) 
             r = await call(c, "WriteFile", path="slow.txt", content="x")
     assert not r.is_error, text(r)
     assert (ws / "slow.txt").read_text() == "x"
+
+
+def test_questions_and_spent_answers_are_forgotten_once_their_time_is_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Memory stays bounded: past SPENT_FOR_S an open question is forgotten (an answer to it
+    then counts for nothing: superseded) and a spent nonce too (no sealed state outlives it)."""
+    from filegate.server import approval
+
+    monkeypatch.setattr(approval, "SPENT_FOR_S", -1.0)  # every entry is past its time at once
+    questions = approval.OpenQuestions()
+    nonces = [questions.open(f"/f{i}") for i in range(70)]
+    assert questions.answered("/f0", nonces[0]) == "superseded"  # swept by a later open
+    assert questions.answered("/f69", nonces[69]) == "newest"  # the latest still stands
+    for i in range(1, 68):
+        questions.answered(f"/f{i}", nonces[i])
+    assert questions.answered("/f0", nonces[0]) == "superseded"  # spent, then forgotten: not "replayed"
+    monkeypatch.setattr(approval, "SPENT_FOR_S", 600.0)
+    n = questions.open("/g")
+    assert questions.answered("/g", n) == "newest" and questions.answered("/g", n) == "replayed"
+
+
+async def test_a_forged_request_state_approves_nothing(ws: Path) -> None:
+    """A 2026-07-28 retry whose request state was not sealed by this server (forged or garbled)
+    is refused by the SDK before filegate sees it: nothing is written. (So filegate's own parse
+    of a bad state, SealedOperation.parse's except branch, is a second line of defence.)"""
+    async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
+        for state in ("not json", '{"v": 4, "tool": "WriteFile"}'):
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await c.session.call_tool(
+                    name="WriteFile", arguments={"path": "a.txt", "content": "x"},
+                    input_responses=_approve(), request_state=state, allow_input_required=True,
+                )  # fmt: skip
+    assert not (ws / "a.txt").exists()
