@@ -7,7 +7,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from typing import Any
 
 from fastmcp.client.transports import StdioTransport
 
-from tests.conftest import FILEGATE, free_port
+from tests.conftest import FILEGATE, free_port, wait_ready
 
 # A filegate whose Grep timeout is lowered, so a "past its timeout" case runs in seconds. The
 # constant is the one grep.py documents (Kimi's 20 s); only this launcher changes it.
@@ -134,18 +133,12 @@ def http_server(workdir: Path, *flags: str, grep_timeout: float | None = None) -
     else:
         cmd = [sys.executable, "-c", LOW_TIMEOUT_LAUNCHER, str(grep_timeout), *args]
     # stderr to a file, not a pipe: a pipe nobody reads would block a server that logs a lot.
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    fd, name = tempfile.mkstemp(prefix="filegate-stderr-")
+    log = Path(name)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fd)
+    os.close(fd)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"server exited: {log.read().decode()[-2000:]}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+        wait_ready(proc, port, log)  # its start-up line, then /healthz; a hang guard that fails loudly
         yield HttpServer(f"http://127.0.0.1:{port}/mcp", proc)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -154,7 +147,7 @@ def http_server(workdir: Path, *flags: str, grep_timeout: float | None = None) -
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
+        log.unlink(missing_ok=True)
 
 
 # --- many short-lived stdio servers, fast: fork them from a warm parent ------------------------
