@@ -86,3 +86,26 @@ async def test_failed_accepts_are_counted_and_other_loop_errors_passed_on(
         "cannot accept connections ([Errno 24] Too many open files\\x0a); logged once until it stops"
     ]
     assert any(r.name == "asyncio" and r.getMessage() == "no handler before" for r in caplog.records)
+
+
+def test_past_the_cap_the_oldest_connection_waiting_on_its_client_is_closed(ws: Any, tmp_path: Any) -> None:
+    """`--max-connections 8`: a ninth connection makes room by closing the oldest one that is
+    still waiting on its client (here: sent nothing); the newest is served, and the operator
+    is told once."""
+    import socket
+
+    from tests.server.served import http_filegate, request
+
+    with http_filegate(ws, tmp_path, "--max-connections", "8") as served:
+        idle = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", served.port), timeout=60)
+            idle.append(s)
+        try:
+            assert request(served.port, "GET", "/healthz")[0] == 200  # the ninth: served
+            assert idle[0].recv(1) == b""  # the oldest idle one was closed for room
+        finally:
+            for s in idle:
+                s.close()
+        served.stop()
+    assert "connection cap (8) reached: closing connections that wait on their client" in served.log()
