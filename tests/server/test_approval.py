@@ -541,6 +541,36 @@ async def test_an_answer_to_a_superseded_handshake_question_writes_nothing(ws: P
     assert (ws / "f.txt").read_text() == "from the second\n"
 
 
+async def test_open_handshake_questions_about_different_files_do_not_supersede_each_other(ws: Path) -> None:
+    """Supersession is per file: two questions open at once about two files both count."""
+    import asyncio
+
+    asked = {1: asyncio.Event(), 2: asyncio.Event()}
+    release = asyncio.Event()
+
+    def holding(n: int) -> Any:
+        async def handler(message: str, *_: Any) -> Any:
+            asked[n].set()
+            await release.wait()
+            return {"decision": "approve"}
+
+        return handler
+
+    server = make_server(ws)
+    async with (
+        Client(server, mode="legacy", elicitation_handler=holding(1)) as first,
+        Client(server, mode="legacy", elicitation_handler=holding(2)) as second,
+    ):
+        one = asyncio.create_task(call(first, "WriteFile", path="a.txt", content="a\n"))
+        await asyncio.wait_for(asked[1].wait(), 30)
+        two = asyncio.create_task(call(second, "WriteFile", path="b.txt", content="b\n"))
+        await asyncio.wait_for(asked[2].wait(), 30)
+        release.set()
+        results = await asyncio.wait_for(asyncio.gather(one, two), 30)
+    assert [r.is_error for r in results] == [False, False], [text(r) for r in results]
+    assert (ws / "a.txt").read_text() == "a\n" and (ws / "b.txt").read_text() == "b\n"
+
+
 async def test_a_handshake_question_does_not_hold_the_files_lock(ws: Path) -> None:
     """While one call's question is open, an auto-approved write of the file goes through at
     once; the open question's approval then meets the stale check and writes nothing."""
