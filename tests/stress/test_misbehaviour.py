@@ -175,7 +175,7 @@ asyncio.run(main())
 def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Path, tmp_path: Path) -> None:
     """SPEC §6: the question goes out on the call's stream; once that closes (the client was
     killed) nothing can answer it, so the server gives it up at once, not after 600 s."""
-    from tests.conftest import FILEGATE, free_port
+    from tests.conftest import FILEGATE, free_port, wait_ready
 
     port = free_port()
     log_path = tmp_path / "server.log"
@@ -188,7 +188,7 @@ def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Pa
     client: subprocess.Popen[bytes] | None = None
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        assert wait_until(lambda: b"filegate" in log_path.read_bytes() or _listening(port), GONE_S)
+        wait_ready(server, port, log_path)  # its readiness signal: no start-up guess (was 10 s)
         client = subprocess.Popen([sys.executable, "-c", ASKED_THEN_KILLED, url], stdout=subprocess.PIPE)
         assert client.stdout is not None and client.stdout.readline() == b"asked\n"
         client.kill()
@@ -201,13 +201,6 @@ def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Pa
         server.terminate()
         server.wait(15)
     assert not (ws / "f.txt").exists()
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 # --- a client that never answers ------------------------------------------------------------
