@@ -84,12 +84,12 @@ def _taken_back(pattern: str) -> str:
     stays glob's literal backslash."""
 
     def back(m: re.Match[str]) -> str:
-        token = m.group()
-        if token == "\\\\":
-            return token
-        ch = unescape(token)
-        if ch == token or ch == "\0":
-            return token
+        spelled = m.group()
+        if spelled == "\\\\":
+            return spelled
+        ch = unescape(spelled)
+        if ch == spelled or ch == "\0":
+            return spelled
         return "\\" + ch if ch in _GLOB_SPECIAL else ch
 
     return _SERVER_ESCAPE.sub(back, pattern) if "\\" in pattern else pattern
