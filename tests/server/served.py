@@ -14,12 +14,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import FILEGATE, START_S, free_port, wait_ready
+from tests.tooling import cache_root, cached_install, npm_install
 
 # Hang guards (START_S: tests/conftest.py).
 STOP_S = 30.0
@@ -187,33 +189,24 @@ def inspector_command() -> str:
     """../shared/tools/inspector, else the pinned package installed once from the npm registry.
 
     An install is checked by running it (npm has been seen to leave a tree with files missing
-    while another npm shares its cache) and made in a side directory renamed into place, so a
-    half-done install is never used. A failed install fails the calling test; it is not a skip.
+    while another npm shares its cache) and made by tests.tooling.cached_install: under a file
+    lock, so the tests that need it at once (threads of one run, or two runs) install it once
+    (two threads once raced each other into one temporary name). A failed install fails the
+    calling test; it is not a skip.
     """
     if INSPECTOR.exists():
         return str(INSPECTOR)
-    home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "filegate-tools"
-    cache = Path(os.environ.get("FILEGATE_TOOLS_CACHE") or home_cache)
+    cache = cache_root("filegate-tools", "FILEGATE_TOOLS_CACHE")
     dest = cache / "npm" / INSPECTOR_PACKAGE.replace("/", "_").replace("@", "_")
-    if _inspector_runs(dest):
-        return str(_inspector_exe(dest))
-    problem = ""
-    for attempt in range(3):
-        side = dest.with_name(f"{dest.name}.install-{os.getpid()}-{attempt}")
-        shutil.rmtree(side, ignore_errors=True)
-        side.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["npm", "install", "--prefix", str(side), "--no-audit", "--no-fund", "--loglevel=error",
-             INSPECTOR_PACKAGE],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        problem = done.stderr[-2000:]
-        if done.returncode == 0 and _inspector_runs(side):
-            shutil.rmtree(dest, ignore_errors=True)
-            side.rename(dest)
-            return str(_inspector_exe(dest))
-        shutil.rmtree(side, ignore_errors=True)
-    raise AssertionError(f"npm install {INSPECTOR_PACKAGE} gave no working Inspector: {problem}")
+    with _INSPECTOR_LOCK:  # functools.cache does not stop two threads computing it at once
+        return str(_inspector_exe(cached_install(dest, _install_inspector, _inspector_runs)))
+
+
+_INSPECTOR_LOCK = threading.Lock()
+
+
+def _install_inspector(into: Path) -> None:
+    npm_install(INSPECTOR_PACKAGE, into)
 
 
 def _inspector_exe(prefix: Path) -> Path:
