@@ -127,8 +127,54 @@ def test_one_line_on_stderr_at_start_and_nothing_on_stdout(tmp_path: Path) -> No
         Settings(workdir=tmp_path, read_only=True, transport="http"), "http://127.0.0.1:1/mcp"
     )
     assert line.endswith(
-        f"serving {tmp_path} over http at http://127.0.0.1:1/mcp; read-only; confined to the workspace"
+        f"serving {tmp_path} over http at http://127.0.0.1:1/mcp; read-only; confined to the workspace; "
+        "no token: any local process can connect (set --token or FILEGATE_TOKEN)"
     )
+
+
+def test_http_on_loopback_says_whether_any_local_process_can_connect(tmp_path: Path) -> None:
+    """Started for real: the line a user sees names the open door, and not when a token shuts it."""
+    from tests.server.served import http_filegate
+
+    for flags, open_door in [((), True), (("--token", "t0ken-for-this-test"), False)]:
+        with http_filegate(tmp_path, tmp_path, *flags) as served:
+            served.stop()
+        (line,) = served.log().splitlines()
+        assert f"over http at {served.url};" in line
+        assert (
+            "no token: any local process can connect (set --token or FILEGATE_TOKEN)" in line
+        ) == open_door
+        assert "t0ken" not in line
+
+
+def test_stdio_started_at_a_terminal_says_what_it_waits_for_and_ends_on_ctrl_d(tmp_path: Path) -> None:
+    """A person who types `filegate` gets a hint instead of a silent prompt; a client (stdin a
+    pipe, as in the test above) does not."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([FILEGATE, "--workdir", str(tmp_path)], stdin=follower, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    os.close(follower)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.rstrip("\n").endswith(
+            "; waiting for an MCP client on stdin (clients start filegate themselves: "
+            "see `filegate install --help`; Ctrl+D ends)"
+        ), line
+        os.write(leader, b"\x04")  # Ctrl+D: end of input at the terminal
+        assert proc.wait(60) == 0
+        assert proc.stdout is not None and proc.stdout.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Never on stdout: on stdio that carries JSON-RPC only.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from filegate import __version__
@@ -12,16 +13,27 @@ from filegate.policy.escape import escape
 from filegate.settings import Settings
 
 
-def startup_line(settings: Settings, url: str | None = None) -> str:
+def startup_line(settings: Settings, url: str | None = None, stdin_is_terminal: bool = False) -> str:
     """What a user sees first on stderr: version, workspace, transport (URL), approval, reach.
 
-    Directory names are escaped: a workdir named with a newline cannot forge a second line.
+    Two cases add a clause: HTTP without a token (the bind is loopback, else the server refused
+    to start) says that any local process can connect; stdio started by hand at a terminal says
+    what it waits for, since nothing else happens until a client speaks. Directory names are
+    escaped: a workdir named with a newline cannot forge a second line.
     """
     dirs = ", ".join(escape(str(d)) for d in (settings.workdir, *settings.add_dirs))
     where = f"http at {url}" if url else "stdio"
     writes = "read-only" if settings.read_only else f"approval {settings.approval}"
     reach = "confined to the workspace" if settings.confined else "absolute paths outside readable"
-    return f"filegate {__version__}: serving {dirs} over {where}; {writes}; {reach}"
+    line = f"filegate {__version__}: serving {dirs} over {where}; {writes}; {reach}"
+    if url and settings.token is None:
+        line += "; no token: any local process can connect (set --token or FILEGATE_TOKEN)"
+    if not url and stdin_is_terminal:
+        line += (
+            "; waiting for an MCP client on stdin (clients start filegate themselves: "
+            "see `filegate install --help`; Ctrl+D ends)"
+        )
+    return line
 
 
 def announce(settings: Settings, url: str | None = None) -> None:
@@ -30,5 +42,12 @@ def announce(settings: Settings, url: str | None = None) -> None:
     Shown at the default log level (WARNING) and below; ``--log-level ERROR`` silences it.
     """
     if settings.log_level in ("DEBUG", "INFO", "WARNING"):
-        sys.stderr.write(startup_line(settings, url) + "\n")
+        sys.stderr.write(startup_line(settings, url, stdin_is_terminal=_stdin_is_terminal()) + "\n")
         sys.stderr.flush()
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
