@@ -124,21 +124,48 @@ async def test_flags_given_to_install_reach_the_server(tmp_path: Path, project: 
 def test_each_os_gets_each_clients_own_file(
     tmp_path: Path, project: Path, os_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In-process (the paths are the point here; the subprocess tests above start the entries)."""
-    from filegate.install import main
+    """In-process (the paths are the point here; the subprocess tests above start the entries).
+    Each OS's locations are computed from its own variables; only this machine's are written."""
+    from filegate.install import config_path, detect_os, main
 
     for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA", "USERPROFILE"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in client_env(tmp_path, os_name).items():
+    env = client_env(tmp_path, os_name)
+    for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(project)
     for client in CLIENTS:
-        assert main([client, "--os", os_name]) == 0
         path = expected_path(client, os_name, tmp_path / "home", tmp_path / "appdata")
-        entry = entry_as_client_reads_it(client, path)
-        assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists(), entry
+        assert config_path(client, os_name, env) == path  # type: ignore[arg-type]
+        if os_name == detect_os():
+            assert main([client, "--os", os_name]) == 0
+            entry = entry_as_client_reads_it(client, path)
+            assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists(), entry
     written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.parent != project)
-    assert len(written) == len(CLIENTS), written  # nothing else, no backups of new files
+    expected = len(CLIENTS) if os_name == detect_os() else 0
+    assert len(written) == expected, written  # nothing else, no backups of new files
+
+
+@pytest.mark.parametrize(
+    ("client", "os_name", "where"),
+    [
+        ("claude-desktop", "windows", "%APPDATA%\\Claude\\claude_desktop_config.json"),
+        ("cursor", "windows", "%USERPROFILE%\\.cursor\\mcp.json"),
+        ("vscode", "macos", "~/Library/Application Support/Code/User/mcp.json"),
+    ],
+)
+def test_another_systems_file_is_printed_with_its_location_not_written_here(
+    tmp_path: Path, project: Path, client: str, os_name: str, where: str
+) -> None:
+    env = client_env(tmp_path)
+    done = install(client, "--os", os_name, env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    first, rest = done.stdout.split("\n", 1)
+    assert f" on {os_name} reads {where};" in first, first
+    assert "nothing was written" in first and "path of filegate on that machine" in first
+    key = "servers" if client == "vscode" else "mcpServers"
+    assert json.loads(rest)[key]["filegate"]["args"] == ["--workdir", str(project)]
+    assert not (tmp_path / "home").exists() and not (tmp_path / "appdata").exists()
 
 
 def test_codex_home_is_honoured(tmp_path: Path, project: Path) -> None:
@@ -239,9 +266,11 @@ def test_bad_choices_fail_at_install_with_one_line(tmp_path: Path, project: Path
 
 
 async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: Path) -> None:
+    """The start command printed (with the token given and the workdir, for the agents too: the
+    user starts an HTTP server, not the agent in its project) is pasted as is, from elsewhere."""
     env = client_env(tmp_path)
     port = free_port()
-    start_line = ""
+    start_lines = {}
     for n, client in enumerate(HTTP_CLIENTS):
         extra = ["--config", str(tmp_path / "generic.json")] if client == "generic-http" else []
         # The token by flag (issue 26) and from the environment: both reach the headers only.
@@ -249,11 +278,16 @@ async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: P
         done = install(client, "--transport", "http", "--port", str(port), *by, *extra,
                        env={**env, "FILEGATE_TOKEN": "tok-123"} if not by else env, cwd=project)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert "tok-123" not in done.stdout + done.stderr  # the token is not echoed
-        start_line = done.stdout.split("start the server with: ", 1)[1].strip()
-    words = shlex.split(start_line)
-    assert words[0] == "FILEGATE_TOKEN=YOUR_TOKEN" and words[1] == FILEGATE
-    with serve(words[1:], tmp_path, port, env={"FILEGATE_TOKEN": "tok-123"}, cwd=project) as served:
+        start_lines[client] = done.stdout.split("start the server with: ", 1)[1].strip()
+    kimi = start_lines.pop("kimi")  # with its result-budget preset
+    assert len(set(start_lines.values())) == 1, start_lines  # the same server for every other client
+    assert kimi == start_lines["codex"] + " --client kimi"
+    words = shlex.split(start_lines["codex"])
+    assert words[:2] == ["FILEGATE_TOKEN=tok-123", FILEGATE], words
+    assert words[2:] == ["--transport", "http", "--workdir", str(project), "--port", str(port)], words
+    elsewhere = tmp_path / "a-shell-elsewhere"
+    elsewhere.mkdir()
+    with serve(words[1:], tmp_path, port, env=dict([words[0].split("=", 1)]), cwd=elsewhere) as served:
         for client in HTTP_CLIENTS:
             path = (tmp_path / "generic.json" if client == "generic-http"
                     else expected_path(client, "linux", tmp_path / "home", tmp_path / "appdata"))  # fmt: skip
@@ -363,3 +397,56 @@ def test_the_backup_of_a_private_config_stays_private(tmp_path: Path, project: P
     newest = max(path.parent.glob(".claude.json.*.bak"), key=lambda b: b.stat().st_mtime_ns)
     assert json.loads(newest.read_text())["apiKey"] == "sk-other"
     assert (newest.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o640, 0o640)
+
+
+def test_http_without_a_token_says_so_and_how_to_require_one(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    done = install("cursor", "--transport", "http", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    start = done.stdout.split("start the server with: ", 1)[1].splitlines()
+    assert shlex.split(start[0]) == [FILEGATE, "--transport", "http", "--workdir", str(project)]
+    assert start[1] == ("no token: any local process can connect; to require one, give the same --token "
+                        "(or FILEGATE_TOKEN) to this command and to the server")  # fmt: skip
+    assert "headers" not in entry_as_client_reads_it("cursor", tmp_path / "home/.cursor/mcp.json")
+
+
+@pytest.mark.parametrize(("client", "file"), [("cursor", ".cursor/mcp.json"), ("vscode", ".vscode/mcp.json")])
+async def test_project_writes_the_projects_own_file(
+    tmp_path: Path, project: Path, client: str, file: str
+) -> None:
+    env = client_env(tmp_path)
+    done = install(client, "--project", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert str(project / file) in done.stdout and "whatever" not in done.stdout
+    entry = entry_as_client_reads_it(client, project / file)
+    assert entry["args"] == ["--workdir", str(project)]
+    assert not (tmp_path / "home").exists()  # the user-wide file is not touched
+    await start_as_client(entry, tmp_path)
+
+
+def test_the_user_wide_entry_says_which_folder_it_serves(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    for client, hint in [("cursor", True), ("vscode", True), ("windsurf", False), ("claude-desktop", False)]:
+        done = install(client, env=env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        said = done.stdout.splitlines()[1]
+        title = {
+            "cursor": "Cursor",
+            "vscode": "VS Code",
+            "windsurf": "Windsurf",
+            "claude-desktop": "Claude Desktop",
+        }
+        assert said.startswith(f"this entry serves {project} whatever {title[client]} has open"), said
+        assert (f"run `filegate install {client} --project` in each" in said) == hint, said
+    for client in ("claude-code", "codex"):  # started in the agent's project: nothing pinned
+        done = install(client, env=env, cwd=project)
+        assert len(done.stdout.splitlines()) == 1, done.stdout
+
+
+def test_project_is_refused_where_the_client_has_no_project_file(tmp_path: Path, project: Path) -> None:
+    env = client_env(tmp_path)
+    done = install("windsurf", "--project", env=env, cwd=project)
+    assert done.returncode == 2
+    assert done.stderr == ("filegate install: error: Windsurf reads no per-project file; --project is for "
+                           "cursor, vscode\n")  # fmt: skip
+    assert not (tmp_path / "home").exists() and not (project / ".windsurf").exists()

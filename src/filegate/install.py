@@ -65,6 +65,8 @@ class Client:
     typed: bool = False
     url_key: str = "url"
     headers_key: str = "headers"
+    # The client's per-project file, relative to the project (--project writes it).
+    project_file: str | None = None
 
 
 CLIENTS: dict[str, Client] = {
@@ -72,10 +74,10 @@ CLIENTS: dict[str, Client] = {
     for c in (
         Client("claude-desktop", "Claude Desktop", http=False),
         Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
-        Client("cursor", "Cursor"),
+        Client("cursor", "Cursor", project_file=".cursor/mcp.json"),
         Client("kimi", "Kimi CLI", starts_in_project=True),
         Client("kimi-code", "Kimi Code", starts_in_project=True),
-        Client("vscode", "VS Code", key="servers", typed=True),
+        Client("vscode", "VS Code", key="servers", typed=True, project_file=".vscode/mcp.json"),
         Client("windsurf", "Windsurf", url_key="serverUrl"),
         Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
         Client(
@@ -126,6 +128,27 @@ def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | 
 
 def kimi_code_home(env: Mapping[str, str], home: Path) -> Path:
     return Path(env["KIMI_CODE_HOME"]) if env.get("KIMI_CODE_HOME") else home / ".kimi-code"
+
+
+def config_location(client: str, os_name: OSName) -> str | None:
+    """Where ``client`` keeps its file on ``os_name``, as that system's user would write it."""
+    if os_name == "windows":
+        app, home, sep = "%APPDATA%", "%USERPROFILE%", "\\"
+    else:
+        app = "~/Library/Application Support" if os_name == "macos" else "~/.config"
+        home, sep = "~", "/"
+    parts = {
+        "claude-desktop": [app, "Claude", "claude_desktop_config.json"],
+        "claude-code": [home, ".claude.json"],
+        "cursor": [home, ".cursor", "mcp.json"],
+        "kimi": [home, ".kimi", "mcp.json"],
+        "kimi-code": [home, ".kimi-code", "mcp.json"],
+        "vscode": [app, "Code", "User", "mcp.json"],
+        "windsurf": [home, ".codeium", "windsurf", "mcp_config.json"],
+        "gemini-cli": [home, ".gemini", "settings.json"],
+        "codex": [home, ".codex", "config.toml"],
+    }.get(client)
+    return sep.join(parts) if parts else None
 
 
 def server_command() -> list[str]:
@@ -338,11 +361,15 @@ examples:
   filegate install kimi --read-only
   filegate install kimi-code --disable-builtins     # Kimi Code uses filegate's, not its own
   filegate install cursor --print                   # show the snippet, write nothing
+  filegate install vscode --project                 # .vscode/mcp.json in this project only
   FILEGATE_TOKEN=secret filegate install vscode --transport http --port 8000
   filegate install generic-http --token secret --config ./mcp.json
 
 Clients that start the server in the project they work on (claude-code, kimi, kimi-code,
-gemini-cli, codex) get no --workdir unless you give one; the others get the current directory.
+gemini-cli, codex) get no --workdir unless you give one; the others get the current directory,
+and their user-wide entry serves that one directory in every window: for Cursor and VS Code,
+--project writes a per-project entry instead. --os names another system: the snippet and where
+it goes are printed, nothing is written.
 """
 
 
@@ -361,17 +388,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="write this file instead of the client's own")
     p.add_argument("--disable-builtins", action="store_true",
                    help="kimi-code: switch Kimi Code's file tools off ([tools] disabled)")  # fmt: skip
+    p.add_argument("--project", action="store_true",
+                   help="cursor, vscode: write the project's own file (.cursor/mcp.json, .vscode/mcp.json "
+                   "in --workdir) instead of the user-wide one")  # fmt: skip
     add_server_flags(p)
     return p
 
 
-INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config", "disable_builtins")
+INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config", "disable_builtins", "project")
 
 
 def server_args(
-    parser: argparse.ArgumentParser, ns: argparse.Namespace, settings: Any, client: Client
+    parser: argparse.ArgumentParser,
+    ns: argparse.Namespace,
+    settings: Any,
+    client: Client,
+    started_in_project: bool | None = None,
 ) -> list[str]:
-    """The flags to record, in the parser's order (a stable order keeps reinstalls no-ops)."""
+    """The flags to record, in the parser's order (a stable order keeps reinstalls no-ops).
+
+    ``started_in_project`` (default: the client's habit) leaves ``--workdir`` out unless given:
+    an HTTP server is started by the user, not in the client's project, so it always has one.
+    """
+    if started_in_project is None:
+        started_in_project = client.starts_in_project
     args: list[str] = []
     for action in parser._actions:
         dest = action.dest
@@ -380,7 +420,7 @@ def server_args(
             continue
         flag = long_flag(action)
         if dest == "workdir":
-            if value is not None or not client.starts_in_project:
+            if value is not None or not started_in_project:
                 args += [flag, str(settings.workdir)]
         elif dest == "add_dirs":
             for d in settings.add_dirs:
@@ -425,9 +465,15 @@ def main(argv: Sequence[str]) -> int:
         parser.exit(2, f"filegate install: error: {client.name} is for --transport http\n")
     if ns.disable_builtins and client.name != "kimi-code":
         parser.exit(2, "filegate install: error: --disable-builtins is for kimi-code only\n")
+    if ns.project and client.project_file is None:
+        with_one = ", ".join(c.name for c in CLIENTS.values() if c.project_file)
+        why = f"{client.title} reads no per-project file; --project is for {with_one}"
+        parser.exit(2, f"filegate install: error: {why}\n")
+    if ns.project and ns.config:
+        parser.exit(2, "filegate install: error: give --project or --config, not both\n")
     args = server_args(parser, ns, settings, client)
+    token = settings.token.get_secret_value() if settings.token else None
     if settings.transport == "http":
-        token = settings.token.get_secret_value() if settings.token else None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         entry = http_entry(client, endpoint_url(settings), headers)
     else:
@@ -435,8 +481,23 @@ def main(argv: Sequence[str]) -> int:
     if ns.print_only:
         sys.stdout.write(snippet(client, ns.name, entry))
         return 0
-    os_name: OSName = ns.os_name or detect_os()
-    path = Path(ns.config).expanduser() if ns.config else config_path(client.name, os_name, os.environ)
+    here = detect_os()
+    if ns.os_name and ns.os_name != here and not ns.config and not ns.project:
+        # The command names this machine's filegate and the file lives on the other machine:
+        # writing it here would only leave a stray file under this HOME.
+        where = config_location(client.name, ns.os_name)
+        print(
+            f"{client.title} on {ns.os_name} reads {where}; this is {here}, so nothing was written. "
+            f"Put this entry there, with the path of filegate on that machine as the command:"
+        )
+        sys.stdout.write(snippet(client, ns.name, entry))
+        return 0
+    if ns.config:
+        path: Path | None = Path(ns.config).expanduser()
+    elif ns.project:
+        path = settings.workdir / str(client.project_file)
+    else:
+        path = config_path(client.name, here, os.environ)
     if path is None:
         parser.exit(
             2,
@@ -462,10 +523,31 @@ def main(argv: Sequence[str]) -> int:
         tools = ", ".join(KIMI_CODE_BUILTINS)
         print(f"Kimi Code: {state} [tools] disabled = {tools} in {escape(str(done.path))}{kept}")
     if settings.transport == "http":
-        start = " ".join(_shell_quote(a) for a in [*server_command(), "--transport", "http", *args])
-        token_hint = "FILEGATE_TOKEN=YOUR_TOKEN " if settings.token else ""
-        print(f"start the server with: {token_hint}{start}")
+        _print_http_start(parser, ns, settings, client, token)
+    elif "--workdir" in args and not ns.project:
+        served = escape(str(settings.workdir))
+        also = ""
+        if client.project_file:
+            also = f"; for per-project entries, run `filegate install {client.name} --project` in each"
+        print(f"this entry serves {served} whatever {client.title} has open{also}")
     return 0
+
+
+def _print_http_start(
+    parser: argparse.ArgumentParser, ns: argparse.Namespace, settings: Any, client: Client, token: str | None
+) -> None:
+    """The command that starts the server this entry points at: with the workdir (the user
+    starts it, not the client in its project) and the token the entry sends, when there is one."""
+    args = server_args(parser, ns, settings, client, started_in_project=False)
+    start = " ".join(_shell_quote(a) for a in [*server_command(), "--transport", "http", *args])
+    if token:
+        print(f"start the server with: FILEGATE_TOKEN={_shell_quote(token)} {start}")
+    else:
+        print(f"start the server with: {start}")
+        print(
+            "no token: any local process can connect; to require one, give the same --token "
+            "(or FILEGATE_TOKEN) to this command and to the server"
+        )
 
 
 def _shell_quote(arg: str) -> str:
