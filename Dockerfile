@@ -15,7 +15,11 @@
 #   docker run -i --rm -v "$PWD:/workspace:ro" filegate --transport stdio --read-only
 FROM python:3.11-slim-bookworm
 
-# libmagic for content sniffing (python-magic); nothing else comes from apt.
+# libmagic for content sniffing (python-magic); nothing else comes from apt. Not pinned to a
+# Debian revision: the base image's tag fixes the release (bookworm), and Debian's archive keeps
+# only the current revision of a package, so a pinned one stops building at its next security
+# update.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libmagic1 \
  && rm -rf /var/lib/apt/lists/*
@@ -33,7 +37,9 @@ RUN pip install . && rm -rf /src
 
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin filegate \
  && mkdir /workspace && chown filegate:filegate /workspace
-USER filegate
+# Numeric, so a host (or Kubernetes' runAsNonRoot) can tell it is not root without the image's
+# /etc/passwd.
+USER 10001:10001
 WORKDIR /workspace
 VOLUME ["/workspace"]
 EXPOSE 8000
