@@ -1,0 +1,44 @@
+"""What a package index or registry reads: server.json (the MCP registry) and its ties to the
+package (name, version, the README line by which the registry checks ownership on PyPI)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import jsonschema
+
+from filegate import __version__
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_server_json_is_valid_against_the_registrys_schema() -> None:
+    schema = json.loads((REPO / "tests/schemas/server.schema.json").read_text())
+    server = json.loads((REPO / "server.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(server)]
+    assert errors == []
+    assert server["$schema"].endswith("/2025-12-11/server.schema.json")
+
+
+def test_server_json_names_this_package_at_this_version() -> None:
+    server = json.loads((REPO / "server.json").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    (package,) = server["packages"]
+    assert server["version"] == package["version"] == __version__
+    assert package["registryType"] == "pypi" and package["identifier"] == project["name"]
+    # The registry takes a PyPI package as this server's only when its description (the README)
+    # names the server: "mcp-name: <name>".
+    assert f"<!-- mcp-name: {server['name']} -->" in (REPO / "README.md").read_text()
+    assert [a["name"] for a in package["packageArguments"]] == ["--workdir"]
+
+
+def test_an_invalid_server_json_is_caught() -> None:
+    """The check above can fail: the registry's own limits (a name without its namespace, a
+    description over 100 characters, a version range) are refused."""
+    schema = json.loads((REPO / "tests/schemas/server.schema.json").read_text())
+    server = json.loads((REPO / "server.json").read_text())
+    for bad in ({"name": "filegate"}, {"description": "x" * 101}):
+        assert list(jsonschema.Draft7Validator(schema).iter_errors({**server, **bad})), bad
