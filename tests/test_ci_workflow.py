@@ -132,3 +132,21 @@ def test_the_workflow_runs_the_same_pytest_commands_as_ci_run() -> None:
 def test_the_simulated_runs_include_security_and_server() -> None:
     simulated = [words for env, words in ci_run_pytests() if any("FILEGATE_SIMULATE=" in e for e in env)]
     assert simulated and all({"tests/security", "tests/server"} <= set(words) for words in simulated)
+
+
+def test_the_release_workflow_publishes_by_trusted_publishing_only() -> None:
+    """Ready for when the accounts exist: a version tag builds and checks the wheel, the sdist
+    and the bundle, and PyPI is reached by OIDC, never with a stored password or token."""
+    path = WORKFLOW.with_name("release.yml")
+    body = path.read_text(encoding="utf-8")
+    release = yaml.safe_load(body)
+    assert release[True] == {"push": {"tags": ["v*"]}}
+    jobs = release["jobs"]
+    build = steps_text(jobs["build"])
+    assert "python -m build" in build and "twine check --strict dist/*" in build
+    assert "scripts/build_mcpb.py" in build
+    pypi = jobs["pypi"]
+    assert pypi["permissions"] == {"id-token": "write"} and pypi["environment"] == "pypi"
+    assert "pypa/gh-action-pypi-publish" in steps_text(pypi)
+    assert "password" not in body and "secrets." not in body
+    assert release["permissions"] == {"contents": "read"}  # write only where a job needs it

@@ -16,6 +16,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -123,3 +124,18 @@ def npm_agent(name: str) -> Path:
 
     root = cached_install(final, lambda into: npm_install(f"{package}@{version}", into), runs)
     return root / "node_modules" / ".bin" / binary
+
+
+def pip_tool(package: str, version: str, binary: str) -> Path:
+    """A tool from PyPI that is one executable (uv): `pip install --target` once into the cache."""
+
+    def build(into: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(into), f"{package}=={version}"],
+            capture_output=True, text=True, timeout=INSTALL_S,
+        )  # fmt: skip
+        if done.returncode:
+            raise AssertionError(f"pip install {package}=={version}: {done.stderr[-2000:]}")
+
+    final = cache_root("filegate-tools", "FILEGATE_TOOLS_CACHE") / "pypi" / f"{package}-{version}"
+    return cached_install(final, build, lambda p: (p / "bin" / binary).exists()) / "bin" / binary

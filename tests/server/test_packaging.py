@@ -78,8 +78,9 @@ async def test_the_installed_server_serves_every_tool(fresh: tuple[Path, Path], 
 async def test_install_from_the_wheel_writes_every_client_and_each_entry_starts(
     fresh: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """`filegate install` from the fresh venv, for every client on every OS's paths (a throw-away
-    HOME/APPDATA), and each written entry (Linux paths) started exactly as its client would."""
+    """`filegate install` from the fresh venv, for every client (a throw-away HOME/APPDATA), and
+    each written entry started exactly as its client would; another OS's entry is printed, not
+    written here."""
     from tests.test_install import (
         CLIENTS,
         STARTS_IN_PROJECT,
@@ -102,12 +103,16 @@ async def test_install_from_the_wheel_writes_every_client_and_each_entry_starts(
             done = subprocess.run([exe, "install", client, "--os", os_name], capture_output=True, text=True,
                                   env=env, cwd=project, timeout=60)  # fmt: skip
             assert done.returncode == 0, (client, os_name, done.stderr)
+            if os_name != "linux":
+                assert "nothing was written" in done.stdout and f'"command": "{exe}"' in done.stdout, (
+                    done.stdout
+                )
+                assert not root.exists()
+                continue
             entry = entry_as_client_reads_it(
                 client, expected_path(client, os_name, root / "home", root / "appdata")
             )
             assert entry["command"] == exe, entry
-            if os_name != "linux":
-                continue
             cwd = project if client in STARTS_IN_PROJECT else elsewhere
             transport = StdioTransport(entry["command"], entry["args"], env=entry.get("env") or None,
                                        cwd=str(cwd), keep_alive=False)  # fmt: skip
@@ -115,3 +120,13 @@ async def test_install_from_the_wheel_writes_every_client_and_each_entry_starts(
                 assert [t.name for t in await c.list_tools()] == TOOLS, client
                 r = await c.call_tool("ReadFile", {"path": "marker.txt"})
                 assert "served through the installed configuration" in text(r), client
+
+
+def test_the_wheel_and_the_sdist_build_and_pass_twine_check(tmp_path: Path) -> None:
+    """What PyPI would be given (the release workflow builds the same way): both built by
+    `python -m build`, both accepted by `twine check --strict` (metadata, README rendering)."""
+    run(sys.executable, "-m", "build", "--outdir", tmp_path, cwd=REPO)
+    built = sorted(p.name for p in tmp_path.iterdir())
+    assert built == [f"filegate-{__version__}-py3-none-any.whl", f"filegate-{__version__}.tar.gz"]
+    out = run(sys.executable, "-m", "twine", "check", "--strict", *sorted(tmp_path.iterdir()))
+    assert out.count("PASSED") == 2, out
