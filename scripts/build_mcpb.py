@@ -48,7 +48,7 @@ def manifest() -> dict[str, object]:
         "name": "filegate",
         "display_name": "filegate",
         "version": version(),
-        "description": "Kimi CLI's six file tools over one folder, with one set of path, secret and size rules.",
+        "description": "Kimi CLI's six file tools over one folder, with one set of path and size rules.",
         "long_description": (
             "ReadFile, ReadMediaFile, Glob, Grep, WriteFile and StrReplaceFile over the folder you "
             "choose. Symlink-safe paths, secrets (.env, keys, credentials) kept out of reads and "
@@ -75,7 +75,7 @@ def manifest() -> dict[str, object]:
                 ],
                 "env": {"FILEGATE_READ_ONLY": "${user_config.read_only}"},
             },
-        },  # fmt: skip
+        },
         "tools": [
             {"name": "ReadFile", "description": "Read a text file's lines."},
             {"name": "ReadMediaFile", "description": "Read an image or video, fitted to the result budget."},
