@@ -21,8 +21,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import CACHE, machine
+from harness import CACHE, CORPUS, INSPECTOR, REFERENCE, machine
 from items import ITEMS, Config, Row
+
+# What each item needs beyond this repository: the scripts of ../shared/tools (the kernel
+# corpus, the official filesystem server, the MCP Inspector). A plain clone has none of them.
+SHARED = {"corpus": CORPUS, "reference-server": REFERENCE, "inspector": INSPECTOR}
+NEEDS = {
+    "grep-fwm": {"corpus"},
+    "grep-content": {"corpus"},
+    "glob-drivers": {"corpus", "reference-server"},
+    "glob-kconfig": {"corpus", "reference-server"},
+    "readfile-load": {"inspector", "reference-server"},
+    "http-load": {"inspector", "reference-server"},
+    "strreplace-50mb": {"corpus"},
+    "cold-start": {"reference-server"},
+}
 
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -54,6 +68,18 @@ def main() -> int:
     if opts.runs:
         cfg.runs = opts.runs
     names = opts.only or list(ITEMS)
+    absent = {tool for tool, path in SHARED.items() if not Path(path).exists()}
+    blocked = [n for n in names if NEEDS.get(n, set()) & absent]
+    if blocked:
+        wanted = sorted(set().union(*(NEEDS[n] & absent for n in blocked)))
+        where = Path(SHARED[wanted[0]]).parent
+        line = (f"bench: not run: {', '.join(blocked)}: they need {', '.join(wanted)} from {where} "
+                f"(the project's shared tools beside this clone), which is not there")  # fmt: skip
+        if opts.only:
+            print(line, file=sys.stderr)
+            return 2
+        print(line + "; running the rest", file=sys.stderr, flush=True)
+        names = [n for n in names if n not in blocked]
     rows: list[Row] = []
     started = time.time()
     load_before = os.getloadavg()[0]
