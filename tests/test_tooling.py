@@ -8,6 +8,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tests.tooling import cached_install
 
 
@@ -49,3 +51,21 @@ def test_an_install_that_does_not_run_is_not_kept(tmp_path: Path) -> None:
     else:
         raise AssertionError("a broken install was accepted")
     assert sorted(p.name for p in final.parent.iterdir()) == [".broken-1.0.lock"]
+
+
+def test_an_inspector_run_ends_at_its_hang_guard_even_when_a_child_holds_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for the Inspector (named as such) prints its answer, leaves a child holding the
+    output pipes, and never ends: the run still ends at its guard, with what was printed.
+    (subprocess.run's timeout killed only the Inspector and then waited on the pipes.)"""
+    import tests.server.served as served
+
+    fake = tmp_path / "stand-in-inspector"
+    fake.write_text("#!/bin/bash\necho '{\"content\": []}'\nsleep 300 &\nsleep 300\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(served, "inspector_command", lambda: str(fake))
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match=r"had not ended after 3 s .*content"):
+        served.run_inspector("--method", "tools/list", timeout=3)
+    assert time.monotonic() - started < 30

@@ -221,17 +221,43 @@ def _inspector_runs(prefix: Path) -> bool:
     return done.returncode == 0
 
 
-def run_inspector(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    # The Inspector gives a server 15 s to answer by default; a loaded CI machine starting
-    # several servers at once can need more (a hang guard, not a measurement).
-    return subprocess.run(
+def run_inspector(
+    *args: str, cwd: Path | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """The Inspector CLI, ended within ``timeout`` whatever happens.
+
+    It runs in a session of its own, with the servers it starts: at the hang guard the whole
+    group is killed, so no server it started can keep the output pipes open (subprocess.run's
+    own timeout kills only the Inspector, then waits for those pipes to close, which a live
+    grandchild can put off indefinitely), and the test fails with what was printed so far.
+    """
+    proc = subprocess.Popen(
+        # The Inspector gives a server 15 s to answer by default; a loaded CI machine starting
+        # several servers at once can need more (a hang guard, not a measurement).
         [inspector_command(), "--cli", "--connect-timeout", "120000", *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
         text=True,
-        timeout=180,  # the first run installs the package from npm
         cwd=cwd,
         env={**os.environ, "NO_COLOR": "1"},
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(
+            f"the Inspector had not ended after {timeout:.0f} s (killed with the servers it started); "
+            f"stdout: {out[-1500:]!r}; stderr: {err[-1500:]!r}"
+        ) from None
+    finally:
+        # Servers it started and left behind (it ended, they did not) go with their group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 PYTHON = sys.executable
