@@ -4,7 +4,7 @@
 Besides the tests marked `@pytest.mark.slow` in their own files, these are slow by measure:
 each took 5 s or more (setup + call + teardown, any parameter) in a full default run
 (`--durations=0`, 2026-11-25, a 2-core machine at load 10, about 4.6 times slower than quiet),
-or, for tests added since, in a run of their own files at that load; or belongs to a whole file of real-client, abuse or replica tests. Kept in one list (rather
+or, for tests added since and in a second full run (load 10-14), 15 s or more; or belongs to a whole file of real-client, abuse or replica tests. Kept in one list (rather
 than a decorator in each file) so that the files stay as their authors left them; an entry
 that no longer names a test fails the collection of its file (tests/conftest.py).
 """
@@ -31,6 +31,8 @@ SLOW_TESTS = frozenset(
         "tests/server/test_fast_lane.py::test_a_handshake_client_with_roots_gets_the_same_answers_before_and_after_a_change",
         "tests/server/test_fast_lane.py::test_the_fast_lane_answers_as_the_ordinary_path_does",
         "tests/server/test_interop.py::test_inspector_cli_lists_strictly_and_calls_every_read_tool",
+        "tests/server/test_readme_configs.py::test_claude_desktop_and_http_lines_serve_the_inspector",
+        "tests/server/test_readme_configs.py::test_docker_stdio_lines_override_the_images_http_entrypoint",
         "tests/server/test_readme_configs.py::test_install_lines_write_configurations_that_start",
         "tests/server/test_readme_configs.py::test_readme_entry_starts_and_serves_the_tools",
         "tests/server/test_roots.py::test_a_handshake_client_that_only_posts_is_asked_for_roots_on_its_call_stream",
@@ -40,6 +42,7 @@ SLOW_TESTS = frozenset(
         "tests/server/test_stdio_transport.py::test_a_burst_over_pipes_is_answered_in_full",
         "tests/server/test_stdio_transport.py::test_a_request_with_a_lone_surrogate_escape_is_answered_not_dropped",
         "tests/stress/test_concurrency.py::test_inspector_load_over_http_has_no_errors_and_steady_memory",
+        "tests/stress/test_concurrency.py::test_ten_http_clients_at_once_keep_their_approvals_to_themselves",
         "tests/stress/test_exhaustion.py::test_directory_with_twenty_thousand_entries",
         "tests/stress/test_exhaustion.py::test_grep_matching_every_line_past_the_output_buffer",
         "tests/stress/test_exhaustion.py::test_grep_past_its_timeout_answers_kills_rg_and_serves_the_next_call",
@@ -48,6 +51,7 @@ SLOW_TESTS = frozenset(
         "tests/stress/test_misbehaviour.py::test_a_state_sealed_by_another_server_is_refused",
         "tests/stress/test_misbehaviour.py::test_http_connection_dropped_mid_grep_kills_rg_at_once_on_2026_connections",
         "tests/test_cli.py::test_http_on_loopback_says_whether_any_local_process_can_connect",
+        "tests/test_cli.py::test_stdio_started_at_a_terminal_says_what_it_waits_for_and_ends_on_ctrl_d",
         "tests/test_install.py::test_every_client_configuration_starts_as_written",
         "tests/test_install.py::test_flags_given_to_install_reach_the_server",
         "tests/test_install.py::test_http_configurations_reach_the_endpoint",

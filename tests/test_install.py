@@ -422,23 +422,29 @@ def test_project_writes_the_projects_own_file(tmp_path: Path, project: Path, cli
     # The same command line as the user-wide entry's, which the tests above start.
 
 
-def test_the_user_wide_entry_says_which_folder_it_serves(tmp_path: Path, project: Path) -> None:
-    env = client_env(tmp_path)
+def test_the_user_wide_entry_says_which_folder_it_serves(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In-process (what is printed is the point; the subprocess tests start the entries)."""
+    from filegate.install import main
+
+    for name, value in client_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
+    title = {
+        "cursor": "Cursor",
+        "vscode": "VS Code",
+        "windsurf": "Windsurf",
+        "claude-desktop": "Claude Desktop",
+    }
     for client, hint in [("cursor", True), ("vscode", True), ("windsurf", False), ("claude-desktop", False)]:
-        done = install(client, env=env, cwd=project)
-        assert done.returncode == 0, done.stderr
-        said = done.stdout.splitlines()[1]
-        title = {
-            "cursor": "Cursor",
-            "vscode": "VS Code",
-            "windsurf": "Windsurf",
-            "claude-desktop": "Claude Desktop",
-        }
+        assert main([client]) == 0
+        said = capsys.readouterr().out.splitlines()[1]
         assert said.startswith(f"this entry serves {project} whatever {title[client]} has open"), said
         assert (f"run `filegate install {client} --project` in each" in said) == hint, said
     for client in ("claude-code", "codex"):  # started in the agent's project: nothing pinned
-        done = install(client, env=env, cwd=project)
-        assert len(done.stdout.splitlines()) == 1, done.stdout
+        assert main([client]) == 0
+        assert len(capsys.readouterr().out.splitlines()) == 1
 
 
 def test_project_is_refused_where_the_client_has_no_project_file(tmp_path: Path, project: Path) -> None:
