@@ -2,7 +2,7 @@
 
 Claude Code (`claude mcp get`), Codex (`codex mcp get --json`), Gemini CLI (`gemini mcp list`)
 and the MCP Inspector (`--config`), pinned and installed once from npm into a cache
-(tests/tooling.py). Each runs with a throw-away HOME holding only what `filegate install`
+(tests/agents/installs.py, shared with the real-agent tests; the Inspector: tests/server/served.py). Each runs with a throw-away HOME holding only what `filegate install`
 wrote; the first three also start the entry and report whether it connected.
 """
 
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.installs import AGENTS, Unavailable
 from tests.conftest import FILEGATE, free_port
 from tests.server.served import inspector_command, inspector_missing, serve
-from tests.tooling import npm_agent, tool_missing
+from tests.tooling import tool_missing
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +54,12 @@ def install(*args: str, home: Path, cwd: Path) -> str:
 
 
 def agent(name: str, *args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(npm_agent(name)), *args], capture_output=True, text=True, env=env_for(home),
+    """The pinned agent from the real-agent tests' cache (tests/agents/installs.py)."""
+    try:
+        argv = AGENTS[name]().argv
+    except Unavailable as exc:
+        tool_missing(str(exc))
+    return subprocess.run([*argv, *args], capture_output=True, text=True, env=env_for(home),
                           cwd=cwd, timeout=AGENT_S, stdin=subprocess.DEVNULL)  # fmt: skip
 
 

@@ -101,31 +101,6 @@ def npm_missing() -> str | None:
     return None
 
 
-# The agents whose own parsers read what `filegate install` writes (tests/test_install_clients.py),
-# pinned. The cache and its layout (``<name>-<version>``, a lock file ``.<name>-<version>.lock``
-# beside it) are the ones the real-agent tests use, so each agent is installed once for both.
-AGENTS_CACHE_VARIABLE = "FILEGATE_AGENTS_CACHE"
-NPM_AGENTS = {
-    "claude-code": ("@anthropic-ai/claude-code", "2.1.197", "claude"),
-    "codex": ("@openai/codex", "0.169.0", "codex"),
-    "gemini-cli": ("@google/gemini-cli", "0.61.0", "gemini"),
-}
-
-
-def npm_agent(name: str) -> Path:
-    """The executable of the pinned agent ``name``, installed from npm once (skip/fail without npm)."""
-    if missing := npm_missing():
-        tool_missing(f"{missing}: {name} is an npm package")
-    package, version, binary = NPM_AGENTS[name]
-    final = cache_root("filegate-agents", AGENTS_CACHE_VARIABLE) / f"{name}-{version}"
-
-    def runs(prefix: Path) -> bool:
-        return (prefix / "node_modules" / ".bin" / binary).exists()
-
-    root = cached_install(final, lambda into: npm_install(f"{package}@{version}", into), runs)
-    return root / "node_modules" / ".bin" / binary
-
-
 def pip_tool(package: str, version: str, binary: str) -> Path:
     """A tool from PyPI that is one executable (uv): `pip install --target` once into the cache."""
 
