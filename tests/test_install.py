@@ -354,9 +354,10 @@ def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, proj
     assert "ReadFile" in [t["name"] for t in answer["tools"]]
 
 
-def test_a_token_given_by_flag_is_never_recorded_in_args_nor_printed(tmp_path: Path, project: Path) -> None:
-    """`--token X` is a secret: a stdio entry's args are shown by `ps` and synced with dotfiles,
-    and printed output lands in terminals and logs. It goes into an HTTP entry's headers only."""
+def test_a_token_given_by_flag_is_never_recorded_in_args(tmp_path: Path, project: Path) -> None:
+    """`--token X` is a secret: a stdio entry's args are shown by `ps` and synced with dotfiles.
+    It goes into an HTTP entry's headers only, and into the one line the user runs to start that
+    server (issue 25: a placeholder there gave a 401 when pasted), never into a snippet."""
     env = client_env(tmp_path)
     stdio = install("claude-code", "--token", "tok-SECRET-9", "--read-only", env=env, cwd=project)
     assert stdio.returncode == 0, stdio.stderr
@@ -369,7 +370,9 @@ def test_a_token_given_by_flag_is_never_recorded_in_args_nor_printed(tmp_path: P
     config = tmp_path / "mcp.json"
     http = install("generic-http", "--token", "tok-SECRET-9", "--config", str(config), env=env, cwd=project)
     assert http.returncode == 0, http.stderr
-    assert "tok-SECRET-9" not in http.stdout + http.stderr and "FILEGATE_TOKEN=YOUR_TOKEN" in http.stdout
+    start, _, rest = http.stdout.partition("start the server with: ")
+    assert "tok-SECRET-9" not in start + http.stderr and "YOUR_TOKEN" not in http.stdout
+    assert rest.splitlines()[0].startswith("FILEGATE_TOKEN=tok-SECRET-9 "), rest
     assert entry_as_client_reads_it("generic-http", config)["headers"] == {
         "Authorization": "Bearer tok-SECRET-9"
     }
