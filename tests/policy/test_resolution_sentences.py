@@ -111,7 +111,7 @@ def test_the_search_dir_resolves_its_symlinks_and_keeps_the_shown_spelling(ws: P
 
 def test_tilde_expands_in_the_search_dir_too(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(ws))
-    assert Workspace(ws).resolve_search_dir("~") == (str(ws), ws)
+    assert Workspace(ws).resolve_search_dir("~") == ("~", ws)  # shown as written (§2.9)
     assert Workspace(ws).resolve("~/x.txt").real == ws / "x.txt"
 
 

@@ -187,7 +187,11 @@ def test_a_path_that_does_not_exist_is_judged_by_its_nearest_existing_ancestor(
 def test_tilde_is_expanded(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(ws))
     rp = Workspace(ws).resolve("~/a.txt")
-    assert rp.real == ws / "a.txt" and rp.shown == f"{ws}/a.txt"
+    # Shown as the caller wrote it (SPEC §2.9; issue 24.6), used as the home it names.
+    assert rp.real == ws / "a.txt" and rp.shown == "~/a.txt"
+    with pytest.raises(PathError) as err:
+        Workspace(ws).resolve_for_read("~/.env")
+    assert err.value.message.startswith("`~/.env` appears to contain secrets")
 
 
 def test_outside_absolute_is_allowed_unless_confined(ws: Path, outside: Path) -> None:

@@ -347,3 +347,33 @@ async def test_a_tiny_budget_still_returns_a_line_and_the_summary(ws: Path, mode
             " Max 1024 characters reached (this client's result budget); continue with line_offset=2."
             " Lines [1] were truncated."
         )
+
+
+async def test_a_tail_cut_by_the_byte_cap_and_the_budget_names_both(ws: Path, mode: str) -> None:
+    # Issue 24.1: Kimi's byte cap keeps lines 21-122 (102 x 1,001 bytes); Kimi CLI's budget
+    # then keeps fewer. Both cuts are named (SPEC §4 ReadFile), so lines 1-20 are not lost.
+    (ws / "wide.txt").write_text("".join(f"{i:04d}" + "z" * 996 + "\n" for i in range(1, 123)))
+    async with connect(ws, mode, client="kimi") as c:
+        r = await call(c, "ReadFile", path="wide.txt", line_offset=-122)
+        out, msg = texts(r)
+        assert _kimi_sees(r) <= KIMI_BUDGET
+        first = 122 - out.count("\n") + 1
+        assert 21 < first < 30 and out.startswith(f"{first:6d}\t{first:04d}")
+        assert msg == (
+            f"{123 - first} lines read from file starting from line {first}. Total lines in file: 122."
+            " Max 102400 bytes reached (lines 1 to 20 were left out)."
+            f" Lines 21 to {first - 1} did not fit this client's result budget ({KIMI_BUDGET} characters):"
+            f" read lines 1 to {first - 1} with line_offset=1, n_lines={first - 1}."
+        )
+
+
+async def test_a_tilde_path_is_shown_as_written(
+    ws: Path, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 24.6 / SPEC §2.9: the message quotes `~/…` as given, not the home directory.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    err, parts, _ = await read(ws, mode, path="~/missing.txt")
+    assert err and parts[-1].startswith("`~/missing.txt` does not exist")
+    assert str(home) not in " ".join(parts)

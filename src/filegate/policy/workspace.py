@@ -22,7 +22,7 @@ Action = Literal["read", "write", "edit", "search"]
 class ResolvedPath:
     """A caller's path after the rules: what to show, what to touch, where it stands."""
 
-    shown: str  # the path as the caller gave it (after ~ expansion), escaped: used in messages
+    shown: str  # the path as the caller gave it (`~` not expanded), escaped: used in messages
     real: Path  # symlinks resolved; the path every operation uses
     inside: bool  # within the (possibly roots-narrowed) workspace
     sensitive: bool
@@ -39,6 +39,18 @@ def abbreviate(path: str, *, separator: bool = False) -> str:
     if len(path) <= MAX_SHOWN_PATH:
         return path
     return f"{path[:200]}…{path[-80:]}"
+
+
+def as_written(raw: str, full: str) -> str:
+    """``full`` (the name ``raw`` stands for) with the caller's leading ``~`` or ``~user`` put
+    back: a message shows `~/x` as written, not the home it stands for (SPEC §2.9)."""
+    if not raw.startswith("~"):
+        return full
+    tilde = raw.replace(os.sep, "/").split("/", 1)[0]
+    home = os.path.expanduser(tilde)
+    if home == tilde or not full.startswith(home):
+        return full
+    return tilde + full[len(home) :]
 
 
 # How many of a root's entries the case probe looks at for one with a cased letter.
@@ -148,7 +160,7 @@ class Workspace:
         full = _spelling_that_names(
             full, lambda p: p if paths.isabs(p) else paths.join(self.workdir, p), separator=self._bs
         )
-        shown = abbreviate(full, separator=self._bs)
+        shown = abbreviate(as_written(raw, full), separator=self._bs)
         full = self._checked_spelling(full, shown)
         is_abs = paths.isabs(full)
         joined = full if is_abs else paths.join(self.workdir, full)
@@ -219,7 +231,7 @@ class Workspace:
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         full = _spelling_that_names(full, lambda p: p, separator=self._bs)
-        shown = abbreviate(full, separator=self._bs)
+        shown = abbreviate(as_written(raw, full), separator=self._bs)
         full = self._checked_spelling(full, shown, "Invalid directory")
         if not self.rules.module.isabs(full):
             raise PathError(

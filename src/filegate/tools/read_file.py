@@ -119,6 +119,7 @@ class Window:
     from_end: bool = False  # numbered from the end (-1 = last line): the total is not known
     tail: bool = False
     not_reached: int | None = None  # the offset was not reached in time; lines passed on the way
+    cut_before: int = 0  # a tail: lines before the first one kept that the byte cap left out
 
 
 # A UTF-8 file up to this size, read from line 1, is read in one piece (the common small read:
@@ -242,6 +243,7 @@ def _tail(src: Source, want: int, n_lines: int, counting: PendingCount) -> Windo
     w.eof = limit >= len(starts)
     if _keep_tail(window, w, src):
         w.reason = "max_bytes"
+        w.cut_before = len(window) - len(w.lines)
     return w
 
 
@@ -362,30 +364,43 @@ def _why_it_stopped(
     eof: bool,
     next_offset: int | None,
 ) -> str:
-    """The one sentence saying why there are no more lines (Kimi's, or ours when we cut)."""
+    """Why there are no more lines: Kimi's sentence for the cap that stopped the read, and,
+    when the client's budget cut further, ours too (SPEC §4: every reason is named, so no
+    skipped line goes unmentioned)."""
     dropped = len(w.lines) - len(lines)
     if w.not_reached is not None:
         return (
             f" Line {params.line_offset} was not reached within the time limit"
             f" ({w.not_reached} lines were passed)."
         )
+    cap = ""
+    if w.reason == "max_lines":
+        cap = f" Max {MAX_LINES} lines reached."
+    elif w.reason == "max_bytes":
+        cap = f" Max {MAX_BYTES} bytes reached."
+    elif w.reason == "time":
+        cap = " Reading stopped at the time limit."
     if dropped and w.tail:
         a, b = w.lines[0][0], lines[0][0] - 1 if lines else w.lines[-1][0]
+        if w.cut_before:  # the byte cap left out lines before a: the way back starts there
+            a -= w.cut_before
+            cap = cap[:-1] + f" (lines {a} to {a + w.cut_before - 1} were left out)."
+            what = f"Lines {a + w.cut_before} to {b} did not fit this client's result budget"
+            return (
+                f"{cap} {what} ({budget} characters): read lines {a} to {b} with"
+                f" line_offset={a}, n_lines={b - a + 1}."
+            )
         return (
-            f" Lines {a} to {b} did not fit this client's result budget ({budget} characters):"
+            f"{cap} Lines {a} to {b} did not fit this client's result budget ({budget} characters):"
             f" read them with line_offset={a}, n_lines={b - a + 1}."
         )
     if dropped:
         return (
-            f" Max {budget} characters reached (this client's result budget);"
+            f"{cap} Max {budget} characters reached (this client's result budget);"
             f" continue with line_offset={next_offset}."
         )
-    if w.reason == "max_lines":
-        return f" Max {MAX_LINES} lines reached."
-    if w.reason == "max_bytes":
-        return f" Max {MAX_BYTES} bytes reached."
-    if w.reason == "time":
-        return " Reading stopped at the time limit."
+    if cap:
+        return cap
     if eof and len(lines) < params.n_lines:
         return " End of file reached."
     return ""
