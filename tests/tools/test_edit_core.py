@@ -190,3 +190,13 @@ def test_a_crlf_is_found_after_lone_crs_and_only_where_there_is_one(data: bytes,
     if crlf:
         out = apply_edits(data + b"X\r\nY\r\n", edits(("X\nY", "Z")), "f")
         assert (out.to_crlf, bytes(out.data)) == ([1], data + b"Z\r\n")
+
+
+def test_matches_sharing_a_line_are_counted_per_line_not_repeated() -> None:
+    # Issue 24.4: "at lines 1, 1, 1" read oddly; the count per line is said instead.
+    with pytest.raises(EditFailed) as caught:
+        apply_edits(b"x x x\ny\nx\n", edits(("x", "z")), "f")
+    assert "occurs 4 times in `f` (3 times on line 1, once on line 3)" in caught.value.message
+    with pytest.raises(EditFailed) as caught:
+        apply_edits(b"aaa\n", edits(("a", "b")), "f")
+    assert "occurs 3 times in `f` (3 times on line 1)" in caught.value.message

@@ -8,6 +8,7 @@ for the edit and back, which is lossless.
 from __future__ import annotations
 
 import difflib
+import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated
@@ -228,13 +229,23 @@ def _ambiguous(data: bytes, old: bytes, count: int, number: int, total: int, sho
         scanned = pos
         lines.append(line)
         pos = data.find(old, pos + len(old))
-    listed = ", ".join(map(str, lines)) + (", …" if count > len(lines) else "")
     return EditFailed(
         f"No replacements were made: {_which(number, total)} occurs {count} times in `{shown}` "
-        f"(at lines {listed}). Include more surrounding lines in `old` so that it matches exactly "
+        f"({_where(lines, count)}). Include more surrounding lines in `old` so that it matches exactly "
         "once, or set `replace_all` to true to replace every occurrence. Nothing was written.",
         brief="Ambiguous edit",
     )
+
+
+def _where(lines: list[int], count: int) -> str:
+    """Where the matches are: "at lines 1, 3, 5"; when several share a line, how many each
+    ("3 times on line 1, once on line 4"), so no line number is repeated."""
+    more = ", …" if count > len(lines) else ""
+    if len(set(lines)) == len(lines):
+        return "at lines " + ", ".join(map(str, lines)) + more
+    groups = [(line, len(list(same))) for line, same in itertools.groupby(lines)]
+    said = (f"once on line {line}" if n == 1 else f"{n} times on line {line}" for line, n in groups)
+    return ", ".join(said) + more
 
 
 def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
