@@ -79,7 +79,10 @@ async def test_output_is_capped_at_50000_characters_and_long_lines_cut(ws: Path,
     tree(ws, {"wide.txt": ("y" * 3000 + "\n") * 40})
     _, (out, msg), facts = await grep(ws, mode, pattern="y", output_mode="content", head_limit=0)
     assert len(out) <= 50_000
-    assert all(len(line) <= 2000 + len("[...truncated]") for line in out.splitlines())
+    # Marker included, as Kimi cuts (SPEC §4 Grep): a cut line is exactly 2,000 characters.
+    lines = out.splitlines()
+    assert all(len(line) <= 2000 for line in lines)
+    assert lines[0].endswith("[...truncated]") and len(lines[0]) == 2000
     assert "Output is truncated to fit in the message." in msg
 
 
@@ -637,3 +640,20 @@ async def test_a_case_variant_of_a_path_rule_is_left_out_up_front_and_counted(ws
     _, (out, msg), facts = await grep(ws, mode, pattern="token", output_mode="count_matches")
     assert out.rstrip("\n") == ".kube/notes.txt:1"
     assert "Skipped 1 sensitive file(s) (CONFIG)" in msg
+
+
+async def test_the_skip_sentence_names_only_secrets_within_the_callers_glob_and_type(
+    ws: Path, mode: str
+) -> None:
+    """Issue 24.5: sensitive files the caller's own `glob`/`type` left out are not "skipped";
+    those within scope are named whether or not they match (never only the matching ones)."""
+    tree(ws, {".env": "TOKEN=hunter2\n", "app.py": "TOKEN = 1\n", "certs/server.pem": "nothing\n",
+              "certs/notes.txt": "TOKEN\n"})  # fmt: skip
+    _, parts, facts = await grep(ws, mode, pattern="TOKEN", glob="*.py")
+    assert parts == ["app.py\n"]
+    _, parts, _ = await grep(ws, mode, pattern="TOKEN", type="py")
+    assert parts == ["app.py\n"]
+    _, parts, facts = await grep(ws, mode, pattern="TOKEN", glob="certs/**")
+    assert parts[0] == "certs/notes.txt\n" and "Skipped 1 sensitive file(s) (server.pem)" in parts[1]
+    _, parts, _ = await grep(ws, mode, pattern="TOKEN", glob="!*.py")
+    assert "Skipped 2 sensitive file(s) (.env, server.pem)" in parts[-1]

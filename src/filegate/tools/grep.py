@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -476,8 +477,15 @@ async def _watch_fifo(proc: Process, run: _RgRun, scope: anyio.CancelScope) -> N
             await anyio.sleep(grep_fifo.WATCH_EVERY_S)
 
 
+TRUNCATED = "[...truncated]"
+
+
 def _cut_line(line: str) -> str:
-    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "[...truncated]"
+    """A line over MAX_LINE_CHARS cut so that it is MAX_LINE_CHARS long, marker included
+    (Kimi's ToolResultBuilder cuts so)."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[: MAX_LINE_CHARS - len(TRUNCATED)] + TRUNCATED
 
 
 # A content row that stands between two groups of context lines ("--" when shown).
@@ -722,7 +730,7 @@ def _page_lines(parsed: _Parsed, params: GrepParams) -> tuple[Iterator[str], int
 
 
 def _fit_lines(lines: Iterable[str], room: int) -> list[str]:
-    """Whole lines (each cut at 2000 characters) while they fit in ``room`` characters."""
+    """Whole lines (each cut to 2000 characters, marker included) while they fit in ``room`` characters."""
     out: list[str] = []
     used = -1  # n lines take n - 1 line breaks
     for line in lines:
@@ -853,12 +861,44 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
                 "Grep timed out",
             )
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)
-        parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in ignores.sensitive] if ignores else []
+        in_scope = await _in_scope(rg, params, ignores.sensitive) if ignores else []
+        parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in in_scope]
     finally:
         target.close()
         if ignores is not None:
             ignores.close()
     return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
+
+
+async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:
+    """The sensitive files the search would have looked at: those the caller's own ``glob`` and
+    ``type`` let through (issue 24.5), all of them whether they match or not (what is said of
+    them never depends on their content, SPEC §2.6). rg itself decides, with the same filters,
+    over empty stand-ins of the same names in a scratch directory: explicit paths bypass rg's
+    filters, and rg's glob and type rules are rg's alone."""
+    if not sensitive or not (params.glob or params.type):
+        return list(sensitive)
+    with tempfile.TemporaryDirectory(prefix="filegate-scope-") as scratch:
+        for rel in sensitive:
+            stand_in = os.path.join(scratch, rel)
+            os.makedirs(os.path.dirname(stand_in), exist_ok=True)
+            with open(stand_in, "wb"):
+                pass
+        args = [rg, "--no-config", "--files", "--hidden", "--no-ignore", "--null"]
+        if params.glob:
+            args += ["--glob", params.glob]
+        for vcs in VCS_DIRS:
+            args += ["--glob", f"!{vcs}"]
+        if params.type:
+            args += ["--type", params.type]
+        try:
+            done = await anyio.run_process([*args, "--", "."], cwd=scratch, check=False)
+        except OSError:
+            return list(sensitive)  # rg could not start: say every one rather than none
+        if done.returncode not in (0, 1):
+            return list(sensitive)
+    found = {os.fsdecode(name).removeprefix("./") for name in done.stdout.split(b"\0") if name}
+    return [rel for rel in sensitive if rel in found]
 
 
 def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsafe_ignores: int) -> Outcome:
