@@ -36,6 +36,14 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
+@pytest.fixture
+def read_guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For tests of something other than the read guard (tests/tools/test_read_guard.py) that
+    write files they never read: every server they start (in memory, stdio, HTTP) runs with
+    --read-guard off, through FILEGATE_READ_GUARD. Use: pytest.mark.usefixtures("read_guard_off")."""
+    monkeypatch.setenv("FILEGATE_READ_GUARD", "off")
+
+
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -86,8 +94,9 @@ async def call(client: Client[Any], tool: str, **args: Any) -> Any:
 def stdio_transport(workdir: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
     """The installed `filegate` console script as a stdio subprocess (the SDK passes it only a
     few variables: FILEGATE_FAST_LANE is handed on, so CI can run these with the lane off)."""
-    if "FILEGATE_FAST_LANE" in os.environ:
-        env = {"FILEGATE_FAST_LANE": os.environ["FILEGATE_FAST_LANE"], **(env or {})}
+    for handed_on in ("FILEGATE_FAST_LANE", "FILEGATE_READ_GUARD"):
+        if handed_on in os.environ:
+            env = {handed_on: os.environ[handed_on], **(env or {})}
     return StdioTransport(
         FILEGATE, ["--workdir", str(workdir), *extra], env=env, cwd=str(workdir), keep_alive=False
     )

@@ -99,6 +99,11 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="do not offer WriteFile and StrReplaceFile",
     )
     a(
+        "--read-guard",
+        choices=("on", "off"),
+        help="on (default): edits and overwrites need a ReadFile of the file since it last changed",
+    )
+    a(
         "--client",
         choices=get_args(ClientPreset),
         help="result-budget preset (default: from the client's name)",

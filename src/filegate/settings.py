@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     log_level: LogLevel = "WARNING"
     approval: ApprovalMode = "ask"
     read_only: bool = False
+    # Edits and overwrites need a ReadFile of the file since it last changed (SPEC §4).
+    read_guard: bool = True
     client: ClientPreset | None = None
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)

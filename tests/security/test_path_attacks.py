@@ -40,6 +40,9 @@ from tests.security.attack import (
     snapshot,
 )
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 Call = tuple[str, dict[str, Any]]
 READERS = {"ReadFile", "ReadMediaFile", "Grep"}  # tools Kimi's rule lets read absolute paths outside
 # Texts that only an unhandled exception produces.

@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import call, connect, text, texts
+
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
 
 
 def _make(ws: Path, name: bytes, content: bytes) -> bytes:

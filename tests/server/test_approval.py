@@ -19,6 +19,9 @@ from mcp.types import InputRequiredResult
 
 from tests.conftest import FILEGATE, call, connect, http_server, make_server, text
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 REJECTED = (
     "The tool call is rejected by the user. Stop what you are doing and wait for the user to "
     "tell you how to proceed."
@@ -450,6 +453,7 @@ async def test_stdio_subprocess_approved_writes_one_session_and_the_stderr_log(
     args = ["--workdir", str(ws)]
     transport = StdioTransport(FILEGATE, args, cwd=str(ws), keep_alive=False, log_file=log_path)
     async with Client(transport, mode=mode, elicitation_handler=answers) as c:
+        await call(c, "ReadFile", path="a.txt")  # its own server: read before the edit
         r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "two", "new": "TWO"})
         assert not r.is_error, text(r)
         r = await call(c, "WriteFile", path="b.txt", content="12345")

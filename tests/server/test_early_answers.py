@@ -29,6 +29,9 @@ from filegate.server.early_data import (
 from filegate.settings import Settings
 from tests.conftest import FILEGATE, stdio_transport, text
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 DATA = json.loads(early.DATA.read_text(encoding="utf-8"))
 STALE = "src/filegate/server/early_answers.json is out of date: run .venv/bin/python -m filegate.server.early_data"
 REPLY_TIMEOUT_S = 60.0

@@ -104,9 +104,16 @@ def wait_until(predicate: Any, timeout: float, step: float = 0.05) -> bool:
     return bool(predicate())
 
 
+def _guard_flags() -> list[str]:
+    """The read_guard_off fixture's FILEGATE_READ_GUARD as a flag: the SDK's stdio transport
+    and the zygote (started once, before the fixture) do not pass the variable on."""
+    value = os.environ.get("FILEGATE_READ_GUARD")
+    return ["--read-guard", value] if value else []
+
+
 def stdio_server(workdir: Path, *flags: str, grep_timeout: float | None = None, **kw: Any) -> StdioTransport:
     """A stdio transport for the installed filegate (or the low-timeout launcher)."""
-    args = ["--workdir", str(workdir), *flags]
+    args = ["--workdir", str(workdir), *_guard_flags(), *flags]
     if grep_timeout is None:
         return StdioTransport(FILEGATE, args, cwd=str(workdir), keep_alive=False, **kw)
     launcher = ["-c", LOW_TIMEOUT_LAUNCHER, str(grep_timeout), *args]
@@ -305,7 +312,7 @@ class Zygote:
         os.mkfifo(fin)
         os.mkfifo(fout)
         req = {"stdin": str(fin), "stdout": str(fout), "stderr": str(self.dir / "stderr.log"),
-               "cwd": str(workdir), "args": ["--workdir", str(workdir), *flags],
+               "cwd": str(workdir), "args": ["--workdir", str(workdir), *_guard_flags(), *flags],
                "no_tmpfile": no_tmpfile}  # fmt: skip
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(req) + "\n").encode())

@@ -23,6 +23,9 @@ from tests.server.served import inspector_command, inspector_missing
 from tests.stress.procs import http_server, status
 from tests.tooling import tool_missing
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 # The Inspector's --load: calls and concurrency by default, and in the slow variant (the issue's).
 LOAD_CALLS, LOAD_CONCURRENCY = 200, 50
 SLOW_LOAD_CALLS = 20_000

@@ -25,7 +25,8 @@ from tests.stress.procs import rg_children, server_pid, status, stdio_server, wa
 from tests.tooling import tool_missing
 
 # One event loop for the module: the shared server (a subprocess and its client) lives in it.
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# Writes here are about exhaustion, not the read guard (tests/tools/test_read_guard.py).
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("read_guard_off")]
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -181,6 +182,8 @@ async def _huge_file_calls(server: Server, room: str, size: int) -> None:
 async def test_ten_gib_sparse_file_is_refused_by_size_before_any_read(server: Server, room: str) -> None:
     sparse_text(server.ws / room / "ten.txt", 10 * GIB)
     path = f"{room}/ten.txt"
+    # The module's server started before read_guard_off: a one-line window satisfies its guard.
+    assert not (await server.call("ReadFile", path=path, n_lines=1)).is_error
     for tool, args, expect in [
         ("ReadMediaFile", {"path": path}, "exceeds the max 100MB"),
         ("StrReplaceFile", {"path": path, "edit": {"old": "a line", "new": "b"}}, "at most"),

@@ -26,6 +26,9 @@ from mcp.types import InputRequiredResult, ListRootsResult
 from tests.conftest import connect, make_server, text
 from tests.stress.procs import Zygote, http_server, rg_processes, wait_until
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 # Hang guards (not timings): how long a vanished client's leftovers may take to go, well under
 # Grep's 20 s timeout where the point is that they go *because* the client went.
 GONE_S = 10.0

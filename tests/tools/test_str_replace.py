@@ -8,7 +8,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import call, connect, text, texts
+
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
 
 
 async def edit(ws: Path, mode: str, path: str, edits: Any, **kw: Any) -> Any:

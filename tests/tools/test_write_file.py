@@ -17,6 +17,9 @@ from fastmcp.client.transports import StdioTransport
 from tests.conftest import FILEGATE, call, connect, text, texts
 from tests.tooling import needs
 
+# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
 
 def leftovers(d: Path) -> list[str]:
     """Temp files a write could have left behind in ``d``."""
@@ -227,6 +230,7 @@ async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto"
     transport = StdioTransport("sh", ["-c", command], cwd=str(ws), keep_alive=False)
     async with Client(transport) as c:
+        await call(c, "ReadFile", path="a.txt")  # its own server: read before the overwrite
         r = await call(c, "WriteFile", path="a.txt", content="z" * 200_000)
         ok = await call(c, "WriteFile", path="small.txt", content="fits\n")
     assert r.is_error and "file size limit" in text(r) and "Nothing was written." in text(r)

@@ -38,7 +38,7 @@ from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, Inpu
 from filegate.policy.escape import escape, escape_log
 from filegate.server.call import CallContext, InputRequired
 from filegate.settings import Settings
-from filegate.tools.diffing import plural
+from filegate.tools.diffing import change_summary
 from filegate.tools.outcome import Decision, Route, WriteRequest
 
 log = logging.getLogger("filegate")
@@ -149,14 +149,8 @@ def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
             "The diff is hidden because the file is sensitive: its content, size and line "
             "counts are not shown. Below is the change as the model asked for it."
         )
-    elif request.created:
-        lines.append(f"New file: {plural(request.new_size, 'byte')}, {plural(request.new_lines, 'line')}.")
-    else:
-        lines.append(
-            f"Size: {request.old_size} → {request.new_size} bytes "
-            f"({request.new_size - request.old_size:+d}); lines: {request.old_lines} → "
-            f"{request.new_lines} ({request.new_lines - request.old_lines:+d})."
-        )
+    else:  # the same sentence a dry_run preview says
+        lines.append(change_summary(request))
     lines.extend(request.notes)
     return "\n".join([*lines, "", request.diff])
 

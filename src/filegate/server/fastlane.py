@@ -359,6 +359,7 @@ class FastLane:
                 media_part_budget=media_part_budget_for(runtime.settings, client),
                 image_max_side=runtime.settings.image_max_side,
                 client=client,
+                reads=runtime.reads_for(None),  # a ReadFile here counts for the write guard
             )
             outcome = await tool.handler(params, env)
             if events(tool.name, outcome):

@@ -20,6 +20,7 @@ from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
+from filegate.tools.readguard import PROCESS_CAPACITY, ReadLedger
 
 log = logging.getLogger("filegate")
 
@@ -112,6 +113,12 @@ class SessionRuntime:
         self._roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         # Which write classes each session approved "for this session" (see approval.py).
         self.approvals = SessionApprovals()
+        # What was read (tools/readguard.py): per handshake-era session, weakly keyed on its
+        # connection; one ledger for a stdio process (one client) and for every 2026-07-28
+        # client of this process (no session: SPEC §4 "reads by any client ... count").
+        self._reads: weakref.WeakKeyDictionary[Any, ReadLedger] = weakref.WeakKeyDictionary()
+        scope = "in this session" if settings.transport == "stdio" else "through this server"
+        self.process_reads = ReadLedger(scope, PROCESS_CAPACITY)
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen).
@@ -154,6 +161,18 @@ class SessionRuntime:
         self._roots.pop(connection, None)
         self._roots_generation[connection] = self._roots_generation.get(connection, 0) + 1
 
+    def reads_for(self, call: CallContext | None) -> ReadLedger | None:
+        """The read ledger of this call's session (None: --read-guard off). ``None`` for
+        the call: the stdio fast lane, which serves the process's one client."""
+        if not self.settings.read_guard:
+            return None
+        if call is None or call.modern or call.transport == "stdio":
+            return self.process_reads
+        ledger = self._reads.get(call.connection)
+        if ledger is None:
+            ledger = self._reads[call.connection] = ReadLedger("in this session")
+        return ledger
+
     async def env_for(self, call: CallContext) -> ToolEnv:
         workspace = await self.workspace_for(call)
         return ToolEnv(
@@ -164,6 +183,7 @@ class SessionRuntime:
             media_part_budget=media_part_budget_for(self.settings, call.client_name),
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
+            reads=self.reads_for(call),
         )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape_log, escape_text, has_unsafe_text
+from filegate.tools.outcome import WriteRequest
 
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
 MAX_DIFF_LINES = 80
@@ -266,6 +267,18 @@ def _one_sided(
 def plural(n: int, word: str) -> str:
     """``1 line``, ``2 lines``."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def change_summary(request: WriteRequest) -> str:
+    """The size and line counts of a change, as the approval question and a dry_run preview
+    both say them (not for a sensitive file: nothing about it is told, SPEC §2.6)."""
+    if request.created:
+        return f"New file: {plural(request.new_size, 'byte')}, {plural(request.new_lines, 'line')}."
+    return (
+        f"Size: {request.old_size} → {request.new_size} bytes "
+        f"({request.new_size - request.old_size:+d}); lines: {request.old_lines} → "
+        f"{request.new_lines} ({request.new_lines - request.old_lines:+d})."
+    )
 
 
 def _summary(first: int, old_lines: int, new_lines: int) -> Diff:

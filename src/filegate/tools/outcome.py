@@ -8,6 +8,7 @@ from typing import Literal, Protocol
 
 from filegate.errors import Refusal
 from filegate.policy.workspace import Workspace
+from filegate.tools.readguard import ReadLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,3 +160,5 @@ class ToolEnv:
     media_part_budget: int | None = None
     image_max_side: int = 2048
     client: str = ""  # the client's own name (clientInfo.name), for the write log
+    # What this session has read (SPEC §4 "Read before you change it"); None: the guard is off.
+    reads: ReadLedger | None = None

@@ -31,6 +31,7 @@ from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import PathError, ResolvedPath, Workspace
 from filegate.tools.describe import load_description
 from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.readguard import ReadLedger, identity_of
 
 # Kimi's limits (read.py): lines per call, bytes of emitted text per call, characters a line.
 MAX_LINES = 1000
@@ -413,27 +414,44 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
     cancel = threading.Event()
     try:
         return await anyio.to_thread.run_sync(
-            _resolve_and_read, params, env.workspace, env.result_budget, cancel, abandon_on_cancel=True
+            _resolve_and_read,
+            params,
+            env.workspace,
+            env.result_budget,
+            cancel,
+            env.reads,
+            abandon_on_cancel=True,
         )
     finally:
         cancel.set()
 
 
 def _resolve_and_read(
-    params: ReadFileParams, workspace: Workspace, budget: int, cancel: threading.Event
+    params: ReadFileParams,
+    workspace: Workspace,
+    budget: int,
+    cancel: threading.Event,
+    reads: ReadLedger | None = None,
 ) -> Outcome:
     try:
-        return _read(params, workspace.resolve_for_read(params.path), budget, cancel)
+        return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads)
     except PathError as exc:
         return Outcome.from_path_error(exc)
 
 
-def _read(params: ReadFileParams, rp: ResolvedPath, budget: int, cancel: threading.Event) -> Outcome:
+def _read(
+    params: ReadFileParams,
+    rp: ResolvedPath,
+    budget: int,
+    cancel: threading.Event,
+    reads: ReadLedger | None = None,
+) -> Outcome:
     fd = open_regular(rp)
     try:
         header = pread(fd, SNIFF_BYTES, 0)
         _check_readable_text(rp, header)
-        src = Source(fd, os.fstat(fd), detect_codec(header), Scan.start(cancel=cancel))
+        st = os.fstat(fd)
+        src = Source(fd, st, detect_codec(header), Scan.start(cancel=cancel))
         try:
             window = _window(src, params.line_offset, params.n_lines)
         except ReadCancelled:
@@ -442,6 +460,8 @@ def _read(params: ReadFileParams, rp: ResolvedPath, budget: int, cancel: threadi
             return Outcome.error(
                 f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
             )
+        if reads is not None:  # any window counts: the file as it was when opened was read
+            reads.saw(rp.real, identity_of(st))
         return _format(params, window, budget)
     finally:
         os.close(fd)

@@ -70,6 +70,8 @@ class StrReplaceFileParams(BaseModel):
         ),
     ]
 
+    dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+
     @property
     def edits(self) -> list[Edit]:
         return self.edit if isinstance(self.edit, list) else [self.edit]
@@ -393,8 +395,16 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         arguments=params.model_dump(),
         done=lambda written: _success(params, rp, written),
         must_exist=True,
+        guarded=True,
+        dry_run=params.dry_run,
+        would=lambda applied: (
+            f"Would apply {len(edits)} edit(s) with {applied.replacements} total replacement(s)."
+        ),
     )
-    return await run_write(job, env)
+    outcome = await run_write(job, env)
+    if params.dry_run and not outcome.is_error:  # the facts of a write that did not happen
+        outcome.structured = StrReplaceFileFacts(path=rp.shown, edits=len(edits)).model_dump()
+    return outcome
 
 
 def _numbers(numbers: list[int]) -> str:

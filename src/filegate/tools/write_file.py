@@ -49,6 +49,7 @@ class WriteFileParams(BaseModel):
         bool,
         Field(description="Create missing parent directories (after approval)."),
     ] = False
+    dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -70,8 +71,13 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         notes=_notes(rp, params.create_dirs),
         done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
+        guarded=params.mode == "overwrite",
+        dry_run=params.dry_run,
     )
-    return await run_write(job, env)
+    outcome = await run_write(job, env)
+    if params.dry_run and not outcome.is_error:  # the facts of a write that did not happen
+        outcome.structured = WriteFileFacts(path=rp.shown, mode=params.mode).model_dump()
+    return outcome
 
 
 def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:

@@ -28,14 +28,15 @@ from typing import Generic, Literal, TypeVar
 
 import anyio
 
-from filegate.errors import Refusal
+from filegate.errors import Refusal, WriteError
 from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.diffing import Diff, plural, unified_diff
+from filegate.tools.diffing import Diff, change_summary, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
+from filegate.tools.readguard import Identity, ReadLedger, identity_of, refusal
 
 # An edit holds the old and the new bytes at once (plus the diff's slices); this bounds it.
 MAX_FILE_BYTES = 128 << 20
@@ -170,6 +171,13 @@ class WriteJob(Generic[T]):
     # When the change leaves the file as it was: the result, without a question (not for
     # a sensitive file, whose equality is not told). None: write anyway.
     unchanged: Callable[[int], Outcome] | None = None
+    # The change replaces what the model must have seen (an edit, an overwrite): an existing
+    # file must have been read since it last changed (tools/readguard.py).
+    guarded: bool = False
+    # A preview (dry_run): the diff and counts a question would show; nothing written or asked.
+    dry_run: bool = False
+    # What the tool's own result would count, said in a preview ("Would apply 2 edit(s) ...").
+    would: Callable[[T], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +197,16 @@ class _Prepared(Generic[T]):
     diff: Diff
     request: WriteRequest
     extra: list[str] = field(default_factory=list)
+    # The model knows the file's content before the change (it read it, or there was none),
+    # so it knows it after: the written file then counts as read.
+    known: bool = False
 
 
 async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
     """The whole route of a write, to the tool's result (``job.done``) or the refusal."""
     try:
+        if job.dry_run:
+            return await _preview(job, env)
         written = await (_write_sensitive(job, env) if job.rp.sensitive else _write_ordinary(job, env))
         return written if isinstance(written, Outcome) else job.done(written)
     except Refusal as exc:
@@ -226,11 +239,44 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
         return await _finish(job, env, prepared, decision)
 
 
+PREVIEW = "Preview (dry_run): nothing was written and nothing was asked."
+
+
+async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
+    """dry_run: the diff and the counts the approval question would show, and nothing else
+    happens. A sensitive file is not even opened: the preview says what its question would,
+    the change as the model asked for it, and nothing about the file (SPEC §2.6)."""
+    rp = job.rp
+    if rp.sensitive:
+        return Outcome(
+            output=job.requested,
+            message=f"{PREVIEW} `{rp.shown}` is sensitive, so nothing about its content, size or "
+            "lines is shown before a write to it is approved; above is the change as requested.",
+        )
+    async with PATH_LOCKS.hold(rp.real):
+        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env), abandon_on_cancel=True)
+        if isinstance(prepared, Outcome):  # the file already has this content
+            same = f"`{rp.shown}` already has this content: the write would change nothing."
+            return Outcome(message=f"{PREVIEW} {same}")
+        request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+    action = "create" if request.created else "change"
+    parts = [PREVIEW, f"{job.tool} would {action} `{request.shown}`.", change_summary(request)]
+    if job.would is not None:
+        parts.append(job.would(prepared.change.facts))
+    parts += request.notes
+    return Outcome(output=request.diff, message=" ".join(parts))
+
+
 def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
     """Load, transform and diff (blocking: runs in a worker thread). The request it gives is
     enough to settle the write without a question; :func:`_described` completes it for one."""
     rp = job.rp
+    if job.guarded and env.reads is not None:  # before the load: a 10 GiB file is not read for it
+        st = stat_target(rp)
+        if st is not None:
+            _guard(job, env.reads, identity_of(st))
     current = load_current(rp, must_exist=job.must_exist)
+    known = current.data is None or _guard(job, env.reads, _identity(current.snapshot))
     change = job.transform(current.data)
     if job.unchanged is not None and change.new == current.data:  # 50 MB compared only if needed
         return job.unchanged(len(change.new))
@@ -254,7 +300,24 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
         created=current.data is None,
         notes=(*job.notes, *change.notes),
     )
-    return _Prepared(current, change, diff, request)
+    return _Prepared(current, change, diff, request, known=known)
+
+
+def _identity(snapshot: Snapshot) -> Identity:
+    return (snapshot.dev, snapshot.ino, snapshot.size, snapshot.mtime_ns, snapshot.ctime_ns)
+
+
+def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity) -> bool:
+    """Read before you change it: refuse a guarded change of an existing file this session has
+    not read as it is now (WriteError). Whether the model has seen the file as it is."""
+    if reads is None:
+        return False
+    verdict = reads.verdict(job.rp.real, identity)
+    if job.guarded and verdict != "read":
+        action = "edit" if job.tool == "StrReplaceFile" else "overwrite"
+        brief = "File changed since read" if verdict == "changed" else "File not read"
+        raise WriteError(refusal(verdict, job.rp.shown, reads.scope, action), brief)
+    return verdict == "read"
 
 
 def _described(prepared: _Prepared[T]) -> WriteRequest:
@@ -282,7 +345,8 @@ async def _finish(
     if not decision.approved:
         _log_refusal(job, env, decision)
         return Outcome.error(decision.message, "Rejected by user")
-    size = await _replace(job, env, prepared.change.new, prepared.current.snapshot, decision)
+    known = env.reads if prepared.known else None
+    size = await _replace(job, env, prepared.change.new, prepared.current.snapshot, decision, known)
     return Written(size, prepared.current.data is None, prepared.diff, decision.route, prepared.change.facts)
 
 
@@ -337,13 +401,26 @@ def _digest(tool: str, arguments: dict[str, object]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def _replace(job: WriteJob[T], env: ToolEnv, new: Content, expect: Snapshot, decision: Decision) -> int:
+async def _replace(
+    job: WriteJob[T],
+    env: ToolEnv,
+    new: Content,
+    expect: Snapshot,
+    decision: Decision,
+    reads: ReadLedger | None = None,
+) -> int:
+    """Write ``new`` over ``expect``; with ``reads``, the written file counts as read there."""
     rp = job.rp
+
+    def write() -> int:
+        size = replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
+        if reads is not None:  # under the file's lock: no write of ours comes between
+            reads.saw(rp.real, identity_of(os.stat(rp.real)))
+        return size
+
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
-    size = await anyio.to_thread.run_sync(
-        lambda: replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
-    )
+    size = await anyio.to_thread.run_sync(write)
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
         job.tool,
