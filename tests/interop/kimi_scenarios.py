@@ -44,6 +44,8 @@ def build_tree(root: Path) -> None:
         "long.txt": "".join(f"line {i}\n" for i in range(1, 1501)).encode(),
         "wide.txt": b"short\n" + b"x" * 2500 + b"\nend\n",
         "big.txt": "".join(f"{i:05d} " + "y" * 150 + "\n" for i in range(1, 1201)).encode(),
+        # 122 lines of 1,001 bytes: a tail of all of them meets the byte cap and the budget.
+        "wide122.txt": "".join(f"{i:04d}" + "w" * 996 + "\n" for i in range(1, 123)).encode(),
         "tabs.txt": b"col1\tcol2\n\tindented\n",
         "dup.txt": b"foo\nbar\nfoo\nbaz\nfoo\n",
         "edit1.txt": b"alpha\nbeta\ngamma\n",
@@ -130,6 +132,8 @@ def scenarios(root: Path) -> list[Scenario]:
     add("ReadFile", path="wide.txt")
     add("ReadFile", path="big.txt")
     add("ReadFile", path="big.txt", line_offset=600)
+    # Issue 24.1 (SPEC §4 ReadFile: every reason named): the byte cap and the budget both cut.
+    add("ReadFile", path="wide122.txt", line_offset=-122)
     add("ReadFile", path="missing.txt")
     add("ReadFile", path="src")
     add("ReadFile", path="")
@@ -233,8 +237,12 @@ def scenarios(root: Path) -> list[Scenario]:
     add("Grep", pattern="line 14\\d\\d", path="long.txt", output_mode="count_matches")
     add("Grep", pattern="y{150}", path="big.txt", output_mode="content", head_limit=3)
     add("Grep", pattern="TODO", output_mode="content", **{"-C": 5})
+    # Issue 24.3 (SPEC §4 Grep: lines <= 2,000 characters, marker included, as Kimi cuts).
+    add("Grep", pattern="x{100}", output_mode="content")
 
     # --- WriteFile --------------------------------------------------------------------------
+    # SPEC §4 "Read before you change it": these create or append (no read needed); the
+    # overwrites of new1.txt follow a ReadFile of it, and then its own write.
     add("WriteFile", path="new1.txt", content="fresh file\n")
     add("ReadFile", path="new1.txt")
     add("WriteFile", path="new1.txt", content="more\n", mode="append")
@@ -258,35 +266,48 @@ def scenarios(root: Path) -> list[Scenario]:
     add("Grep", pattern="fresh|replaced|absolute", output_mode="content")
 
     # --- StrReplaceFile ---------------------------------------------------------------------
+    # SPEC §4 "Read before you change it": filegate (--client kimi keeps the guard on) refuses an
+    # edit of a file not read, so every file is read before its first edit (Kimi CLI 1.51 has no
+    # such rule, so the reads change nothing there). Later edits follow edits (a write counts as
+    # a read). a.txt is edited by absolute path after the ReadFile of a.txt at the top.
+    add("ReadFile", path="edit1.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="edit1.txt", edit={"old": "beta", "new": "BETA"})
     add("ReadFile", path="edit1.txt")
     add("StrReplaceFile", path="edit1.txt", edit=[{"old": "alpha", "new": "A"}, {"old": "gamma", "new": "G"}])
     add("ReadFile", path="edit1.txt")
+    add("ReadFile", path="edit2.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="edit2.txt", edit={"old": "one", "new": "1", "replace_all": True})
     add("ReadFile", path="edit2.txt")
     add("StrReplaceFile", path="edit2.txt", edit={"old": "two", "new": "2"})
     add("StrReplaceFile", path="edit2.txt", edit={"old": "absent", "new": "x"})
     add("StrReplaceFile", path="edit2.txt", edit={"old": "", "new": "x"})
     add("StrReplaceFile", path="edit2.txt", edit={"old": "1", "new": "1"})
+    add("ReadFile", path="edit3.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="edit3.txt", edit={"old": "x = 1\ny = 2", "new": "x = 10\ny = 20"})
     add("ReadFile", path="edit3.txt")
     add("StrReplaceFile", path="edit3.txt", edit={"old": "y = 20", "new": "y = 21"})
+    add("ReadFile", path="edit4.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="edit4.txt", edit={"old": "change me", "new": "changed"})
     add("StrReplaceFile", path="edit4.txt", edit=[{"old": "keep", "new": "K", "replace_all": True}])
     add("ReadFile", path="edit4.txt")
+    add("ReadFile", path="edit5.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="edit5.txt", edit=[{"old": "a", "new": "A"}, {"old": "zzz", "new": "Z"}])
     add("ReadFile", path="edit5.txt")
     add("StrReplaceFile", path="missing.txt", edit={"old": "a", "new": "b"})
     add("StrReplaceFile", path="src", edit={"old": "a", "new": "b"})
     add("StrReplaceFile", path="", edit={"old": "a", "new": "b"})
     add("StrReplaceFile", path="../outside/o.txt", edit={"old": "outside", "new": "x"})
+    add("ReadFile", path="bad.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="bad.txt", edit={"old": "second", "new": "2nd"})
     add("ReadFile", path="bad.txt")
+    add("ReadFile", path="bom.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="bom.txt", edit={"old": "next", "new": "NEXT"})
     add("ReadFile", path="bom.txt")
+    add("ReadFile", path="dup.txt")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="dup.txt", edit={"old": "foo", "new": "FOO"})
     add("StrReplaceFile", path="dup.txt", edit={"old": "foo", "new": "FOO", "replace_all": True})
     add("ReadFile", path="dup.txt")
+    add("ReadFile", path="src/pkg/mod.py")  # read before you change it (SPEC §4)
     add("StrReplaceFile", path="src/pkg/mod.py", edit={"old": "a + b", "new": "b + a"})
     add("Grep", pattern="b \\+ a", output_mode="content")
     add("StrReplaceFile", path=str(w / "a.txt"), edit={"old": "world", "new": "there"})

@@ -76,8 +76,10 @@ DIFFERENCES: dict[str, str] = {
     'StrReplaceFile {"edit": {"new": "x", "old": ""}, "path": "edit2.txt"}': "fix: SPEC §4 StrReplaceFile — an empty `old` is refused (Kimi inserts `new` at the start)",
     'StrReplaceFile {"edit": {"new": "1", "old": "1"}, "path": "edit2.txt"}': "fix: SPEC §4 StrReplaceFile — `old == new` is refused as a no-op (Kimi: 'not found')",
     'StrReplaceFile {"edit": [{"new": "A", "old": "a"}, {"new": "Z", "old": "zzz"}], "path": "edit5.txt"}': "fix: SPEC §4 StrReplaceFile — an edit that matches nothing fails the whole call, nothing written (Kimi applies the rest)",
-    'ReadFile {"path": "edit5.txt"}': "follows from 160: filegate wrote nothing, Kimi applied the first edit",
+    'ReadFile {"path": "edit5.txt"} #2': "follows from the edit5.txt edit before it: filegate wrote nothing, Kimi applied the first edit",
     'ReadFile {"path": "bom.txt"} #2': "fix: SPEC §3 — a UTF-8 BOM marks the encoding; it is not shown as a U+FEFF character",
+    'ReadFile {"path": "bom.txt"} #3': "fix: SPEC §3 — a UTF-8 BOM marks the encoding; it is not shown as a U+FEFF character",
+    'ReadFile {"line_offset": -122, "path": "wide122.txt"}': "fix: SPEC §4 ReadFile (fits the client; every reason named) — fewer whole lines so the summary survives Kimi's 100,000-character cut, and the summary names both cuts: lines 1-20 by the 102400-byte cap (Kimi's sentence) and the next ones by the budget",
     'StrReplaceFile {"edit": {"new": "FOO", "old": "foo"}, "path": "dup.txt"}': "fix: SPEC §4 StrReplaceFile — an `old` found more than once without replace_all is refused with the count and lines (Kimi edits the first)",
     'StrReplaceFile {"edit": {"new": "FOO", "old": "foo", "replace_all": true}, "path": "dup.txt"}': "follows from 170: Kimi's earlier edit left one `foo` fewer, so replace_all counts 2 there and 3 here",
 }

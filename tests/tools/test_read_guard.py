@@ -46,6 +46,9 @@ async def test_an_edit_or_overwrite_of_a_file_never_read_is_refused_naming_the_r
         r = await call(c, "WriteFile", path="a.txt", content="new\n")
         assert r.is_error and text(r) == NOT_READ.format(scope="in this session", action="overwrite")
         assert (ws / "a.txt").read_text() == "one\ntwo\n"
+        (ws / "d").mkdir()  # not a file: that is the error, not the guard's
+        r = await call(c, "StrReplaceFile", path="d", edit=EDIT)
+        assert r.is_error and text(r) == "`d` is not a file."
         # A one-line window is a read; then edits follow edits (a write counts as a read).
         assert not (await call(c, "ReadFile", path="a.txt", n_lines=1)).is_error
         assert not (await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)).is_error

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
@@ -273,7 +274,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
     rp = job.rp
     if job.guarded and env.reads is not None:  # before the load: a 10 GiB file is not read for it
         st = stat_target(rp)
-        if st is not None:
+        if st is not None and stat.S_ISREG(st.st_mode):  # not a file: load_current says so
             _guard(job, env.reads, identity_of(st))
     current = load_current(rp, must_exist=job.must_exist)
     known = current.data is None or _guard(job, env.reads, _identity(current.snapshot))
