@@ -79,6 +79,7 @@ DIFFERENCES: dict[str, str] = {
     'ReadFile {"path": "edit5.txt"} #2': "follows from the edit5.txt edit before it: filegate wrote nothing, Kimi applied the first edit",
     'ReadFile {"path": "bom.txt"} #2': "fix: SPEC §3 — a UTF-8 BOM marks the encoding; it is not shown as a U+FEFF character",
     'ReadFile {"path": "bom.txt"} #3': "fix: SPEC §3 — a UTF-8 BOM marks the encoding; it is not shown as a U+FEFF character",
+    'Grep {"output_mode": "content", "pattern": "x{100}"}': "fix: SPEC §4 Grep — both cut the line to 2,000 characters with [...truncated] included (issue 24.3), but filegate's path has no `./`, so its 2,000 hold two more characters of the line",
     'ReadFile {"line_offset": -122, "path": "wide122.txt"}': "fix: SPEC §4 ReadFile (fits the client; every reason named) — fewer whole lines so the summary survives Kimi's 100,000-character cut, and the summary names both cuts: lines 1-20 by the 102400-byte cap (Kimi's sentence) and the next ones by the budget",
     'StrReplaceFile {"edit": {"new": "FOO", "old": "foo"}, "path": "dup.txt"}': "fix: SPEC §4 StrReplaceFile — an `old` found more than once without replace_all is refused with the count and lines (Kimi edits the first)",
     'StrReplaceFile {"edit": {"new": "FOO", "old": "foo", "replace_all": true}, "path": "dup.txt"}': "follows from 170: Kimi's earlier edit left one `foo` fewer, so replace_all counts 2 there and 3 here",

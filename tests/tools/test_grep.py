@@ -83,6 +83,9 @@ async def test_output_is_capped_at_50000_characters_and_long_lines_cut(ws: Path,
     lines = out.splitlines()
     assert all(len(line) <= 2000 for line in lines)
     assert lines[0].endswith("[...truncated]") and len(lines[0]) == 2000
+    # One long line cut, nothing else: Kimi's sentence says the output was cut.
+    _, (out, msg), _ = await grep(ws, mode, pattern="y", output_mode="content", head_limit=1)
+    assert len(out) == 2000 and msg.endswith("Output is truncated to fit in the message.")
     assert "Output is truncated to fit in the message." in msg
 
 

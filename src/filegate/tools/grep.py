@@ -729,17 +729,20 @@ def _page_lines(parsed: _Parsed, params: GrepParams) -> tuple[Iterator[str], int
     return (_format_row(r, params.line_number) for r in rows), length
 
 
-def _fit_lines(lines: Iterable[str], room: int) -> list[str]:
-    """Whole lines (each cut to 2000 characters, marker included) while they fit in ``room`` characters."""
+def _fit_lines(lines: Iterable[str], room: int) -> tuple[list[str], bool]:
+    """Whole lines (each cut to 2000 characters, marker included) while they fit in ``room``
+    characters, and whether any of them was cut."""
     out: list[str] = []
     used = -1  # n lines take n - 1 line breaks
-    for line in lines:
-        line = _cut_line(line)
+    cut_any = False
+    for whole in lines:
+        line = _cut_line(whole)
         if used + len(line) + 1 > room:
             break
+        cut_any = cut_any or line is not whole
         out.append(line)
         used += len(line) + 1
-    return out
+    return out, cut_any
 
 
 def _unreadable(stderr: bytes) -> int:
@@ -936,8 +939,9 @@ def _result(parsed: _Parsed, params: GrepParams, env: ToolEnv, run: _RgRun, unsa
     # fewer whole lines, and the summary with where to continue always whole.
     reserve = len(_join(lead + notes)) + 200  # room for the sentences still to come
     room = min(MAX_OUTPUT_CHARS, env.result_budget - reserve)
-    shown = _fit_lines(page, max(room, 0))
-    cut = len(shown) < page_length
+    shown, line_cut = _fit_lines(page, max(room, 0))
+    # Kimi's builder says so when it cut anything, a long line included (issue 24.3).
+    cut = len(shown) < page_length or line_cut
     next_offset = None
     paging: list[str] = []
     if shown and params.offset + len(shown) < total:
