@@ -31,9 +31,6 @@ from tests.security.attack import (
     snapshot,
 )
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 # Rounds of all calls per race in the default run, and in the slow variant.
 ROUNDS = 20
 SLOW_ROUNDS = 1500

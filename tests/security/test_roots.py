@@ -24,9 +24,6 @@ from tests.security.attack import (
     snapshot,
 )
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 
 @pytest.fixture
 def lay(tmp_path: Path) -> Layout:

@@ -15,9 +15,6 @@ from filegate.server.approval import OpenQuestions, approval_message
 from filegate.tools.diffing import FOLD_CHARS, LINE_END_CHARS, MAX_FOLDS, fold, requested_change
 from filegate.tools.outcome import WriteRequest
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 
 def request(
     shown: str = "a.txt", *, inside: bool = True, sensitive: bool = False, **kw: object

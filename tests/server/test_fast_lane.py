@@ -23,9 +23,6 @@ import pytest
 from tests.conftest import FILEGATE
 from tests.media_factory import line_art, write_png
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 ERA_PARAMS = {
     "2026-07-28": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -24,9 +24,6 @@ from filegate import __version__
 from tests.conftest import FILEGATE, call, text
 from tests.server.served import Served, http_filegate, request
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 INIT = json.dumps(

@@ -16,9 +16,6 @@ import filegate.server.session as session_module
 from tests.conftest import call, connect, text, texts
 from tests.server.served import http_filegate
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 
 async def test_roots_narrow_the_workspace_in_the_handshake_era(ws: Path, outside: Path) -> None:
     (ws / "allowed").mkdir()

@@ -10,7 +10,6 @@ import gc
 from pathlib import Path
 from typing import Any
 
-import pytest
 import uvicorn
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
@@ -20,9 +19,6 @@ from filegate.server.http import build_http_app
 from filegate.server.session import SessionRuntime
 from filegate.settings import Settings
 from tests.conftest import call, free_port, text
-
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
 
 SESSIONS = 8
 

@@ -25,9 +25,6 @@ import pytest
 from filegate.fsio.atomic import TEMP_SUFFIX
 from tests.stress.procs import RawStdio, Zygote
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 # Kills per (tool, temp path) in the default run and in the slow variant (4 combinations:
 # 4 x 60 = 240 kills there).
 KILLS = 4

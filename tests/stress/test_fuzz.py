@@ -25,9 +25,6 @@ from hypothesis import strategies as st
 from tests.conftest import connect
 from tests.security.attack import result_payload, snapshot
 
-# Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
-
 # Examples per tool and era: the default run, and the slow variant.
 EXAMPLES = 25
 SLOW_EXAMPLES = 600

@@ -17,6 +17,7 @@ write, or a refusal); :func:`run_write` does the rest, in this order:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -416,7 +417,9 @@ async def _replace(
     def write() -> int:
         size = replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
         if reads is not None:  # under the file's lock: no write of ours comes between
-            reads.saw(rp.real, identity_of(os.stat(rp.real)))
+            # Gone or swapped already (a race): then it simply does not count as read.
+            with contextlib.suppress(OSError):
+                reads.saw(rp.real, identity_of(os.lstat(rp.real)))
         return size
 
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
