@@ -321,7 +321,9 @@ async def replicas_edits(cfg: Config) -> list[Row]:
         return dt
 
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(http_filegate(work, "--approval", "auto"))
+        # --read-guard off: each replica's edit changes the file under the others' reads; this
+        # measures lost updates, not the guard (which would send every other edit to re-read).
+        servers = [stack.enter_context(http_filegate(work, "--approval", "auto", "--read-guard", "off"))
                    for _ in range(REPLICA_PROCESSES)]  # fmt: skip
         urls = [url for url, _ in servers]
 
