@@ -56,7 +56,8 @@ async def test_a_preview_writes_nothing_asks_nothing_and_shows_the_questions_dif
         r = await call(c, "StrReplaceFile", path="a.txt", edit=edit)
         assert not r.is_error and len(asked.messages) == 1
         assert (
-            diff in asked.messages[0] and "Size: 14 → 16 bytes (+2); lines: 3 → 4 (+1)." in asked.messages[0]
+            diff.rstrip("\n") in asked.messages[0]
+            and "Size: 14 → 16 bytes (+2); lines: 3 → 4 (+1)." in asked.messages[0]
         )
     assert p.read_text() == "one\nTWO\n2\nthree\n"
 

@@ -401,10 +401,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
             f"Would apply {len(edits)} edit(s) with {applied.replacements} total replacement(s)."
         ),
     )
-    outcome = await run_write(job, env)
-    if params.dry_run and not outcome.is_error:  # the facts of a write that did not happen
-        outcome.structured = StrReplaceFileFacts(path=rp.shown, edits=len(edits)).model_dump()
-    return outcome
+    return await run_write(job, env)
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -74,10 +74,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         guarded=params.mode == "overwrite",
         dry_run=params.dry_run,
     )
-    outcome = await run_write(job, env)
-    if params.dry_run and not outcome.is_error:  # the facts of a write that did not happen
-        outcome.structured = WriteFileFacts(path=rp.shown, mode=params.mode).model_dump()
-    return outcome
+    return await run_write(job, env)
 
 
 def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
