@@ -58,6 +58,8 @@ async def test_the_question_shows_invisible_characters_escaped_and_says_so_first
     (ws / "AGENTS.md").write_text("# Agents\nBe concise.\n")
     answers = Answers()
     async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        for name in ("server.js", "AGENTS.md"):  # the read guard's read first
+            assert not (await call(c, "ReadFile", path=name)).is_error
         await call(c, "WriteFile", path="server.js", content=BACKDOOR)
         await call(
             c,

@@ -34,6 +34,7 @@ async def test_an_approved_rewrite_drops_setuid_and_setgid(
     prog.chmod(bits)
     assert stat.S_IMODE(prog.stat().st_mode) == bits  # the file system kept them
     async with connect(ws, mode, client_elicitation_handler=_approve) as c:
+        assert not (await call(c, "ReadFile", path="prog")).is_error  # the read guard's read first
         r = await call(c, tool, path="prog", **args)
     assert not r.is_error, text(r)
     assert prog.read_text() != "echo old\n"
