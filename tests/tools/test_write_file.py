@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
