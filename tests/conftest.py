@@ -93,10 +93,9 @@ async def call(client: Client[Any], tool: str, **args: Any) -> Any:
 
 def stdio_transport(workdir: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
     """The installed `filegate` console script as a stdio subprocess (the SDK passes it only a
-    few variables: FILEGATE_FAST_LANE is handed on, so CI can run these with the lane off)."""
-    for handed_on in ("FILEGATE_FAST_LANE", "FILEGATE_READ_GUARD"):
-        if handed_on in os.environ:
-            env = {handed_on: os.environ[handed_on], **(env or {})}
+    few variables: FILEGATE_READ_GUARD is handed on, for the read_guard_off fixture)."""
+    if "FILEGATE_READ_GUARD" in os.environ:
+        env = {"FILEGATE_READ_GUARD": os.environ["FILEGATE_READ_GUARD"], **(env or {})}
     return StdioTransport(
         FILEGATE, ["--workdir", str(workdir), *extra], env=env, cwd=str(workdir), keep_alive=False
     )

@@ -74,7 +74,7 @@ def _first_text(result: ToolResult) -> str:
 
 
 def log_failure(tool: str, result: ToolResult) -> None:
-    """The operator's line for a failed call (the stdio fast lane logs the same)."""
+    """The operator's line for a failed call."""
     log.info("%s failed: %s", escape(tool), _first_text(result))
 
 

@@ -149,14 +149,6 @@ class SessionRuntime:
             return narrowed
         raise RootsUnavailable("the client's roots kept changing while filegate asked for them")
 
-    def sole_session_roots(self) -> tuple[Workspace | None, int]:
-        """For stdio, which serves one session (the fast lane): its workspace as narrowed by the
-        roots last asked for (None when not asked since they changed), and how many roots
-        changes have been applied so far."""
-        cached = list(self._roots.values())
-        changes = sum(self._roots_generation.values())
-        return (cached[0] if len(cached) == 1 else None), changes
-
     def forget_roots(self, connection: object) -> None:
         self._roots.pop(connection, None)
         self._roots_generation[connection] = self._roots_generation.get(connection, 0) + 1

@@ -60,7 +60,7 @@ class CallGate(Middleware):
         return await self.run(context.message.name, lambda: call_next(context))
 
     async def run(self, name: str, call: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
-        """``call()`` counted as a running call (the middleware's body; the stdio fast lane's)."""
+        """``call()`` counted as a running call."""
         if self.closing:
             return _error(NOT_STARTED)
         scope = anyio.CancelScope()

@@ -29,7 +29,7 @@ import re
 import signal
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,9 +43,6 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
     from filegate.server.early import EarlySession
-    from filegate.server.fastlane import FastLane
-
-    LaneFactory = Callable[[Callable[[str], Awaitable[None]], Callable[[str], None]], Awaitable[FastLane]]
 
 log = logging.getLogger("filegate")
 
@@ -127,12 +124,6 @@ class _LineReader:
         # What the SDK's text wrapper yields: UTF-8 with replacement, the line break kept.
         return line.decode("utf-8", errors="replace") + "\n"
 
-    def inject(self, line: str) -> None:
-        """Have ``line`` read again (a call the fast lane hands to the ordinary path)."""
-        self._lines.append(line.rstrip("\n").encode("utf-8"))
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
     def close(self) -> None:
         self._eof = True
         self._pause()
@@ -144,27 +135,12 @@ class _Writer:
     def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
         self._fd, self._loop = fd, loop
         self._buf = bytearray()
-        # The SDK's writer task and the fast lane's calls flush: one waits on the selector at
-        # a time (a second add_writer on the fd would replace the first one's wake-up).
+        # The SDK's writer task and the final flush on the way out: one waits on the selector
+        # at a time (a second add_writer on the fd would replace the first one's wake-up).
         self._flushing = asyncio.Lock()
-        self._batch: asyncio.Task[None] | None = None
 
     async def write(self, text: str) -> None:
         self._buf += text.encode("utf-8")
-
-    async def send(self, text: str) -> None:
-        """One whole message, written out (the fast lane's answers). The answers made in one
-        turn of the event loop go out in one write(2): under load that halves the syscalls
-        and the client's wake-ups."""
-        self._buf += text.encode("utf-8")
-        if self._batch is None:
-            self._batch = self._loop.create_task(self._flush_batch())
-        await asyncio.shield(self._batch)
-
-    async def _flush_batch(self) -> None:
-        await asyncio.sleep(0)  # the other answers of this turn join the batch
-        self._batch = None
-        await self.flush()
 
     async def flush(self) -> None:
         if not self._buf:
@@ -227,25 +203,17 @@ def _reply_to_unparseable(line: str) -> str | None:
 
 
 class _AnsweringUnparseable:
-    """The lines for the SDK, less the requests it would drop unanswered (answered here) and
-    the calls the fast lane (server/fastlane.py) answers."""
+    """The lines for the SDK, less the requests it would drop unanswered (answered here)."""
 
-    def __init__(self, lines: _LineReader, writer: _Writer, lane: FastLane | None = None) -> None:
-        self._lines, self._writer, self.lane = lines, writer, lane
+    def __init__(self, lines: _LineReader, writer: _Writer) -> None:
+        self._lines, self._writer = lines, writer
 
     def __aiter__(self) -> _AnsweringUnparseable:
         return self
 
     async def __anext__(self) -> str:
         while True:
-            try:
-                line = await self._lines.__anext__()
-            except StopAsyncIteration:
-                if self.lane is not None:
-                    await self.lane.cancel_all()  # as the SDK does with its running calls
-                raise
-            if self.lane is not None and self.lane.take(line):
-                continue
+            line = await self._lines.__anext__()
             reply = _reply_to_unparseable(line)
             if reply is None:
                 return line
@@ -299,12 +267,9 @@ def _stderr_for_writing() -> int:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams(
-    lane: LaneFactory | None = None, early: EarlySession | None = None
-) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(early: EarlySession | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads;
-    with ``lane``, the fast lane takes the calls it can answer; taking over from ``early``
-    (server/early.py) when given."""
+    taking over from ``early`` (server/early.py) when given."""
     from mcp.server.stdio import stdio_server
 
     handover = early.hand_over() if early is not None else None
@@ -321,42 +286,25 @@ async def stdio_streams(
         pending = handover.pending if handover else b""
         reader, writer = _LineReader(fd_in, loop, pending), _Writer(fd_out, loop)
         lines = _AnsweringUnparseable(reader, writer)
-        if lane is not None:
-            lines.lane = await lane(writer.send, reader.inject)
-            log.debug("stdio: fast lane for %s", ", ".join(lines.lane.tools))
         out = handover.writer(writer) if handover else writer
         try:
             async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
-            if lines.lane is not None:
-                log.debug(
-                    "stdio: fast lane answered %d call(s), handed %d to the ordinary path",
-                    lines.lane.answered,
-                    lines.lane.handed_over,
-                )
             reader.close()
             # Whatever is left for the client; a client that is gone (EPIPE) gets nothing.
             with anyio.move_on_after(FINAL_FLUSH_S, shield=True), contextlib.suppress(OSError):
                 await writer.flush()
 
 
-async def run_stdio_async(
-    server: FastMCP, gate: CallGate | None = None, early: EarlySession | None = None
-) -> None:
-    """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`, with the fast
-    lane unless ``FILEGATE_FAST_LANE`` turns it off."""
+async def run_stdio_async(server: FastMCP, early: EarlySession | None = None) -> None:
+    """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`: every
+    ``tools/call`` is answered by fastmcp's own dispatch (SPEC §7, one path per request)."""
     from fastmcp.server.context import reset_transport, set_transport
-
-    from filegate.server import fastlane
-
-    async def lane(send: Callable[[str], Awaitable[None]], hand_over: Callable[[str], None]) -> FastLane:
-        return await fastlane.FastLane.build(server, gate, send, hand_over)
 
     token = set_transport("stdio")
     try:
-        streams = stdio_streams(lane if fastlane.enabled() else None, early)
-        async with upstream.lifespan(server), streams as (read_stream, write_stream):
+        async with upstream.lifespan(server), stdio_streams(early) as (read_stream, write_stream):
             low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
@@ -400,7 +348,7 @@ def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
                     log.debug("stdio: no signal handlers on this event loop; stdin's end stops the server")
 
             tg.start_soon(watch)
-            await run_stdio_async(server, gate, early)  # no worker thread per message
+            await run_stdio_async(server, early)  # no worker thread per message
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)
