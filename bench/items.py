@@ -466,6 +466,24 @@ async def cold(cfg: Config) -> list[Row]:
                            "reference server", 1.5, rss)]  # fmt: skip
 
 
+async def opening_item(cfg: Config) -> list[Row]:
+    """spawn → initialize → tools/list → first ReadFile answered (bench/opening.py), beside the
+    reference's read_text_file: one row per milestone a client waits on."""
+    from opening import MILESTONES, opening, variants
+
+    runs: dict[str, list[list[float]]] = {"filegate": [], "reference": []}
+    chosen = variants(data.small_file(), [])
+    for _ in range(cfg.runs):
+        for name in runs:
+            runs[name].append(opening(*chosen[name]))
+    rows = []
+    for i, milestone in enumerate(MILESTONES):
+        p = Pairs([r[i] for r in runs["filegate"]], [r[i] for r in runs["reference"]])
+        rows.append(time_ratio_row(f"opening, stdio: spawn → {milestone} answered", p,
+                                   "reference server", 1.5, None))  # fmt: skip
+    return rows
+
+
 async def readmedia_24mp(cfg: Config) -> list[Row]:
     jpg = data.photo()
     async with connect(filegate_cmd(jpg.parent, "--result-budget", str(1 << 20)), "filegate") as fg:
@@ -503,6 +521,7 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "readfile-middle": readfile_middle,
     "strreplace-50mb": strreplace_50mb,
     "cold-start": cold,
+    "opening": opening_item,
     "http-load": readfile_http_load,
     "replicas": replicas_edits,
     "readmedia-24mp": readmedia_24mp,

@@ -55,16 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return install(args[1:])
     settings = parse_settings(args)
-    from filegate.server import early
-
-    # Answer a client's opening while fastmcp is imported (~1.5 s; issue 13.2).
-    session = early.start(settings)
     from filegate.server.app import serve
     from filegate.settings import StartError
 
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            serve(settings, session)
+            serve(settings)
     except StartError as exc:
         sys.stderr.write(f"filegate: error: {exc}\n")
         return 2

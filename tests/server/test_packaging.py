@@ -52,7 +52,6 @@ def test_wheel_carries_the_code_the_tool_descriptions_and_the_script(
     names = zipfile.ZipFile(wheel).namelist()
     for md in ("read_file", "read_media", "write_file", "str_replace", "glob", "grep"):
         assert f"filegate/tools/{md}.md" in names
-    assert "filegate/server/early_answers.json" in names  # the answers given before fastmcp loads
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "filegate = filegate.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
     assert not any(n.startswith("tests/") for n in names)

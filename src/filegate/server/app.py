@@ -3,38 +3,30 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from filegate.server.early import FASTMCP_ENV_DEFAULTS, EarlySession
+from fastmcp import FastMCP
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools import Tool, ToolResult
+from fastmcp.tools.base import InputRequiredToolResult
+from mcp.types import TextContent, ToolAnnotations
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
-# fastmcp reads these when it is first imported: no banner, no update check against PyPI,
-# no `.env` from the user's directory, no exception details leaking to the model.
-for _key, _value in FASTMCP_ENV_DEFAULTS.items():
-    os.environ.setdefault(_key, _value)
-
-from fastmcp import FastMCP  # noqa: E402
-from fastmcp.server.dependencies import get_context  # noqa: E402
-from fastmcp.tools import Tool, ToolResult  # noqa: E402
-from fastmcp.tools.base import InputRequiredToolResult  # noqa: E402
-from mcp.types import TextContent, ToolAnnotations  # noqa: E402
-from pydantic import BaseModel, PrivateAttr, ValidationError  # noqa: E402
-
-from filegate import __version__  # noqa: E402
-from filegate.policy.escape import escape_log  # noqa: E402
-from filegate.policy.secrets import SecretMatcher  # noqa: E402
-from filegate.policy.workspace import Workspace  # noqa: E402
-from filegate.server.call import CallContext, InputRequired  # noqa: E402
-from filegate.server.notify import NotableEvents, tell  # noqa: E402
-from filegate.server.render import render  # noqa: E402
-from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime  # noqa: E402
-from filegate.server.state import defer_session_state  # noqa: E402
-from filegate.settings import Settings  # noqa: E402
-from filegate.tools.outcome import Outcome, ToolEnv  # noqa: E402
+from filegate import __version__
+from filegate.policy.escape import escape_log
+from filegate.policy.secrets import SecretMatcher
+from filegate.policy.workspace import Workspace
+from filegate.server.call import CallContext, InputRequired
+from filegate.server.notify import NotableEvents, tell
+from filegate.server.render import render
+from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
+from filegate.server.state import defer_session_state
+from filegate.settings import Settings
+from filegate.tools.outcome import Outcome, ToolEnv
 
 log = logging.getLogger("filegate")
 
@@ -244,8 +236,8 @@ def configure_logging(level: str) -> None:
     logging.captureWarnings(True)
 
 
-def serve(settings: Settings, early: EarlySession | None = None) -> None:
-    """Run the server; on stdio, take over from ``early`` (server/early.py) when given."""
+def serve(settings: Settings) -> None:
+    """Run the server on the configured transport until it is stopped."""
     configure_logging(settings.log_level)
     from filegate.fsio.atomic import sweep_pending_temps
 
@@ -257,7 +249,7 @@ def serve(settings: Settings, early: EarlySession | None = None) -> None:
         from filegate.server.stdio import run_stdio
 
         announce(settings)
-        run_stdio(server, early)
+        run_stdio(server)
         return
     from filegate.server.http import run_http
 

@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import signal
+import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -36,13 +37,11 @@ import anyio
 
 from filegate.fsio import platform
 from filegate.server import upstream
-from filegate.server.early import fds_suit
 from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate, run_exit_handlers
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from filegate.server.early import EarlySession
 
 log = logging.getLogger("filegate")
 
@@ -58,12 +57,10 @@ FINAL_FLUSH_S = 5.0
 class _LineReader:
     """The lines of a non-blocking fd, read whenever the event loop says it is readable."""
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, pending: bytes = b"") -> None:
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
         self._fd, self._loop = fd, loop
-        # ``pending``: bytes read before this reader existed (server/early.py's hand-over).
-        head, newline, rest = pending.rpartition(b"\n")
-        self._buf = bytearray(rest)
-        self._lines: deque[bytes] = deque(head.split(b"\n") if newline else ())
+        self._buf = bytearray()
+        self._lines: deque[bytes] = deque()
         self._eof = False
         self._reading = False
         self._waiter: asyncio.Future[None] | None = None
@@ -221,6 +218,27 @@ class _AnsweringUnparseable:
             await self._writer.flush()
 
 
+def _pipe_or_socket(fd: int) -> os.stat_result | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
+
+
+def fds_suit() -> bool:
+    """Whether fds 0 and 1 are pipes or sockets, and not one socket for both directions (which
+    two parties would read at once)."""
+    if os.name != "posix":
+        return False
+    st_in, st_out = _pipe_or_socket(0), _pipe_or_socket(1)
+    return (
+        st_in is not None
+        and st_out is not None
+        and (st_in.st_dev, st_in.st_ino) != (st_out.st_dev, st_out.st_ino)
+    )
+
+
 def usable() -> bool:
     """Whether stdin/stdout suit this transport (else the SDK's threaded one is used)."""
     if os.name != "posix":
@@ -267,12 +285,9 @@ def _stderr_for_writing() -> int:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams(early: EarlySession | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads;
-    taking over from ``early`` (server/early.py) when given."""
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads."""
     from mcp.server.stdio import stdio_server
-
-    handover = early.hand_over() if early is not None else None
 
     if not usable():
         log.debug("stdio: the SDK's threaded transport (stdin/stdout are not both pipes or sockets)")
@@ -283,12 +298,10 @@ async def stdio_streams(early: EarlySession | None = None) -> AsyncIterator[tupl
     log.debug("stdio: served on the event loop's own file descriptors")
     sys.stdout.flush()
     with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
-        pending = handover.pending if handover else b""
-        reader, writer = _LineReader(fd_in, loop, pending), _Writer(fd_out, loop)
+        reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
         lines = _AnsweringUnparseable(reader, writer)
-        out = handover.writer(writer) if handover else writer
         try:
-            async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
+            async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             reader.close()
@@ -297,21 +310,21 @@ async def stdio_streams(early: EarlySession | None = None) -> AsyncIterator[tupl
                 await writer.flush()
 
 
-async def run_stdio_async(server: FastMCP, early: EarlySession | None = None) -> None:
+async def run_stdio_async(server: FastMCP) -> None:
     """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`: every
     ``tools/call`` is answered by fastmcp's own dispatch (SPEC §7, one path per request)."""
     from fastmcp.server.context import reset_transport, set_transport
 
     token = set_transport("stdio")
     try:
-        async with upstream.lifespan(server), stdio_streams(early) as (read_stream, write_stream):
+        async with upstream.lifespan(server), stdio_streams() as (read_stream, write_stream):
             low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
         reset_transport(token)
 
 
-def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
+def run_stdio(server: FastMCP) -> None:
     """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
 
     On a signal: drain running calls, then die of that same signal (the conventional exit
@@ -348,7 +361,7 @@ def run_stdio(server: FastMCP, early: EarlySession | None = None) -> None:
                     log.debug("stdio: no signal handlers on this event loop; stdin's end stops the server")
 
             tg.start_soon(watch)
-            await run_stdio_async(server, early)  # no worker thread per message
+            await run_stdio_async(server)  # no worker thread per message
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)
