@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from filegate.errors import EditFailed, MediaError, PathError, Refusal, WriteError
-from filegate.tools.outcome import Outcome
+from filegate.tools.outcome import Outcome, answer
 
 
 @pytest.mark.parametrize(
@@ -36,16 +39,24 @@ def test_from_refusal_carries_message_brief_and_output() -> None:
         "No replacements made",
         "closest region",
     )
-    assert Outcome.from_path_error(PathError("`x` is not a file.")).brief == "Invalid path"
 
 
-def test_old_homes_still_export_the_same_classes() -> None:
-    from filegate.fsio import atomic
-    from filegate.media import image
-    from filegate.policy import workspace
-    from filegate.tools import str_replace
+async def test_a_refusal_a_handler_raises_becomes_its_error_result_at_the_boundary() -> None:
+    async def handler(params: Any, env: Any) -> Outcome:
+        raise PathError("`x` is not a file.")
 
-    assert workspace.PathError is PathError
-    assert atomic.WriteError is WriteError
-    assert image.MediaError is MediaError
-    assert str_replace.EditFailed is EditFailed
+    out = await answer(handler, None, None)
+    assert (out.is_error, out.message, out.brief) == (True, "`x` is not a file.", "Invalid path")
+
+
+def test_only_the_tool_boundary_turns_a_refusal_into_a_result() -> None:
+    """One conversion (tools/outcome.answer): no tool catches a refusal to build its own."""
+    tools = Path(__file__).resolve().parents[1] / "src" / "filegate" / "tools"
+    converting = [
+        f"{path.name}:{n}"
+        for path in sorted(tools.glob("*.py"))
+        if path.name != "outcome.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "from_refusal(" in line or "from_path_error(" in line
+    ]
+    assert converting == []

@@ -20,11 +20,22 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
 INSTALL_S = 900  # hang guard on one install from a registry
+
+
+def line_count(src: Any, budget_s: float | None = None) -> Any:
+    """The number of lines of an open file (fsio.lines.PendingCount, waited for and closed)."""
+    from filegate.fsio.lines import PendingCount
+
+    pending = PendingCount(src, budget_s)
+    try:
+        return pending.result()
+    finally:
+        pending.close()
 
 
 def tool_missing(reason: str) -> NoReturn:

@@ -15,6 +15,7 @@ import pytest
 
 from filegate.fsio import lines, platform
 from filegate.fsio.lines import Codec, LineCount, RawLine, decode_line, detect_codec
+from tests.tooling import line_count
 
 
 @pytest.fixture
@@ -64,14 +65,14 @@ COUNTS = [
 def test_line_count_with_and_without_a_final_break(
     tmp_path: Path, fds: list[int], data: bytes, total: int
 ) -> None:
-    assert lines.line_count(open_source(write(tmp_path, data), fds)) == LineCount(total, True)
+    assert line_count(open_source(write(tmp_path, data), fds)) == LineCount(total, True)
 
 
 @pytest.mark.parametrize(("data", "total"), COUNTS)
 def test_line_count_in_small_chunks_is_the_same(
     tmp_path: Path, fds: list[int], small_chunks: None, data: bytes, total: int
 ) -> None:
-    assert lines.line_count(open_source(write(tmp_path, data), fds)) == LineCount(total, True)
+    assert line_count(open_source(write(tmp_path, data), fds)) == LineCount(total, True)
 
 
 def test_offsets_of_every_line_across_chunk_boundaries(
@@ -346,11 +347,11 @@ def test_the_cache_keeps_the_most_recently_used_files(monkeypatch: pytest.Monkey
 
 def test_a_count_is_remembered_per_file_version(tmp_path: Path, fds: list[int]) -> None:
     p = write(tmp_path, b"1\n2\n")
-    assert lines.line_count(open_source(p, fds)) == LineCount(2, True)
+    assert line_count(open_source(p, fds)) == LineCount(2, True)
     st = os.stat(p)
     p.write_bytes(b"1\n\n\n")  # same size
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime put back: ctime still moves
-    assert lines.line_count(open_source(p, fds)) == LineCount(3, True)
+    assert line_count(open_source(p, fds)) == LineCount(3, True)
     assert lines.checkpoints(os.stat(p)) is lines.checkpoints(os.stat(p))
 
 
@@ -386,12 +387,12 @@ def test_wc_counts_like_python(
 
 def test_a_complete_count_is_known_at_once_until_the_file_changes(tmp_path: Path, fds: list[int]) -> None:
     p = write(tmp_path, b"x\n" * (2 << 20), "counted.txt")  # 4 MiB: more than one chunk
-    assert lines.line_count(open_source(p, fds)) == LineCount(2 << 20, True)
+    assert line_count(open_source(p, fds)) == LineCount(2 << 20, True)
     # No time left at all: only the remembered count of this very file can answer.
-    assert lines.line_count(open_source(p, fds), budget_s=0) == LineCount(2 << 20, True)
+    assert line_count(open_source(p, fds), budget_s=0) == LineCount(2 << 20, True)
     with p.open("ab") as f:
         f.write(b"one more\n")
-    again = lines.line_count(open_source(p, fds), budget_s=0)
+    again = line_count(open_source(p, fds), budget_s=0)
     assert not again.complete and again.total < 2 << 20  # counted afresh, out of time at once
 
 
@@ -489,7 +490,7 @@ def test_wc_really_counts_so_no_python_pass_leaves_checkpoints(
     tmp_path: Path, fds: list[int], with_wc: None, small_chunks: None
 ) -> None:
     src = open_source(write(tmp_path, b"line\n" * 200), fds)
-    assert lines.line_count(src) == LineCount(200, True)
+    assert line_count(src) == LineCount(200, True)
     assert list(lines.checkpoints(src.st).offsets) == [0]  # wc's count: this process read nothing
     other = open_source(write(tmp_path, b"line\n" * 200, "python"), fds)
     lines.PendingCount(other, budget_s=-1).result()  # wc out of time: the Python fallback counts
@@ -534,7 +535,7 @@ def test_a_hole_inside_a_line_is_read_as_zeros_up_to_what_is_kept(tmp_path: Path
         (2, 4, False, True),
     ]
     assert got[0].head == b"start" + bytes(lines.KEEP_BYTES - 5) and got[1].head == b"next"
-    assert lines.line_count(src) == LineCount(2, True)
+    assert line_count(src) == LineCount(2, True)
     assert lines.offset_of_line(src, 2) == 5 + (4 << 20) + 4
 
 
@@ -553,7 +554,7 @@ def test_a_count_stops_at_its_own_budget_before_the_scans(tmp_path: Path, fds: l
     src = open_source(write(tmp_path, b"c\n" * 50), fds, budget_s=60)
     count = lines.PendingCount(src, budget_s=-1).result()  # the scan has a minute; the count none
     assert count.complete is False and count.total <= 50
-    assert lines.line_count(src) == LineCount(50, True)
+    assert line_count(src) == LineCount(50, True)
 
 
 def test_the_checkpoints_a_count_leaves_give_every_offset(
@@ -561,7 +562,7 @@ def test_the_checkpoints_a_count_leaves_give_every_offset(
 ) -> None:
     text = [b"x" * (i % 11) for i in range(60)]
     src = open_source(write(tmp_path, b"\n".join(text)), fds)
-    assert lines.line_count(src) == LineCount(60, True)
+    assert line_count(src) == LineCount(60, True)
     assert len(lines.checkpoints(src.st).offsets) > 10
     expected = 0
     for number, line in enumerate(text, start=1):

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from filegate.errors import PathError
 from filegate.fsio import safeopen
 from filegate.fsio.safeopen import open_directory, open_regular, read_whole, stat_target
-from filegate.policy.workspace import PathError, ResolvedPath, Workspace
+from filegate.policy.workspace import ResolvedPath, Workspace
 
 
 def _read(fd: int) -> bytes:

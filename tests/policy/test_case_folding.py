@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.policy.workspace import PathError, Workspace, folds_case
+from filegate.errors import PathError
+from filegate.policy.workspace import Workspace, folds_case
 
 
 def swapped(p: Path) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from filegate.errors import PathError
 from filegate.policy.secrets import SecretMatcher
-from filegate.policy.workspace import MAX_SHOWN_PATH, PathError, ResolvedPath, Workspace, abbreviate
+from filegate.policy.workspace import MAX_SHOWN_PATH, ResolvedPath, Workspace, abbreviate
 
 
 def refusal(call: object) -> PathError:

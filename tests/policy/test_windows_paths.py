@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from filegate.errors import PathError
 from filegate.policy import pathrules
 from filegate.policy.pathrules import POSIX, WINDOWS
-from filegate.policy.workspace import PathError, Workspace
+from filegate.policy.workspace import Workspace
 
 PROJ = "C:\\proj"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from filegate.errors import PathError
 from filegate.fsio.safeopen import open_regular
-from filegate.policy.workspace import PathError, Workspace
+from filegate.policy.workspace import Workspace
 
 
 def test_relative_paths_resolve_against_the_workdir_not_the_process_cwd(ws: Path) -> None:

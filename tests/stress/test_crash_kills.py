@@ -188,6 +188,7 @@ PAUSING_WRITER = r"""
 import os, sys
 from pathlib import Path
 import filegate.fsio.atomic as atomic
+from filegate.errors import WriteError
 atomic._TMPFILE = 0
 path, data, pause = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3]
 write_all = atomic._write_all
@@ -205,7 +206,7 @@ atomic._write_all = paused
 try:
     atomic.replace_file(path, data, expect=atomic.Snapshot.of(path.read_bytes(), os.stat(path)), shown="t")
     print("wrote", flush=True)
-except atomic.WriteError as exc:
+except WriteError as exc:
     print("refused:", exc, flush=True)
 """
 

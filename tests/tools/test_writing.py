@@ -11,7 +11,7 @@ from pathlib import Path
 
 from filegate.fsio.atomic import PATH_LOCKS
 from filegate.policy.workspace import Workspace
-from filegate.tools.outcome import Decision, ToolEnv, WriteRequest
+from filegate.tools.outcome import Decision, ToolEnv, WriteRequest, answer
 from filegate.tools.str_replace import Edit, StrReplaceFileParams, str_replace_file
 from filegate.tools.write_file import WriteFileParams, write_file
 
@@ -42,7 +42,7 @@ def env(ws: Path, approver: FakeApprover) -> ToolEnv:
 async def test_no_lock_is_held_while_the_user_is_asked(ws: Path) -> None:
     (ws / "a.txt").write_text("one\n")
     approver = FakeApprover(ws)
-    out = await write_file(WriteFileParams(path="a.txt", content="two\n"), env(ws, approver))
+    out = await answer(write_file, WriteFileParams(path="a.txt", content="two\n"), env(ws, approver))
     assert not out.is_error, out.message
     assert approver.locks_while_asked == [0]
     assert (ws / "a.txt").read_text() == "two\n"
@@ -52,8 +52,10 @@ async def test_no_lock_is_held_while_the_user_is_asked(ws: Path) -> None:
 async def test_a_sensitive_file_is_asked_about_before_it_is_read(ws: Path) -> None:
     (ws / ".env").write_text("TOKEN=hunter2\n")
     approver = FakeApprover(ws)
-    out = await str_replace_file(
-        StrReplaceFileParams(path=".env", edit=Edit(old="TOKEN=nope", new="TOKEN=x")), env(ws, approver)
+    out = await answer(
+        str_replace_file,
+        StrReplaceFileParams(path=".env", edit=Edit(old="TOKEN=nope", new="TOKEN=x")),
+        env(ws, approver),
     )
     (request,) = approver.asked
     assert (request.old_size, request.new_size, request.old_hash) == (0, 0, "")
@@ -64,6 +66,6 @@ async def test_a_sensitive_file_is_asked_about_before_it_is_read(ws: Path) -> No
 
 async def test_a_settled_write_is_never_asked_about(ws: Path) -> None:
     approver = FakeApprover(ws, settle=Decision(True, "auto"))
-    out = await write_file(WriteFileParams(path="n.txt", content="x"), env(ws, approver))
+    out = await answer(write_file, WriteFileParams(path="n.txt", content="x"), env(ws, approver))
     assert not out.is_error and approver.asked == []
     assert (ws / "n.txt").read_text() == "x"

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filegate.errors import WriteError as WriteError  # re-exported: its old home
+from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.safeopen import BINARY, NONBLOCK, open_components, open_then_verify, read_whole
 from filegate.fsio.spliced import Content, Spliced, content_pieces
@@ -385,10 +385,15 @@ def _temp_base(name: str) -> str:
 # --- temps a killed process may leave: recorded while they exist, swept at the next start ---
 
 
-def pending_dir() -> Path:
-    """Where in-flight named temps are recorded (outside any workspace)."""
+def state_dir() -> Path:
+    """filegate's state directory of this user (outside any workspace): $XDG_STATE_HOME/filegate."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "filegate" / "pending"
+    return Path(base) / "filegate"
+
+
+def pending_dir() -> Path:
+    """Where in-flight named temps are recorded."""
+    return state_dir() / "pending"
 
 
 def _record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
@@ -711,7 +716,7 @@ class PathLocks:
 
 def lock_dir() -> Path:
     """Where the per-path lock files of all filegate processes of this user live."""
-    return pending_dir().parent / "locks"
+    return state_dir() / "locks"
 
 
 def _lock_path(key: str) -> Path:

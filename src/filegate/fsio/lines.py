@@ -426,15 +426,6 @@ class PendingCount:
         return count
 
 
-def line_count(src: Source, budget_s: float | None = None) -> LineCount:
-    """The number of lines of an open file, one sequential pass at most, cached."""
-    pending = PendingCount(src, budget_s)
-    try:
-        return pending.result()
-    finally:
-        pending.close()
-
-
 def _changed(src: Source) -> bool:
     now = os.fstat(src.fd)
     return (now.st_size, now.st_mtime_ns, now.st_ctime_ns) != (

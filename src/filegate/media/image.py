@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from PIL import Image, UnidentifiedImageError
 
 # The one filegate import here: errors is a leaf too (it imports nothing).
-from filegate.errors import MediaError as MediaError  # re-exported: its old home
+from filegate.errors import MediaError
 
 from .bounds import (
     DECODE_TIMEOUT_S,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from filegate.errors import PathError as PathError  # re-exported: its old home
+from filegate.errors import PathError
 from filegate.policy.escape import escape, unescape
 from filegate.policy.pathrules import PathRules, for_this_os
 from filegate.policy.secrets import SecretMatcher

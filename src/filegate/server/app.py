@@ -26,7 +26,7 @@ from filegate.server.render import render
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
 from filegate.server.state import defer_session_state
 from filegate.settings import Settings
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.outcome import Outcome, ToolEnv, answer
 
 log = logging.getLogger("filegate")
 
@@ -130,7 +130,7 @@ class FilegateTool(Tool):
         call = CallContext(get_context())
         try:
             env = await self._runtime.env_for(call)
-            outcome = await self._spec.handler(params, env)
+            outcome = await answer(self._spec.handler, params, env)
         except InputRequired as ask:
             return InputRequiredToolResult(ask.result)
         except RootsUnavailable as closed:

@@ -261,9 +261,14 @@ class _Server(uvicorn.Server):
         self.gate = gate
         self.exchanges = exchanges
 
+    hurry: anyio.Event | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit:
             self.force_exit = True  # a second signal of either kind: stop waiting
+            if self.hurry is not None and self.loop is not None:
+                self.loop.call_soon_threadsafe(self.hurry.set)
         self.signalled = True
         super().handle_exit(sig, frame)
 
@@ -279,13 +284,17 @@ class _Server(uvicorn.Server):
                 run_exit_handlers()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        quiet_accept_errors(asyncio.get_running_loop())
+        self.loop = asyncio.get_running_loop()
+        quiet_accept_errors(self.loop)
         await super().startup(sockets)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for listener in self.servers:
             listener.close()  # no new connections while the calls drain
-        await self.gate.drain(CALL_GRACE_S, hurry=lambda: self.force_exit)
+        self.hurry = anyio.Event()
+        if self.force_exit:
+            self.hurry.set()
+        await self.gate.drain(CALL_GRACE_S, hurry=self.hurry)
         await self.exchanges.settle()  # the cancelled calls' results reach their callers
         self.exchanges.end_all()
         await anyio.sleep(0)  # let the ended exchanges send their last chunk

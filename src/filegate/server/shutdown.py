@@ -26,10 +26,6 @@ log = logging.getLogger("filegate")
 CALL_GRACE_S = 5.0
 # How long cancelled calls get to run their cleanup (killing and reaping rg takes milliseconds).
 CANCEL_WAIT_S = 3.0
-# How often the drain loop looks at the set of running calls.
-POLL_S = 0.02
-# After a drain on stdio: time for the cancelled calls' error results to reach stdout.
-FLUSH_S = 0.2
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -47,6 +43,7 @@ class CallGate(Middleware):
     def __init__(self) -> None:
         self.closing = False
         self._calls: set[anyio.CancelScope] = set()
+        self._emptied: anyio.Event | None = None  # set when the last running call leaves
 
     @property
     def in_flight(self) -> int:
@@ -70,28 +67,42 @@ class CallGate(Middleware):
                 return await call()
         finally:
             self._calls.discard(scope)
+            if not self._calls and self._emptied is not None:
+                self._emptied.set()
         log.warning("%s cancelled at shutdown", name)
         return _error(CANCELLED)
 
-    async def drain(self, grace: float = CALL_GRACE_S, hurry: Callable[[], bool] = lambda: False) -> None:
+    async def drain(self, grace: float = CALL_GRACE_S, hurry: anyio.Event | None = None) -> None:
         """Refuse new calls, wait up to ``grace`` seconds for running ones, cancel the rest.
 
-        ``hurry()`` turning true (a second Ctrl+C) ends the grace period at once.
+        ``hurry`` being set (a second Ctrl+C) ends the grace period at once.
         """
         self.closing = True
         if self._calls:
             log.info("waiting up to %.0f s for %d running call(s)", grace, len(self._calls))
         with anyio.move_on_after(grace):
-            while self._calls and not hurry():
-                await anyio.sleep(POLL_S)
+            async with anyio.create_task_group() as tg:
+                if hurry is not None:
+
+                    async def hurried() -> None:
+                        await hurry.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(hurried)
+                await self._all_done()
+                tg.cancel_scope.cancel()
         if not self._calls:
             return
         log.warning("cancelling %d running call(s)", len(self._calls))
         for scope in list(self._calls):
             scope.cancel()
         with anyio.move_on_after(CANCEL_WAIT_S):
-            while self._calls:
-                await anyio.sleep(POLL_S)
+            await self._all_done()
+
+    async def _all_done(self) -> None:
+        if self._calls:
+            self._emptied = anyio.Event()
+            await self._emptied.wait()
 
 
 def run_exit_handlers() -> None:

@@ -37,7 +37,7 @@ import anyio
 
 from filegate.fsio import platform
 from filegate.server import upstream
-from filegate.server.shutdown import FLUSH_S, SIGNALS, CallGate, run_exit_handlers
+from filegate.server.shutdown import CANCEL_WAIT_S, SIGNALS, CallGate, run_exit_handlers
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -122,8 +122,11 @@ class _LineReader:
         return line.decode("utf-8", errors="replace") + "\n"
 
     def close(self) -> None:
+        """Read no more: whoever waits for a line sees stdin's end."""
         self._eof = True
         self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
 
 class _Writer:
@@ -285,8 +288,10 @@ def _stderr_for_writing() -> int:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads."""
+async def stdio_streams(enders: list[Callable[[], None]] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over stdin/stdout, without worker threads.
+    On the event loop's own fds, a function that ends stdin's reading is added to ``enders``
+    (the SDK's threaded reader cannot be ended that way)."""
     from mcp.server.stdio import stdio_server
 
     if not usable():
@@ -300,6 +305,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     with _claimed(0, _devnull_for_reading) as fd_in, _claimed(1, _stderr_for_writing) as fd_out:
         reader, writer = _LineReader(fd_in, loop), _Writer(fd_out, loop)
         lines = _AnsweringUnparseable(reader, writer)
+        if enders is not None:
+            enders.append(reader.close)
         try:
             async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
                 yield streams
@@ -310,14 +317,14 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                 await writer.flush()
 
 
-async def run_stdio_async(server: FastMCP) -> None:
+async def run_stdio_async(server: FastMCP, enders: list[Callable[[], None]] | None = None) -> None:
     """``FastMCP.run_stdio_async(show_banner=False)`` on :func:`stdio_streams`: every
     ``tools/call`` is answered by fastmcp's own dispatch (SPEC §7, one path per request)."""
     from fastmcp.server.context import reset_transport, set_transport
 
     token = set_transport("stdio")
     try:
-        async with upstream.lifespan(server), stdio_streams() as (read_stream, write_stream):
+        async with upstream.lifespan(server), stdio_streams(enders) as (read_stream, write_stream):
             low = upstream.low_level(server)
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
@@ -327,23 +334,31 @@ async def run_stdio_async(server: FastMCP) -> None:
 def run_stdio(server: FastMCP) -> None:
     """``server.run("stdio")`` that stops cleanly on SIGTERM/SIGINT.
 
-    On a signal: drain running calls, then die of that same signal (the conventional exit
-    status). Waiting for the stdio reader is not an option: it blocks in a thread until the
-    client writes or closes stdin.
+    On a signal: drain running calls, then end stdin's reading, so the server stops as when
+    the client closes stdin (every answer, the cancelled calls' too, written out on the way),
+    then die of that same signal (the conventional exit status). With the SDK's threaded
+    reader (not pipes or sockets) that cannot be ended: die once the calls are drained.
     """
     gate = CallGate()
     server.add_middleware(gate)
     received: list[int] = []
 
     async def main() -> None:
+        enders: list[Callable[[], None]] = []
+        hurry, finished = anyio.Event(), anyio.Event()
+        stopping: list[int] = []
         async with anyio.create_task_group() as tg:
 
             async def stop(signum: int) -> None:
                 log.info("received %s, stopping", signal.Signals(signum).name)
-                busy = gate.in_flight > 0
-                await gate.drain(hurry=lambda: len(received) > 1)
-                if busy:
-                    await anyio.sleep(FLUSH_S)
+                await gate.drain(hurry=hurry)
+                if not enders:
+                    _die(signum)
+                stopping.append(signum)
+                for end in enders:
+                    end()
+                with anyio.move_on_after(FINAL_FLUSH_S + CANCEL_WAIT_S):
+                    await finished.wait()
                 _die(signum)
 
             async def watch() -> None:
@@ -355,13 +370,18 @@ def run_stdio(server: FastMCP) -> None:
                             received.append(int(signum))
                             if len(received) == 1:
                                 tg.start_soon(stop, int(signum))
+                            else:
+                                hurry.set()
                 except NotImplementedError:
                     # Windows: no signal handlers on the event loop. The client stops the server
                     # by closing stdin; Ctrl+C in a console ends it as a KeyboardInterrupt.
                     log.debug("stdio: no signal handlers on this event loop; stdin's end stops the server")
 
             tg.start_soon(watch)
-            await run_stdio_async(server)  # no worker thread per message
+            await run_stdio_async(server, enders)  # no worker thread per message
+            finished.set()
+            if stopping:
+                _die(stopping[0])
             tg.cancel_scope.cancel()  # stdin closed: the normal way out
 
     anyio.run(main)

@@ -346,17 +346,6 @@ def _cut_plain(rows: list[str]) -> str:
     return "\n".join([*kept, f"… cut: {plural(len(rows) - len(kept), 'more line')} not shown"])
 
 
-def unsafe_note(*texts: str) -> str:
-    """The line a question starts its change with when the change holds escaped characters."""
-    if any(has_unsafe_text(t) for t in texts):
-        return (
-            "Note: this change contains control, bidirectional, line-separator or invisible "
-            "characters or stacked combining marks; they are shown escaped (\\xNN, \\uNNNN, "
-            "\\UNNNNNNNN)."
-        )
-    return ""
-
-
 _PREVIEW_CHARS = MAX_DIFF_LINES * FOLD_CHARS * MAX_FOLDS
 
 

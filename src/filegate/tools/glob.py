@@ -23,9 +23,10 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from filegate.errors import PathError
 from filegate.policy.escape import escape, unescape
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.policy.workspace import PathError, Workspace, abbreviate
+from filegate.policy.workspace import Workspace, abbreviate
 from filegate.tools.describe import load_description
 from filegate.tools.gitignore import IgnoreReader, Ignores
 from filegate.tools.grep_ignores import IGNORE_NAME, VCS_DIRS
@@ -496,8 +497,6 @@ async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:
         return await anyio.to_thread.run_sync(
             _glob, params, env.workspace, env.result_budget, cancelled, abandon_on_cancel=True
         )
-    except PathError as exc:
-        return Outcome.from_path_error(exc)
     finally:
         cancelled.set()  # a cancelled call's walk stops at its next directory
 

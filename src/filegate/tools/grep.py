@@ -25,11 +25,11 @@ from anyio._core._eventloop import get_async_backend
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from filegate.errors import PathError
 from filegate.fsio import platform
 from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.policy.workspace import PathError
 from filegate.tools import grep_fifo, grep_ignores, grep_sandbox
 from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
@@ -587,10 +587,11 @@ class _Parser:
         file searched alone (a directory search skips binary files without a word)."""
         if not (self.target.single_file and row.startswith(RG_STDIN + b": ")):
             return
+        # Below, a file that may hold secrets and that rg printed all the same (a tree's `!`
+        # rule took it back in, or the walk ran out of time) is dropped and not counted, since
+        # counting it would tell that it matched; the files left out are counted from the walk.
         shown, sensitive = self.path_of(RG_STDIN)
-        if sensitive:
-            self._skip(shown)
-        elif self.mode == "content":
+        if not sensitive and self.mode == "content":
             note = escape_text(row[len(RG_STDIN) + 2 :].decode("utf-8", errors="replace"))
             self.blocks.setdefault(shown, []).append(f"{shown}: {note}")
 
@@ -619,21 +620,13 @@ class _Parser:
         else:
             self._rows(records)
 
-    def _skip(self, shown: str) -> None:
-        """A file that may hold secrets and that rg printed all the same (a tree's `!` rule took
-        it back in, or the walk ran out of time): dropped and not counted, since counting it
-        would tell that it matched. The files left out are counted from the walk."""
-        return None
-
     def _paths(self, records: list[bytes]) -> None:
         target, path_of, dated = self.target, self.path_of, self.dated.append
         if target.single_file:
             for raw in records:
                 if raw:
                     shown, sensitive = path_of(raw)
-                    if sensitive:
-                        self._skip(shown)
-                    else:
+                    if not sensitive:  # dropped, not counted (see _said_whole)
                         dated((-_mtime_ns(target, raw), shown))
             return
         # _mtime_ns inlined: this loop runs for every matching file (11,063 on the kernel).
@@ -643,7 +636,6 @@ class _Parser:
                 continue
             shown, sensitive = path_of(raw)
             if sensitive:
-                self._skip(shown)
                 continue
             try:
                 mtime = lstat(raw, dir_fd=fd).st_mtime_ns  # in the pinned directory rg searched
@@ -667,16 +659,13 @@ class _Parser:
                 continue
             if counting:
                 shown, sensitive = self.path_of(raw)
-                if sensitive:
-                    self._skip(shown)
-                else:
+                if not sensitive:
                     self.counts.append((shown, int(rest or b"0")))
                 continue
             if raw != self.block_path:
                 self.block_path = raw
                 shown, sensitive = self.path_of(raw)
                 if sensitive:
-                    self._skip(shown)
                     self.block = None
                 else:
                     self.block = self.blocks.setdefault(shown, [])
@@ -822,10 +811,7 @@ async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
             "filegate (it depends on the `ripgrep` wheel).",
             "Failed to grep",
         )
-    try:
-        target = _target(params, env)
-    except PathError as exc:
-        return Outcome.from_path_error(exc)
+    target = _target(params, env)
     ignores: IgnorePlan | None = None
     try:
         if target.single_file and target.sensitive:  # not searched: nothing said depends on it

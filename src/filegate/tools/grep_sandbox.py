@@ -52,10 +52,6 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-class Unavailable(Exception):
-    """Landlock cannot be used here (the reason is logged once)."""
-
-
 _state: dict[str, object] = {}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -33,6 +34,10 @@ class TextPart:
 
 MediaPart = ImagePart | ResourcePart | TextPart
 
+# JSON framing of one content block on the wire ({"type":"text","text":"…"}, {"type":"image",
+# "data":"…","mimeType":"…"}), rounded up: a result budget counts what the client receives.
+BLOCK_FRAME_CHARS = 64
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -62,8 +67,14 @@ class Outcome:
         and whatever it shows below the sentence."""
         return cls.error(exc.message, exc.brief, exc.output)
 
-    # The name from before the error family (PathError was the only refusal then).
-    from_path_error = from_refusal
+
+async def answer(handler: Callable[[Any, ToolEnv], Awaitable[Outcome]], params: Any, env: ToolEnv) -> Outcome:
+    """A tool's handler run at the tool boundary: a refusal it raises (``filegate.errors``)
+    becomes its error result here, the one place that conversion happens."""
+    try:
+        return await handler(params, env)
+    except Refusal as exc:
+        return Outcome.from_refusal(exc)
 
 
 class Reporter(Protocol):

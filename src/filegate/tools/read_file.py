@@ -11,6 +11,7 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from filegate.errors import PathError
 from filegate.fsio.lines import (
     OutOfTime,
     PendingCount,
@@ -28,9 +29,9 @@ from filegate.fsio.lines import (
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath, Workspace
+from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv
 from filegate.tools.readguard import ReadLedger, identity_of
 
 # Kimi's limits (read.py): lines per call, bytes of emitted text per call, characters a line.
@@ -275,9 +276,6 @@ def _keep_tail(window: list[RawLine], w: Window, src: Source) -> bool:
 
 # --- the result, fitted to the client's budget ----------------------------------------------
 
-# JSON framing of one text block on the wire ({"type":"text","text":"…"}), rounded up.
-BLOCK_FRAME_CHARS = 64
-
 
 def _row(number: int, text: str) -> str:
     return f"{number:6d}\t{text}"
@@ -433,10 +431,7 @@ def _resolve_and_read(
     cancel: threading.Event,
     reads: ReadLedger | None = None,
 ) -> Outcome:
-    try:
-        return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads)
-    except PathError as exc:
-        return Outcome.from_path_error(exc)
+    return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads)
 
 
 def _read(

@@ -13,15 +13,23 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.errors import MediaError
+from filegate.errors import MediaError, PathError
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.bounds import MAX_FRAMES, MAX_UNKNOWN_CHARS
 from filegate.policy.budget import MAX_MEDIA_BYTES
 from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
-from filegate.policy.workspace import PathError, ResolvedPath, Workspace
+from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description
-from filegate.tools.outcome import ImagePart, MediaPart, Outcome, ResourcePart, TextPart, ToolEnv
+from filegate.tools.outcome import (
+    BLOCK_FRAME_CHARS,
+    ImagePart,
+    MediaPart,
+    Outcome,
+    ResourcePart,
+    TextPart,
+    ToolEnv,
+)
 from filegate.tools.read_file import PATH_HELP
 
 if TYPE_CHECKING:
@@ -34,9 +42,6 @@ if TYPE_CHECKING:
 
 # Kimi's MAX_MEDIA_MEGABYTES, as its message words it.
 MAX_MEDIA_MB = MAX_MEDIA_BYTES >> 20
-# JSON framing of one content block on the wire ({"type":"image","data":"…","mimeType":"…"}),
-# rounded up: the budget counts what the client receives, not only the payload.
-BLOCK_FRAME_CHARS = 64
 # Kimi's sentence after every loaded image or video (read_media.py).
 COORDINATES_ADVICE = (
     "If you need to output coordinates, output relative coordinates first and compute absolute "
@@ -420,11 +425,8 @@ def _read(rp: ResolvedPath, env: ToolEnv, params: ReadMediaFileParams) -> Outcom
 
 
 async def read_media_file(params: ReadMediaFileParams, env: ToolEnv) -> Outcome:
-    try:
-        rp = env.workspace.resolve_for_read(params.path)
-        return await anyio.to_thread.run_sync(_read, rp, env, params, abandon_on_cancel=True)
-    except PathError as exc:
-        return Outcome.from_path_error(exc)
+    rp = env.workspace.resolve_for_read(params.path)
+    return await anyio.to_thread.run_sync(_read, rp, env, params, abandon_on_cancel=True)
 
 
 DESCRIPTION = load_description(

@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.errors import EditFailed, Refusal
+from filegate.errors import EditFailed
 from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath
@@ -378,11 +378,8 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, 
 
 async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcome:
     edits = params.edits
-    try:
-        _check_edits(edits)
-        rp = resolve_for_write(env, params.path, "edit")
-    except Refusal as exc:
-        return Outcome.from_refusal(exc)
+    _check_edits(edits)
+    rp = resolve_for_write(env, params.path, "edit")
     # Shown instead of a diff in the question about a sensitive file (nothing else is).
     pairs: list[tuple[str | None, str]] = [(e.old, e.new) for e in edits]
     requested, unsafe = requested_change(pairs) if rp.sensitive else ("", False)

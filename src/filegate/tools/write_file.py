@@ -53,11 +53,8 @@ class WriteFileParams(BaseModel):
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
-    try:
-        rp = resolve_for_write(env, params.path, "write")
-        _check_parent(rp, params.create_dirs)
-    except PathError as exc:
-        return Outcome.from_refusal(exc)
+    rp = resolve_for_write(env, params.path, "write")
+    _check_parent(rp, params.create_dirs)
     # Shown instead of a diff in the question about a sensitive file (nothing else is).
     requested, unsafe = requested_change([(None, params.content)]) if rp.sensitive else ("", False)
     job = WriteJob(

@@ -205,7 +205,8 @@ class _Prepared(Generic[T]):
 
 
 async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
-    """The whole route of a write, to the tool's result (``job.done``) or the refusal."""
+    """The whole route of a write, to the tool's result (``job.done``); a refusal is logged and
+    raised on, for the tool boundary (:func:`filegate.tools.outcome.answer`) to answer."""
     try:
         if job.dry_run:
             return await _preview(job, env)
@@ -213,7 +214,7 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
         return written if isinstance(written, Outcome) else job.done(written)
     except Refusal as exc:
         _log_failure(job, env, exc.message)
-        return Outcome.from_refusal(exc)
+        raise
     except UnicodeEncodeError as exc:
         return Outcome.error(
             f"The new text holds a character that cannot be stored as text ({exc.reason} at "
