@@ -287,3 +287,23 @@ def test_the_token_is_compared_in_constant_time_only() -> None:
                 constant_time += 1
     assert constant_time >= 1, "the bearer token must be checked with hmac.compare_digest"
     assert not compared, compared
+
+
+TOOL_MODULES = ("read_file", "read_media", "glob", "grep", "write_file", "str_replace")
+
+
+def test_each_tool_is_declared_once_in_its_own_module() -> None:
+    """A tool's name, title, description, params and hints live in its module's ``SPEC``;
+    server/ registers the specs and names no tool itself."""
+    import importlib
+
+    from filegate.server.app import tool_specs
+    from filegate.settings import Settings
+
+    specs = [importlib.import_module(f"filegate.tools.{m}").SPEC for m in TOOL_MODULES]
+    assert tool_specs(Settings(workdir=SRC)) == specs
+    # handlers named as their tool's module is (read_file, glob, grep), not glob_tool
+    assert not [s.handler.__name__ for s in specs if s.handler.__name__.endswith("_tool")]
+    registry = (SRC / "server" / "app.py").read_text(encoding="utf-8")
+    named = [s.name for s in specs if f'"{s.name}"' in registry]
+    assert not named, f"server/app.py names tool(s) {named}: declare them in their module's SPEC"

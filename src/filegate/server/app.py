@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastmcp import FastMCP
@@ -26,22 +24,9 @@ from filegate.server.render import render
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
 from filegate.server.state import defer_session_state
 from filegate.settings import Settings
-from filegate.tools.outcome import Outcome, ToolEnv, answer
+from filegate.tools.outcome import ToolSpec, answer
 
 log = logging.getLogger("filegate")
-
-Handler = Callable[[Any, ToolEnv], Awaitable[Outcome]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool as the model sees it: Kimi's name, params model, description, hints."""
-
-    name: str
-    params: type[BaseModel]
-    handler: Handler
-    description: str
-    read_only: bool
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -76,17 +61,6 @@ def _validation_message(exc: ValidationError) -> str:
     )
 
 
-# Human titles: fastmcp would derive "Readfile" and "Strreplacefile" from the names.
-TITLES = {
-    "ReadFile": "Read file",
-    "ReadMediaFile": "Read image or video",
-    "WriteFile": "Write file",
-    "StrReplaceFile": "Edit file (replace strings)",
-    "Glob": "Find files by pattern",
-    "Grep": "Search file contents",
-}
-
-
 class FilegateTool(Tool):
     """A tool whose arguments are validated by its own params model (Kimi's aliases)."""
 
@@ -103,7 +77,7 @@ class FilegateTool(Tool):
         )
         tool = cls(
             name=spec.name,
-            title=TITLES.get(spec.name, spec.name),
+            title=spec.title,
             description=spec.description,
             parameters=json_schema(spec.params),
             output_schema=None,  # text only (SPEC §1): no structuredContent to describe
@@ -140,27 +114,12 @@ class FilegateTool(Tool):
 
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
-    """Every tool filegate offers under these settings, in the order they are listed."""
-    from filegate.tools import glob, grep, read_file, read_media
+    """Every tool filegate offers under these settings, in the order they are listed: each
+    declared once, as its module's ``SPEC``."""
+    from filegate.tools import glob, grep, read_file, read_media, str_replace, write_file
 
-    specs = [
-        ToolSpec("ReadFile", read_file.ReadFileParams, read_file.read_file,
-                 read_file.DESCRIPTION, True),
-        ToolSpec("ReadMediaFile", read_media.ReadMediaFileParams, read_media.read_media_file,
-                 read_media.DESCRIPTION, True),
-        ToolSpec("Glob", glob.GlobParams, glob.glob_tool, glob.DESCRIPTION, True),
-        ToolSpec("Grep", grep.GrepParams, grep.grep_tool, grep.DESCRIPTION, True),
-    ]  # fmt: skip
-    if not settings.read_only:
-        from filegate.tools import str_replace, write_file
-
-        specs += [
-            ToolSpec("WriteFile", write_file.WriteFileParams, write_file.write_file,
-                     write_file.DESCRIPTION, False),
-            ToolSpec("StrReplaceFile", str_replace.StrReplaceFileParams, str_replace.str_replace_file,
-                     str_replace.DESCRIPTION, False),
-        ]  # fmt: skip
-    return specs
+    specs = [read_file.SPEC, read_media.SPEC, glob.SPEC, grep.SPEC, write_file.SPEC, str_replace.SPEC]
+    return [spec for spec in specs if spec.read_only or not settings.read_only]
 
 
 def build_server(settings: Settings) -> FastMCP:

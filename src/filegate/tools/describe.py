@@ -6,6 +6,14 @@ from importlib.resources import files
 from string import Template
 
 
+def path_help(verb: str, gerund: str) -> str:
+    """The `path` parameter's description, as Kimi CLI words it for each tool."""
+    return (
+        f"The path to the file to {verb}. Absolute paths are required when {gerund} files "
+        "outside the working directory."
+    )
+
+
 def load_description(name: str, **limits: object) -> str:
     """``name.md`` next to the tool modules, with ``${VAR}`` replaced (unknown ones kept)."""
     text = files("filegate.tools").joinpath(f"{name}.md").read_text(encoding="utf-8")

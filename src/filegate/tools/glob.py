@@ -30,7 +30,7 @@ from filegate.policy.workspace import Workspace, abbreviate
 from filegate.tools.describe import load_description
 from filegate.tools.gitignore import IgnoreReader, Ignores
 from filegate.tools.grep_ignores import IGNORE_NAME, VCS_DIRS
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Kimi's glob.py MAX_MATCHES; the walk stops one past it.
 MAX_MATCHES = 1000
@@ -491,7 +491,7 @@ def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: thre
                    partial=walk.more or len(lines) < len(walk.matches))  # fmt: skip
 
 
-async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:
+async def glob(params: GlobParams, env: ToolEnv) -> Outcome:
     cancelled = threading.Event()
     try:
         return await anyio.to_thread.run_sync(
@@ -501,4 +501,11 @@ async def glob_tool(params: GlobParams, env: ToolEnv) -> Outcome:
         cancelled.set()  # a cancelled call's walk stops at its next directory
 
 
-DESCRIPTION = load_description("glob", MAX_MATCHES=MAX_MATCHES)
+SPEC = ToolSpec(
+    name="Glob",
+    title="Find files by pattern",
+    description=load_description("glob", MAX_MATCHES=MAX_MATCHES),
+    params=GlobParams,
+    handler=glob,
+    read_only=True,
+)

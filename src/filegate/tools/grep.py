@@ -33,7 +33,7 @@ from filegate.policy.secrets import skipped_secrets_warning
 from filegate.tools import grep_fifo, grep_ignores, grep_sandbox
 from filegate.tools.describe import load_description
 from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
-from filegate.tools.outcome import Outcome, Reporter, ToolEnv
+from filegate.tools.outcome import Outcome, Reporter, ToolEnv, ToolSpec
 
 # -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
 MAX_CONTEXT_LINES = 2**32
@@ -803,7 +803,7 @@ def _unreadable_sentence(n: int) -> str:
     return f"{n} file{'s' if n != 1 else ''} or folder{'s' if n != 1 else ''} could not be read"
 
 
-async def grep_tool(params: GrepParams, env: ToolEnv) -> Outcome:
+async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
     rg = find_rg()
     if rg is None:
         return Outcome.error(
@@ -961,4 +961,11 @@ def _join(messages: list[str]) -> str:
     return " ".join(parts)
 
 
-DESCRIPTION = load_description("grep", HEAD_LIMIT=HEAD_LIMIT)
+SPEC = ToolSpec(
+    name="Grep",
+    title="Search file contents",
+    description=load_description("grep", HEAD_LIMIT=HEAD_LIMIT),
+    params=GrepParams,
+    handler=grep,
+    read_only=True,
+)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
 
 from filegate.errors import Refusal
 from filegate.policy.workspace import Workspace
@@ -68,13 +70,31 @@ class Outcome:
         return cls.error(exc.message, exc.brief, exc.output)
 
 
-async def answer(handler: Callable[[Any, ToolEnv], Awaitable[Outcome]], params: Any, env: ToolEnv) -> Outcome:
+Handler = Callable[[Any, "ToolEnv"], Awaitable[Outcome]]
+
+
+async def answer(handler: Handler, params: Any, env: ToolEnv) -> Outcome:
     """A tool's handler run at the tool boundary: a refusal it raises (``filegate.errors``)
     becomes its error result here, the one place that conversion happens."""
     try:
         return await handler(params, env)
     except Refusal as exc:
         return Outcome.from_refusal(exc)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the model sees it, declared once in the tool's own module (its ``SPEC``):
+    Kimi's name, a human title (a client would derive "Readfile" from the name), the
+    description (its .md file with the limits filled in), the params model, the handler, and
+    whether it only reads (server/app.py turns that into MCP annotations)."""
+
+    name: str
+    title: str
+    description: str
+    params: type[BaseModel]
+    handler: Handler
+    read_only: bool
 
 
 class Reporter(Protocol):

@@ -30,8 +30,8 @@ from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath, Workspace
-from filegate.tools.describe import load_description
-from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv
+from filegate.tools.describe import load_description, path_help
+from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
 from filegate.tools.readguard import ReadLedger, identity_of
 
 # Kimi's limits (read.py): lines per call, bytes of emitted text per call, characters a line.
@@ -39,16 +39,11 @@ MAX_LINES = 1000
 MAX_BYTES = 100 << 10
 MAX_LINE_LENGTH = 2000
 
-PATH_HELP = (
-    "The path to the file to read. Absolute paths are required when reading files outside "
-    "the working directory."
-)
-
 
 class ReadFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=PATH_HELP)]
+    path: Annotated[str, Field(description=path_help("read", "reading"))]
     line_offset: Annotated[
         int,
         Field(
@@ -462,6 +457,13 @@ def _read(
         os.close(fd)
 
 
-DESCRIPTION = load_description(
-    "read_file", MAX_LINES=MAX_LINES, MAX_BYTES=MAX_BYTES, MAX_LINE_LENGTH=MAX_LINE_LENGTH
+SPEC = ToolSpec(
+    name="ReadFile",
+    title="Read file",
+    description=load_description(
+        "read_file", MAX_LINES=MAX_LINES, MAX_BYTES=MAX_BYTES, MAX_LINE_LENGTH=MAX_LINE_LENGTH
+    ),
+    params=ReadFileParams,
+    handler=read_file,
+    read_only=True,
 )

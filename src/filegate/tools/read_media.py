@@ -20,7 +20,7 @@ from filegate.media.bounds import MAX_FRAMES, MAX_UNKNOWN_CHARS
 from filegate.policy.budget import MAX_MEDIA_BYTES
 from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
 from filegate.policy.workspace import ResolvedPath, Workspace
-from filegate.tools.describe import load_description
+from filegate.tools.describe import load_description, path_help
 from filegate.tools.outcome import (
     BLOCK_FRAME_CHARS,
     ImagePart,
@@ -29,8 +29,8 @@ from filegate.tools.outcome import (
     ResourcePart,
     TextPart,
     ToolEnv,
+    ToolSpec,
 )
-from filegate.tools.read_file import PATH_HELP
 
 if TYPE_CHECKING:
     from filegate.media.image import FittedImage
@@ -71,7 +71,7 @@ class RegionParam(BaseModel):
 class ReadMediaFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=PATH_HELP)]
+    path: Annotated[str, Field(description=path_help("read", "reading"))]
     region: Annotated[
         RegionParam | None,
         Field(description="An image crop in original pixels."),
@@ -429,6 +429,13 @@ async def read_media_file(params: ReadMediaFileParams, env: ToolEnv) -> Outcome:
     return await anyio.to_thread.run_sync(_read, rp, env, params, abandon_on_cancel=True)
 
 
-DESCRIPTION = load_description(
-    "read_media", MAX_MEDIA_MB=MAX_MEDIA_MB, MAX_FRAMES=MAX_FRAMES, VIDEO_EXTRA=VIDEO_EXTRA
+SPEC = ToolSpec(
+    name="ReadMediaFile",
+    title="Read image or video",
+    description=load_description(
+        "read_media", MAX_MEDIA_MB=MAX_MEDIA_MB, MAX_FRAMES=MAX_FRAMES, VIDEO_EXTRA=VIDEO_EXTRA
+    ),
+    params=ReadMediaFileParams,
+    handler=read_media_file,
+    read_only=True,
 )

@@ -19,9 +19,9 @@ from filegate.errors import EditFailed
 from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.writing import (
     SENSITIVE_DONE,
     Change,
@@ -34,10 +34,6 @@ from filegate.tools.writing import (
     run_write,
 )
 
-PATH_HELP = (
-    "The path to the file to edit. Absolute paths are required when editing files outside "
-    "the working directory."
-)
 # A "found N times" error lists the line numbers of at most this many matches.
 MAX_LISTED_MATCHES = 20
 # The "closest region" shown for an old string that matches nothing: at most this many lines,
@@ -61,7 +57,7 @@ class Edit(BaseModel):
 class StrReplaceFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=PATH_HELP)]
+    path: Annotated[str, Field(description=path_help("edit", "editing"))]
     edit: Annotated[
         Edit | list[Edit],
         Field(
@@ -436,4 +432,11 @@ def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]
     return Outcome(message=message)
 
 
-DESCRIPTION = load_description("str_replace")
+SPEC = ToolSpec(
+    name="StrReplaceFile",
+    title="Edit file (replace strings)",
+    description=load_description("str_replace"),
+    params=StrReplaceFileParams,
+    handler=str_replace_file,
+    read_only=False,
+)

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import PathError, WriteError
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
-from filegate.tools.outcome import Outcome, ToolEnv
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.writing import (
     MAX_FILE_BYTES,
     SENSITIVE_DONE,
@@ -26,16 +26,11 @@ from filegate.tools.writing import (
     run_write,
 )
 
-PATH_HELP = (
-    "The path to the file to write. Absolute paths are required when writing files outside "
-    "the working directory."
-)
-
 
 class WriteFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=PATH_HELP)]
+    path: Annotated[str, Field(description=path_help("write", "writing"))]
     content: Annotated[str, Field(description="The content to write to the file")]
     mode: Annotated[
         Literal["overwrite", "append"],
@@ -140,4 +135,11 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[None]) -> Out
     return Outcome(message=message)
 
 
-DESCRIPTION = load_description("write_file")
+SPEC = ToolSpec(
+    name="WriteFile",
+    title="Write file",
+    description=load_description("write_file"),
+    params=WriteFileParams,
+    handler=write_file,
+    read_only=False,
+)
