@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult as WireElicitResult
 from mcp.types import InputRequiredResult
 
 from tests.conftest import FILEGATE, call, connect, http_server, make_server, text
+from tests.fakes import Answers
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -26,35 +26,6 @@ REJECTED = (
     "The tool call is rejected by the user. Stop what you are doing and wait for the user to "
     "tell you how to proceed."
 )
-
-
-class Answers:
-    """An elicitation handler that gives one fixed answer and records what it was asked."""
-
-    def __init__(self, decision: str | None = "approve", action: str = "accept", feedback: str = "") -> None:
-        self.decision = decision
-        self.action = action
-        self.feedback = feedback
-        self.messages: list[str] = []
-        self.schemas: list[dict[str, Any]] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        self.schemas.append(params.requested_schema)
-        if self.action != "accept":
-            return ElicitResult(action=self.action)  # type: ignore[arg-type]
-        decision = self.decision
-        offered = params.requested_schema["properties"]["decision"]["enum"]
-        if decision == "approve_for_session" and decision not in offered:
-            decision = "approve"  # a dialog shows only the buttons offered (fastmcp 4.2 checks)
-        content: dict[str, Any] = {"decision": decision}
-        if self.feedback:
-            content["feedback"] = self.feedback
-        return ElicitResult(action="accept", content=content)
-
-    @property
-    def choices(self) -> list[str]:
-        return list(self.schemas[-1]["properties"]["decision"]["enum"])
 
 
 # --- the answers ---------------------------------------------------------------------------

@@ -263,27 +263,18 @@ def test_an_escaped_roots_change_over_stdio_narrows_the_next_call(ws: Path) -> N
     dispatch path parses it, so the next call asks for the roots again and honours the
     narrower answer (the removed stdio fast lane matched raw substrings and served the wider
     roots, issue 23)."""
-    import subprocess
-
-    from tests.conftest import FILEGATE
-    from tests.stress.procs import RawStdio
+    from tests.rawstdio import raw_filegate
 
     for name in ("one", "two"):
         (ws / name).mkdir()
         (ws / name / "f.txt").write_text(f"{name.upper()}\n")
-    proc = subprocess.Popen(
-        [FILEGATE, "--workdir", str(ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ws
-    )
-    client = RawStdio(proc.pid, proc.stdin, proc.stdout)
-    try:
-        client.initialize({"roots": {"listChanged": True}})
+    with raw_filegate(ws, capabilities={"roots": {"listChanged": True}}) as client:
 
         def read_under(roots: list[Path], before: bytes = b"") -> dict[str, Any]:
             request = {"name": "ReadFile", "arguments": {"path": "two/f.txt"}}
             rid = 100 + len(roots[0].parts)
             line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": request})
-            client._in.write(before + line.encode() + b"\n")  # in one write: no time between
-            client._in.flush()
+            client.write_raw(before + line.encode() + b"\n")  # in one write: no time between
             ask = client.next_request(timeout=30)  # the lane answered without asking: none came
             assert ask["method"] == "roots/list"
             listed = [{"uri": r.as_uri()} for r in roots]
@@ -294,6 +285,3 @@ def test_an_escaped_roots_change_over_stdio_narrows_the_next_call(ws: Path) -> N
         escaped = b'{"jsonrpc":"2.0","method":"notifications\\/roots\\/list_changed"}\n'
         narrowed = read_under([ws / "one"], before=escaped)
         assert narrowed["isError"] and "TWO" not in json.dumps(narrowed)
-    finally:
-        client.close_pipes()
-        proc.wait(timeout=60)

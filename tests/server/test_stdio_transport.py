@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import FILEGATE
+from tests.rawstdio import INITIALIZED, initialize_request
 
-INIT = {
-    "jsonrpc": "2.0", "id": 0, "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "raw", "version": "0"}},
-}  # fmt: skip
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+INIT = initialize_request(0, "2025-11-25")
 
 
 def call(i: int, tool: str, **args: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.types import Implementation
 
 from tests.conftest import FILEGATE, http_server, stdio_transport, text
+from tests.rawstdio import INITIALIZED, initialize_request
 
 
 async def test_stdio_serves_the_read_tools(ws: Path, mode: str) -> None:
@@ -40,12 +41,7 @@ async def test_http_serves_the_read_tools_and_confines_by_default(ws: Path, outs
 
 
 def test_stdout_carries_only_json_rpc(ws: Path) -> None:
-    init = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}},
-    }  # fmt: skip
-    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    lines = [json.dumps(initialize_request()), json.dumps(INITIALIZED),
              json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]  # fmt: skip
     proc = subprocess.Popen(
         [FILEGATE, "--workdir", str(ws), "--log-level", "DEBUG"],

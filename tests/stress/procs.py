@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 from fastmcp.client.transports import StdioTransport
 
 from tests.conftest import FILEGATE, free_port, wait_ready
+from tests.rawstdio import RawStdio
 
 # A filegate whose Grep timeout is lowered, so a "past its timeout" case runs in seconds. The
 # constant is the one grep.py documents (Kimi's 20 s); only this launcher changes it.
@@ -211,86 +211,6 @@ for line in control_in:
             os._exit(code)
     print(pid, flush=True)
 """
-
-
-class RawStdio:
-    """A minimal JSON-RPC client on a server's stdio pipes (handshake era, 2025-06-18)."""
-
-    def __init__(self, pid: int, stdin: Any, stdout: Any) -> None:
-        self.pid = pid
-        self._in = stdin
-        self._out = stdout
-        self._next = 1
-        self._replies: dict[int, dict[str, Any]] = {}
-        self._buf = b""
-
-    def send(self, message: dict[str, Any]) -> None:
-        self._in.write((json.dumps(message) + "\n").encode())
-        self._in.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> int:
-        rid = self._next
-        self._next += 1
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return rid
-
-    def call(self, tool: str, args: dict[str, Any]) -> int:
-        return self.request("tools/call", {"name": tool, "arguments": args})
-
-    def reply(self, rid: int, timeout: float = 60.0) -> dict[str, Any]:
-        """Read until the reply to ``rid`` arrives (a hang guard, not a timing)."""
-        deadline = time.monotonic() + timeout
-        while rid not in self._replies:
-            while b"\n" not in self._buf:
-                left = deadline - time.monotonic()
-                ready, _, _ = select.select([self._out], [], [], max(left, 0))
-                if not ready:
-                    raise TimeoutError(f"no reply to request {rid} within {timeout} s")
-                chunk = os.read(self._out.fileno(), 1 << 20)
-                if not chunk:
-                    raise EOFError("the server closed its stdout")
-                self._buf += chunk
-            line, _, self._buf = self._buf.partition(b"\n")
-            msg = json.loads(line)
-            if "id" in msg and ("result" in msg or "error" in msg):
-                self._replies[int(msg["id"])] = msg
-        return self._replies.pop(rid)
-
-    def next_request(self, timeout: float = 60.0) -> dict[str, Any]:
-        """Read until the server sends a request of its own (e.g. elicitation/create)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" not in self._buf:
-                ready, _, _ = select.select([self._out], [], [], max(deadline - time.monotonic(), 0))
-                if not ready:
-                    raise TimeoutError(f"no request from the server within {timeout} s")
-                chunk = os.read(self._out.fileno(), 1 << 20)
-                if not chunk:
-                    raise EOFError("the server closed its stdout")
-                self._buf += chunk
-            line, _, self._buf = self._buf.partition(b"\n")
-            msg = json.loads(line)
-            if "method" in msg and "id" in msg:
-                return dict(msg)
-            if "id" in msg and ("result" in msg or "error" in msg):
-                self._replies[int(msg["id"])] = msg
-
-    def initialize(self, capabilities: dict[str, Any] | None = None) -> None:
-        rid = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": capabilities or {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        )
-        self.reply(rid)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def close_pipes(self) -> None:
-        for f in (self._in, self._out):
-            with contextlib.suppress(OSError):
-                f.close()
 
 
 class Zygote:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
 
 from tests.conftest import text
+from tests.fakes import Answers
 from tests.server.served import inspector_command, inspector_missing
 from tests.stress.procs import http_server, status
 from tests.tooling import tool_missing
@@ -32,18 +32,6 @@ SLOW_LOAD_CALLS = 20_000
 # RSS after the load may differ from RSS before it by at most this fraction.
 RSS_TOLERANCE = 0.10
 REJECTED = "The tool call is rejected by the user."
-
-
-class Answers:
-    """One client's elicitation handler: a fixed decision, and the messages it was shown."""
-
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        return ElicitResult(action="accept", content={"decision": self.decision})
 
 
 # --- 50 concurrent edits of one file -------------------------------------------------------

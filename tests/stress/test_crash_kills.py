@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from filegate.fsio.atomic import TEMP_SUFFIX
-from tests.stress.procs import RawStdio, Zygote
+from tests.rawstdio import RawStdio
+from tests.stress.procs import Zygote
 
 # Kills per (tool, temp path) in the default run and in the slow variant (4 combinations:
 # 4 x 60 = 240 kills there).

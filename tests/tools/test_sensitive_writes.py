@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import call, connect
+from tests.fakes import Answers
 
 CANARY = "Zq8-CANARY-TOKEN-4471"
 SECRET = (
@@ -39,18 +40,6 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
     # Guess the whole content: "already had this content" would confirm it.
     ("WriteFile", {"content": SECRET.decode()}),
 ]
-
-
-class Recorder:
-    """An elicitation handler that answers ``decision`` and keeps every question it was asked."""
-
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
-        self.messages: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        self.messages.append(message)
-        return {"decision": self.decision}
 
 
 def leaks(text: str) -> list[str]:
@@ -102,7 +91,7 @@ async def test_write_tools_tell_nothing_about_a_sensitive_file_before_approval(
 ) -> None:
     caplog.set_level(logging.INFO)
     target, shown = make_target(ws, tmp_path, where)
-    recorder = Recorder(answer)
+    recorder = Answers(answer)
     kw: dict[str, Any] = {"confine": confine}
     if answer != "none":
         kw["client_elicitation_handler"] = recorder
@@ -159,7 +148,7 @@ async def test_auto_approval_never_covers_a_sensitive_file(
 
 async def test_an_approved_edit_of_a_sensitive_file_lands(ws: Path, mode: str) -> None:
     (ws / ".env").write_bytes(SECRET)
-    recorder = Recorder("approve")
+    recorder = Answers("approve")
     async with connect(ws, mode, client_elicitation_handler=recorder) as c:
         r = await call(
             c, "StrReplaceFile", path=".env", edit={"old": "region=eu\nregion=eu", "new": "region=us"}
@@ -178,7 +167,7 @@ async def test_a_sensitive_question_is_bound_to_its_arguments(ws: Path) -> None:
     from mcp.types import ElicitResult, InputRequiredResult
 
     (ws / ".env").write_bytes(SECRET)
-    async with connect(ws, "auto", client_elicitation_handler=Recorder("approve")) as c:
+    async with connect(ws, "auto", client_elicitation_handler=Answers("approve")) as c:
         first = await c.session.call_tool(
             name="StrReplaceFile",
             arguments={"path": ".env", "edit": {"old": "region=eu\nregion=eu", "new": "region=us"}},
@@ -205,7 +194,7 @@ async def test_over_http_confined_nothing_is_told_either(ws: Path, mode: str, an
     from tests.conftest import http_server
 
     (ws / ".env").write_bytes(SECRET)
-    recorder = Recorder("approve")
+    recorder = Answers("approve")
     handler = recorder if answer == "approve" else None
     with http_server(ws) as url:
         async with Client(url, mode=mode, elicitation_handler=handler) as c:

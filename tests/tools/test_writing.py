@@ -11,28 +11,10 @@ from pathlib import Path
 
 from filegate.fsio.atomic import PATH_LOCKS
 from filegate.policy.workspace import Workspace
-from filegate.tools.outcome import Decision, ToolEnv, WriteRequest, answer
+from filegate.tools.outcome import Decision, ToolEnv, answer
 from filegate.tools.str_replace import Edit, StrReplaceFileParams, str_replace_file
 from filegate.tools.write_file import WriteFileParams, write_file
-
-
-class FakeApprover:
-    """Approves by asking (never settles), noting the request and the locks held meanwhile."""
-
-    def __init__(self, ws: Path, *, settle: Decision | None = None) -> None:
-        self.ws = ws
-        self.settled = settle
-        self.asked: list[WriteRequest] = []
-        self.locks_while_asked: list[int] = []
-        self.bytes_while_asked: list[bytes] = []
-
-    def settle(self, request: WriteRequest) -> Decision | None:
-        return self.settled
-
-    async def ask(self, request: WriteRequest) -> Decision:
-        self.asked.append(request)
-        self.locks_while_asked.append(len(PATH_LOCKS))
-        return Decision(True, "elicited")
+from tests.fakes import FakeApprover
 
 
 def env(ws: Path, approver: FakeApprover) -> ToolEnv:

@@ -13,7 +13,7 @@ import yaml
 
 from filegate.fsio import platform
 
-WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "test.yml"
+WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "test.yml"
 
 
 def load() -> dict[str, Any]:
