@@ -307,3 +307,35 @@ def test_each_tool_is_declared_once_in_its_own_module() -> None:
     registry = (SRC / "server" / "app.py").read_text(encoding="utf-8")
     named = [s.name for s in specs if f'"{s.name}"' in registry]
     assert not named, f"server/app.py names tool(s) {named}: declare them in their module's SPEC"
+
+
+# A module's size budget: past it, a module usually does more than one job. One over it says
+# why on a line of its own at its top (`# size: <reason>`), or is named here with its reason.
+MAX_LINES = 500
+LARGE_MODULES: dict[str, str] = {
+    "filegate.fsio.lines": "one job (line windows of huge, sparse, changing files under deadlines); "
+    "its parts share the Source, codec and checkpoint state",
+    "filegate.fsio.atomic": "to split along its jobs (locks, pending temps, the write) as pure moves",
+    "filegate.tools.grep": "to split along its jobs (parameters, rg invocation, output parsing) as pure moves",
+}
+
+
+def test_no_module_is_over_the_size_budget_without_a_reason() -> None:
+    over = []
+    for path in sources():
+        text = path.read_text(encoding="utf-8")
+        n = text.count("\n")
+        name = module_name(path)
+        if n <= MAX_LINES or name in LARGE_MODULES:
+            continue
+        if any(line.startswith("# size: ") for line in text.splitlines()[:40]):
+            continue
+        over.append(f"{name}: {n} lines")
+    assert not over, f"over {MAX_LINES} lines with no reason given: {over}"
+
+
+def test_every_named_large_module_is_still_large() -> None:
+    """A module split below the budget leaves the list (so the list stays true)."""
+    sizes = {module_name(p): p.read_text(encoding="utf-8").count("\n") for p in sources()}
+    stale = [m for m in LARGE_MODULES if sizes.get(m, 0) <= MAX_LINES]
+    assert not stale, f"no longer over {MAX_LINES} lines (or gone): {stale}"
