@@ -339,3 +339,10 @@ def test_every_named_large_module_is_still_large() -> None:
     sizes = {module_name(p): p.read_text(encoding="utf-8").count("\n") for p in sources()}
     stale = [m for m in LARGE_MODULES if sizes.get(m, 0) <= MAX_LINES]
     assert not stale, f"no longer over {MAX_LINES} lines (or gone): {stale}"
+
+
+def test_the_question_rules_hold_no_protocol() -> None:
+    """server/questions.py (what the user is asked) stays pure: server/approval.py asks it over MCP."""
+    path = SRC / "server" / "questions.py"
+    protocol = [f"{m}:{n}" for m, _, n in imports(path) if m.split(".")[0] in PROTOCOL]
+    assert protocol == []

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from filegate.server import approval
-from filegate.server.approval import OpenQuestions, approval_message
+from filegate.server.approval import OpenQuestions
+from filegate.server.questions import UNSAFE_NOTE, approval_message
 from filegate.tools.diffing import FOLD_CHARS, LINE_END_CHARS, MAX_FOLDS, fold, requested_change
 from filegate.tools.outcome import WriteRequest
 
@@ -56,7 +57,7 @@ def test_a_new_file_and_the_escape_note() -> None:
     message = approval_message(request(created=True, new_size=1, new_lines=1, unsafe=True))
     lines = message.splitlines()
     assert lines[0] == "Inside the workspace: WriteFile wants to create `a.txt`."
-    assert lines[1] == approval.UNSAFE_NOTE
+    assert lines[1] == UNSAFE_NOTE
     assert "New file: 1 byte, 1 line." in lines
     assert (
         approval_message(request(created=True, new_size=2, new_lines=0)).splitlines()[1]

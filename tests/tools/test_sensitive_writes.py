@@ -131,7 +131,7 @@ async def test_auto_approval_never_covers_a_sensitive_file(
         assert leaks(everything(r)) == [], everything(r)
         assert "needs the user's approval every time (`--approval auto` does not cover it)" in everything(r)
     assert target.read_bytes() == SECRET
-    recorder = Recorder("reject")
+    recorder = Answers("reject")
     async with connect(ws, mode, approval="auto", client_elicitation_handler=recorder) as c:
         asked = await call(c, "WriteFile", path=shown, content="API_KEY=mine\n")
         ordinary = await call(c, "WriteFile", path="plain.txt", content="x\n")
@@ -139,7 +139,7 @@ async def test_auto_approval_never_covers_a_sensitive_file(
     assert len(recorder.messages) == 1 and "SENSITIVE" in recorder.messages[0].splitlines()[0]
     assert target.read_bytes() == SECRET
     assert not ordinary.is_error and (ws / "plain.txt").read_text() == "x\n"  # auto still skips the rest
-    approver = Recorder("approve")
+    approver = Answers("approve")
     async with connect(ws, mode, approval="auto", client_elicitation_handler=approver) as c:
         approved = await call(c, "WriteFile", path=shown, content="API_KEY=mine\n")
     assert not approved.is_error, everything(approved)
