@@ -9,7 +9,7 @@ from typing import Any
 
 from fastmcp.client.elicitation import ElicitResult
 
-from filegate.fsio.atomic import PATH_LOCKS
+from filegate.fsio.locks import PATH_LOCKS
 from filegate.tools.outcome import Decision, WriteRequest
 
 

@@ -315,7 +315,8 @@ MAX_LINES = 500
 LARGE_MODULES: dict[str, str] = {
     "filegate.fsio.lines": "one job (line windows of huge, sparse, changing files under deadlines); "
     "its parts share the Source, codec and checkpoint state",
-    "filegate.fsio.atomic": "to split along its jobs (locks, pending temps, the write) as pure moves",
+    "filegate.fsio.atomic": "the write alone (temp, checks, rename, fsync, stale check) since "
+    "locks.py and pending.py moved out; its steps share the open directory and the temp",
     "filegate.tools.grep": "to split along its jobs (parameters, rg invocation, output parsing) as pure moves",
 }
 

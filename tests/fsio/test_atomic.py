@@ -12,7 +12,9 @@ import pytest
 
 from filegate.errors import WriteError
 from filegate.fsio import atomic
-from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, read_all, replace_file, sweep_pending_temps
+from filegate.fsio import pending as records
+from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -40,7 +42,7 @@ def test_replace_writes_the_new_bytes_and_keeps_the_mode(ws: Path, temps: str) -
     assert f.read_bytes() == b"new content\n"
     assert os.stat(f).st_mode & 0o777 == 0o640
     assert os.stat(f).st_ino != inode  # a new file renamed over the old one, not written in place
-    assert leftovers(ws) == [] and list(atomic.pending_dir().glob("*")) == []
+    assert leftovers(ws) == [] and list(records.pending_dir().glob("*")) == []
 
 
 def test_create_a_new_file_and_its_directories(ws: Path, temps: str) -> None:
@@ -181,7 +183,7 @@ def dead_pid() -> int:
 
 
 def test_a_dead_writers_temp_is_swept_and_a_live_ones_kept(ws: Path) -> None:
-    pending = atomic.pending_dir()
+    pending = records.pending_dir()
     pending.mkdir(parents=True)
     dead_temp = ws / f".f.txt.0123456789abcdef{TEMP_SUFFIX}"
     live_temp = ws / f".g.txt.0123456789abcdef{TEMP_SUFFIX}"
@@ -196,7 +198,7 @@ def test_a_dead_writers_temp_is_swept_and_a_live_ones_kept(ws: Path) -> None:
 
 def test_the_sweep_removes_only_regular_temp_files(ws: Path, outside: Path) -> None:
     """A record is a path in a file: it must never delete what is not one of our temps."""
-    pending = atomic.pending_dir()
+    pending = records.pending_dir()
     pending.mkdir(parents=True)
     link = ws / f".l.0123456789abcdef{TEMP_SUFFIX}"
     link.symlink_to(outside / "secret.txt")
@@ -209,7 +211,7 @@ def test_the_sweep_removes_only_regular_temp_files(ws: Path, outside: Path) -> N
 
 
 def test_the_sweep_takes_an_undecodable_temp_name(ws: Path) -> None:
-    pending = atomic.pending_dir()
+    pending = records.pending_dir()
     pending.mkdir(parents=True)
     temp = os.fsencode(ws) + b"/.caf\xe9.0123456789abcdef" + TEMP_SUFFIX.encode()
     with open(temp, "wb") as fh:

@@ -18,7 +18,9 @@ import pytest
 
 from filegate.errors import PathError, WriteError
 from filegate.fsio import atomic, platform
-from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, replace_file, sweep_pending_temps
+from filegate.fsio import pending as records
+from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
 from filegate.fsio.safeopen import open_directory, open_regular
 from filegate.policy.workspace import Workspace
 
@@ -184,12 +186,12 @@ def test_a_named_temp_is_recorded_while_it_exists_and_swept_if_its_writer_died(
     assert temp is not None and record is not None
     made = [p for p in ws.iterdir() if p.name.endswith(TEMP_SUFFIX)]
     assert len(made) == 1 and made[0].name.startswith(".f.txt.")
-    assert record.parent == atomic.pending_dir()
+    assert record.parent == records.pending_dir()
     assert os.fsdecode(record.read_bytes()) == str(made[0])  # the full path, for the sweep
     assert sweep_pending_temps() == 0  # its writer (this process) is alive
     record.rename(record.with_name(f"{dead_pid()}-{record.name.split('-', 1)[1]}"))
     assert sweep_pending_temps() == 1
-    assert list(ws.iterdir()) == [] and list(atomic.pending_dir().iterdir()) == []
+    assert list(ws.iterdir()) == [] and list(records.pending_dir().iterdir()) == []
 
 
 @pytest.mark.parametrize("taken_away", ["no-dirfd", "no-tmpfile", "no-proc", ALL])
@@ -207,7 +209,7 @@ def test_each_missing_facility_still_writes_atomically_and_leaves_nothing(
     )
     assert sorted(p.name for p in ws.iterdir()) == ["f.txt", "n"]
     assert [p.name for p in (ws / "n").iterdir()] == ["new.txt"]
-    assert list(atomic.pending_dir().glob("*")) == []
+    assert list(records.pending_dir().glob("*")) == []
 
 
 def write_through_a_swapped_parent(ws: Path, outside: Path) -> None:

@@ -15,7 +15,8 @@ import pytest
 
 from filegate.errors import PathError, WriteError
 from filegate.fsio import atomic, lines, platform
-from filegate.fsio.atomic import TEMP_SUFFIX, Snapshot, replace_file
+from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.pending import TEMP_SUFFIX
 from filegate.fsio.safeopen import open_components, open_regular, open_then_verify
 from filegate.policy.workspace import Workspace
 

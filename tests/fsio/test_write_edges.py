@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import WriteError
-from filegate.fsio import atomic
-from filegate.fsio.atomic import TEMP_SUFFIX, PathLocks, Snapshot, read_all, replace_file
+from filegate.fsio import atomic, locks
+from filegate.fsio import pending as records
+from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.locks import PathLocks
+from filegate.fsio.pending import TEMP_SUFFIX
 from tests.tooling import needs
 
 
@@ -37,7 +40,7 @@ def temps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
 
 def nothing_left(d: Path) -> None:
     assert [p.name for p in d.iterdir() if p.name.endswith(TEMP_SUFFIX)] == []
-    pending = atomic.pending_dir()
+    pending = records.pending_dir()
     assert not pending.exists() or list(pending.iterdir()) == []
 
 
@@ -333,12 +336,12 @@ def test_in_flight_temps_are_recorded_under_the_state_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert atomic.pending_dir() == tmp_path / "state" / "filegate" / "pending"
+    assert records.pending_dir() == tmp_path / "state" / "filegate" / "pending"
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert atomic.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
+    assert records.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
     monkeypatch.setenv("XDG_STATE_HOME", "")
-    assert atomic.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
+    assert records.pending_dir() == tmp_path / "home" / ".local" / "state" / "filegate" / "pending"
 
 
 def test_a_named_temp_is_recorded_while_it_exists(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,11 +351,11 @@ def test_a_named_temp_is_recorded_while_it_exists(ws: Path, monkeypatch: pytest.
         fd, name, record = atomic._create_temp(dfd, "f.txt", existing=True, directory=str(ws))
         os.close(fd)
         assert name is not None and name.startswith(".f.txt.") and name.endswith(TEMP_SUFFIX)
-        assert record is not None and record.parent == atomic.pending_dir()
+        assert record is not None and record.parent == records.pending_dir()
         assert record.name.startswith(f"{os.getpid()}-")
         assert record.read_bytes() == os.fsencode(ws / name)
         assert stat.S_IMODE(os.stat(ws / name).st_mode) == 0o600
-        atomic._clear_pending(record)
+        records._clear_pending(record)
         assert not record.exists()
     finally:
         os.close(dfd)
@@ -370,13 +373,13 @@ def test_without_a_writable_state_dir_a_write_still_happens(
 
 
 def test_the_sweep_without_records_removes_nothing() -> None:
-    assert not atomic.pending_dir().exists()
-    assert atomic.sweep_pending_temps() == 0
+    assert not records.pending_dir().exists()
+    assert records.sweep_pending_temps() == 0
 
 
 def test_this_process_is_alive() -> None:
-    assert atomic._alive(os.getpid())
-    assert atomic._alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
+    assert records._alive(os.getpid())
+    assert records._alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
 
 
 async def test_one_writer_per_path_and_the_lock_is_dropped_after() -> None:
@@ -480,7 +483,7 @@ def dead_pid() -> int:
 
 
 def test_the_sweep_counts_every_temp_it_removes_and_drops_stale_records(ws: Path) -> None:
-    pending = atomic.pending_dir()
+    pending = records.pending_dir()
     pending.mkdir(parents=True)
     pid = dead_pid()
     temps = [ws / f".t{i}.0123456789abcdef{TEMP_SUFFIX}" for i in range(3)]
@@ -488,7 +491,7 @@ def test_the_sweep_counts_every_temp_it_removes_and_drops_stale_records(ws: Path
         t.write_text("half")
         (pending / (f"{pid}-{i}" if i else f"{pid}")).write_bytes(os.fsencode(t))
     (pending / f"{pid}-gone").write_bytes(os.fsencode(ws / f".gone.0123456789abcdef{TEMP_SUFFIX}"))
-    assert atomic.sweep_pending_temps() == 3
+    assert records.sweep_pending_temps() == 3
     assert not any(t.exists() for t in temps)
     assert list(pending.iterdir()) == []
 
@@ -526,8 +529,8 @@ def flocked(path: Path) -> bool:
 
 async def test_a_path_lock_is_an_flock_other_processes_see(ws: Path) -> None:
     target = ws / "f.txt"
-    lock_file = atomic.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
-    assert atomic.lock_dir() == atomic.pending_dir().parent / "locks"
+    lock_file = locks.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
+    assert locks.lock_dir() == records.pending_dir().parent / "locks"
     mine, replica = PathLocks(), PathLocks()  # two servers: each its own open file description
     order: list[str] = []
 
@@ -554,7 +557,7 @@ async def test_a_waiter_on_a_removed_lock_file_starts_over_on_the_new_one(ws: Pa
     removes on release; the second must not then hold a lock on a name that is gone while a
     third locks a new file at that name — they would both write."""
     target = ws / "f.txt"
-    lock_file = atomic.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
+    lock_file = locks.lock_dir() / hashlib.sha256(os.fsencode(str(target))).hexdigest()[:32]
     first, second, third = PathLocks(), PathLocks(), PathLocks()
     inside: list[str] = []
     overlaps: list[tuple[str, ...]] = []
@@ -585,6 +588,6 @@ async def test_without_a_state_dir_only_the_process_lock_is_taken(
 ) -> None:
     (ws / "state").write_text("a file, not a directory")
     monkeypatch.setenv("XDG_STATE_HOME", str(ws / "state"))
-    assert await atomic._lock_file("/x") == -1
+    assert await locks._lock_file("/x") == -1
     async with PathLocks().hold(ws / "f"):
         pass

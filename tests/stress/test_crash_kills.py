@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from filegate.fsio.atomic import TEMP_SUFFIX
+from filegate.fsio.pending import TEMP_SUFFIX
 from tests.rawstdio import RawStdio
 from tests.stress.procs import Zygote
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.fsio.atomic import TEMP_SUFFIX, sweep_pending_temps
+from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
 
 # Two contents of different sizes, so a torn or truncated file cannot pass for either.
 CONTENT_A = b"".join(b"A line %06d of the old content\r\n" % i for i in range(8_000))  # ~270 KB

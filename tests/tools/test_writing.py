@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from filegate.fsio.atomic import PATH_LOCKS
+from filegate.fsio.locks import PATH_LOCKS
 from filegate.policy.workspace import Workspace
 from filegate.tools.outcome import Decision, ToolEnv, answer
 from filegate.tools.str_replace import Edit, StrReplaceFileParams, str_replace_file

@@ -1,4 +1,5 @@
-"""Atomic, durable replacement of one file, and a per-path write lock (SPEC §2.5, §2.10, §4).
+"""Atomic, durable replacement of one file (SPEC §2.5, §2.10, §4); the per-path write lock is
+fsio/locks.py, the record of named temps a killed write may leave fsio/pending.py.
 
 ``replace_file`` writes the new bytes to an unnamed temp file in the target's directory
 (``O_TMPFILE``; a hidden named temp where that is unsupported), fsyncs it, checks that the
@@ -10,7 +11,6 @@ resolved makes the write fail instead of landing elsewhere.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import errno
@@ -19,18 +19,15 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
+from filegate.fsio.pending import TEMP_SUFFIX, _clear_pending, _record_pending
 from filegate.fsio.safeopen import BINARY, NONBLOCK, open_components, open_then_verify, read_whole
 from filegate.fsio.spliced import Content, Spliced, content_pieces
 
-# Named temps (the fallback when O_TMPFILE is unsupported) end with this; a SIGKILL between
-# creating and renaming one can leave it behind, hidden (leading dot).
-TEMP_SUFFIX = ".filegate.tmp"
 # Linux NAME_MAX is 255 bytes; the temp name adds a dot, a dot and 16 hex digits, and the suffix.
 _TEMP_NAME_KEEP = 200
 # The stale check reads the file in blocks of this size (to compare or to hash them).
@@ -382,77 +379,6 @@ def _temp_base(name: str) -> str:
     return f".{kept}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
 
 
-# --- temps a killed process may leave: recorded while they exist, swept at the next start ---
-
-
-def state_dir() -> Path:
-    """filegate's state directory of this user (outside any workspace): $XDG_STATE_HOME/filegate."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "filegate"
-
-
-def pending_dir() -> Path:
-    """Where in-flight named temps are recorded."""
-    return state_dir() / "pending"
-
-
-def _record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
-    """Note a named temp before it exists, so a restart can remove it if this process dies
-    before renaming it. Best effort: without a writable state dir nothing is recorded."""
-    try:
-        # The directory's path as resolved (it was opened from it component by component), or
-        # the open directory's own name where the caller did not say (/proc, F_GETPATH).
-        if directory is None:
-            directory = "" if dfd is None else platform.fd_path(dfd)
-        if directory is None:
-            return None
-        record = pending_dir() / f"{os.getpid()}-{secrets.token_hex(8)}"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
-        record.write_bytes(os.fsencode(os.path.join(directory, temp_name)))
-        return record
-    except OSError:
-        return None
-
-
-def _clear_pending(record: Path | None) -> None:
-    if record is not None:
-        with contextlib.suppress(OSError):
-            record.unlink()
-
-
-def sweep_pending_temps() -> int:
-    """Remove the temps that killed filegate processes left behind; return how many."""
-    removed = 0
-    try:
-        records = list(pending_dir().iterdir())
-    except OSError:
-        return 0
-    for record in records:
-        pid = record.name.split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        with contextlib.suppress(OSError):
-            temp = os.fsdecode(record.read_bytes())
-            st = os.lstat(temp)
-            if temp.endswith(TEMP_SUFFIX) and stat.S_ISREG(st.st_mode):
-                os.unlink(temp)
-                removed += 1
-        with contextlib.suppress(OSError):
-            record.unlink()
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _create_temp(
     dfd: int | None, name: str, *, existing: bool, directory: str | None = None
 ) -> tuple[int, str | None, Path | None]:
@@ -668,114 +594,3 @@ def _failure(shown: str, exc: OSError) -> WriteError:
     reason = _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
     brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else "Failed to write file"
     return WriteError(f"Failed to write `{shown}`: {reason}. Nothing was written.", brief)
-
-
-# --- one writer per path ------------------------------------------------------------------
-
-# Waiting for another process's lock on a file polls (never blocks the event loop, and a
-# cancelled call stops waiting at once), backing off from the first to the last interval.
-_LOCK_POLL_FIRST_S = 0.001
-_LOCK_POLL_LAST_S = 0.02
-
-
-class PathLocks:
-    """One writer per resolved path: an asyncio lock per path within the process, and an
-    advisory ``flock`` on a lock file per path across processes (replicas serving one
-    workspace, issue 13). The lock files live in the state directory, outside any workspace,
-    named by a hash of the path; without a writable state directory only the process lock is
-    taken (best effort, like the pending-temp records)."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, path: Path) -> AsyncIterator[None]:
-        key = str(path)
-        lock, users = self._locks.get(key, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                fd = await _lock_file(key)
-                try:
-                    yield
-                finally:
-                    if fd >= 0:
-                        _release_lock_file(key, fd)
-        finally:
-            lock, users = self._locks[key]
-            if users <= 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
-
-    def __len__(self) -> int:
-        return len(self._locks)
-
-
-def lock_dir() -> Path:
-    """Where the per-path lock files of all filegate processes of this user live."""
-    return state_dir() / "locks"
-
-
-def _lock_path(key: str) -> Path:
-    return lock_dir() / hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
-
-
-async def _lock_file(key: str) -> int:
-    """The descriptor holding an exclusive flock for ``key``, or -1 when none can be had.
-
-    The holder removes the lock file when it is done (:func:`_release_lock_file`), so the
-    state directory does not keep one file per path ever written. A process that opened the
-    file before it was removed then holds a lock on a name that is gone: after taking the
-    flock it checks that the path still names the very file it locked, and starts over if not.
-    """
-    if os.name == "nt":  # no flock (and no fcntl module): the process lock only
-        return -1
-    import fcntl  # POSIX only: imported here so that this module imports on Windows
-
-    path = _lock_path(key)
-    delay = _LOCK_POLL_FIRST_S
-    while True:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-        except OSError:
-            return -1
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, _LOCK_POLL_LAST_S)
-                except OSError:  # a file system without flock: the process lock only
-                    os.close(fd)
-                    return -1
-            if _names(path, fd):
-                return fd
-            os.close(fd)  # the previous holder removed it: lock the file now at that path
-        except BaseException:
-            os.close(fd)
-            raise
-
-
-def _names(path: Path, fd: int) -> bool:
-    try:
-        return os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
-    except OSError:
-        return False
-
-
-def _release_lock_file(key: str, fd: int) -> None:
-    """Remove the lock file while its flock is still held (a waiter then sees the name gone
-    and starts over), then close it, which releases the flock."""
-    with contextlib.suppress(OSError):
-        os.unlink(_lock_path(key))
-    os.close(fd)
-
-
-# Process-wide: two servers in one process writing one file still take turns.
-PATH_LOCKS = PathLocks()

@@ -198,7 +198,7 @@ def configure_logging(level: str) -> None:
 def serve(settings: Settings) -> None:
     """Run the server on the configured transport until it is stopped."""
     configure_logging(settings.log_level)
-    from filegate.fsio.atomic import sweep_pending_temps
+    from filegate.fsio.pending import sweep_pending_temps
 
     if swept := sweep_pending_temps():
         log.warning("removed %d temp file(s) left by a killed filegate write", swept)

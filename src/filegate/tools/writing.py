@@ -31,7 +31,8 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Refusal, WriteError
-from filegate.fsio.atomic import PATH_LOCKS, Snapshot, read_all, replace_file
+from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.policy.escape import escape
