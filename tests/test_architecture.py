@@ -317,7 +317,8 @@ LARGE_MODULES: dict[str, str] = {
     "its parts share the Source, codec and checkpoint state",
     "filegate.fsio.atomic": "the write alone (temp, checks, rename, fsync, stale check) since "
     "locks.py and pending.py moved out; its steps share the open directory and the temp",
-    "filegate.tools.grep": "to split along its jobs (parameters, rg invocation, output parsing) as pure moves",
+    "filegate.tools.grep": "to split along its jobs (parameters, rg invocation, output parsing) once "
+    "the branches editing it now are merged; tests patch RG_TIMEOUT_S on this module",
 }
 
 
