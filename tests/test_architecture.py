@@ -1,6 +1,8 @@
 """docs/ARCHITECTURE.md, kept true: the layers import only downward, fastmcp/mcp only in server/,
 no private name crosses a package, and no module imports itself round a circle (lazy imports
-inside functions count too: a circle is a circle whenever it closes)."""
+inside functions count too: a circle is a circle whenever it closes). Also: each tool declared
+once (its module's SPEC, registered by server/app.py from one list), the question rules free of
+the protocol, and no module over the size budget without a reason."""
 
 from __future__ import annotations
 
