@@ -185,5 +185,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for key in SLOW_TESTS
         if (module := modules.get(key.split("::")[0])) is not None and not hasattr(module, key.split("::")[1])
     )
+    stale += sorted(
+        f for f in SLOW_FILES | {k.split("::")[0] for k in SLOW_TESTS} if not (root / f).is_file()
+    )
     if stale:
         raise pytest.UsageError(f"tests/slow_set.py names tests that no longer exist: {', '.join(stale)}")
