@@ -260,6 +260,11 @@ async def test_install_lines_write_configurations_that_start(tmp_path: Path, ws:
                 not done.stderr and json.loads(done.stdout)["mcpServers"]["filegate"]["command"] == FILEGATE
             )
     written = [p for p in (tmp_path / "home").rglob("*") if p.is_file() and not p.name.endswith(".bak")]
+    # `--disable-builtins` also writes Kimi Code's config.toml (its [tools] disabled list), which
+    # holds no MCP entry: the entries are in the JSON files, one per line but --print.
+    settings = [p for p in written if p.suffix == ".toml"]
+    assert [p.name for p in settings] == ["config.toml"] * any("--disable-builtins" in w for w in lines)
+    written = [p for p in written if p not in settings]
     assert len(written) == len(lines) - 1, written  # --print wrote nothing
     for path in written:
         for entry in json.loads(path.read_text())["mcpServers"].values():
