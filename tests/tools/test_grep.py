@@ -347,24 +347,45 @@ async def test_the_callers_glob_cannot_undo_the_vcs_exclusion(
 
 
 def _deep_tree_beyond_path_max(ws: Path) -> None:
-    """A folder rg cannot enter even as root: its path is longer than PATH_MAX."""
-    fd = os.open(ws, os.O_RDONLY)
+    """A folder rg cannot enter even as root: its path is longer than PATH_MAX. Made by
+    chdir, step by step (no dir_fd: FILEGATE_SIMULATE=no-dirfd takes it away)."""
+    here = os.getcwd()
     try:
+        os.chdir(ws)
         for _ in range(18):
-            os.mkdir("d" * 250, dir_fd=fd)
-            nfd = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
-        with open(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
-            f.write("needle\n")
+            os.mkdir("d" * 250)
+            os.chdir("d" * 250)
+        Path("deep.txt").write_text("needle\n")
     finally:
-        os.close(fd)
+        os.chdir(here)
+
+
+def _remove_deep_tree(ws: Path) -> None:
+    """The tree of _deep_tree_beyond_path_max removed, deepest first, by chdir: pytest's
+    rmtree goes by path where there is no dir_fd and cannot reach past PATH_MAX."""
+    here = os.getcwd()
+    try:
+        os.chdir(ws)
+        depth = 0
+        while os.path.isdir("d" * 250):
+            os.chdir("d" * 250)
+            depth += 1
+        for name in os.listdir("."):
+            os.unlink(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d" * 250)
+    finally:
+        os.chdir(here)
 
 
 async def test_unreadable_entries_are_counted_never_quoted(ws: Path, mode: str) -> None:
     tree(ws, {"ok.txt": "needle\n"})
     _deep_tree_beyond_path_max(ws)
-    err, parts, _ = await grep(ws, mode, pattern="needle")
+    try:
+        err, parts, _ = await grep(ws, mode, pattern="needle")
+    finally:
+        _remove_deep_tree(ws)
     assert not err and parts[0] == "ok.txt\n"
     assert parts[1].endswith("could not be read.") and "ddddd" not in parts[1] and "rg:" not in parts[1]
     assert "1 file or folder could not be read." in parts[1]

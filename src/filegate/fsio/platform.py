@@ -11,6 +11,11 @@ event loop takes no signal handlers: Ctrl+C is a KeyboardInterrupt, a client clo
 on a machine that has them, so the fallbacks run for real in the Linux test suite::
 
     FILEGATE_SIMULATE=no-dirfd,no-proc,no-tmpfile,no-wc pytest tests/fsio tests/policy tests/tools
+
+``no-dirfd`` is taken away from the whole process, as Windows has it: at import every ``os``
+call that takes ``dir_fd`` raises NotImplementedError when given one, and
+``os.supports_dir_fd`` is empty, so code that does not ask :func:`has_dir_fd` fails here as it
+would there (issue 29).
 """
 
 from __future__ import annotations
@@ -30,6 +35,33 @@ def simulated() -> frozenset[str]:
     if unknown:
         raise ValueError(f"{SIMULATE_ENV}: unknown {sorted(unknown)}; known: {', '.join(FACILITIES)}")
     return words
+
+
+def _take_dir_fd_away() -> None:
+    """``no-dirfd`` for every caller in this process (the Python level, as on Windows): each
+    ``os`` function that takes ``dir_fd`` refuses one the way Windows' does, and
+    ``os.supports_dir_fd`` is empty. Installed once, at import, before any tool runs."""
+    import functools
+
+    for fn in list(os.supports_dir_fd):
+        name = fn.__name__
+        if getattr(os, name, None) is not fn:
+            continue
+
+        def refusing(*args: object, __fn: object = fn, __name: str = name, **kwargs: object) -> object:
+            if kwargs.get("dir_fd") is not None:
+                raise NotImplementedError(f"{__name}: dir_fd unavailable on this platform")
+            return __fn(*args, **kwargs)  # type: ignore[operator]
+
+        setattr(os, name, functools.wraps(fn)(refusing))
+    os.supports_dir_fd.clear()
+    import shutil  # chose its descriptor-based rmtree at its own import: now it cannot
+
+    shutil._use_fd_functions = False  # type: ignore[attr-defined]
+
+
+if "no-dirfd" in simulated() and os.supports_dir_fd:
+    _take_dir_fd_away()
 
 
 def has_dir_fd() -> bool:

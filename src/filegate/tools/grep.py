@@ -630,7 +630,10 @@ class _Parser:
                         dated((-_mtime_ns(target, raw), shown))
             return
         # _mtime_ns inlined: this loop runs for every matching file (11,063 on the kernel).
-        fd, lstat = target.fd, os.stat
+        fd: int | None = target.fd
+        lstat = os.stat
+        if not platform.has_dir_fd():  # Windows: by path (the pinned directory cannot move there)
+            fd, lstat = None, functools.partial(_stat_in, os.fsencode(target.cwd))
         for raw in records:
             if not raw:
                 continue
@@ -697,9 +700,17 @@ def _mtime_ns(target: _Target, raw: bytes) -> int:
     try:
         if target.single_file:
             return os.fstat(target.fd).st_mtime_ns
+        if not platform.has_dir_fd():
+            return _stat_in(os.fsencode(target.cwd), raw).st_mtime_ns
         return os.stat(raw, dir_fd=target.fd).st_mtime_ns  # in the pinned directory rg searched
     except OSError:
         return 0
+
+
+def _stat_in(top: bytes, raw: bytes, dir_fd: None = None) -> os.stat_result:
+    """``os.stat(raw, dir_fd=…)`` where there is no ``dir_fd`` (Windows): by the path of the
+    searched directory, which its open handle keeps from being moved or replaced there."""
+    return os.stat(os.path.join(top, raw))
 
 
 def _page_lines(parsed: _Parsed, params: GrepParams) -> tuple[Iterator[str], int]:

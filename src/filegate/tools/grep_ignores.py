@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from filegate.fsio import platform
+from filegate.fsio.safeopen import open_then_verify
+
 # POSIX flags, 0 where the OS has none (Windows: read_rules checks the name before and after).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -128,16 +131,22 @@ REMEMBER_MAX_DIRS = 200_000
 RACY_NS = 2_000_000_000
 
 
-def walk_tree(top_fd: int, secrets: Secrets | None = None, budget_s: float = WALK_BUDGET_S) -> TreeIgnores:
+def walk_tree(
+    top_fd: int, secrets: Secrets | None = None, budget_s: float = WALK_BUDGET_S, top_path: str | None = None
+) -> TreeIgnores:
     """List every directory under the one open as ``top_fd`` (by paths relative to it, no
     symlink followed, VCS folders skipped), vet each `.gitignore` in it and find the files that
     may hold secrets. Iterative: any depth. Directories unchanged since the last walk of the
-    same tree (and the same secret patterns) are taken from it."""
+    same tree (and the same secret patterns) are taken from it.
+
+    Where the platform has no ``dir_fd`` (Windows), ``top_path`` (the real path ``top_fd`` was
+    opened from) is walked by path instead, each directory verified as :class:`_ByPath` says."""
     found = TreeIgnores()
     try:
         top = os.fstat(top_fd)
     except OSError:
         return found
+    by_path = _ByPath(top_path, top) if top_path is not None else None
     key = (top.st_dev, top.st_ino, secrets.key if secrets else 0)
     before = _REMEMBERED.get(key, {})
     now: dict[str, _Listed] = {}
@@ -148,16 +157,23 @@ def walk_tree(top_fd: int, secrets: Secrets | None = None, budget_s: float = WAL
     while stack:
         rel = stack.pop()
         try:
-            st = os.lstat(rel or ".", dir_fd=top_fd)
+            st = os.lstat(rel or ".", dir_fd=top_fd) if by_path is None else by_path.lstat(rel)
         except OSError:
             continue
+        except _Swapped:  # not the directory the walk was given: nothing of it is trusted
+            found.complete = False
+            break
         listed = before.get(rel)
         if (
             listed is None
             or (listed.ctime_ns, listed.ino) != (st.st_ctime_ns, st.st_ino)
             or st.st_ctime_ns >= fresh_before
         ):
-            listed = _list_dir(top_fd, rel, st, secrets)
+            try:
+                listed = _list_dir(top_fd, rel, st, secrets, by_path)
+            except _Swapped:
+                found.complete = False
+                break
             if listed is None:
                 continue  # unreadable for rg as well
             seen += len(listed.subdirs) + 1
@@ -179,18 +195,67 @@ def walk_tree(top_fd: int, secrets: Secrets | None = None, budget_s: float = WAL
     return found
 
 
-def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None) -> _Listed | None:
+class _Swapped(Exception):
+    """A directory of a walk by path is no longer the one it was: the walk stops, incomplete."""
+
+
+@dataclass(frozen=True)
+class _ByPath:
+    """A walk by path where there is no ``dir_fd`` (Windows), verified the way
+    :func:`~filegate.fsio.safeopen.open_then_verify` verifies an open: a directory is listed
+    only if its path is its own real path (no symlink or junction on the way: ``realpath``
+    resolves both) and is the very directory (its identity) before and after the listing; the
+    top, the directory the search pinned. A directory that became a link is skipped (rg does
+    not follow links either); one whose identity changed stops the walk (incomplete: rg then
+    reads no ignore file itself). A swap undone again between the checks is not seen (the race
+    window the README names for the no-``dir_fd`` read path)."""
+
+    top: str
+    pinned: os.stat_result
+
+    def path(self, rel: str) -> str:
+        return os.path.join(self.top, *rel.split("/")) if rel else self.top
+
+    def lstat(self, rel: str) -> os.stat_result:
+        st = os.lstat(self.path(rel))
+        if not rel and not os.path.samestat(st, self.pinned):
+            raise _Swapped
+        return st
+
+    def is_itself(self, rel: str, st: os.stat_result) -> bool:
+        """The path still names the directory ``st`` was taken of, through no link."""
+        path = self.path(rel)
+        if os.path.normcase(os.path.realpath(path)) != os.path.normcase(path):
+            return False
+        try:
+            now = os.lstat(path)
+        except OSError:
+            return False
+        if not (stat.S_ISDIR(now.st_mode) and os.path.samestat(now, st)):
+            raise _Swapped
+        return True
+
+
+def _list_dir(
+    top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None, by_path: _ByPath | None = None
+) -> _Listed | None:
     regular, unsafe = False, 0
     subdirs: list[str] = []
     sensitive: list[str] = []
     base = f"{secrets.top}/{rel}/" if secrets and rel else f"{secrets.top}/" if secrets else ""
     everything = secrets is not None and secrets.dir_may_hold(base)
+    if by_path is not None:
+        if not stat.S_ISDIR(st.st_mode) or not by_path.is_itself(rel, st):
+            return None  # a link (or a junction) now: not entered
+        fd, listing = -1, by_path.path(rel)
+    else:
+        listing = ""
+        try:
+            fd = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
+        except OSError:
+            return None
     try:
-        fd = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
-    except OSError:
-        return None
-    try:
-        with os.scandir(fd) as it:
+        with os.scandir(fd if by_path is None else listing) as it:
             for entry in it:
                 name = entry.name
                 if name == IGNORE_NAME:
@@ -215,19 +280,27 @@ def _list_dir(top_fd: int, rel: str, st: os.stat_result, secrets: Secrets | None
     except OSError:
         return None
     finally:
-        os.close(fd)
+        if by_path is None:
+            os.close(fd)
+    if by_path is not None and not by_path.is_itself(rel, st):
+        return None  # became a link while listed: what it listed is not used
     return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs), tuple(sensitive))
 
 
 def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
-    """An ignore file's lines, if it is a regular file (not through a symlink) of sane size."""
+    """An ignore file's lines, if it is a regular file (not through a symlink) of sane size.
+    Without ``dir_fd`` where the platform has none: opened by its real path and verified
+    (:func:`open_then_verify`: no link anywhere on its path, the handle's own final path)."""
     before = None
     try:
-        if not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
+        if dir_fd is None and not platform.has_dir_fd():
+            fd = open_then_verify(Path(path), os.O_RDONLY | _NONBLOCK)
+        elif not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
             before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
             if not stat.S_ISREG(before.st_mode):
                 return None
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY, dir_fd=dir_fd)
+        else:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -356,14 +429,16 @@ def plan(
     The files that may hold secrets are left out in rg's call itself (anchored rules in the
     rules file), and are known whether or not they match: what the result says about them
     (their names, how many) cannot depend on their content."""
+    by_path = not platform.has_dir_fd()  # Windows: the tree is walked and read by path
     try:
-        tree = walk_tree(dir_fd, secrets)
+        tree = walk_tree(dir_fd, secrets, top_path=str(top) if by_path else None)
         rules = [] if include_ignored else outer_rules(top, workspace_dirs)
         args = list(ALWAYS)
         if not include_ignored and (tree.unsafe or not tree.complete):
             args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
             for rel in tree.regular:
-                lines = read_rules(f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME, dir_fd)
+                name = f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME
+                lines = read_rules(os.path.join(top, name), None) if by_path else read_rules(name, dir_fd)
                 if lines:
                     rules += rules_at(lines, rel)
     finally:
