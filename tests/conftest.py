@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import logging
 import os
 import re
 import socket
@@ -23,7 +24,8 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from filegate.server.app import build_server
+from filegate.fsio import platform
+from filegate.server.app import UNEXPECTED, build_server
 from filegate.settings import Settings
 
 MODES = ["auto", "legacy"]
@@ -42,6 +44,30 @@ def read_guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
     write files they never read: every server they start (in memory, stdio, HTTP) runs with
     --read-guard off, through FILEGATE_READ_GUARD. Use: pytest.mark.usefixtures("read_guard_off")."""
     monkeypatch.setenv("FILEGATE_READ_GUARD", "off")
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_tool_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under FILEGATE_SIMULATE (a facility taken away), a tool's unexpected exception or a
+    facility it lacks fails the test, even where the client only sees a masked error or a
+    refusal the test accepts: every path needs its fallback (issue 29). A module that raises
+    them on purpose says so (EXPECTS_UNEXPECTED_ERRORS)."""
+    if not os.environ.get(platform.SIMULATE_ENV) or getattr(
+        request.module, "EXPECTS_UNEXPECTED_ERRORS", False
+    ):
+        yield
+        return
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: seen.append(record) if getattr(record, UNEXPECTED, False) else None  # type: ignore[method-assign]
+    logger = logging.getLogger("filegate")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+    if seen:
+        pytest.fail(f"a tool failed unexpectedly under {platform.SIMULATE_ENV}: {seen[0].getMessage()}")
 
 
 @pytest.fixture(params=MODES)

@@ -27,6 +27,9 @@ from filegate.settings import Settings
 from filegate.tools.outcome import ToolSpec, answer
 
 log = logging.getLogger("filegate")
+# Set on the log record of a tool's unexpected exception (tests/conftest.py fails a test on one
+# under FILEGATE_SIMULATE: a missing fallback must not pass as a masked error).
+UNEXPECTED = "filegate_unexpected"
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -109,6 +112,19 @@ class FilegateTool(Tool):
             return InputRequiredToolResult(ask.result)
         except RootsUnavailable as closed:
             return ToolResult(content=[TextContent(type="text", text=str(closed))], is_error=True)
+        except NotImplementedError as missing:
+            # A facility this OS lacks (Windows: dir_fd, fchdir, …) reached by a path with no
+            # fallback: said in one line, naming it, never masked as an internal error.
+            log.error("%s: %s", self._spec.name, missing, exc_info=True, extra={UNEXPECTED: True})
+            what = escape(str(missing)) or "an OS facility is missing"
+            text = f"{self._spec.name} cannot do this on this platform: {what}."
+            return ToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        except Exception:
+            # fastmcp masks it ("Error calling tool"); the record lets a test fail on it.
+            log.error(
+                "%s raised an unexpected error", self._spec.name, exc_info=True, extra={UNEXPECTED: True}
+            )
+            raise
         await tell(call, self._spec.name, outcome)
         return render(outcome)
 
