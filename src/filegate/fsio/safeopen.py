@@ -84,6 +84,8 @@ def open_regular(rp: ResolvedPath) -> int:
     try:
         fd = open_components(rp.real, os.O_RDONLY | NONBLOCK)
     except FileNotFoundError:
+        if names_a_descriptor(rp):
+            raise PathError(f"`{rp.shown}` is not a file.") from None
         raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
     except OSError as exc:
         raise _os_error(rp.shown, exc) from None
@@ -97,6 +99,14 @@ def open_regular(rp: ResolvedPath) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def names_a_descriptor(rp: ResolvedPath) -> bool:
+    """A path into /proc's descriptors (`/dev/stdin` resolves to `/proc/self/fd/0`): where /proc
+    is not mounted that path does not exist, yet what was named is a stream, not a missing file
+    (SPEC §2.7: "is not a file")."""
+    parts = rp.real.parts
+    return len(parts) > 3 and parts[:2] == ("/", "proc") and parts[3] in ("fd", "fdinfo")
 
 
 def open_directory(rp: ResolvedPath) -> int:

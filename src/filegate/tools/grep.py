@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from filegate.errors import PathError
 from filegate.fsio import platform
-from filegate.fsio.safeopen import open_directory, open_regular
+from filegate.fsio.safeopen import names_a_descriptor, open_directory, open_regular
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.tools import grep_fifo, grep_ignores, grep_sandbox
@@ -176,6 +176,8 @@ def _target(params: GrepParams, env: ToolEnv) -> _Target:
     try:
         st = os.stat(rp.real)
     except FileNotFoundError:
+        if names_a_descriptor(rp):  # /dev/stdin where /proc is not mounted
+            raise PathError(f"`{rp.shown}` is not a file.") from None
         raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
     except OSError as exc:
         raise PathError(f"`{rp.shown}` cannot be searched: {exc.strerror}.") from None
