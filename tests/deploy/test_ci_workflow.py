@@ -58,7 +58,7 @@ def test_the_simulated_job_takes_every_facility_away_and_runs_the_fallback_suite
     words = job["env"][platform.SIMULATE_ENV].split(",")
     assert sorted(words) == sorted(platform.FACILITIES)
     run = steps_text(job)
-    assert all(f"tests/{d}" in run for d in ("fsio", "policy", "tools"))
+    assert all(f"tests/{d}" in run for d in ("fsio", "policy", "tools", "security"))
 
 
 def test_lint_and_types_are_checked() -> None:

@@ -116,11 +116,41 @@ def open_directory(rp: ResolvedPath) -> int:
     that runs in it (``/proc/self/fd/<fd>`` as a child's working directory).
     """
     try:
+        if os.name == "nt":  # pragma: no cover - Windows only (CI's Windows job)
+            return _open_directory_by_handle(rp.real)
         return open_components(rp.real, os.O_RDONLY | _DIRECTORY)
     except FileNotFoundError:
         raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
     except OSError as exc:
         raise _os_error(rp.shown, exc) from None
+
+
+def _open_directory_by_handle(real: Path) -> int:  # pragma: no cover - Windows only
+    """Windows' os.open cannot open a folder: CreateFileW can (FILE_FLAG_BACKUP_SEMANTICS), a
+    link or junction at its last part opened itself (FILE_FLAG_OPEN_REPARSE_POINT), made a
+    descriptor. Shared for reading and writing but not for deletion, so while it is held the
+    folder cannot be deleted or renamed and its path keeps naming it (rg runs in it by path);
+    its final path must be ``real`` (no link or junction anywhere on the way)."""
+    import ctypes
+    import msvcrt
+    from ctypes import wintypes
+
+    create = ctypes.windll.kernel32.CreateFileW  # type: ignore[attr-defined,unused-ignore]
+    create.restype = wintypes.HANDLE
+    create.argtypes = [wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, wintypes.LPVOID,
+                       wintypes.DWORD, wintypes.DWORD, wintypes.HANDLE]  # fmt: skip
+    list_and_attributes, share_read_write, open_existing = 0x0001 | 0x0080, 0x1 | 0x2, 3
+    backup_semantics, open_reparse_point = 0x02000000, 0x00200000
+    handle = create(str(real), list_and_attributes, share_read_write, None, open_existing,
+                    backup_semantics | open_reparse_point, None)  # fmt: skip
+    if handle in (None, wintypes.HANDLE(-1).value):
+        raise ctypes.WinError()  # type: ignore[attr-defined,unused-ignore]
+    fd = int(msvcrt.open_osfhandle(handle, os.O_RDONLY))  # type: ignore[attr-defined,unused-ignore]
+    held = platform.fd_path(fd)
+    if held is None or os.path.normcase(held) != os.path.normcase(str(real)):
+        os.close(fd)
+        raise OSError(errno.ELOOP, "the opened folder is not the checked path")
+    return fd
 
 
 def stat_target(rp: ResolvedPath) -> os.stat_result | None:

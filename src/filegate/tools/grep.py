@@ -196,6 +196,8 @@ def _rg_cwd(target: _Target) -> str:
     """rg's working directory: the pinned directory itself, through /proc where there is one."""
     if target.single_file:
         return "/"  # rg reads the file on stdin and needs no directory
+    if os.name == "nt":  # pragma: no cover - Windows: the held handle keeps the path its own
+        return str(target.cwd)
     if platform.has_proc():
         return f"{PROC_FD}/{target.fd}"
     return "/"  # no /proc (macOS): rg starts from the pinned fd itself (_from_pinned_directory)
@@ -203,7 +205,7 @@ def _rg_cwd(target: _Target) -> str:
 
 def _pinned_by_cwd(target: _Target) -> bool:
     """rg's working directory (_rg_cwd) is already the pinned directory, or none is needed."""
-    return target.single_file or platform.has_proc()
+    return target.single_file or platform.has_proc() or os.name == "nt"
 
 
 def _from_pinned_directory(cmd: list[str], target: _Target) -> tuple[list[str], list[int]]:
