@@ -308,8 +308,11 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
 async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> None:
     """Issue 11.6 / 14.4: the recursive walk raised RecursionError, masked as an internal error."""
     depth = 1100
-    (ws / "/".join(["d"] * depth)).mkdir(parents=True)  # ~2,200 characters: under PATH_MAX
-    (ws / "/".join(["d"] * depth) / "leaf.py").touch()
+    deepest = ws
+    for _ in range(depth):  # by path, one level at a time (mkdir(parents=True) recurses)
+        deepest = deepest / "d"
+        deepest.mkdir()
+    (deepest / "leaf.py").touch()  # ~2,200 characters: under PATH_MAX
     try:
         err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
         assert not err and out == "d/" * depth + "leaf.py\n" and msg.startswith("Found 1 matches")
