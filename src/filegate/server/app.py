@@ -15,7 +15,7 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
-from filegate.policy.escape import escape_log
+from filegate.policy.escape import escape, escape_log
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.server.call import CallContext, InputRequired
