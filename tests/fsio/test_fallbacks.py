@@ -43,6 +43,8 @@ def dead_pid() -> int:
 
 @linux_only
 def test_linux_has_every_facility_until_one_is_taken_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not os.supports_dir_fd:  # taken away at start-up (FILEGATE_SIMULATE=no-dirfd): for good
+        pytest.skip("dir_fd was taken away from this process at start-up and cannot come back")
     monkeypatch.delenv(platform.SIMULATE_ENV, raising=False)
     assert platform.has_dir_fd() and platform.has_proc() and platform.has_tmpfile() and platform.has_wc()
     simulate(monkeypatch, "no-proc")  # O_TMPFILE's temp is named through /proc: it goes too

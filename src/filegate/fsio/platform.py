@@ -66,7 +66,7 @@ if "no-dirfd" in simulated() and os.supports_dir_fd:
 
 def has_dir_fd() -> bool:
     """``os.open``/``os.stat``/``os.rename`` take ``dir_fd`` (not on Windows)."""
-    return os.open in os.supports_dir_fd and "no-dirfd" not in simulated()
+    return "no-dirfd" not in simulated() and os.open in os.supports_dir_fd  # a typo raises first
 
 
 def has_proc() -> bool:
