@@ -276,3 +276,35 @@ def test_the_pread_stand_in_reads_at_the_offset_and_keeps_the_position(tmp_path:
         assert platform.pread is platform._read_at
     else:
         assert platform.pread is os.pread
+
+
+def test_no_dirfd_takes_dir_fd_away_from_the_whole_process(tmp_path: Path) -> None:
+    """FILEGATE_SIMULATE=no-dirfd, installed at import: every os call given dir_fd raises as
+    on Windows, os.supports_dir_fd is empty, and shutil no longer removes trees by descriptor
+    (issue 29). Run in-process (coverage), everything put back after."""
+    import shutil
+
+    saved = {fn.__name__: fn for fn in os.supports_dir_fd}
+    saved_set, saved_rmtree = set(os.supports_dir_fd), shutil._use_fd_functions  # type: ignore[attr-defined]
+    try:
+        platform._take_dir_fd_away()
+        assert not os.supports_dir_fd and not shutil._use_fd_functions  # type: ignore[attr-defined]
+        with pytest.raises(NotImplementedError, match="stat: dir_fd unavailable on this platform"):
+            os.stat("x", dir_fd=0)
+        assert os.stat(tmp_path).st_ino == os.lstat(tmp_path).st_ino  # without dir_fd: as before
+    finally:
+        for name, fn in saved.items():
+            setattr(os, name, fn)
+        os.supports_dir_fd.update(saved_set)
+        shutil._use_fd_functions = saved_rmtree  # type: ignore[attr-defined]
+
+
+def test_a_descriptor_path_is_told_from_a_missing_file() -> None:
+    from filegate.fsio.safeopen import names_a_descriptor
+    from filegate.policy.workspace import ResolvedPath
+
+    def rp(real: str) -> ResolvedPath:
+        return ResolvedPath(shown=real, real=Path(real), inside=False, sensitive=False)
+
+    assert names_a_descriptor(rp("/proc/self/fd/0")) and names_a_descriptor(rp("/proc/123/fd/7"))
+    assert not names_a_descriptor(rp("/proc/self/status")) and not names_a_descriptor(rp("/tmp/fd/0"))
