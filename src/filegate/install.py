@@ -25,6 +25,8 @@ documentation, November 2026):
 
 ``~`` is ``%USERPROFILE%`` on Windows.
 """
+# size: one job, a client's file written: the table of eleven clients (their paths and shapes, each
+# checked against its documentation) and the JSON/TOML merges that keep their other settings.
 
 from __future__ import annotations
 
