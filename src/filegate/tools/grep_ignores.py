@@ -295,11 +295,11 @@ def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
     try:
         if dir_fd is None and not platform.has_dir_fd():
             fd = open_then_verify(Path(path), os.O_RDONLY | _NONBLOCK)
-        elif not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
-            before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
-            if not stat.S_ISREG(before.st_mode):
-                return None
         else:
+            if not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
+                before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+                if not stat.S_ISREG(before.st_mode):
+                    return None
             fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY, dir_fd=dir_fd)
     except OSError:
         return None
