@@ -34,7 +34,8 @@ STEPS = [
     Step("WriteFile", {"path": "new.txt", "content": WRITTEN}),
     Step("StrReplaceFile", {"path": "notes.txt", "edit": {"old": "heron", "new": "crane"}}),
 ]
-WRITE_STEPS = STEPS[WRITE:]
+# An unattended run's writes: the edited file is read first (the read guard, SPEC §4).
+WRITE_STEPS = [STEPS[READ], *STEPS[WRITE:]]
 
 
 def png(width: int, height: int, noise: bool = False) -> bytes:

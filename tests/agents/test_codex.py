@@ -84,8 +84,8 @@ def test_headless_write_is_rejected(run: h.Run) -> None:
 
 
 def test_writes_under_approval_auto(auto_run: h.Run) -> None:
-    h.check_written(auto_run, told=False)
+    h.check_written(auto_run, 1, told=False)
 
 
 def test_the_model_is_told_the_writes_happened(auto_run: h.Run) -> None:
-    h.check_written(auto_run)
+    h.check_written(auto_run, 1)

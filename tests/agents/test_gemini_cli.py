@@ -80,4 +80,4 @@ def test_headless_writes_proceed(run: h.Run) -> None:
 
 
 def test_writes_under_approval_auto(auto_run: h.Run) -> None:
-    h.check_written(auto_run)
+    h.check_written(auto_run, 1)
