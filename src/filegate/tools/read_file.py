@@ -5,39 +5,21 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import Annotated
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from filegate.errors import PathError
-from filegate.fsio.lines import (
-    OutOfTime,
-    PendingCount,
-    RawLine,
-    ReadCancelled,
-    Scan,
-    Source,
-    decode_line,
-    detect_codec,
-    iter_lines_from,
-    offset_of_line,
-    tail_lines,
-    tail_starts,
-)
+from filegate.fsio.lines import ReadCancelled, Scan, Source, detect_codec
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
+from filegate.fsio.window import MAX_BYTES, MAX_LINE_LENGTH, MAX_LINES, Window, read_window, truncate_line
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
 from filegate.tools.readguard import ReadLedger, identity_of
-
-# Kimi's limits (read.py): lines per call, bytes of emitted text per call, characters a line.
-MAX_LINES = 1000
-MAX_BYTES = 100 << 10
-MAX_LINE_LENGTH = 2000
 
 
 class ReadFileParams(BaseModel):
@@ -69,15 +51,6 @@ class ReadFileParams(BaseModel):
         return v
 
 
-def truncate_line(line: str, max_length: int = MAX_LINE_LENGTH, marker: str = "...") -> str:
-    """Kimi's truncate_line: the line break counts toward the limit."""
-    if len(line) <= max_length:
-        return line
-    stripped = line.rstrip("\r\n")
-    linebreak = line[len(stripped) :]
-    return line[: max_length - len(marker + linebreak)] + marker + linebreak
-
-
 # detect_file_type is a function of (name, first bytes) alone, and libmagic takes 1-6 ms over
 # an 8 KiB text header (bench/README.md), more than the rest of a small read: answers for the
 # most recent headers are kept (256 x 8 KiB at most).
@@ -101,172 +74,6 @@ def _check_readable_text(rp: ResolvedPath, header: bytes) -> None:
             "environment (venv).",
             "File not readable",
         )
-
-
-@dataclass(slots=True)
-class Window:
-    """The lines found, and what is known about the file around them."""
-
-    lines: list[tuple[int, str]] = field(default_factory=list)
-    truncated: list[int] = field(default_factory=list)
-    total: int = 0
-    complete: bool = True  # False: ``total`` is a lower bound (the count ran out of time)
-    reason: str | None = None  # "max_lines" | "max_bytes" | "time": why reading stopped early
-    eof: bool = False  # the last line returned is the file's last line (or none is left)
-    from_end: bool = False  # numbered from the end (-1 = last line): the total is not known
-    tail: bool = False
-    not_reached: int | None = None  # the offset was not reached in time; lines passed on the way
-    cut_before: int = 0  # a tail: lines before the first one kept that the byte cap left out
-
-
-# A UTF-8 file up to this size, read from line 1, is read in one piece (the common small read:
-# ~8 µs instead of ~60 µs for 50 lines); anything the line-by-line path would treat specially
-# sends it there. Under MAX_BYTES, so the byte cap never applies to it.
-SMALL_WHOLE = 64 << 10
-
-
-def _window(src: Source, start: int, n_lines: int) -> Window:
-    if start == 1:
-        whole = _whole_small(src, n_lines)
-        if whole is not None:
-            return whole
-    return _lines_window(src, start, n_lines)
-
-
-def _whole_small(src: Source, n_lines: int) -> Window | None:
-    """The Window the line-by-line path makes for a small UTF-8 file read from line 1, made
-    from one read; None where that path has something to do: a CR (dropped or shown as ␍), a
-    line over MAX_LINE_LENGTH, bytes that are not UTF-8, more lines than asked or allowed, an
-    empty or sparse file, or one whose size changed since it was opened.
-    tests/tools/test_read_file.py compares the two over generated files."""
-    c = src.codec
-    if not 0 < src.size <= SMALL_WHOLE or not c.plain or c.name != "utf-8" or src.sparse:
-        return None
-    data = pread(src.fd, src.size + 1 - c.start, c.start)
-    if len(data) != src.size - c.start or b"\r" in data:
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    rows = text.split("\n")
-    ends = rows[-1] == ""
-    if ends:
-        rows.pop()
-    if not rows or len(rows) > n_lines or len(rows) >= MAX_LINES:
-        return None
-    if max(map(len, rows)) + 1 > MAX_LINE_LENGTH:
-        return None
-    lines = [(number, row + "\n") for number, row in enumerate(rows, 1)]
-    if not ends:
-        lines[-1] = (len(rows), rows[-1])
-    return Window(lines=lines, total=len(rows), complete=True, eof=True)
-
-
-def _lines_window(src: Source, start: int, n_lines: int) -> Window:
-    # The count (wc -l on a big file) runs while this thread finds and reads the lines.
-    counting = PendingCount(src)
-    try:
-        if start > 0:
-            return _forward(src, start, n_lines, counting)
-        return _tail(src, -start, n_lines, counting)
-    finally:
-        counting.close()
-
-
-def _forward(src: Source, start: int, n_lines: int, counting: PendingCount) -> Window:
-    w = Window()
-    n_bytes = 0
-    exhausted = False
-    try:
-        pos = offset_of_line(src, start)
-        if pos is None:
-            exhausted = True
-        else:
-            for raw in iter_lines_from(src, pos, start):
-                n_bytes += _take(w, raw, src)
-                if len(w.lines) >= n_lines:
-                    break
-                if len(w.lines) >= MAX_LINES:
-                    w.reason = "max_lines"
-                    break
-                if n_bytes >= MAX_BYTES:
-                    w.reason = "max_bytes"
-                    break
-            else:
-                exhausted = True
-    except OutOfTime as stop:
-        w.reason = "time"
-        if not w.lines and stop.passed_lines is not None:
-            w.not_reached = stop.passed_lines
-    count = counting.result()
-    last = w.lines[-1][0] if w.lines else start - 1
-    w.total, w.complete = count.total, count.complete
-    if exhausted and w.lines and not count.complete:
-        w.total, w.complete = last, True  # read to the end: the last number is the total
-    elif not count.complete:
-        w.total = max(count.total, last)
-    w.eof = exhausted or (w.complete and last >= w.total)
-    return w
-
-
-def _take(w: Window, raw: RawLine, src: Source) -> int:
-    text = decode_line(raw, src.codec)
-    cut = truncate_line(text)
-    if cut != text or raw.long:
-        w.truncated.append(raw.number)
-    w.lines.append((raw.number, cut))
-    return len(cut.encode("utf-8"))
-
-
-def _tail(src: Source, want: int, n_lines: int, counting: PendingCount) -> Window:
-    w = Window(tail=True)
-    try:
-        starts = tail_starts(src, want)
-    except OutOfTime:
-        count = counting.result()
-        return Window(total=count.total, complete=count.complete, reason="time", tail=True)
-    count = counting.result()
-    w.total, w.complete = count.total, count.complete
-    if starts and starts[0] == src.codec.start and len(starts) < want:
-        w.total, w.complete = len(starts), True  # the tail reached line 1: the whole file
-    if w.complete and w.total >= len(starts):
-        first = w.total - len(starts) + 1
-    else:  # never print absolute numbers that are not known
-        first, w.from_end = -len(starts), True
-        w.total = max(w.total, len(starts))
-    limit = min(n_lines, MAX_LINES)
-    window = tail_lines(src, starts, first, limit)
-    w.eof = limit >= len(starts)
-    if _keep_tail(window, w, src):
-        w.reason = "max_bytes"
-        w.cut_before = len(window) - len(w.lines)
-    return w
-
-
-def _keep_tail(window: list[RawLine], w: Window, src: Source) -> bool:
-    """Keep the newest lines of ``window`` that fit the byte cap (Kimi's tail rule)."""
-    decoded = []
-    for r in window:
-        text = decode_line(r, src.codec)
-        cut = truncate_line(text)
-        decoded.append((r.number, cut, cut != text or r.long))
-    total_bytes = 0
-    max_bytes = False
-    kept: list[tuple[int, str, bool]] = []
-    for item in reversed(decoded):
-        size = len(item[1].encode("utf-8"))
-        if kept and total_bytes + size > MAX_BYTES:
-            max_bytes = True
-            break
-        total_bytes += size
-        kept.append(item)
-    kept.reverse()
-    for number, text, was_cut in kept:
-        w.lines.append((number, text))
-        if was_cut:
-            w.truncated.append(number)
-    return max_bytes
 
 
 # --- the result, fitted to the client's budget ----------------------------------------------
@@ -443,7 +250,7 @@ def _read(
         st = os.fstat(fd)
         src = Source(fd, st, detect_codec(header), Scan.start(cancel=cancel))
         try:
-            window = _window(src, params.line_offset, params.n_lines)
+            window = read_window(src, params.line_offset, params.n_lines)
         except ReadCancelled:
             return Outcome.error("The read was cancelled.", "Cancelled")
         except OSError as exc:

@@ -1,4 +1,4 @@
-"""ReadFile's one-piece read of a small file (tools/read_file._whole_small) against the
+"""ReadFile's one-piece read of a small file (fsio/window.whole_small) against the
 line-by-line path it stands in for: wherever it answers, the Window is the same."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import random
 import threading
 from pathlib import Path
 
+from filegate.fsio import window as rf
 from filegate.fsio.lines import Scan, Source, detect_codec
 from filegate.fsio.platform import pread
-from filegate.tools import read_file as rf
 
 PIECES = [b"a", b"xyz ", b"\t", "é".encode(), "😀".encode(), b"\n", b"\n\n", b"\r", b"\r\n", b"\xff", b"\x00"]
 PLAIN = [b"a", b"xyz ", b"\t", "é".encode(), "😀".encode(), b"\n", b"\n\n"]
@@ -25,10 +25,10 @@ def _same(path: Path, n_lines: int) -> bool:
     """Whether the one-piece read answered; if it did, it matched the line-by-line path."""
     fast_src, slow_src = _open(path), _open(path)
     try:
-        fast = rf._whole_small(fast_src, n_lines)
+        fast = rf.whole_small(fast_src, n_lines)
         if fast is None:
             return False
-        assert fast == rf._lines_window(slow_src, 1, n_lines)
+        assert fast == rf.lines_window(slow_src, 1, n_lines)
         return True
     finally:
         os.close(fast_src.fd)
