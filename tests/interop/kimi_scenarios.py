@@ -99,6 +99,8 @@ def images(d: Path) -> None:
     frames[0].save(d / "anim.gif", save_all=True, append_images=frames[1:], duration=50)
     im.save(d / "pic.webp")
     (d / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
+    # An MP4 no decoder opens: a bare `ftyp` box and zeros (4 KB), no `moov`, no frames.
+    (d / "bare.mp4").write_bytes((b"\0\0\0\x18ftypisom\0\0\x02\0isommp41").ljust(4096, b"\0"))
 
 
 def scenarios(root: Path) -> list[Scenario]:
@@ -153,6 +155,9 @@ def scenarios(root: Path) -> list[Scenario]:
     for path in ["img/pic.png", "img/photo.jpg", "img/alpha.png", "img/anim.gif", "img/pic.webp"]:
         add("ReadMediaFile", path=path)
     add("ReadMediaFile", path="img/broken.png")
+    # Issue 24.2 (SPEC §4 ReadMediaFile: a video that fits is sent; only undecodable images are
+    # refused; an optional install, PyAV here, must not change the answer for a file that fits).
+    add("ReadMediaFile", path="img/bare.mp4")
     add("ReadMediaFile", path="fake.png")
     add("ReadMediaFile", path="a.txt")
     add("ReadMediaFile", path="empty.txt")

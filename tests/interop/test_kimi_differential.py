@@ -82,7 +82,7 @@ DIFFERENCES: dict[str, str] = {
     'Grep {"output_mode": "content", "pattern": "x{100}"}': "fix: SPEC §4 Grep — both cut the line to 2,000 characters with [...truncated] included (issue 24.3), but filegate's path has no `./`, so its 2,000 hold two more characters of the line",
     'ReadFile {"line_offset": -122, "path": "wide122.txt"}': "fix: SPEC §4 ReadFile (fits the client; every reason named) — fewer whole lines so the summary survives Kimi's 100,000-character cut, and the summary names both cuts: lines 1-20 by the 102400-byte cap (Kimi's sentence) and the next ones by the budget",
     'StrReplaceFile {"edit": {"new": "FOO", "old": "foo"}, "path": "dup.txt"}': "fix: SPEC §4 StrReplaceFile — an `old` found more than once without replace_all is refused with the count and lines (Kimi edits the first)",
-    'StrReplaceFile {"edit": {"new": "FOO", "old": "foo", "replace_all": true}, "path": "dup.txt"}': "follows from 170: Kimi's earlier edit left one `foo` fewer, so replace_all counts 2 there and 3 here",
+    'StrReplaceFile {"edit": {"new": "FOO", "old": "foo", "replace_all": true}, "path": "dup.txt"}': "follows from the dup.txt edit before it: Kimi's earlier edit left one `foo` fewer, so replace_all counts 2 there and 3 here",
 }
 
 
@@ -106,6 +106,12 @@ VALIDATION = "Error validating JSON arguments"
 def _sorted_lines(t: str, root: Path) -> str:
     ended = t.endswith("\n")  # a block's closing line break stays where it is
     return "\n".join(sorted(t.removesuffix("\n").split("\n"))) + ("\n" if ended else "")
+
+
+def _video_facts(t: str, root: Path) -> str:
+    """A video's opening block as Kimi's: its first line, the `<video path=…>` tag, alone."""
+    head, sep, rest = t.partition("\n")
+    return head + sep if head.startswith("<video path=") and rest.startswith("video/") else t
 
 
 def _validation(t: str, root: Path) -> str:
@@ -133,6 +139,13 @@ RULES = [
         "fix: SPEC §2.9 — a path is shown as the caller gave it, never as the server's absolute path",
         ("ReadMediaFile",),
         kimi=lambda t, root: t.replace(f"{root}/w/", ""),
+    ),
+    Rule(
+        "intended: SPEC §4 ReadMediaFile — a video's opening block says what is known of it (MIME "
+        "type, bytes; its duration, size and codec, or why they are unknown); the video itself is "
+        "sent as Kimi sends it, with PyAV installed or not (issue 24.2)",
+        ("ReadMediaFile",),
+        ours=_video_facts,
     ),
     Rule(
         "intended: SPEC §2.6 — Grep and Glob say how many sensitive files they left out",
