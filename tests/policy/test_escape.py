@@ -80,3 +80,21 @@ def test_escape_text_keeps_layout_and_backticks_but_not_control_sequences() -> N
     assert escape_text(text) == "def f():\n\treturn `x`\\x0d\n\\x1b[2K\\u202e"
     assert has_unsafe_text(text)
     assert not has_unsafe_text("plain\ttext\n")
+
+
+def test_more_than_two_stacked_combining_marks_are_escaped_and_two_are_kept() -> None:
+    two, four = "e\u0301\u0302.txt", "z\u0301\u0302\u0303\u0304.txt"
+    assert escape(two) == two  # Vietnamese and the like keep their two marks
+    assert escape(four) == "z\\u0301\\u0302\\u0303\\u0304.txt"
+    assert unescape(escape(four)) == four
+    # a run of three after a letter that already has its own (precomposed) accent
+    assert escape("é\u0301\u0302\u0303x") == "é\\u0301\\u0302\\u0303x"
+
+
+def test_escape_log_escapes_again_without_doubling_backslashes() -> None:
+    from filegate.policy.escape import escape_log
+
+    once = escape("cfg\\x\nline\u202e.py")
+    assert escape_log(once) == once  # escaping an escaped field again changes nothing
+    assert escape_log("a\nb\\c") == "a\\x0ab\\c"  # a library's raw line break, its backslash kept
+    assert escape_log("z\u0301\u0302\u0303") == "z\\u0301\\u0302\\u0303"

@@ -38,3 +38,24 @@ def test_the_announced_name_decides_last(tmp_path: Path, name: str, budget: int)
 def test_the_presets_are_kimis_100000_characters_and_1_mib() -> None:
     assert KIMI_BUDGET == 100_000 and DEFAULT_RESULT_BUDGET == 1 << 20
     assert PRESETS["kimi"] == KIMI_BUDGET and PRESETS["claude-desktop"] == DEFAULT_RESULT_BUDGET
+
+
+@pytest.mark.parametrize(
+    ("client", "name", "part"),
+    [
+        (None, "kimi-code", True),
+        (None, " Kimi-Code ", True),
+        (None, "kimi-cli", False),
+        (None, "mcp", False),
+        ("kimi-code", "mcp", True),
+        ("kimi", "kimi-code", False),  # --client wins over the announced name
+    ],
+)
+def test_only_kimi_code_gets_a_budget_per_media_part(
+    tmp_path: Path, client: str | None, name: str, part: bool
+) -> None:
+    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS, media_part_budget_for
+
+    settings = Settings(workdir=tmp_path, client=client)
+    assert media_part_budget_for(settings, name) == (KIMI_CODE_MEDIA_PART_CHARS if part else None)
+    assert KIMI_CODE_MEDIA_PART_CHARS == 13_981_014  # 10 MiB as base64 characters, rounded up
