@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,21 @@ async def test_a_client_name_cannot_forge_an_operator_log_line(
     (line,) = [r.getMessage() for r in caplog.records if "connected (protocol" in r.getMessage()]
     assert not any(ch in line for ch in "\n\r\x1b"), line
     assert line.startswith(f"client evil\\x0a{forged}\\x0d\\x1b[2K 1\\x0a2 connected (protocol "), line
+
+
+def test_a_logged_traceback_cannot_forge_a_log_line() -> None:
+    """An unexpected tool error is logged with its traceback, whose last line is the
+    exception's text: a file name in it (`x\\nfilegate.writes: …`) stays on the record's line."""
+    import logging
+
+    from filegate.server.app import OneLineFormatter
+
+    try:
+        raise RuntimeError("x\nfilegate.writes: WriteFile wrote 9 bytes to /etc/passwd")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "filegate", logging.ERROR, __file__, 1, "Grep failed", None, sys.exc_info()
+        )
+    line = OneLineFormatter("%(name)s: %(message)s").format(record)
+    assert "\n" not in line and "\\x0afilegate.writes: WriteFile wrote" in line
+    assert line.startswith("filegate: Grep failed") and "Traceback" in line

@@ -179,11 +179,23 @@ class OneLineFormatter(logging.Formatter):
     """Every record's message escaped (SPEC §2.9): whatever a library or a caller put in it (a
     file name, a client's name, an error text), one record is one line of stderr, with no
     terminal control sequence and no undecodable character. A traceback, when one is logged,
-    still follows on its own lines."""
+    is escaped too (its last line is the exception's text, which can quote a file name): its
+    line breaks show as ``\x0a`` on the record's one line."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = escape_log(record.message)
         return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        # logging joins the message, the traceback and the stack with line breaks; each part is
+        # escaped already, so the only line breaks left are those joints.
+        return super().format(record).replace("\n", " ")
+
+    def formatException(self, ei: Any) -> str:
+        return escape_log(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return escape_log(super().formatStack(stack_info))
 
 
 def configure_logging(level: str) -> None:
