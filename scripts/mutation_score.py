@@ -11,6 +11,14 @@ counted and printed, so the figure never hides them.
     .venv/bin/python scripts/mutation_score.py --keep     # reuse mutants/ (mutmut's cache)
     .venv/bin/python scripts/mutation_score.py --rerun-survivors   # after adding tests
     .venv/bin/python scripts/mutation_score.py --rerun-timeouts    # timeouts again, on a quieter machine
+    .venv/bin/python scripts/mutation_score.py --target approval   # another named target (TARGETS)
+
+``--target NAME`` mutates another part of the package against its own tests, as TARGETS
+below names them (the outer edges of issue 26). It overrides ``only_mutate`` and the test
+selection of ``[tool.mutmut]`` for that run only, by running mutmut with its configuration
+reader replaced; ``pyproject.toml`` keeps the policy/fsio run. Each target needs its own fresh
+``mutants/`` (mutmut's cache does not know which target made it): switching targets without
+``--keep`` starts afresh.
 
 mutmut keeps a mutant's verdict until its function changes, so a test added after a run kills
 nothing until the survivors are run again: ``--rerun-survivors`` runs just those (with the
@@ -28,24 +36,57 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTATED = (ROOT / "src/filegate/policy", ROOT / "src/filegate/fsio")
 THRESHOLD = 90.0
 
 
-def exclusions() -> int:
+class Target(NamedTuple):
+    mutate: tuple[str, ...]  # only_mutate globs, relative to the repository
+    tests: tuple[str, ...]  # what pytest runs for each mutant
+    threshold: float
+
+
+# Named targets beyond the default (pyproject's [tool.mutmut]). Tests listed here must run the
+# code in-process: a subprocess importing filegate gets the unmutated editable install.
+TARGETS: dict[str, Target] = {
+    # A small target that checks the machinery itself in a minute.
+    "budget": Target(("src/filegate/policy/budget.py",), ("tests/policy/test_result_budget.py",), 90.0),
+}
+
+# mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that
+# answers from the environment, so a target never needs pyproject.toml edited.
+_LAUNCHER = """
+import json, os, sys
+import mutmut.configuration as configuration
+_base = configuration._config_reader
+def _reader():
+    base = _base()
+    override = json.loads(os.environ["FILEGATE_MUTMUT_CONFIG"])
+    return lambda key, default: override[key] if key in override else base(key, default)
+configuration._config_reader = _reader
+from mutmut.__main__ import cli
+sys.argv[0] = "mutmut"
+cli()
+"""
+
+
+def exclusions(target: Target | None) -> int:
     # One per excluded line or block: a "start" counts, its "end" does not.
     pragma = re.compile(r"#\s*pragma:\s*no mutate(?!\s*:?\s*end)")
-    return sum(
-        len(pragma.findall(path.read_text("utf-8"))) for d in MUTATED for path in sorted(d.rglob("*.py"))
-    )
+    if target is None:
+        paths = [path for d in MUTATED for path in sorted(d.rglob("*.py"))]
+    else:
+        paths = sorted({path for glob in target.mutate for path in ROOT.glob(glob) if path.suffix == ".py"})
+    return sum(len(pragma.findall(path.read_text("utf-8"))) for path in paths)
 
 
-def previous(mutmut: list[str], verdicts: str) -> list[str]:
+def previous(mutmut: list[str], verdicts: str, env: dict[str, str]) -> list[str]:
     """The mutants of the previous run with one of ``verdicts`` (``mutmut results --all``)."""
     listed = subprocess.run(
-        [*mutmut, "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True, check=True
+        [*mutmut, "results", "--all", "true"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     ).stdout
     return re.findall(rf"^\s*(\S+): (?:{verdicts})$", listed, re.MULTILINE)
 
@@ -62,18 +103,28 @@ def main() -> int:
         help="run the previous run's timeouts again too (a loaded machine can time a mutant out)",
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
-    parser.add_argument("--threshold", type=float, default=THRESHOLD, help="lowest kill rate, percent")
+    parser.add_argument("--threshold", type=float, help="lowest kill rate, percent")
+    parser.add_argument(
+        "--target", choices=sorted(TARGETS), help="mutate a named target instead of policy/ and fsio/"
+    )
     args = parser.parse_args()
+    target = TARGETS[args.target] if args.target else None
+    threshold = args.threshold if args.threshold is not None else target.threshold if target else THRESHOLD
 
     mutmut = [sys.executable, "-m", "mutmut"]
+    env = dict(os.environ)
+    if target is not None:
+        mutmut = [sys.executable, "-c", _LAUNCHER]
+        env["FILEGATE_MUTMUT_CONFIG"] = json.dumps(
+            {"only_mutate": list(target.mutate), "pytest_add_cli_args_test_selection": list(target.tests)}
+        )
     names: list[str] = []
     verdicts = [v for v, on in (("survived|no tests|suspicious", args.rerun_survivors),
                                  ("timeout", args.rerun_timeouts)) if on]  # fmt: skip
     if verdicts:
-        names = previous(mutmut, "|".join(verdicts))
+        names = previous(mutmut, "|".join(verdicts), env)
     elif not args.keep:
         shutil.rmtree(ROOT / "mutants", ignore_errors=True)
-    env = dict(os.environ)
     # Every forked mutant run is its own pytest session: numbered temp dirs under a root of
     # this run's own (a fixed --basetemp would be wiped by each session under the others).
     env.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.mkdtemp(prefix="filegate-mutmut-"))
@@ -89,10 +140,10 @@ def main() -> int:
     print(
         f"mutation: {killed} of {counted} mutants killed ({rate:.1f} %; {stats['timeout']} by timeout), "
         f"{stats['survived']} survived, {stats['no_tests']} reached by no test, "
-        f"{stats['suspicious']} suspicious; {exclusions()} `# pragma: no mutate` exclusions. "
+        f"{stats['suspicious']} suspicious; {exclusions(target)} `# pragma: no mutate` exclusions. "
         f"Survivors: .venv/bin/mutmut results"
     )
-    return 0 if rate >= args.threshold else 1
+    return 0 if rate >= threshold else 1
 
 
 if __name__ == "__main__":
