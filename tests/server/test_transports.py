@@ -72,6 +72,18 @@ def test_no_env_file_is_read_from_the_users_directory(ws: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_fastmcp_makes_no_telemetry_spans_unless_the_operator_asks() -> None:
+    """filegate exports no traces: fastmcp's per-call span helpers are off by default (they
+    cost every call), and an operator's own FASTMCP_TELEMETRY_MODE still wins."""
+    probe = "import filegate.server, fastmcp; print(fastmcp.settings.telemetry_mode)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTMCP_")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "off", out.stderr
+    env["FASTMCP_TELEMETRY_MODE"] = "native"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "native", out.stderr
+
+
 async def test_an_undecodable_file_name_never_stops_the_stdio_server(ws: Path, mode: str) -> None:
     """A name that is not UTF-8 (old archives) reached JSON as a lone surrogate and the stdio
     writer died on the model's first Glob (issue 18 item 2). Every answer comes, and the
