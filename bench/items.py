@@ -511,6 +511,35 @@ def _tiny_png(path: Path) -> bool:
     return True
 
 
+async def percall_item(cfg: Config) -> list[Row]:
+    """Server CPU per small ReadFile at concurrency 10, from /proc (bench/percall.py): filegate
+    beside a bare fastmcp server on the same transport (what filegate adds) and the reference."""
+    import statistics
+
+    from percall import measure, targets
+
+    chosen = targets(data.small_file())
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in chosen}
+    for _ in range(cfg.runs):
+        for name, target in chosen.items():
+            got[name].append(measure(target, cfg.load_requests, cfg.load_concurrency))
+    cpu = {k: [r[0] for r in v] for k, v in got.items()}
+    n, c = cfg.load_requests, cfg.load_concurrency
+    work = f"server CPU per small ReadFile, {n:,} calls at concurrency {c}, stdio"
+    rows = []
+    for ref in ("bare fastmcp", "reference"):
+        ratio = statistics.median(a / b for a, b in zip(cpu["filegate"], cpu[ref], strict=True))
+        added = statistics.median(cpu["filegate"]) - statistics.median(cpu[ref])
+        rows.append(Row(f"{work}, vs {ref}", f"{statistics.median(cpu['filegate']) * 1e3:.3f} ms",
+                        f"{statistics.median(cpu[ref]) * 1e3:.3f} ms ({ref})", f"{ratio:.2f}×",
+                        "filegate adds ≤ 0.2 ms" if ref == "bare fastmcp" else "figure",
+                        added <= 0.0002 if ref == "bare fastmcp" else None, "—",
+                        [f"n={cfg.runs} alternated runs; filegate adds {added * 1e3:+.3f} ms; calls/s "
+                         + ", ".join(f"{k} {statistics.median(x[1] for x in v):,.0f}"
+                                     for k, v in got.items())]))  # fmt: skip
+    return rows
+
+
 ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "grep-fwm": grep_fwm,
     "grep-content": grep_content,
@@ -525,4 +554,5 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "http-load": readfile_http_load,
     "replicas": replicas_edits,
     "readmedia-24mp": readmedia_24mp,
+    "percall": percall_item,
 }

@@ -36,6 +36,7 @@ NEEDS = {
     "http-load": {"inspector", "reference-server"},
     "strreplace-50mb": {"corpus"},
     "cold-start": {"reference-server"},
+    "percall": {"reference-server"},
 }
 
 README = Path(__file__).resolve().parent / "README.md"
