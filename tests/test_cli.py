@@ -187,3 +187,38 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         proc = run("--transport", "http", "--port", str(port), "--workdir", str(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"filegate: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+# main() as the `filegate` script runs it, in a process of its own: the collector's state is
+# read after the server has answered and stopped.
+GC_PROBE = """
+import gc, sys
+from filegate.cli import main
+seen = []
+gc.callbacks.append(lambda phase, info: seen.append(phase) if phase == "stop" else None)
+code = main(["--workdir", sys.argv[1], "--log-level", "error"])
+collections = len(seen)
+print(code, collections > 0, gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_collector_is_paused_for_the_start_only(tmp_path: Path) -> None:
+    """Start-up pauses Python's garbage collector and freezes what it built (issue 28: its
+    passes over fastmcp's and the SDK's objects were ~15 % of the start's CPU); the server then
+    serves with the collector on, and a client's calls are answered."""
+    from tests.rawstdio import RawStdio
+
+    (tmp_path / "a.txt").write_text("x\n" * 40)
+    proc = subprocess.Popen([sys.executable, "-c", GC_PROBE, str(tmp_path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)  # fmt: skip
+    client = RawStdio(proc.pid, proc.stdin, proc.stdout)
+    client.initialize()
+    for _ in range(200):
+        answer = client.reply(client.call("ReadFile", {"path": "a.txt"}))
+        assert "Total lines in file: 40." in answer["result"]["content"][-1]["text"], answer
+    assert proc.stdin and proc.stdout
+    proc.stdin.close()
+    verdict = proc.stdout.read().decode().strip()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert verdict == "0 True True True", verdict  # main's code, collections while serving, on, frozen

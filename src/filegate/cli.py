@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -54,16 +55,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.install import main as install
 
         return install(args[1:])
-    settings = parse_settings(args)
-    from filegate.server.app import serve
-    from filegate.settings import StartError
-
+    # Start-up builds ~170,000 objects that live as long as the process (fastmcp, the SDK's
+    # models, pydantic's validators) and little garbage: the collector's passes over them were
+    # ~15 % of the start's CPU (bench/README.md, issue 28). serve() turns it back on once the
+    # server is built, with those objects frozen out of its later passes; so does any way out.
+    gc.disable()
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            serve(settings)
-    except StartError as exc:
-        sys.stderr.write(f"filegate: error: {exc}\n")
-        return 2
+        settings = parse_settings(args)
+        from filegate.server.app import serve
+        from filegate.settings import StartError
+
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                serve(settings)
+        except StartError as exc:
+            sys.stderr.write(f"filegate: error: {exc}\n")
+            return 2
+    finally:
+        gc.enable()
     return 0
 
 

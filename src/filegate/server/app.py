@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import warnings
@@ -231,6 +232,11 @@ def serve(settings: Settings) -> None:
     if swept := sweep_pending_temps():
         log.warning("removed %d temp file(s) left by a killed filegate write", swept)
     server = build_server(settings)
+    # The start is over (cli.main paused the collector for it): what it built lives as long
+    # as the process, so it is left out of every later collection; garbage from here on is
+    # collected as usual.
+    gc.freeze()
+    gc.enable()
     if settings.transport == "stdio":
         from filegate.server.startup import announce
         from filegate.server.stdio import run_stdio
