@@ -34,6 +34,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def safe_text(text: str) -> str:
     """``text`` with every lone surrogate escaped (``\\xNN`` for an undecodable byte)."""
+    if text.isascii():  # a flag of the string, not a scan: most results are ASCII
+        return text
     return _SURROGATE.sub(lambda m: escape(m.group()), text) if _SURROGATE.search(text) else text
 
 
