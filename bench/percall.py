@@ -11,10 +11,12 @@ client's own work is not counted. Three servers, runs alternated:
   so filegate minus this is what filegate itself adds on that path;
 - ``reference``: the Node filesystem server's ``read_text_file``.
 
-``--profile`` then runs filegate once more under cProfile (main thread, switched on for the
-timed calls only, by signal) and prints its top functions by own time, split into fastmcp/mcp
-(with the SDK's models and the protocol), filegate, and the rest (pydantic, anyio, asyncio,
-built-ins). cProfile inflates call-heavy code; the split, not the absolute figures, is the point.
+``--profile`` then runs filegate once more under cProfile (the main thread's CPU time, switched
+on for the timed calls only, by signal) and prints its top functions by own time, split into
+fastmcp/mcp (the SDK and its models included), filegate, and the event loop: a library or
+built-in function (pydantic, anyio, a pipe write) counts for whoever called it. cProfile's own
+cost (a clock read per call and return) inflates call-heavy code; the split, not the absolute
+figures, is the point.
 
     .venv/bin/python bench/percall.py [--runs 3] [--calls 2000] [--concurrency 10] [--profile]
 """
