@@ -54,6 +54,11 @@ class Target(NamedTuple):
 TARGETS: dict[str, Target] = {
     # A small target that checks the machinery itself in a minute.
     "budget": Target(("src/filegate/policy/budget.py",), ("tests/policy/test_result_budget.py",), 90.0),
+    "perfcall": Target(
+        ("src/filegate/server/render.py",),
+        ("tests/server/test_render.py", "tests/server/test_text_only.py"),
+        85.0,
+    ),
 }
 
 # mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that

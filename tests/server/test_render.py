@@ -55,3 +55,27 @@ def test_safe_result_covers_results_render_did_not_build() -> None:
     raw = ToolResult(content=[TextContent(type="text", text="\udce9")])
     safe = safe_result(raw)
     assert safe.content[0].text == "\\xe9"  # type: ignore[union-attr]
+
+
+def test_each_part_reaches_the_client_as_its_own_block_and_an_error_is_flagged() -> None:
+    """Media as MCP blocks (an image as ImageContent, a video as an embedded blob, both base64),
+    the error flag set on errors only, and a sentence where a tool said nothing."""
+    from filegate.tools.outcome import ResourcePart
+
+    media = render(Outcome(message="2 parts.", parts=[ImagePart(b"\x89PNG", "image/png"),
+                                                     ResourcePart("file:///v.mp4", "video/mp4", b"\0\1")]))  # fmt: skip
+    assert not media.is_error
+    image, video, summary = media.content
+    assert (image.type, image.data, image.mime_type) == ("image", "iVBORw==", "image/png")  # type: ignore[union-attr]
+    blob = video.resource  # type: ignore[union-attr]
+    assert (video.type, str(blob.uri), blob.mime_type, blob.blob) == (
+        "resource",
+        "file:///v.mp4",
+        "video/mp4",
+        "AAE=",
+    )
+    assert summary.text == "2 parts."  # type: ignore[union-attr]
+    failed = render(Outcome.error("", output="   3\tclosest"))
+    assert failed.is_error and [b.text for b in failed.content] == ["The tool failed.\n", "   3\tclosest"]  # type: ignore[union-attr]
+    empty = render(Outcome())
+    assert not empty.is_error and [b.text for b in empty.content] == ["Tool output is empty."]  # type: ignore[union-attr]
