@@ -21,29 +21,17 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
 from filegate import __version__
+from tests import rawhttp
 from tests.conftest import FILEGATE, call, text
+from tests.rawhttp import INIT, MCP_HEADERS
 from tests.server.served import Served, http_filegate, request
 
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw-http", "version": "1"},
-        },
-    }
-).encode()
-MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def post_init(srv: Served, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    hdrs = {"Host": f"127.0.0.1:{srv.port}", **MCP_HEADERS, **headers}
-    return request(srv.port, "POST", "/mcp", hdrs, INIT)
+    return rawhttp.post_init(srv.port, **headers)
 
 
 @pytest.fixture(scope="module")
@@ -158,10 +146,9 @@ def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(
 ) -> None:
     flags = ("--token", TOKEN, "--path", "/tools/mcp", "--allowed-origin", "https://app.example.com")
     with http_filegate(ws, tmp_path, *flags, "--allowed-origin", "https://b.example") as served:
-        hdrs = {"Host": f"127.0.0.1:{served.port}", **MCP_HEADERS}
 
         def post(path: str, **extra: str) -> int:
-            return request(served.port, "POST", path, {**hdrs, **extra}, INIT)[0]
+            return rawhttp.post_init(served.port, path, **extra)[0]
 
         assert post("/tools/mcp", Origin="https://app.example.com") == 401  # still needs the token
         assert post("/tools/mcp", **AUTH, Origin="https://app.example.com") == 200
@@ -182,10 +169,7 @@ def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(
         assert "authorization" in cors["access-control-allow-headers"]
         assert "POST" in cors["access-control-allow-methods"]
         # ... and it may read the session id; other origins get no preflight at all.
-        _, resp, _ = request(
-            served.port, "POST", "/tools/mcp",
-            {**hdrs, **AUTH, "Origin": "https://app.example.com"}, INIT,
-        )  # fmt: skip
+        _, resp, _ = rawhttp.post_init(served.port, "/tools/mcp", **AUTH, Origin="https://app.example.com")
         assert "mcp-session-id" in resp["access-control-expose-headers"].lower()
         other = {**preflight, "Origin": "https://other.example.com"}
         assert request(served.port, "OPTIONS", "/tools/mcp", other)[0] == 403
@@ -383,7 +367,7 @@ def test_a_refused_origin_gets_403_on_every_method_even_with_the_token(
     POST: each must stop at the Origin check, not reach fastmcp (whose 400/404 would also tell
     the page that the endpoint exists). The positive control is the same request without an
     Origin, which gets past the gate (fastmcp answers it: not 403)."""
-    session = {"Mcp-Session-Id": "not-a-session", "Mcp-Protocol-Version": "2025-06-18"}
+    session = rawhttp.session_headers("not-a-session")
     hdrs = {"Host": f"127.0.0.1:{srv.port}", "Accept": "text/event-stream", **AUTH, **session}
     sent = INIT if method == "POST" else None
     if method == "POST":

@@ -13,7 +13,9 @@ from fastmcp import Client
 from mcp.types import Implementation, Root
 
 import filegate.server.session as session_module
+from tests import rawhttp
 from tests.conftest import call, connect, text, texts
+from tests.rawstdio import INITIALIZED
 from tests.server.served import http_filegate
 
 
@@ -226,17 +228,11 @@ async def test_a_handshake_client_that_only_posts_is_asked_for_roots_on_its_call
     Before, the question went to the standalone stream and the call never answered."""
     with http_filegate(tree, tmp_path) as srv, anyio.fail_after(60):  # hang guard
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.port}", timeout=60) as http:
-            headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-            init = {
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": True}},
-                           "clientInfo": {"name": "post-only", "version": "1"}},
-            }  # fmt: skip
-            r = await http.post("/mcp", json=init, headers=headers)
-            headers |= {"Mcp-Session-Id": r.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-06-18"}
-            await http.post(
-                "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
-            )
+            headers = dict(rawhttp.MCP_HEADERS)
+            init = rawhttp.init_body(capabilities={"roots": {"listChanged": True}})
+            r = await http.post("/mcp", content=init, headers=headers)
+            headers |= rawhttp.session_headers(r.headers["mcp-session-id"])
+            await http.post("/mcp", json=INITIALIZED, headers=headers)
             tool_call = {
                 "jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "ReadFile", "arguments": {"path": "allowed/a.txt"}},

@@ -262,14 +262,6 @@ EXIT_MARKER_LAUNCHER = (
     "atexit.register(lambda: open(marker, 'w').write('exit handlers ran')); "
     "from filegate.cli import main; sys.exit(main())"
 )
-INIT_LINE = (
-    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-    b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-    # A tool call is answered by the server itself (an initialize may be answered before it
-    # runs, server/early.py): its answer means the signal handlers are in place.
-    b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"Glob","arguments":{"pattern":"*"}}}\n'
-)
 
 
 def test_a_sigterm_runs_the_exit_handlers_and_the_http_server_still_dies_of_it(
@@ -313,6 +305,7 @@ def test_a_stdio_server_runs_the_exit_handlers_however_it_ends(ws: Path, tmp_pat
     import sys
 
     from filegate.fsio import platform
+    from tests.rawstdio import RawStdio
 
     if how == "sigterm" and not platform.has_loop_signals():
         # FILEGATE_SIMULATE=no-signals (Windows' event loop): no handler catches SIGTERM, so it
@@ -326,13 +319,10 @@ def test_a_stdio_server_runs_the_exit_handlers_however_it_ends(ws: Path, tmp_pat
     )  # fmt: skip
     try:
         assert proc.stdin and proc.stdout
-        proc.stdin.write(INIT_LINE)
-        proc.stdin.flush()
-        for line in proc.stdout:  # until the tool call's answer: serving, signals watched
-            if b'"id":2' in line.replace(b" ", b""):
-                break
-        else:
-            raise AssertionError("the stdio server ended before answering the tool call")
+        client = RawStdio(proc.pid, proc.stdin, proc.stdout, proc)
+        client.initialize()
+        # A tool call is answered by the server itself once it serves: its signals are watched.
+        client.reply(client.call("Glob", {"pattern": "*"}))
         if how == "sigterm":
             proc.send_signal(signal.SIGTERM)
             expected = -signal.SIGTERM

@@ -10,14 +10,13 @@ import json
 import os
 import socket
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import FILEGATE
-from tests.rawstdio import INITIALIZED, initialize_request
+from tests.rawstdio import INITIALIZED, RawStdio, initialize_request, raw_filegate
 
 INIT = initialize_request(0, "2025-11-25")
 
@@ -37,29 +36,6 @@ def burst(ws: Path) -> tuple[bytes, set[int]]:
     return b"".join(json.dumps(m).encode() + b"\n" for m in msgs), set(range(162))
 
 
-def exchange(send: Any, recv: Any, data: bytes, ids: set[int]) -> dict[int, dict[str, Any]]:
-    """Write all requests (from a thread) while reading replies until every id is answered.
-
-    Input is closed only after that: on end of input an MCP stdio server stops, and calls
-    still running then are not answered.
-    """
-    writer = threading.Thread(target=send, args=(data,))
-    writer.start()
-    got: dict[int, dict[str, Any]] = {}
-    buf = b""
-    while set(got) != ids:
-        chunk = recv()
-        assert chunk, f"the server closed its output with {len(ids - set(got))} replies missing"
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            msg = json.loads(line)
-            if "id" in msg:
-                got[msg["id"]] = msg
-    writer.join()
-    return got
-
-
 def check(got: dict[int, dict[str, Any]], ids: set[int]) -> None:
     assert set(got) == ids
     assert got[0]["result"]["serverInfo"]["name"] == "filegate"
@@ -69,21 +45,12 @@ def check(got: dict[int, dict[str, Any]], ids: set[int]) -> None:
     assert got[161]["result"]["isError"]  # the 300 KB path arrived whole, and was refused
 
 
-def test_a_burst_over_pipes_is_answered_in_full(ws: Path) -> None:
+def test_a_burst_over_pipes_is_answered_in_full(ws: Path, tmp_path: Path) -> None:
     data, ids = burst(ws)
-    proc = subprocess.Popen([FILEGATE, "--workdir", str(ws)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    assert proc.stdin and proc.stdout
-
-    def send(b: bytes) -> None:
-        assert proc.stdin
-        proc.stdin.write(b)
-        proc.stdin.flush()
-
-    with proc:  # closes the pipes at the end
-        got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, ids)  # type: ignore[union-attr]
-        proc.stdin.close()
-        assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    stderr = tmp_path / "stderr"
+    with raw_filegate(ws, initialize=False, stderr=stderr) as client:
+        got = client.exchange(data, ids)
+        assert client.end()[0] == 0, stderr.read_text()
     check(got, ids)
 
 
@@ -100,24 +67,10 @@ def test_a_request_with_a_lone_surrogate_escape_is_answered_not_dropped(ws: Path
         json.dumps(call(3, "ReadFile", path="small.txt")),
     ]
     data = "".join(line + "\n" for line in lines).encode()
-    proc = subprocess.Popen([FILEGATE, "--workdir", str(ws)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    assert proc.stdin and proc.stdout
-
-    def send(b: bytes) -> None:
-        assert proc.stdin
-        proc.stdin.write(b)
-        proc.stdin.flush()
-
-    hang_guard = threading.Timer(60, proc.kill)  # a dropped request would wait for ever
-    hang_guard.start()
-    with proc:
-        try:
-            got = exchange(send, lambda: os.read(proc.stdout.fileno(), 1 << 16), data, {0, 1, 2, 3})  # type: ignore[union-attr]
-        finally:
-            hang_guard.cancel()
-        proc.stdin.close()
-        assert proc.wait(60) == 0
+    with raw_filegate(ws, initialize=False) as client:
+        # A dropped request would wait for ever: reply()'s hang guard fails the test instead.
+        got = client.exchange(data, {0, 1, 2, 3})
+        assert client.end()[0] == 0
     assert got[1]["error"]["code"] == -32602 and "lone UTF-16 surrogate" in got[1]["error"]["message"]
     assert (
         got[2]["result"]["isError"]
@@ -135,8 +88,10 @@ def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
                                 stderr=subprocess.PIPE)  # fmt: skip
         in_theirs.close()
         out_theirs.close()
+        client = RawStdio(proc.pid, in_ours.makefile("wb"), out_ours.makefile("rb", buffering=0), proc)
         with proc:  # closes its stderr pipe at the end
-            got = exchange(in_ours.sendall, lambda: out_ours.recv(1 << 16), data, ids)
+            got = client.exchange(data, ids)
+            client.close_pipes()  # the sockets stay open: the with statement closes them
             in_ours.shutdown(socket.SHUT_WR)  # end of input: the server exits
             assert proc.wait(60) == 0, proc.stderr.read().decode() if proc.stderr else ""
     check(got, ids)

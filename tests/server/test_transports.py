@@ -13,7 +13,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.types import Implementation
 
 from tests.conftest import FILEGATE, http_server, stdio_transport, text
-from tests.rawstdio import INITIALIZED, initialize_request
+from tests.rawstdio import raw_filegate
 
 
 async def test_stdio_serves_the_read_tools(ws: Path, mode: str) -> None:
@@ -40,29 +40,18 @@ async def test_http_serves_the_read_tools_and_confines_by_default(ws: Path, outs
             assert text(r).startswith("a.txt")
 
 
-def test_stdout_carries_only_json_rpc(ws: Path) -> None:
-    lines = [json.dumps(initialize_request()), json.dumps(INITIALIZED),
-             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]  # fmt: skip
-    proc = subprocess.Popen(
-        [FILEGATE, "--workdir", str(ws), "--log-level", "DEBUG"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdin and proc.stdout
-    proc.stdin.write("\n".join(lines) + "\n")
-    proc.stdin.flush()
-    replies = [proc.stdout.readline(), proc.stdout.readline()]
-    proc.stdin.close()
-    proc.wait(30)
-    rest = proc.stdout.read()
-    proc.stdout.close()
-    assert rest.strip() == ""  # nothing but the two replies on stdout
-    assert proc.stderr
-    with proc.stderr:
-        assert "DEBUG" in proc.stderr.read()  # logs went to stderr
-    out = [json.loads(line) for line in replies]
-    assert [m.get("id") for m in out] == [1, 2]
-    assert out[0]["result"]["serverInfo"]["name"] == "filegate"
-    assert {t["name"] for t in out[1]["result"]["tools"]} >= {"ReadFile", "Glob", "Grep"}
+def test_stdout_carries_only_json_rpc(ws: Path, tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr"
+    with raw_filegate(ws, "--log-level", "DEBUG", initialize=False, stderr=stderr) as client:
+        init = client.initialize()
+        listed = client.reply(client.request("tools/list", {}))
+        status, rest = client.end()
+    assert status == 0, stderr.read_text()
+    assert rest == b""  # nothing after the replies, up to the end of stdout
+    assert [json.loads(line).get("id") for line in client.lines] == [1, 2]  # nor before
+    assert "DEBUG" in stderr.read_text()  # logs went to stderr
+    assert init["result"]["serverInfo"]["name"] == "filegate"
+    assert {t["name"] for t in listed["result"]["tools"]} >= {"ReadFile", "Glob", "Grep"}
 
 
 def test_no_env_file_is_read_from_the_users_directory(ws: Path) -> None:

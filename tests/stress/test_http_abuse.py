@@ -9,7 +9,6 @@ seconds; every wait is a hang guard, never a measurement.
 from __future__ import annotations
 
 import contextlib
-import json
 import resource
 import socket
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from fastmcp import Client
 
+from tests import rawhttp
 from tests.conftest import call, free_port, text
 from tests.server.served import Served, request, wait_ready
 from tests.stress.procs import status
@@ -37,18 +37,6 @@ LAUNCHER = (
 # Hang guards.
 SERVED_S = 15.0
 CLOSED_S = 30.0
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "n", "version": "1"},
-        },
-    }
-).encode()
 
 
 def _limit_descriptors() -> None:
@@ -180,13 +168,7 @@ def test_accept_errors_are_logged_once_per_burst_not_per_attempt(tmp_path: Path)
 
 
 def post_init(port: int) -> tuple[int, str | None]:
-    headers = {
-        "Host": f"127.0.0.1:{port}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {TOKEN}",
-    }
-    status_code, hdrs, _ = request(port, "POST", "/mcp", headers, INIT)
+    status_code, hdrs, _ = rawhttp.post_init(port, Authorization=f"Bearer {TOKEN}")
     return status_code, hdrs.get("mcp-session-id")
 
 
