@@ -59,6 +59,15 @@ TARGETS: dict[str, Target] = {
         ("tests/server/test_render.py", "tests/server/test_text_only.py"),
         85.0,
     ),
+    "approval": Target(
+        ("src/filegate/server/approval.py", "src/filegate/server/questions.py"),
+        (
+            "tests/server/test_approval.py",
+            "tests/server/test_approval_rules.py",
+            "tests/server/test_approval_edges.py",
+        ),
+        85.0,
+    ),
 }
 
 # mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that

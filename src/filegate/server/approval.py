@@ -350,8 +350,7 @@ class ElicitingApprover:
         ctx = self.call.ctx
         sealed = SealedOperation.parse(ctx.request_state)
         answer = (ctx.input_responses or {}).get(ANSWER_KEY)
-        reasks = 0
-        changed = False
+        reasks = 0  # how often the file changed under an answer to this write
         if sealed is not None and isinstance(answer, ElicitResult) and sealed.same_target(request):
             replicas = self.settings.state_key is not None
             state = QUESTIONS.answered(str(request.real), sealed.nonce, replicas=replicas)
@@ -361,7 +360,6 @@ class ElicitingApprover:
                 return Decision(False, "superseded", SUPERSEDED.format(path=request.shown))
             if sealed.matches(request):
                 return self._decide(request, answer, sealed.session, "elicited")
-            changed = True
             reasks = sealed.reasks + 1
         if reasks > MAX_REASKS:
             return Decision(
@@ -374,11 +372,13 @@ class ElicitingApprover:
         offer = self._offer_session(request)
         nonce = QUESTIONS.open(str(request.real))
         params = ElicitRequestFormParams(
-            message=approval_message(request, changed=changed),
+            message=approval_message(request, changed=reasks > 0),
             requested_schema=approval_schema(offer),
         )
         raise InputRequired(
             InputRequiredResult(
+                # Set although they are the models' defaults: a field left unset may be left
+                # off the wire (the SDK writes messages with exclude_unset).
                 result_type="input_required",
                 input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
                 request_state=SealedOperation.of(request, offer is not None, nonce, reasks).dump(),

@@ -44,9 +44,10 @@ def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
     """
     values, titles = [APPROVE], ["Approve this write"]
     if write_class is not None:
-        where = "inside the workspace" if write_class == "inside" else "outside the workspace"
         values.append(APPROVE_SESSION)
-        titles.append(f"Approve, and allow further writes {where} this session without asking")
+        titles.append(
+            f"Approve, and allow further writes {write_class} the workspace this session without asking"
+        )
     values.append(REJECT)
     titles.append("Reject")
     return {
