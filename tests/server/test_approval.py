@@ -479,7 +479,9 @@ async def test_an_open_2026_question_holds_up_nothing_and_is_superseded(ws: Path
     assert (ws / "f.txt").read_text() == "one\nTWO\n"
 
 
-async def test_an_answer_to_a_superseded_handshake_question_writes_nothing(ws: Path) -> None:
+async def test_an_answer_to_a_superseded_handshake_question_writes_nothing(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Two handshake-era clients ask to change one file; the second question supersedes the
     first while both are open (the file is unchanged, so the stale check cannot stop it). The
     first one's approval, given late, must not go on to the write (SPEC §6)."""
@@ -507,9 +509,13 @@ async def test_an_answer_to_a_superseded_handshake_question_writes_nothing(ws: P
         two = asyncio.create_task(call(second, "WriteFile", path="f.txt", content="from the second\n"))
         await asyncio.wait_for(asked[2].wait(), 30)
         release[1].set()
+        caplog.set_level("INFO")
         r1 = await asyncio.wait_for(one, 30)
         assert r1.is_error and "newer write to `f.txt`" in text(r1), text(r1)
         assert (ws / "f.txt").read_text() == "base\n"
+        assert [r.getMessage() for r in caplog.records if r.name == "filegate.writes"] == [
+            f"WriteFile did not write {ws / 'f.txt'} (approval: superseded); client: fastmcp"
+        ]
         release[2].set()
         r2 = await asyncio.wait_for(two, 30)
     assert not r2.is_error, text(r2)

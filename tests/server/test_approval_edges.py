@@ -225,6 +225,7 @@ async def test_each_route_is_named_in_the_write_log(
     async with connect(ws, "legacy") as c:  # cannot elicit
         await call(c, "WriteFile", path="plain.txt", content="1")
         await call(c, "WriteFile", path=".env", content="K=1\n")
+        await call(c, "WriteFile", path=str(outside / "refused.txt"), content="1")
     async with connect(ws, "legacy", approval="strict") as c:
         await call(c, "WriteFile", path="strict.txt", content="1")
     async with connect(ws, "legacy", approval="auto") as c:
@@ -234,8 +235,11 @@ async def test_each_route_is_named_in_the_write_log(
         await call(c, "WriteFile", path="later.txt", content="1")
     async with connect(ws, "legacy", client_elicitation_handler=Answers("approve")) as c:
         await call(c, "WriteFile", path="once.txt", content="1")
+    async with connect(ws, "legacy", client_elicitation_handler=Answers("reject", feedback="no")) as c:
+        await call(c, "WriteFile", path="no.txt", content="1")
     routes = [line.split("approval: ")[1].split(")")[0] for line in logged(caplog, "filegate.writes")]
     assert routes == [
+        "no-elicitation",
         "no-elicitation",
         "no-elicitation",
         "strict",
@@ -243,13 +247,16 @@ async def test_each_route_is_named_in_the_write_log(
         "elicited, approved for the session",
         "session",
         "elicited",
+        "elicited",
     ]
 
 
 # --- 2026-07-28: the re-ask limit and the sealed state ---------------------------------------
 
 
-async def test_a_file_that_changes_under_every_answer_is_given_up_after_the_re_asks(ws: Path) -> None:
+async def test_a_file_that_changes_under_every_answer_is_given_up_after_the_re_asks(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     target = ws / "a.txt"
     target.write_text("0\n")
     messages: list[str] = []
@@ -259,8 +266,12 @@ async def test_a_file_that_changes_under_every_answer_is_given_up_after_the_re_a
         target.write_text(f"{len(messages)}\n")  # another write lands while the user looks
         return {"decision": "approve"}
 
+    caplog.set_level("INFO")
     async with connect(ws, "auto", client_elicitation_handler=meddle) as c:
         r = await call(c, "WriteFile", path="a.txt", content="mine\n")
+    assert logged(caplog, "filegate.writes") == [
+        f"WriteFile did not write {target} (approval: stale); client: fastmcp"
+    ]
     assert r.is_error and text(r) == (
         "`a.txt` changed 4 times while the user was being asked about this write (other writes "
         "to it are landing), so nothing was written. Read the file again and retry the edit."
@@ -563,6 +574,10 @@ async def test_each_2026_route_is_named_in_the_write_log(ws: Path, caplog: pytes
         declined = await retry(args, await ask(args), answer("decline", "approve"))
         assert rejected.is_error and declined.is_error
         assert rejected.content[0].text == declined.content[0].text == REJECTED
+        # "For this session" where the form did not offer it (a secret): approves this write only.
+        secret = {"path": ".env", "content": "K=1\n"}
+        session = answer("accept", "approve_for_session")
+        assert not (await retry(secret, await ask(secret), session)).is_error
     routes = [line.split("approval: ")[1].split(")")[0] for line in logged(caplog, "filegate.writes")]
-    assert routes == ["elicited", "replayed", "superseded", "elicited", "elicited", "elicited"]
+    assert routes == ["elicited", "replayed", "superseded", "elicited", "elicited", "elicited", "elicited"]
     assert (ws / "a.txt").read_text() == "old\n"
