@@ -90,7 +90,8 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
 
     from filegate.policy.workspace import Workspace
     from filegate.tools import grep_ignores
-    from filegate.tools.grep import GrepParams, _rg_args
+    from filegate.tools.grep_params import GrepParams
+    from filegate.tools.grep_rg import rg_args
 
     params = GrepParams.model_validate(args)
     secrets = Workspace(workdir=cwd).secrets
@@ -108,10 +109,10 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
         rules.write_bytes(os.pread(plan.fd, 1 << 20, 0))
         ignore_args[ignore_args.index("--ignore-file") + 1] = str(rules)
     plan.close()
-    # _rg_args reads only `target.arg` ("." for a directory search run inside that directory)
+    # rg_args reads only `target.arg` ("." for a directory search run inside that directory)
     # and `target.single_file`.
     target = SimpleNamespace(arg=".", single_file=False)
-    return _rg_args(RG, params, target, ignore_args)  # type: ignore[arg-type]
+    return rg_args(RG, params, target, ignore_args)  # type: ignore[arg-type]
 
 
 async def grep_item(cfg: Config, work: str, args: dict[str, Any]) -> list[Row]:

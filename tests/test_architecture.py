@@ -321,8 +321,6 @@ LARGE_MODULES: dict[str, str] = {
     "locks.py and pending.py moved out; its steps share the open directory and the temp",
     "filegate.tools.glob": "one job (the confined walk and its pattern matching), at the budget's "
     "edge (501 lines after the merges of 2026-11-25)",
-    "filegate.tools.grep": "to split along its jobs (parameters, rg invocation, output parsing) once "
-    "the branches editing it now are merged; tests patch RG_TIMEOUT_S on this module",
 }
 
 

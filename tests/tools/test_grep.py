@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools import grep as grep_module
+from filegate.tools import grep_rg
 from tests.conftest import call, connect, text, texts
 
 
@@ -27,7 +27,7 @@ async def grep(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], No
 
 
 def test_the_ripgrep_wheel_is_found_without_path() -> None:
-    rg = grep_module.find_rg()
+    rg = grep_rg.find_rg()
     assert rg is not None and os.access(rg, os.X_OK)
 
 
@@ -189,7 +189,7 @@ async def test_timeout_returns_partial_results_and_kills_rg(
     ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     many_matching_lines(ws)
-    monkeypatch.setattr(grep_module, "RG_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(grep_rg, "RG_TIMEOUT_S", 0.3)
     err, parts, facts = await grep(ws, mode, pattern="a", output_mode="content", head_limit=5)
     assert not err and parts[0].count("\n") == 5 and ".txt:1:a\n" in parts[0]
     assert "Grep timed out after 0.3s. Partial results returned." in parts[1]
@@ -633,7 +633,7 @@ async def test_rg_runs_under_the_memory_limit(ws: Path, mode: str, monkeypatch: 
     """18.1: rg's address space is capped right after it starts. With a cap too small for rg
     itself, the search fails cleanly (without the cap it would succeed)."""
     tree(ws, {"a.txt": "needle\n" * 1000})
-    monkeypatch.setattr(grep_module, "RG_MEMORY_LIMIT", 4 << 20)
+    monkeypatch.setattr(grep_rg, "RG_MEMORY_LIMIT", 4 << 20)
     err, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content", head_limit=0)
     assert err and parts[0].startswith("Failed to grep. Error: ripgrep failed"), parts
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools import grep
+from filegate.tools import grep_params, grep_rg
 
 LIST = [sys.executable, "-c", "import os; print(sorted(os.listdir('.')))"]
 
@@ -30,9 +30,9 @@ def test_the_search_runs_in_the_directory_that_was_opened(
     try:
         (ws / "d").rename(ws / "d-old")
         (ws / "d").symlink_to(outside)  # swapped after the check and the open
-        target = grep._Target("d", ws / "d", ".", False, fd, "d/")
-        cmd, fds = grep._from_pinned_directory(LIST, target)
-        out = subprocess.run(cmd, pass_fds=fds, cwd=grep._rg_cwd(target), capture_output=True, check=True)
+        target = grep_params.Target("d", ws / "d", ".", False, fd, "d/")
+        cmd, fds = grep_rg.from_pinned_directory(LIST, target)
+        out = subprocess.run(cmd, pass_fds=fds, cwd=grep_rg.rg_cwd(target), capture_output=True, check=True)
         assert out.stdout.decode().strip() == "['inside.txt']"
     finally:
         os.close(fd)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools import grep as grep_module
-from filegate.tools import grep_sandbox
+from filegate.tools import grep_params, grep_rg, grep_sandbox
 from tests.conftest import call, connect, text
 
 CANARY = "OUTSIDE-CANARY-7f3a"
@@ -38,7 +37,7 @@ def trap(tmp_path: Path) -> Iterator[tuple[Path, int]]:
 
 
 def _rg_following(fd: int, sandbox: grep_sandbox.Sandbox | None) -> subprocess.CompletedProcess[bytes]:
-    rg = grep_module.find_rg()
+    rg = grep_rg.find_rg()
     assert rg is not None
     return subprocess.run(
         [rg, "--no-config", "--follow", "--", CANARY, "."],
@@ -58,7 +57,7 @@ def test_without_the_sandbox_rg_follows_the_link_out(trap: tuple[Path, int]) -> 
 
 @needs_landlock
 def test_sandboxed_rg_cannot_read_outside_through_a_symlink(trap: tuple[Path, int]) -> None:
-    rg = grep_module.find_rg()
+    rg = grep_rg.find_rg()
     assert rg is not None
     sandbox = grep_sandbox.build(rg, [trap[1]])
     assert sandbox is not None
@@ -76,10 +75,10 @@ def test_sandboxed_rg_cannot_read_outside_through_a_symlink(trap: tuple[Path, in
 async def test_grep_starts_rg_inside_the_sandbox(trap: tuple[Path, int]) -> None:
     """Grep's own spawn (_start_rg) applies the sandbox: rg told to follow the link is refused."""
     ws, fd = trap
-    rg = grep_module.find_rg()
+    rg = grep_rg.find_rg()
     assert rg is not None
-    target = grep_module._Target(".", ws, ".", False, fd, "")
-    proc = await grep_module._start_rg([rg, "--no-config", "--follow", "--", CANARY, "."], target, [], [])
+    target = grep_params.Target(".", ws, ".", False, fd, "")
+    proc = await grep_rg.start_rg([rg, "--no-config", "--follow", "--", CANARY, "."], target, [], [])
     assert proc.stdout is not None and proc.stderr is not None
     out = b"".join([chunk async for chunk in proc.stdout])
     err = b"".join([chunk async for chunk in proc.stderr])

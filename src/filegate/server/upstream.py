@@ -22,7 +22,7 @@ that test loudly instead of quietly changing behaviour.
   connection cap and read deadlines (server/connections.py).
 - anyio's ``get_async_backend()`` (``anyio._core._eventloop``) and its ``open_process``
   passing extra keywords on to ``Popen``: Grep's rg enters its Landlock sandbox in a
-  ``preexec_fn``, which ``anyio.open_process`` does not take (tools/grep.py).
+  ``preexec_fn``, which ``anyio.open_process`` does not take (tools/grep_rg.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,362 @@
+"""Grep's ripgrep: its command line, started in its sandbox and under its memory cap in the
+directory that was checked (pinned by its fd), its output read by a worker thread and fed to
+the parser while it runs, stopped at its timeout or at a FIFO."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio._core._eventloop import get_async_backend
+from anyio.abc import ByteReceiveStream, Process
+
+from filegate.fsio import platform
+from filegate.tools import grep_fifo, grep_sandbox
+from filegate.tools.grep_ignores import VCS_DIRS
+from filegate.tools.grep_params import MAX_LINE_CHARS, GrepParams, Target
+from filegate.tools.grep_parse import Parser
+from filegate.tools.outcome import Reporter, ToolEnv
+
+# -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
+MAX_CONTEXT_LINES = 2**32
+
+# Kimi's grep_local.py: rg's output buffer and timeout.
+RG_MAX_BUFFER = 20_000_000
+RG_TIMEOUT_S = 20.0
+# rg's address space: ample for a search of the kernel tree (~60 MiB), and an ignore file or a
+# line without end runs into it instead of the machine's memory.
+RG_MEMORY_LIMIT = 512 << 20
+# rg's complaints are counted, never shown: this much is kept to count them.
+MAX_STDERR_BYTES = 64_000
+# Where a child can enter a directory by the fd its parent opened (Linux): the search runs in
+# the very directory that was checked, even if a symlink is swapped into its path afterwards.
+PROC_FD = "/proc/self/fd"
+# rg's output is parsed while rg runs, in batches of about this many bytes.
+PARSE_BATCH = 64 << 10
+# rg writes one block per file, often a few hundred bytes: after a read shorter than
+# SMALL_READ, wait so the next read takes several (1,800 reads became ~300 on the bench's
+# content search, saving ~80 ms of event-loop time). The wait grows with the search's age
+# (1/COALESCE_SHARE of it, from COALESCE_MIN_S up to COALESCE_MAX_S): a long search is read in
+# a few dozen large reads (files_with_matches over the kernel: ~330 wake-ups became ~90, about
+# 30 ms less event-loop CPU), and rg's end is seen at most 1 % of its run time late.
+SMALL_READ = 16 << 10
+PIPE_BYTES = 1 << 20  # the pipe's size (Linux's default pipe-max-size for a user)
+PIPE_READ = PIPE_BYTES  # one read takes what the pipe holds
+COALESCE_MIN_S = 0.002
+COALESCE_MAX_S = 0.02
+COALESCE_SHARE = 100
+# How often a long search tells a client that sent a progress token how far it got.
+PROGRESS_EVERY_S = 1.0
+
+
+@functools.cache
+def find_rg() -> str | None:
+    """The rg that the `ripgrep` wheel put beside this Python (not necessarily on PATH)."""
+    dirs = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    with contextlib.suppress(KeyError):  # a platform without a user scheme
+        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    for d in dirs:
+        found = shutil.which("rg", path=d)
+        if found:
+            return found
+    return shutil.which("rg")
+
+
+def rg_cwd(target: Target) -> str:
+    """rg's working directory: the pinned directory itself, through /proc where there is one."""
+    if target.single_file:
+        return "/"  # rg reads the file on stdin and needs no directory
+    if os.name == "nt":  # pragma: no cover - Windows: the held handle keeps the path its own
+        return str(target.cwd)
+    if platform.has_proc():
+        return f"{PROC_FD}/{target.fd}"
+    return "/"  # no /proc (macOS): rg starts from the pinned fd itself (from_pinned_directory)
+
+
+def _pinned_by_cwd(target: Target) -> bool:
+    """rg's working directory (rg_cwd) is already the pinned directory, or none is needed."""
+    return target.single_file or platform.has_proc() or os.name == "nt"
+
+
+def from_pinned_directory(cmd: list[str], target: Target) -> tuple[list[str], list[int]]:
+    """Without /proc (macOS) a directory fd cannot be named as a working directory, and the
+    checked path could be swapped for a symlink before rg starts: a short Python trampoline
+    fchdir()s to the inherited fd, then execs the command, so rg searches the pinned directory."""
+    if _pinned_by_cwd(target):
+        return cmd, []
+    # Exit 2 (rg's "error") if it cannot: never 1, which would read as "no matches".
+    code = (
+        "import os,sys\n"
+        "try: os.fchdir(int(sys.argv[1])); os.execvp(sys.argv[2], sys.argv[2:])\n"
+        "except BaseException: os._exit(2)"
+    )
+    return [sys.executable, "-c", code, str(target.fd), *cmd], [target.fd]
+
+
+def rg_args(rg: str, params: GrepParams, target: Target, ignore_args: Sequence[str] = ()) -> list[str]:
+    mode = params.output_mode
+    args = [rg, "--no-config", "--hidden", "--null", "--with-filename", "--no-heading",
+            "--color", "never"]  # fmt: skip
+    args += ignore_args
+    if params.include_ignored or target.single_file:
+        args.append("--no-ignore")  # the rules file of ignore_args (secrets left out) still holds
+    if params.ignore_case:
+        args.append("--ignore-case")
+    if params.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if mode == "content":
+        # Line numbers always come from rg: they tell a match (':') from context ('-'). The
+        # context separator is a lone NUL: no record of a file can be that (names are never
+        # empty), so a file named "--" cannot pass for a separator.
+        args += ["--line-number", "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview",
+                 "--context-separator", "\\x00"]  # fmt: skip
+        for flag, value in (("--before-context", params.before_context),
+                            ("--after-context", params.after_context),
+                            ("--context", params.context)):  # fmt: skip
+            if value is not None:  # rg parses a u64: more lines than any file has is the same
+                args += [flag, str(min(value, MAX_CONTEXT_LINES))]
+    else:
+        args += ["--max-columns", "500"]
+    if params.glob:
+        args += ["--glob", params.glob]
+    # After the caller's glob: a later glob wins in rg, so `glob: "*"` cannot whitelist `.git/`.
+    for vcs in VCS_DIRS:
+        args += ["--glob", f"!{vcs}"]
+    if params.type:
+        args += ["--type", params.type]
+    if mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif mode == "count_matches":
+        args.append("--count-matches")
+    args += ["--", params.pattern, target.arg]
+    return args
+
+
+class RgOutput:
+    """rg's stdout while rg runs, read and parsed by one worker thread from a pipe of our own
+    (blocking reads, no event-loop wake-up per write of rg's: files_with_matches over the
+    kernel cost ~80 ms of event-loop CPU for ~900 loop turns). Kept in chunks (at most
+    RG_MAX_BUFFER bytes) that the parser takes in batches while rg still writes (rg's own wall
+    time hides the parsing: 11,000 matching files take ~60 ms to check and date)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.overflow = False  # rg wrote more than RG_MAX_BUFFER: the rest was dropped
+        self.ended = threading.Event()  # the pump has stopped: the parser is ours again
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def pump(self, fd: int, parser: Parser) -> None:
+        """Read ``fd`` to its end (closing it) and parse as it comes (a worker thread). A
+        killed rg ends it: its write end closes."""
+        start = time.monotonic()
+        try:
+            while chunk := os.read(fd, PIPE_READ):
+                take = chunk[: max(RG_MAX_BUFFER - self.size, 0)]
+                if take:
+                    self.chunks.append(take)
+                    self.size += len(take)
+                if len(take) < len(chunk):
+                    self.overflow = True
+                # rg writes a block per file (a few hundred bytes): parse in batches.
+                if self.size - parser.fed_bytes >= PARSE_BATCH:
+                    parser.feed_from(self.chunks)
+                if len(chunk) < SMALL_READ:  # let rg's small writes pile up: fewer reads
+                    age = time.monotonic() - start
+                    time.sleep(min(max(age / COALESCE_SHARE, COALESCE_MIN_S), COALESCE_MAX_S))
+        finally:
+            os.close(fd)
+            self.ended.set()
+
+    def start(self, fd: int, parser: Parser) -> None:
+        """The pump in a thread of its own, started now: from here on it owns ``fd``."""
+        threading.Thread(target=self.pump, args=(fd, parser), name="filegate-rg-output", daemon=True).start()
+
+    async def wait(self, reporter: Reporter) -> None:
+        """Until the pump ends; progress said meanwhile. Cancelled, it returns at once (rg is
+        killed then, which ends the pump; run_rg waits for that)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._report, reporter)
+            await anyio.to_thread.run_sync(self.ended.wait, abandon_on_cancel=True)
+            tg.cancel_scope.cancel()
+
+    async def _report(self, reporter: Reporter) -> None:
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            await reporter.progress(self.size, None, f"{self.size} bytes of results so far")
+
+
+def _widen(pipe_fd: int) -> None:
+    """Room for PIPE_BYTES of rg's output (Linux; else the default 64 KiB): rg must not wait
+    for the pump, which sleeps between small reads (with 64 KiB, rg blocked on a full pipe
+    and the content search of the bench ran ~1.5x raw rg instead of ~1.1x)."""
+    with contextlib.suppress(OSError, AttributeError, ImportError):
+        import fcntl  # POSIX only
+
+        fcntl.fcntl(pipe_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+async def _read_stderr(stream: ByteReceiveStream, into: bytearray) -> None:
+    """rg's complaints, kept (bounded) to be counted and classified, never shown as they are:
+    they can quote the lines of any file rg opened."""
+    async for chunk in stream:
+        if len(into) < MAX_STDERR_BYTES:
+            into.extend(chunk[: MAX_STDERR_BYTES - len(into)])
+
+
+@dataclass
+class RgRun:
+    output: RgOutput
+    stderr: bytes = b""
+    returncode: int | None = None
+    timed_out: bool = False
+    fifo: str | None = None  # rg was stopped waiting on this FIFO ("" when unnamed)
+
+
+@functools.cache
+def _shell() -> str | None:
+    return shutil.which("sh", path="/bin:/usr/bin")
+
+
+def _under_memory_limit(args: list[str]) -> list[str]:
+    """rg's command line, started through `sh -c 'ulimit -v …; exec rg …'` so the cap holds from
+    rg's first instruction (a preexec hook would cost a fork of this whole process): an ignore
+    file or a line without end runs into the cap, not into the machine's memory."""
+    sh = _shell()
+    if sh is None:  # pragma: no cover - every POSIX system has /bin/sh
+        return args
+    return [sh, "-c", f'ulimit -v {RG_MEMORY_LIMIT // 1024}; exec "$@"', "rg", *args]
+
+
+def _limit_memory(pid: int) -> None:
+    """The same cap once more on the running process (rg itself, after exec; or where no shell
+    set it)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+        import resource  # POSIX only: on Windows there is no such cap to set
+
+        resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
+
+
+async def start_rg(
+    args: list[str],
+    target: Target,
+    pass_fds: Sequence[int],
+    read_files: Sequence[str],
+    sandboxed: bool = True,
+    stdout: int = subprocess.PIPE,
+) -> Process:
+    """rg started in its sandbox (grep_sandbox: it reads nothing outside the searched
+    directory), or as before where there is none."""
+    sandbox = None
+    if sandboxed:
+        dirs = [] if target.single_file else [target.fd]
+        sandbox = grep_sandbox.build(args[0], dirs, read_files)
+    if sandbox is None:
+        cmd, pinned = from_pinned_directory(_under_memory_limit(args), target)
+        proc = await anyio.open_process(
+            cmd,
+            cwd=rg_cwd(target),
+            stdin=target.fd if target.single_file else None,
+            stdout=stdout,
+            stderr=-1,
+            start_new_session=True,
+            pass_fds=[*pass_fds, *pinned],
+        )
+        if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
+            _limit_memory(proc.pid)
+        return proc
+    try:
+        # anyio.open_process takes no preexec_fn; its backend passes it on to Popen.
+        return await get_async_backend().open_process(
+            args,
+            cwd=rg_cwd(target),
+            stdin=target.fd if target.single_file else None,
+            stdout=stdout,
+            stderr=-1,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            # Without /proc the child fchdir()s to the pinned directory itself (no trampoline).
+            preexec_fn=sandbox.child_setup(RG_MEMORY_LIMIT, None if _pinned_by_cwd(target) else target.fd),
+        )
+    except subprocess.SubprocessError as exc:  # the child could not enter it (e.g. seccomp)
+        grep_sandbox.disable(f"the child refused it ({exc})")
+        return await start_rg(args, target, pass_fds, read_files, sandboxed=False, stdout=stdout)
+    finally:
+        sandbox.close()
+
+
+async def run_rg(
+    args: list[str],
+    target: Target,
+    env: ToolEnv,
+    parser: Parser,
+    pass_fds: Sequence[int],
+    read_files: Sequence[str] = (),
+) -> RgRun:
+    run = RgRun(RgOutput())
+    err = bytearray()
+    out_r, out_w = os.pipe()  # rg's stdout, read by a worker thread (RgOutput.pump)
+    _widen(out_w)
+    try:
+        proc = await start_rg(args, target, pass_fds, read_files, stdout=out_w)
+    except BaseException:
+        os.close(out_r)
+        raise
+    finally:
+        os.close(out_w)
+    try:
+        run.output.start(out_r, parser)
+    except BaseException:
+        os.close(out_r)
+        proc.kill()
+        with anyio.CancelScope(shield=True):
+            await proc.aclose()
+        raise
+    try:
+        assert proc.stderr is not None
+        with anyio.move_on_after(RG_TIMEOUT_S) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_read_stderr, proc.stderr, err)
+                watching = anyio.CancelScope()
+                if platform.has_proc():
+                    tg.start_soon(_watch_fifo, proc, run, watching)
+                await run.output.wait(env.reporter)
+                watching.cancel()
+            run.returncode = await proc.wait()
+        run.timed_out = scope.cancelled_caught
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                proc.kill()
+            await proc.aclose()  # reaped and its pipes closed now, not by the GC later
+            if not run.output.ended.is_set():  # cancelled: the pump sees rg's end, then stops
+                await anyio.to_thread.run_sync(run.output.ended.wait)
+    run.stderr = bytes(err)
+    return run
+
+
+async def _watch_fifo(proc: Process, run: RgRun, scope: anyio.CancelScope) -> None:
+    """Stop rg the moment it waits on a FIFO swapped in after its walk (grep_fifo)."""
+    with scope:
+        await anyio.sleep(grep_fifo.WATCH_FROM_S)
+        while proc.returncode is None:
+            found = grep_fifo.fifo_waiter(proc.pid)  # a few small /proc reads
+            if found is not None:
+                run.fifo = found
+                proc.kill()
+                return
+            await anyio.sleep(grep_fifo.WATCH_EVERY_S)
