@@ -7,11 +7,13 @@ to follow it (``--follow``), which is what the race makes rg do by chance."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from filegate.tools import grep_params, grep_rg, grep_sandbox
@@ -117,3 +119,29 @@ async def test_grep_falls_back_when_the_child_cannot_enter_the_sandbox(
         r = await call(c, "Grep", pattern=CANARY)
     assert not r.is_error and text(r).splitlines()[0] == "a.txt"
     assert grep_sandbox._state["abi"] == 0
+
+
+# Forks of this process, counted while a test asks (os.register_at_fork cannot be undone).
+_forks: list[int] = []
+os.register_at_fork(before=lambda: _forks.append(1) if _forks and _forks[0] == 0 else None)
+
+
+@needs_landlock
+async def test_grep_starts_rg_without_forking_the_server(trap: tuple[Path, int]) -> None:
+    """rg enters the sandbox from a thread that entered it first (a vfork), not in a
+    preexec_fn, which forks the whole server (5-30 ms a search): no fork happens, and the
+    server's own threads are not confined after it (they read outside the workspace). That rg
+    is confined: test_grep_starts_rg_inside_the_sandbox."""
+    ws, _ = trap
+    outside = ws.parent / "outside" / "canary.txt"
+    _forks[:] = [0]
+    try:
+        async with connect(ws) as c:
+            r = await call(c, "Grep", pattern=CANARY, output_mode="content")
+            assert outside.read_text().startswith(CANARY)  # the loop's thread is not confined
+            assert await anyio.to_thread.run_sync(outside.read_text)  # nor a worker thread
+    finally:
+        forks, _forks[:] = len(_forks) - 1, []
+    assert forks == 0
+    assert gc.isenabled()  # collection was paused only while rg was started
+    assert not r.is_error and text(r) == f"inside.txt:1:{CANARY} inside"

@@ -22,7 +22,7 @@ from anyio._core._eventloop import get_async_backend
 from anyio.abc import ByteReceiveStream, Process
 
 from filegate.fsio import platform
-from filegate.tools import grep_fifo, grep_sandbox
+from filegate.tools import grep_fifo, grep_sandbox, grep_spawn
 from filegate.tools.grep_ignores import VCS_DIRS
 from filegate.tools.grep_params import MAX_LINE_CHARS, GrepParams, Target
 from filegate.tools.grep_parse import Parser
@@ -262,9 +262,30 @@ async def start_rg(
     """rg started in its sandbox (grep_sandbox: it reads nothing outside the searched
     directory), or as before where there is none."""
     sandbox = None
+    # Started from a thread inside the sandbox (a vfork, the memory cap set by the shell), or
+    # where the child must fchdir() to the pinned directory itself, in a preexec_fn.
+    from_thread = _pinned_by_cwd(target) and _shell() is not None and hasattr(os, "pidfd_open")
     if sandboxed:
         dirs = [] if target.single_file else [target.fd]
-        sandbox = grep_sandbox.build(args[0], dirs, read_files)
+        shell = [s for s in [_shell()] if s and from_thread]
+        sandbox = grep_sandbox.build(args[0], dirs, read_files, shell)
+    if sandbox is not None and from_thread:
+        try:
+            confined = grep_spawn.start(
+                sandbox,
+                _under_memory_limit(args),
+                cwd=rg_cwd(target),
+                stdin=target.fd if target.single_file else None,
+                stdout=stdout,
+                pass_fds=pass_fds,
+            )
+        except grep_sandbox.Refused as exc:  # e.g. seccomp: nothing was started
+            grep_sandbox.disable(f"the kernel refused it ({exc.strerror})")
+            return await start_rg(args, target, pass_fds, read_files, sandboxed=False, stdout=stdout)
+        finally:
+            sandbox.close()
+        _limit_memory(confined.pid)
+        return confined
     if sandbox is None:
         cmd, pinned = from_pinned_directory(_under_memory_limit(args), target)
         proc = await anyio.open_process(

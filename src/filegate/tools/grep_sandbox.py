@@ -6,8 +6,11 @@ such a file for a symlink between the two made rg follow it out of the workspace
 (tests/security/test_races.py). Under Landlock the open of the link's target outside the
 searched directory fails (EACCES): rg reports it unreadable and prints nothing of it.
 
-The ruleset is built in the parent (a few syscalls); the child only sets ``no_new_privs`` and
-calls ``landlock_restrict_self`` before exec (a ``preexec_fn``). Where Landlock is missing
+The ruleset is built in the parent (a few syscalls). rg is started from a new thread that has
+entered the sandbox itself (``no_new_privs``, ``landlock_restrict_self``: both bind the calling
+thread only), so the child inherits it with a plain vfork: a ``preexec_fn`` forces a fork of
+this whole process, 5-30 ms per search. The ``preexec_fn`` remains where the child must change
+to the pinned directory by its fd (no /proc). Where Landlock is missing
 (kernel < 5.13, not Linux, disabled, or refused in the child, e.g. under seccomp) rg runs as
 before; that is logged once at debug level, and a search never fails because of it.
 """
@@ -15,12 +18,15 @@ before; that is logged once at debug level, and a search never fails because of 
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import os
 import platform
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 log = logging.getLogger("filegate")
 
@@ -53,6 +59,12 @@ class _PathBeneathAttr(ctypes.Structure):
 
 
 _state: dict[str, object] = {}
+
+T = TypeVar("T")
+
+
+class Refused(OSError):
+    """The kernel refused to enter the sandbox (e.g. under seccomp): nothing was started."""
 
 
 def _libc() -> ctypes.CDLL:
@@ -137,6 +149,42 @@ class Sandbox:
 
         return enter
 
+    def run_inside(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a new thread that has entered the sandbox first, so that a process it
+        starts inherits the sandbox (with a vfork, not a fork of this whole process). Landlock
+        and ``no_new_privs`` bind that thread alone, and it ends with ``fn``: no other thread is
+        touched. Raises :class:`Refused` if the kernel refuses the sandbox."""
+        libc = _libc()
+        prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
+        fd = self.ruleset_fd
+        done: list[tuple[bool, object]] = []
+
+        def inside() -> None:
+            try:
+                if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
+                    err = get_errno()
+                    raise Refused(err, f"landlock_restrict_self: {os.strerror(err)}")
+                done.append((True, fn()))
+            except BaseException as exc:  # handed to the caller's thread
+                done.append((False, exc))
+
+        # No garbage collection meanwhile: a collection run in the sandboxed thread would run
+        # other objects' finalizers there, where their file operations would be refused.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            thread = threading.Thread(target=inside, name="filegate-rg-spawn", daemon=True)
+            thread.start()
+            thread.join()
+        finally:
+            if collecting:
+                gc.enable()
+        ok, value = done[0]
+        if not ok:
+            assert isinstance(value, BaseException)
+            raise value
+        return value  # type: ignore[return-value]
+
 
 def _add_rule(ruleset_fd: int, path_fd: int, access: int) -> None:
     attr = _PathBeneathAttr(access, path_fd)
@@ -157,10 +205,15 @@ def _add_path(ruleset_fd: int, path: str, dir_access: int, file_access: int) -> 
         os.close(fd)
 
 
-def build(program: str, read_dir_fds: Iterable[int] = (), read_files: Iterable[str] = ()) -> Sandbox | None:
-    """A ruleset that lets a child exec ``program`` (and map its libraries) and read only
-    beneath the open directories ``read_dir_fds`` and the files ``read_files``; None where
-    Landlock is unavailable (then the child runs unsandboxed)."""
+def build(
+    program: str,
+    read_dir_fds: Iterable[int] = (),
+    read_files: Iterable[str] = (),
+    also_run: Iterable[str] = (),
+) -> Sandbox | None:
+    """A ruleset that lets a child exec ``program`` and the programs ``also_run`` (and map
+    their libraries) and read only beneath the open directories ``read_dir_fds`` and the files
+    ``read_files``; None where Landlock is unavailable (then the child runs unsandboxed)."""
     abi = abi_version()
     if abi < 1:
         return None
@@ -177,7 +230,8 @@ def build(program: str, read_dir_fds: Iterable[int] = (), read_files: Iterable[s
             _add_path(ruleset, lib, exe_rights, exe_rights)
         for f in _LOADER_FILES:
             _add_path(ruleset, f, READ_FILE, READ_FILE)
-        _add_path(ruleset, os.path.realpath(program), exe_rights, exe_rights)
+        for exe in (program, *also_run):
+            _add_path(ruleset, os.path.realpath(exe), exe_rights, exe_rights)
         for fd in read_dir_fds:
             _add_rule(ruleset, fd, READ_FILE | READ_DIR)
         for f in read_files:
