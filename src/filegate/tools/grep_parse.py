@@ -70,9 +70,10 @@ class Parser:
         self.pending = b""  # the first part of a name that holds a line break
         self.dated: list[tuple[int, str]] = []  # files_with_matches: (-mtime_ns, shown path)
         self.counts: list[tuple[str, int]] = []
-        self.blocks: dict[str, list[bytes | str | None]] = {}  # content: shown path → its rows
-        self.block: list[bytes | str | None] | None = None  # the rows of the file being read
+        self.blocks: dict[str, list[_Row]] = {}  # content: shown path → its rows
+        self.block: list[_Row] | None = None  # the rows of the file being read
         self.block_path: bytes | None = None
+        self.block_shown = ""  # its shown path
         base = str(target.cwd)
         secrets = env.workspace.secrets
         prefix = target.prefix
@@ -154,7 +155,7 @@ class Parser:
                 continue
             if rows and between:
                 rows.append(_GROUP_BREAK)
-            rows.extend(r if r is None or isinstance(r, str) else (path, r) for r in block[start:])
+            rows.extend(block[start:])  # rows made whole while rg ran (_rows)
         return rows
 
     def _records(self, records: list[bytes]) -> None:
@@ -214,11 +215,12 @@ class Parser:
                 if sensitive:
                     self.block = None
                 else:
+                    self.block_shown = shown
                     self.block = self.blocks.setdefault(shown, [])
                     if self.block and self.block[-1] is not None:
                         self.block.append(None)  # the same file again (never seen from rg)
             if self.block is not None:
-                self.block.append(rest)
+                self.block.append((self.block_shown, rest))
 
 
 def _format_row(row: _Row, numbered: bool) -> str:
