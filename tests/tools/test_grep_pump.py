@@ -8,8 +8,11 @@ test), a real Parser over a real workspace, nothing else replaced."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from filegate.policy.workspace import Workspace
 from filegate.tools import grep_params, grep_parse, grep_rg
@@ -42,3 +45,35 @@ def test_each_read_is_parsed_while_rg_still_writes(ws: Path) -> None:
     finally:
         os.close(fd)
     assert sorted(parsed.lines) == ["a.txt", "b.txt"]
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd (Linux only): the wait runs its course")
+def test_the_end_of_rg_is_seen_at_once_not_after_the_wait_between_reads(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a small read the pump waits for more output to pile up; rg's exit cuts that wait
+    short (its pidfd), so the answer does not wait out the pause (up to COALESCE_MAX_S, 1 % of
+    the search's age). A child stands in for rg: one name, then it exits; the pause is made 5 s
+    long here so that it cannot pass unnoticed."""
+    monkeypatch.setattr(grep_rg, "COALESCE_MIN_S", 5.0)
+    monkeypatch.setattr(grep_rg, "COALESCE_MAX_S", 5.0)
+    (ws / "a.txt").write_text("x\n")
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        target = grep_params.Target(".", ws, ".", False, fd, "")
+        env = ToolEnv(workspace=Workspace(workdir=ws), approver=FakeApprover(ws))
+        parser = grep_parse.Parser(grep_params.GrepParams(pattern="x"), target, env)
+        output = grep_rg.RgOutput()
+        r, w = os.pipe()
+        child = subprocess.Popen(["sh", "-c", r"printf './a.txt\0'; sleep 0.3"], stdout=w)
+        os.close(w)
+        started = time.monotonic()
+        output.start(r, parser, child.pid)
+        assert output.ended.wait(10)
+        took = time.monotonic() - started
+        child.wait()
+        parsed = parser.finish(output.chunks, output.overflow)
+    finally:
+        os.close(fd)
+    assert parsed.lines == ["a.txt"]
+    assert took < 3.0, f"the pump saw the end {took:.1f}s after the start"

@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import shutil
 import subprocess
 import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,10 +159,15 @@ class RgOutput:
     def empty(self) -> bool:
         return self.size == 0
 
-    def pump(self, fd: int, parser: Parser) -> None:
+    def pump(self, fd: int, parser: Parser, exited: int | None = None) -> None:
         """Read ``fd`` to its end (closing it) and parse as it comes (a worker thread). A
-        killed rg ends it: its write end closes."""
+        killed rg ends it: its write end closes. ``exited``: rg's pidfd (closed here too), which
+        cuts the wait between two reads short when rg ends (its last output is read at once,
+        not up to COALESCE_MAX_S later)."""
         start = time.monotonic()
+        wait: Callable[[float], object] = time.sleep
+        if exited is not None:
+            wait = functools.partial(select.select, [exited], [], [])
         try:
             while chunk := os.read(fd, PIPE_READ):
                 take = chunk[: max(RG_MAX_BUFFER - self.size, 0)]
@@ -177,14 +183,29 @@ class RgOutput:
                 parser.feed_from(self.chunks)
                 if len(chunk) < SMALL_READ:  # let rg's small writes pile up: fewer reads
                     age = time.monotonic() - start
-                    time.sleep(min(max(age / COALESCE_SHARE, COALESCE_MIN_S), COALESCE_MAX_S))
+                    wait(min(max(age / COALESCE_SHARE, COALESCE_MIN_S), COALESCE_MAX_S))
         finally:
             os.close(fd)
+            if exited is not None:
+                os.close(exited)
             self.ended.set()
 
-    def start(self, fd: int, parser: Parser) -> None:
-        """The pump in a thread of its own, started now: from here on it owns ``fd``."""
-        threading.Thread(target=self.pump, args=(fd, parser), name="filegate-rg-output", daemon=True).start()
+    def start(self, fd: int, parser: Parser, pid: int | None = None) -> None:
+        """The pump in a thread of its own, started now: from here on it owns ``fd``. ``pid``:
+        rg's, to see its end through a pidfd where there is one (Linux)."""
+        exited = None
+        if pid is not None and hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                exited = os.pidfd_open(pid)
+        try:
+            thread = threading.Thread(
+                target=self.pump, args=(fd, parser, exited), name="filegate-rg-output", daemon=True
+            )
+            thread.start()
+        except BaseException:
+            if exited is not None:
+                os.close(exited)
+            raise
 
     async def wait(self, reporter: Reporter) -> None:
         """Until the pump ends; progress said meanwhile. Cancelled, it returns at once (rg is
@@ -340,7 +361,7 @@ async def run_rg(
     finally:
         os.close(out_w)
     try:
-        run.output.start(out_r, parser)
+        run.output.start(out_r, parser, proc.pid)
     except BaseException:
         os.close(out_r)
         proc.kill()
