@@ -68,6 +68,11 @@ TARGETS: dict[str, Target] = {
         ),
         85.0,
     ),
+    "perfgrep": Target(
+        ("src/filegate/tools/grep_spawn.py",),
+        ("tests/tools/test_grep_spawn.py", "tests/tools/test_grep_sandbox.py"),
+        85.0,
+    ),
 }
 
 # mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that
