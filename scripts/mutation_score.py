@@ -73,6 +73,8 @@ TARGETS: dict[str, Target] = {
         ("tests/tools/test_grep_spawn.py", "tests/tools/test_grep_sandbox.py"),
         85.0,
     ),
+    "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
+    "install": Target(("src/filegate/install.py",), ("tests/test_install_inprocess.py",), 85.0),
 }
 
 # mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that
