@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import socket
@@ -479,3 +480,232 @@ async def test_a_second_signal_cuts_the_drain_short_and_the_cancelled_call_is_an
         running.thread.join(HANG_S)
         assert not running.thread.is_alive()
     assert exit_handlers == ["run"]
+
+
+# --- issue 26, second round: what the first mutation run left --------------------------------
+
+
+async def test_a_non_ascii_token_matches_the_utf8_bytes_a_client_sends(ws: Path) -> None:
+    token = "tök-🔑-ﬁ"
+    async with asgi(ws, token=token) as c:
+        right = {**MCP_HEADERS, "Authorization": b"Bearer " + token.encode()}
+        r = await c.post("/mcp", content=json.dumps(INIT), headers=right)  # type: ignore[arg-type]
+        assert r.status_code == 200, r.text
+        wrong = {**MCP_HEADERS, "Authorization": b"Bearer " + token.encode("utf-16")}
+        assert_401(await c.post("/mcp", content=json.dumps(INIT), headers=wrong), WRONG_TOKEN)  # type: ignore[arg-type]
+
+
+async def test_fastmcp_settings_cannot_turn_the_endpoint_stateless_or_plain_json(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What FASTMCP_JSON_RESPONSE / FASTMCP_STATELESS_HTTP would set (fastmcp reads them once,
+    at import: set here on its settings object)."""
+    import fastmcp
+
+    monkeypatch.setattr(fastmcp.settings, "json_response", True)
+    monkeypatch.setattr(fastmcp.settings, "stateless_http", True)
+    async with asgi(ws) as c:
+        r = await post_init(c)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers.get("mcp-session-id")
+
+
+async def test_sessions_are_capped_and_expire_when_idle(ws: Path) -> None:
+    async with asgi(ws, max_sessions=1, session_idle_timeout=0.5) as c:
+        first = await open_session(c)
+        r = await post_init(c)
+        assert r.status_code == 503 and "Too many open sessions" in r.text
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        deadline = time.monotonic() + HANG_S
+        while True:  # the idle session is ended (its id then unknown) and its place freed
+            r = await c.post("/mcp", content=json.dumps(ping), headers={**MCP_HEADERS, **first})
+            if r.status_code == 404:
+                break
+            assert time.monotonic() < deadline, "the idle session never ended (hang guard)"
+            await asyncio.sleep(0.6)
+        assert (await post_init(c)).status_code == 200
+
+
+# TrackExchanges around a small ASGI app whose every move the test decides; what it sends is
+# recorded (the messages uvicorn would write).
+
+
+async def tracked(inner: Any, method: str = "GET", send_blocks: bool = False) -> list[dict[str, Any]]:
+    exchanges = OpenExchanges()
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        if send_blocks and message.get("more_body") is False and message.get("body") == b"":
+            await asyncio.Event().wait()  # a client that stopped reading
+        sent.append(message)
+
+    async def receive() -> Any:
+        await asyncio.Event().wait()
+
+    scope = {"type": "http", "method": method, "path": "/mcp", "headers": []}
+    task = asyncio.create_task(http.TrackExchanges(inner, exchanges)(scope, receive, send))
+    await until(lambda: bool(exchanges.scopes) or task.done())
+    assert list(exchanges.scopes.values()) == [method == "POST"]
+    await asyncio.sleep(0.05)  # the inner app's own steps first
+    exchanges.end_all()
+    await asyncio.wait_for(task, HANG_S)
+    assert exchanges.scopes == {}
+    return sent
+
+
+START = {"type": "http.response.start", "status": 200, "headers": []}
+PART = {"type": "http.response.body", "body": b"data: x\n\n", "more_body": True}
+LAST = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+async def test_an_ended_stream_gets_exactly_one_proper_last_chunk() -> None:
+    async def streaming(scope: Any, receive: Any, send: Any) -> None:
+        await send(START)
+        await send(PART)
+        await asyncio.Event().wait()
+
+    assert await tracked(streaming) == [START, PART, LAST]
+
+
+async def test_a_finished_answer_gets_nothing_more_when_its_exchange_is_ended() -> None:
+    async def answered(scope: Any, receive: Any, send: Any) -> None:
+        await send(START)
+        await send(PART)
+        await send({"type": "http.response.body", "body": b"end", "more_body": False})
+        await asyncio.Event().wait()  # still running after its answer (a session's task)
+
+    done = {"type": "http.response.body", "body": b"end", "more_body": False}
+    assert await tracked(answered, "POST") == [START, PART, done]
+
+
+async def test_an_unstarted_answer_is_a_503_and_a_stuck_client_does_not_hold_shutdown() -> None:
+    async def waiting(scope: Any, receive: Any, send: Any) -> None:
+        await asyncio.Event().wait()
+
+    sent = await tracked(waiting, "POST")
+    assert (
+        sent[0]["status"] == 503
+        and b"".join(m.get("body", b"") for m in sent) == b"filegate is shutting down"
+    )
+
+    async def streaming(scope: Any, receive: Any, send: Any) -> None:
+        await send(START)
+        await asyncio.Event().wait()
+
+    assert await tracked(streaming, send_blocks=True) == [START]  # given up after its bound
+
+
+async def test_a_lifespan_scope_passes_through_untracked() -> None:
+    exchanges = OpenExchanges()
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["type"])
+        assert exchanges.scopes == {}
+
+    await http.TrackExchanges(app, exchanges)({"type": "lifespan"}, None, None)  # type: ignore[arg-type]
+    assert seen == ["lifespan"]
+
+
+def test_run_http_serves_a_bracketed_ipv6_host_and_no_websocket_upgrade(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str]
+) -> None:
+    settings = settings_for(ws, host="[::1]", port=0, token=TOKEN)
+    with run_in_thread(settings, monkeypatch) as running:
+        assert f"over http at http://[::1]:{running.port}/mcp;" in running.line
+        import http.client
+
+        conn = http.client.HTTPConnection("::1", running.port, timeout=HANG_S)
+        upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                   "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+        conn.request("GET", "/mcp", headers=upgrade)
+        resp = conn.getresponse()
+        assert (resp.status, resp.read().decode()) == (401, NO_TOKEN)  # a plain request: no upgrade
+        conn.close()
+
+
+def test_run_http_sends_no_server_banner_and_logs_access_at_info(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="uvicorn")
+    with run_in_thread(settings_for(ws, port=0, log_level="INFO"), monkeypatch) as running:
+        deadline = time.monotonic() + HANG_S
+        while "date" not in (headers := raw(running.port, "GET", "/healthz")[1]):
+            assert time.monotonic() < deadline  # uvicorn sets its default headers on its first tick
+            time.sleep(0.1)
+        assert "server" not in headers
+    assert logging.getLogger("uvicorn.access").level == logging.INFO
+    assert any(
+        '"GET /healthz HTTP/1.1" 200' in r.getMessage() for r in caplog.records if r.name == "uvicorn.access"
+    )
+    caplog.clear()
+    with run_in_thread(settings_for(ws, port=0), monkeypatch) as running:
+        raw(running.port, "GET", "/healthz")
+    assert logging.getLogger("uvicorn.access").level == logging.WARNING
+
+
+def test_run_http_caps_its_connections(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with run_in_thread(settings_for(ws, port=0, max_connections=8), monkeypatch) as running:
+        idle = [socket.create_connection(("127.0.0.1", running.port), timeout=HANG_S) for _ in range(12)]
+        try:
+            deadline = time.monotonic() + HANG_S
+            while not any("connection cap (8) reached" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "no connection was closed for room (hang guard)"
+                time.sleep(0.05)
+            assert raw(running.port, "GET", "/healthz")[2] == b"ok"
+        finally:
+            for s in idle:
+                s.close()
+
+
+async def test_a_stop_ends_idle_sessions_streams_properly(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with run_in_thread(settings_for(ws, port=0), monkeypatch) as running:
+        c = Client(StreamableHttpTransport(running.url), mode="legacy")
+        await c.__aenter__()
+        try:
+            await c.list_tools()
+            started = time.monotonic()
+            await asyncio.to_thread(running.stop)
+            assert time.monotonic() - started < http.HTTP_GRACE_S  # not cut by uvicorn's grace period
+        finally:
+            with contextlib.suppress(Exception):
+                await c.__aexit__(None, None, None)
+    assert not [r for r in caplog.records if "without completing response" in r.getMessage()]
+
+
+async def grep_then_stop(ws: Path, monkeypatch: pytest.MonkeyPatch, *signals: int) -> tuple[Any, float]:
+    with (ws / "huge.bin").open("wb") as f:
+        f.truncate(1 << 40)
+    with run_in_thread(settings_for(ws, port=0), monkeypatch) as running:
+        c = Client(StreamableHttpTransport(running.url), mode="legacy")
+        await c.__aenter__()
+        try:
+            grep = asyncio.create_task(c.call_tool("Grep", {"pattern": "needle", "path": "huge.bin"},
+                                                   raise_on_error=False))  # fmt: skip
+            await until(lambda: running.server.gate.in_flight == 1)
+            started = time.monotonic()
+            for sig in signals:
+                running.server.handle_exit(sig, None)
+            result = await asyncio.wait_for(grep, HANG_S)
+            return result, time.monotonic() - started
+        finally:
+            with contextlib.suppress(Exception):
+                await c.__aexit__(None, None, None)
+
+
+async def test_two_sigterms_at_once_skip_the_grace_period(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str]
+) -> None:
+    result, took = await grep_then_stop(ws, monkeypatch, 15, 15)
+    assert result.content[0].text == CANCELLED and took < http.CALL_GRACE_S
+
+
+async def test_one_sigterm_lets_a_call_run_for_the_grace_period_then_cancels_it(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, exit_handlers: list[str]
+) -> None:
+    result, took = await grep_then_stop(ws, monkeypatch, 15)
+    assert result.content[0].text == CANCELLED and took >= http.CALL_GRACE_S

@@ -98,7 +98,9 @@ class BearerGate:
         if scheme.lower() != "bearer" or not offered.strip():
             await _unauthorized(NO_TOKEN)(scope, receive, send)
             return
-        digest = hashlib.sha256(offered.strip().encode("utf-8", "surrogateescape")).digest()
+        # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client
+        # sent, so a non-ASCII token (UTF-8 on both sides) matches too.
+        digest = hashlib.sha256(offered.strip().encode("latin-1")).digest()
         if not hmac.compare_digest(digest, self._digest):
             await _unauthorized(WRONG_TOKEN)(scope, receive, send)
             return
@@ -308,18 +310,17 @@ def run_http(server: FastMCP, settings: Settings) -> None:
     server.add_middleware(gate)
     exchanges = OpenExchanges()
     app = build_http_app(server, settings, exchanges)
+    # No host, port or backlog here: uvicorn serves the socket _listen bound (and uses those
+    # only to bind one itself).
     config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_config=None,  # keep filegate's stderr handler and --log-level (app.configure_logging)
-        log_level=settings.log_level.lower(),
+        log_level=settings.log_level,
         lifespan="on",
         timeout_graceful_shutdown=int(HTTP_GRACE_S),
         server_header=False,
         http=guarded_protocol(connection_cap(settings.max_connections)),
         ws="none",  # no WebSocket route: an upgrade request is just a request
-        backlog=ACCEPT_BACKLOG,
     )
     listener = _listen(settings.host, settings.port)  # before uvicorn: a taken port is one line
     announce(settings, f"http://{_url_host(settings.host)}:{listener.getsockname()[1]}{settings.path}")
