@@ -318,7 +318,12 @@ def test_project_writes_the_projects_file_and_config_the_given_one(
 
 @pytest.fixture
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(install.time, "strftime", lambda fmt: "20260102-030405")
+    """2026-01-02 03:04:05 for every backup name (the real strftime, at a fixed time)."""
+    import time
+
+    at = time.strptime("2026-01-02 03:04:05", "%Y-%m-%d %H:%M:%S")
+    real = time.strftime
+    monkeypatch.setattr(install.time, "strftime", lambda fmt: real(fmt, at))
 
 
 @pytest.mark.usefixtures("fixed_clock")
@@ -598,3 +603,125 @@ def test_a_file_that_cannot_be_written_is_one_line(home: Path, capsys: pytest.Ca
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("filegate install: error: ") and "Is a directory" in err and err.count("\n") == 1
+
+
+# --- issue 26, second round: what the first mutation run left --------------------------------
+
+
+def test_help_names_the_clients_and_says_what_each_install_flag_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per entry: the texts are compared whole
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    usage = " ".join(out.split("\n\n", 1)[0].split())
+    assert usage.startswith(
+        "usage: filegate install [-h] [--name NAME] [--print] [--os {macos,windows,linux}] "
+        "[--config FILE] [--disable-builtins] [--project]"
+    ), usage
+    assert usage.endswith(" CLIENT"), usage
+    assert "\nWrite filegate into an MCP client's configuration (merged, with a backup).\n" in out
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    said = " ".join(lines)
+    for text in [
+        "CLIENT " + ", ".join(install.CLIENTS),
+        "--name NAME the server's name in the client (default: filegate)",
+        "--print print the snippet, write nothing",
+        "--os {macos,windows,linux} whose file locations to use (default: this machine's)",
+        "--config FILE write this file instead of the client's own",
+        "--disable-builtins kimi-code: switch Kimi Code's file tools off ([tools] disabled)",
+        "--project cursor, vscode: write the project's own file (.cursor/mcp.json, .vscode/mcp.json in "
+        "--workdir) instead of the user-wide one",
+        "examples: filegate install claude-desktop --workdir ~/src/project",
+    ]:
+        assert text in said, text
+
+
+def test_unknown_clients_systems_and_values_are_refused_in_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refused(capsys, "notepad")
+    assert err.startswith("filegate install: error: argument CLIENT: invalid choice: 'notepad'"), err
+    err = refused(capsys, "cursor", "--os", "beos")
+    assert err.startswith("filegate install: error: argument --os: invalid choice: 'beos'"), err
+    err = refused(capsys, "cursor", "--port", "99999")
+    assert err.startswith("filegate: error: ") and "--port" in err and err.count("\n") == 1, err
+    assert not home.exists()
+
+
+def test_non_ascii_names_are_written_as_they_are(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    served = tmp_path / "projé"
+    served.mkdir()
+    said = run(capsys, "cursor", "--workdir", str(served), "--print")
+    assert f'"--workdir",\n        "{served}"' in "\n".join(said)
+    run(capsys, "cursor", "--workdir", str(served))
+    assert f'"{served}"' in (home / ".cursor/mcp.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("ending", ["# the end X\n", "# the end \t \n"])
+def test_toml_merges_keep_the_files_last_line_as_it_was(
+    home: Path, capsys: pytest.CaptureFixture[str], ending: str
+) -> None:
+    codex = home / ".codex/config.toml"
+    codex.parent.mkdir(parents=True)
+    codex.write_text('model = "o3"\n' + ending + "\n\n")
+    run(capsys, "codex")
+    assert (
+        codex.read_text()
+        == f'model = "o3"\n{ending}\n[mcp_servers.filegate]\ncommand = "{FILEGATE}"\nargs = []\n'
+    )
+    kimi = home / ".kimi-code/config.toml"
+    kimi.parent.mkdir(parents=True)
+    kimi.write_text('model = "k2"\n' + ending + "\n")
+    run(capsys, "kimi-code", "--disable-builtins")
+    assert kimi.read_text() == f'model = "k2"\n{ending}\n[tools]\ndisabled = {json.dumps(BUILTINS)}\n'
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("[tools]\n", "[tools]\ndisabled = {all}\n"),
+        ("[tools]\nx = 1\n", "[tools]\ndisabled = {all}\nx = 1\n"),
+        ('[tools]\n[other]\ndisabled = ["x"]\n', '[tools]\ndisabled = {all}\n[other]\ndisabled = ["x"]\n'),
+        ('disabled = 1\n[tools]\nx = 1\n', 'disabled = 1\n[tools]\ndisabled = {all}\nx = 1\n'),
+        ('[tools]\ndisabled = ["Bash"]\n', '[tools]\ndisabled = ["Bash", {some}]\n'),
+        ('[tools]\nx = 1\n  [other]\ndisabled = ["x"]\n',
+         '[tools]\ndisabled = {all}\nx = 1\n  [other]\ndisabled = ["x"]\n'),
+    ],
+)  # fmt: skip
+def test_tools_disabled_is_set_inside_the_tools_table_only(
+    home: Path, capsys: pytest.CaptureFixture[str], before: str, after: str
+) -> None:
+    config = home / ".kimi-code/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(before)
+    run(capsys, "kimi-code", "--disable-builtins")
+    some = ", ".join(json.dumps(b) for b in BUILTINS)
+    assert config.read_text() == after.format(all=json.dumps(BUILTINS), some=some)
+
+
+def test_a_stale_temp_file_of_a_killed_install_does_not_leak_into_the_config(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = home / ".cursor/mcp.json"
+    path.parent.mkdir(parents=True)
+    (path.parent / ".mcp.json.filegate-install.tmp").write_text("x" * 10_000)
+    run(capsys, "cursor")
+    assert json.loads(path.read_text())["mcpServers"]["filegate"]["command"] == FILEGATE
+    assert only_files(home) == [".cursor/mcp.json"]
+
+
+def test_every_recorded_directory_is_absolute_and_in_order(
+    home: Path, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a", "b"):
+        (project / name).mkdir()
+    for client, preset in (("kimi-code", ["--client", "kimi-code"]), ("gemini-cli", [])):
+        said = run(capsys, client, "--workdir", ".", "--add-dir", "a", "--add-dir", "b", "--print")
+        args = json.loads("\n".join(said))["mcpServers"]["filegate"]["args"]
+        assert args == ["--workdir", str(project), "--add-dir", str(project / "a"), "--add-dir",
+                        str(project / "b"), *preset]  # fmt: skip

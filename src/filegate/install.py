@@ -418,7 +418,7 @@ def server_args(
     for action in parser._actions:
         dest = action.dest
         value = getattr(ns, dest, None)
-        if not action.option_strings or dest in INSTALL_ONLY or dest in ("help", "token"):
+        if not action.option_strings or dest in INSTALL_ONLY or dest == "token":  # --help: None below
             continue
         flag = long_flag(action)
         if dest == "workdir":
