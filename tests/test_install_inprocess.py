@@ -623,6 +623,11 @@ def test_help_names_the_clients_and_says_what_each_install_flag_does(
     ), usage
     assert usage.endswith(" CLIENT"), usage
     assert "\nWrite filegate into an MCP client's configuration (merged, with a backup).\n" in out
+    # The examples keep their own layout (one command a line, aligned comments).
+    assert (
+        "\nexamples:\n  filegate install claude-desktop --workdir ~/src/project\n  filegate install claude-code "
+        in out
+    )
     lines = [" ".join(line.split()) for line in out.splitlines()]
     said = " ".join(lines)
     for text in [
