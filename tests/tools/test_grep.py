@@ -546,6 +546,16 @@ async def test_a_binary_file_searched_alone_says_it_matches(ws: Path, mode: str)
     assert parts == ['bin.dat: binary file matches (found "\\0" byte around offset 6)']
 
 
+async def test_a_binary_file_searched_alone_keeps_its_matches_before_the_note(ws: Path, mode: str) -> None:
+    """rg prints the lines that matched before the NUL byte, then its note: both, in order."""
+    (ws / "late.bin").write_bytes(b"needle one\n" + b"x\n" * 50_000 + b"\0needle two\n")
+    _, (out,), _ = await grep(ws, mode, pattern="needle", path="late.bin", output_mode="content")
+    assert out.splitlines() == [
+        "late.bin:1:needle one",
+        'late.bin: binary file matches (found "\\0" byte around offset 100011)',
+    ]
+
+
 async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(ws: Path, mode: str) -> None:
     """SPEC §2.6: the skipped names and their number were those of the secrets that matched,
     so a pattern tried against `.env` told whether it occurs there, one guess at a time."""

@@ -327,7 +327,7 @@ def _split_rule(line: str) -> tuple[str, str, str] | None:
         neg, rule = "!", rule[1:]
     suffix = "/" if rule.endswith("/") else ""
     rule = rule.rstrip("/")
-    return (neg, rule, suffix) if rule.strip("/") else None
+    return (neg, rule, suffix) if rule else None  # "/" alone (or "!/") is no rule
 
 
 def rules_below(lines: Iterable[str], sub: str) -> list[str]:
@@ -444,10 +444,22 @@ def plan(
     finally:
         os.close(dir_fd)
     rules += ["/" + _glob_escape(rel) for rel in tree.sensitive]
+    # rg stops reading a rules file at its first line that is not UTF-8 (a name in Latin-1):
+    # such a line, which rg cannot use anyway, must not cost the lines after it.
+    rules = [rule for rule in rules if _is_utf8(rule)]
     result = IgnorePlan(args, 0 if include_ignored else tree.unsafe, tree.sensitive)
     if rules:
         _attach_rules(result, "\n".join(rules) + "\n")
     return result
+
+
+def _is_utf8(rule: str) -> bool:
+    """No byte of it was undecodable (read with surrogateescape, such a byte is a lone surrogate)."""
+    try:
+        rule.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _glob_escape(rel: str) -> str:

@@ -129,7 +129,8 @@ class Parser:
     def _said_whole(self, row: bytes) -> None:
         """A row without a NUL at the end of the output: rg's "binary file matches" note on a
         file searched alone (a directory search skips binary files without a word)."""
-        if not (self.target.single_file and row.startswith(RG_STDIN + b": ")):
+        # Only a file searched alone is "<stdin>": a directory search's names start with "./".
+        if not row.startswith(RG_STDIN + b": "):
             return
         # Below, a file that may hold secrets and that rg printed all the same (a tree's `!`
         # rule took it back in, or the walk ran out of time) is dropped and not counted, since
