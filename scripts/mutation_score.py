@@ -75,6 +75,24 @@ TARGETS: dict[str, Target] = {
     ),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
     "install": Target(("src/filegate/install.py",), ("tests/test_install_inprocess.py",), 85.0),
+    # Grep's parser and ignore handling (issue 26); Glob imports only grep_ignores' constants.
+    "grep": Target(
+        ("src/filegate/tools/grep_parse.py", "src/filegate/tools/grep_ignores.py"),
+        tuple(
+            f"tests/tools/test_{name}.py"
+            for name in (
+                "grep",
+                "grep_by_path",
+                "grep_fifo",
+                "grep_pinned",
+                "grep_sandbox",
+                "gitignore",
+                "grep_rules",
+                "where_facilities_are_missing",
+            )
+        ),
+        85.0,
+    ),
 }
 
 # mutmut 3 reads [tool.mutmut] through this function; the launcher below swaps it for one that
