@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from filegate.fsio import platform
 from filegate.tools import grep_rg
 from tests.conftest import call, connect, text, texts
 
@@ -36,6 +37,31 @@ async def test_files_with_matches_newest_first(ws: Path, mode: str) -> None:
     os.utime(ws / "old.txt", (time.time() - 1000, time.time() - 1000))
     err, parts, facts = await grep(ws, mode, pattern="needle")
     assert not err and parts == ["new.txt\nold.txt"]
+
+
+@pytest.mark.parametrize("dated_by", ["dir_fd", "path"])
+async def test_files_with_matches_newest_first_whatever_their_names(
+    ws: Path, mode: str, dated_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each file is dated in the pinned directory (by path where there is no dir_fd: Windows,
+    simulated here): the newest first even when its name sorts last. A file searched alone is
+    listed by its own name."""
+    if dated_by == "path":
+        monkeypatch.setenv(platform.SIMULATE_ENV, "no-dirfd")
+    tree(ws, {"a-old.txt": "needle\n", "m-mid.txt": "needle\n", "sub/z-new.txt": "needle\n"})
+    now = time.time()
+    os.utime(ws / "a-old.txt", (now - 2000, now - 2000))
+    os.utime(ws / "m-mid.txt", (now - 1000, now - 1000))
+    err, parts, _ = await grep(ws, mode, pattern="needle")
+    assert not err and parts == ["sub/z-new.txt\nm-mid.txt\na-old.txt"]
+    err, parts, _ = await grep(ws, mode, pattern="needle", path="sub/z-new.txt")
+    assert not err and parts == ["sub/z-new.txt"]
+
+
+async def test_a_line_that_is_not_utf8_is_shown_with_replacement_characters(ws: Path, mode: str) -> None:
+    (ws / "latin1.txt").write_bytes(b"caf\xe9 needle\n")
+    _, (out,), _ = await grep(ws, mode, pattern="needle", output_mode="content")
+    assert out == "latin1.txt:1:caf\ufffd needle"
 
 
 async def test_content_mode_with_context_and_separators(ws: Path, mode: str) -> None:

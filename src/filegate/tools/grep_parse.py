@@ -147,16 +147,15 @@ class Parser:
                                               self.params.context))  # fmt: skip
         for path in sorted(self.blocks):
             block = self.blocks[path]
+            # A block starts with a row (rg's separator ends the group before it): only its end
+            # can be a separator.
             while block and block[-1] is None:
                 block.pop()
-            start = 0
-            while start < len(block) and block[start] is None:
-                start += 1
-            if start == len(block):
+            if not block:
                 continue
             if rows and between:
                 rows.append(_GROUP_BREAK)
-            rows.extend(block[start:])  # rows made whole while rg ran (_rows)
+            rows.extend(block)  # rows made whole while rg ran (_rows)
         return rows
 
     def _records(self, records: list[bytes]) -> None:
