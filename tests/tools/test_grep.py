@@ -582,6 +582,29 @@ async def test_a_binary_file_searched_alone_keeps_its_matches_before_the_note(ws
     ]
 
 
+async def test_a_line_of_exactly_the_longest_length_is_shown_whole(ws: Path, mode: str) -> None:
+    body = "needle" + "x" * (2000 - len("a.txt:1:") - len("needle"))
+    (ws / "a.txt").write_text(body + "\n")
+    _, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content")
+    assert parts == [f"a.txt:1:{body}"] and len(parts[0]) == 2000
+
+
+async def test_a_reincluded_secret_between_context_groups_is_dropped_and_the_groups_kept(
+    ws: Path, mode: str
+) -> None:
+    """rg prints the group separator after a sensitive file's rows too (a `.gitignore` with
+    `!.env` takes it back in): the parser drops that file's rows and keeps the others' groups."""
+    files = {".gitignore": "!.env\n", ".env": "TOKEN=1\nx\nx\nx\nTOKEN=2\n"}
+    files |= {f"f{i}.txt": "TOKEN\nx\nx\nx\nTOKEN\n" for i in range(4)}
+    tree(ws, files)
+    _, (out, _), _ = await grep(ws, mode, pattern="TOKEN", output_mode="content", **{"-C": 1})
+    expected: list[str] = []
+    for i in range(4):
+        expected += ["--"] if expected else []
+        expected += [f"f{i}.txt:1:TOKEN", f"f{i}.txt-2-x", "--", f"f{i}.txt-4-x", f"f{i}.txt:5:TOKEN"]
+    assert out.rstrip("\n").splitlines() == expected
+
+
 async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(ws: Path, mode: str) -> None:
     """SPEC §2.6: the skipped names and their number were those of the secrets that matched,
     so a pattern tried against `.env` told whether it occurs there, one guess at a time."""

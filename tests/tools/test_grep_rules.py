@@ -92,17 +92,29 @@ SPECIAL_SECRETS = ["x[1].pem", "sub/y[ab].key", "{a,b}.pem", "back\\slash.pem", 
                    "!bang.pem", "star*.pem", "q?.pem"]  # fmt: skip
 
 
-def test_rg_does_not_even_list_a_secret_whose_name_looks_like_a_glob(ws: Path) -> None:
-    """The rules file leaves each sensitive file out by its literal name, in rg's own call."""
+@pytest.mark.parametrize("rules_in", ["memfd", "temp file"])
+def test_rg_does_not_even_list_a_secret_whose_name_looks_like_a_glob(
+    ws: Path, rules_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules file leaves each sensitive file out by its literal name, in rg's own call; a
+    `.ignore` is not honoured (rg's flags say so whatever holds the rules)."""
+    if rules_in == "temp file":  # a platform without memfd (macOS, Windows), simulated
+        monkeypatch.delattr(os, "memfd_create", raising=False)
     for rel in [*SPECIAL_SECRETS, "plain.txt", "sub/plain.txt"]:
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text("needle\n")
+    (ws / ".ignore").write_text("plain.txt\n")
     plan = _plan(ws)
+    temp = plan.temp
     try:
         assert sorted(plan.sensitive) == sorted(SPECIAL_SECRETS)
-        assert _rg_lists(ws, plan) == ["plain.txt", "sub/plain.txt"]
+        assert _rg_lists(ws, plan) == [".ignore", "plain.txt", "sub/plain.txt"]
+        if rules_in == "temp file":
+            assert plan.fd is None and temp is not None
+            assert os.path.basename(temp).startswith("filegate-grep-") and temp.endswith(".ignore")
     finally:
         plan.close()
+    assert temp is None or not os.path.exists(temp)
 
 
 async def test_the_repositorys_anchored_exclude_rules_hold_at_its_top(ws: Path) -> None:
@@ -115,6 +127,18 @@ async def test_the_repositorys_anchored_exclude_rules_hold_at_its_top(ws: Path) 
     async with connect(ws) as c:
         r = await call(c, "Grep", pattern="needle", output_mode="count_matches")
     assert texts(r)[0].splitlines() == ["docs/keep.txt:1", "sub/gen/c.txt:1"]
+    async with connect(ws) as c:  # from below the top: `/gen` is the top's, not sub's
+        r = await call(c, "Grep", pattern="needle", path="sub", output_mode="count_matches")
+    assert texts(r)[0].splitlines() == ["sub/gen/c.txt:1"]
+
+
+async def test_no_ignore_file_above_the_workspace_is_read(tmp_path: Path, ws: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.txt\n")  # the workspace's parent: not the user's
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("needle\n")
+    async with connect(ws) as c:
+        r = await call(c, "Grep", pattern="needle", path="sub")
+    assert texts(r)[0].splitlines() == ["sub/a.txt"]
 
 
 async def test_a_parents_undecodable_line_does_not_cost_its_other_rules(ws: Path) -> None:

@@ -468,7 +468,7 @@ def _glob_escape(rel: str) -> str:
 
 
 def _attach_rules(plan: IgnorePlan, text: str) -> None:
-    data = text.encode("utf-8", "surrogateescape")
+    data = text.encode()  # UTF-8: plan() left out every line that is not
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("filegate-grep-ignore")  # handed to rg (pass_fds), opened by number
         os.write(fd, data)
@@ -477,5 +477,5 @@ def _attach_rules(plan: IgnorePlan, text: str) -> None:
         return
     with tempfile.NamedTemporaryFile("wb", prefix="filegate-grep-", suffix=".ignore", delete=False) as f:
         f.write(data)
-    plan.temp = f.name  # pragma: no cover - Linux has memfd
-    plan.args += ["--ignore-file", f.name]  # pragma: no cover
+    plan.temp = f.name
+    plan.args += ["--ignore-file", f.name]
