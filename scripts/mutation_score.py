@@ -146,6 +146,11 @@ def main() -> int:
     parser.add_argument(
         "--target", choices=sorted(TARGETS), help="mutate a named target instead of policy/ and fsio/"
     )
+    parser.add_argument(
+        "--results",
+        action="store_true",
+        help="list the last run's survivors (for a --target run, through that target's configuration)",
+    )
     args = parser.parse_args()
     target = TARGETS[args.target] if args.target else None
     threshold = args.threshold if args.threshold is not None else target.threshold if target else THRESHOLD
@@ -157,6 +162,9 @@ def main() -> int:
         env["FILEGATE_MUTMUT_CONFIG"] = json.dumps(
             {"only_mutate": list(target.mutate), "pytest_add_cli_args_test_selection": list(target.tests)}
         )
+    if args.results:
+        # mutmut reads its configuration for the listing too: give it the target's.
+        return subprocess.run([*mutmut, "results"], cwd=ROOT, env=env).returncode
     names: list[str] = []
     verdicts = [v for v, on in (("survived|no tests|suspicious", args.rerun_survivors),
                                  ("timeout", args.rerun_timeouts)) if on]  # fmt: skip
@@ -180,7 +188,7 @@ def main() -> int:
         f"mutation: {killed} of {counted} mutants killed ({rate:.1f} %; {stats['timeout']} by timeout), "
         f"{stats['survived']} survived, {stats['no_tests']} reached by no test, "
         f"{stats['suspicious']} suspicious; {exclusions(target)} `# pragma: no mutate` exclusions. "
-        f"Survivors: .venv/bin/mutmut results"
+        f"Survivors: {Path(sys.argv[0]).name} --results{' --target ' + args.target if args.target else ''}"
     )
     return 0 if rate >= threshold else 1
 
