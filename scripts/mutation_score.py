@@ -88,6 +88,7 @@ TARGETS: dict[str, Target] = {
                 "grep_sandbox",
                 "gitignore",
                 "grep_rules",
+                "grep_walk",
                 "where_facilities_are_missing",
             )
         ),

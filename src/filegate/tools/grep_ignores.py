@@ -168,6 +168,7 @@ def walk_tree(
             listed is None
             or (listed.ctime_ns, listed.ino) != (st.st_ctime_ns, st.st_ino)
             or st.st_ctime_ns >= fresh_before
+            or (listed.regular and not _still_sane(top_fd, rel, by_path))
         ):
             try:
                 listed = _list_dir(top_fd, rel, st, secrets, by_path)
@@ -191,8 +192,19 @@ def walk_tree(
         _REMEMBERED[key] = now
         while len(_REMEMBERED) > REMEMBER_TREES:
             _REMEMBERED.pop(next(iter(_REMEMBERED)))
-    found.regular.sort(key=lambda d: (d.count("/") + (d != ""), d))  # outer rules first
+    found.regular.sort()  # outer rules first: a directory sorts before everything under it
     return found
+
+
+def _still_sane(top_fd: int, rel: str, by_path: _ByPath | None) -> bool:
+    """A remembered directory's regular `.gitignore` is still regular and of sane size: written
+    in place (truncated to 4 GiB, say), it changes its own ctime, not its directory's."""
+    name = f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME
+    try:
+        st = os.lstat(name, dir_fd=top_fd) if by_path is None else os.lstat(by_path.path(name))
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_RULES_BYTES
 
 
 class _Swapped(Exception):
@@ -247,15 +259,14 @@ def _list_dir(
     if by_path is not None:
         if not stat.S_ISDIR(st.st_mode) or not by_path.is_itself(rel, st):
             return None  # a link (or a junction) now: not entered
-        fd, listing = -1, by_path.path(rel)
+        listing: int | str = by_path.path(rel)
     else:
-        listing = ""
         try:
-            fd = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
+            listing = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
         except OSError:
             return None
     try:
-        with os.scandir(fd if by_path is None else listing) as it:
+        with os.scandir(listing) as it:
             for entry in it:
                 name = entry.name
                 if name == IGNORE_NAME:
@@ -266,7 +277,7 @@ def _list_dir(
                     ):
                         regular = True
                     else:
-                        unsafe += 1
+                        unsafe = 1  # one `.gitignore` per directory
                 elif name not in VCS_DIRS and entry.is_dir(follow_symlinks=False):
                     subdirs.append(f"{rel}/{name}" if rel else name)
                     continue
@@ -280,8 +291,8 @@ def _list_dir(
     except OSError:
         return None
     finally:
-        if by_path is None:
-            os.close(fd)
+        if isinstance(listing, int):
+            os.close(listing)
     if by_path is not None and not by_path.is_itself(rel, st):
         return None  # became a link while listed: what it listed is not used
     return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs), tuple(sensitive))
