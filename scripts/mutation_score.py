@@ -89,6 +89,7 @@ TARGETS: dict[str, Target] = {
                 "gitignore",
                 "grep_rules",
                 "grep_walk",
+                "grep_pump",
                 "where_facilities_are_missing",
             )
         ),
