@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -77,3 +78,49 @@ def test_the_end_of_rg_is_seen_at_once_not_after_the_wait_between_reads(
         os.close(fd)
     assert parsed.lines == ["a.txt"]
     assert took < 3.0, f"the pump saw the end {took:.1f}s after the start"
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd (Linux only): no descriptor to wait on")
+def test_the_pump_waits_on_a_pidfd_numbered_past_select_s_limit(ws: Path) -> None:
+    """A server with many files open (HTTP sessions, a busy process) gets descriptors past 1023,
+    which select() cannot wait on (FD_SETSIZE): the pump waits on rg's pidfd with poll(), so a
+    Grep started there still ends with its output parsed (with select() its thread died on
+    "filedescriptor out of range in select()" and the search failed)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"RLIMIT_NOFILE's hard limit is {hard}: no descriptor past 1023 can be opened")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    for name in ("a.txt", "b.txt"):
+        (ws / name).write_text("x\n")
+    fillers: list[int] = []
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while not fillers or fillers[-1] < 1100:  # the pidfd opened next is numbered past 1100
+            fillers.append(os.open(os.devnull, os.O_RDONLY))
+        target = grep_params.Target(".", ws, ".", False, fd, "")
+        env = ToolEnv(workspace=Workspace(workdir=ws), approver=FakeApprover(ws))
+        parser = grep_parse.Parser(grep_params.GrepParams(pattern="x"), target, env)
+        output = grep_rg.RgOutput()
+        r, w = os.pipe()
+        child = subprocess.Popen(["sh", "-c", r"printf './a.txt\0'; sleep 0.3; printf './b.txt\0'"], stdout=w)
+        os.close(w)
+        errors: list[BaseException] = []
+        previous = threading.excepthook
+        threading.excepthook = lambda hook: errors.append(hook.exc_value) if hook.exc_value else None
+        try:
+            output.start(r, parser, child.pid)
+            assert output.ended.wait(10)
+        finally:
+            threading.excepthook = previous
+        child.wait()
+        parsed = parser.finish(output.chunks, output.overflow)
+    finally:
+        for f in fillers:
+            os.close(f)
+        os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert errors == []
+    assert output.size == 16  # both names read: the pump outlived its first wait
+    assert sorted(parsed.lines) == ["a.txt", "b.txt"]

@@ -167,7 +167,14 @@ class RgOutput:
         start = time.monotonic()
         wait: Callable[[float], object] = time.sleep
         if exited is not None:
-            wait = functools.partial(select.select, [exited], [], [])
+            # poll(), not select(): a busy server's descriptors go past FD_SETSIZE (1024),
+            # which select() refuses ("filedescriptor out of range").
+            poller = select.poll()
+            poller.register(exited, select.POLLIN)
+
+            def wait(seconds: float) -> object:
+                return poller.poll(seconds * 1000.0)
+
         try:
             while chunk := os.read(fd, PIPE_READ):
                 take = chunk[: max(RG_MAX_BUFFER - self.size, 0)]
