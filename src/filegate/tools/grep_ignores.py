@@ -196,6 +196,33 @@ def walk_tree(
     return found
 
 
+def remembered_tree(top_fd: int, secrets: Secrets) -> TreeIgnores | None:
+    """What the last complete walk of the tree open as ``top_fd`` found, in the order
+    :func:`walk_tree` finds it in an unchanged tree, without a look at any directory; None if
+    no walk of it is remembered. A guess: only :func:`walk_tree` says whether it still holds."""
+    try:
+        top = os.fstat(top_fd)
+    except OSError:
+        return None
+    before = _REMEMBERED.get((top.st_dev, top.st_ino, secrets.key))
+    if before is None:
+        return None
+    found = TreeIgnores()
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        listed = before.get(rel)
+        if listed is None:  # the remembered walk could not look at it (as rg cannot)
+            continue
+        if listed.regular:
+            found.regular.append(rel)
+        found.unsafe += listed.unsafe
+        found.sensitive.extend(listed.sensitive)
+        stack.extend(listed.subdirs)
+    found.regular.sort()
+    return found
+
+
 def _still_sane(top_fd: int, rel: str, by_path: _ByPath | None) -> bool:
     """A remembered directory's regular `.gitignore` is still regular and of sane size: written
     in place (truncated to 4 GiB, say), it changes its own ctime, not its directory's."""
@@ -421,6 +448,8 @@ class IgnorePlan:
     sensitive: list[str] = field(default_factory=list)  # files that may hold secrets, left out
     fd: int | None = None  # a rules file rg reads by /proc/self/fd (kept open until rg ends)
     temp: str | None = None  # the same where there is no memfd
+    # What rg is told, whatever file holds the rules: two plans with equal bases make one rg run.
+    basis: tuple[object, ...] = ()
 
     def close(self) -> None:
         if self.fd is not None:
@@ -443,24 +472,49 @@ def plan(
     by_path = not platform.has_dir_fd()  # Windows: the tree is walked and read by path
     try:
         tree = walk_tree(dir_fd, secrets, top_path=str(top) if by_path else None)
-        rules = [] if include_ignored else outer_rules(top, workspace_dirs)
-        args = list(ALWAYS)
-        if not include_ignored and (tree.unsafe or not tree.complete):
-            args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
-            for rel in tree.regular:
-                name = f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME
-                lines = read_rules(os.path.join(top, name), None) if by_path else read_rules(name, dir_fd)
-                if lines:
-                    rules += rules_at(lines, rel)
+        return _plan_of(tree, dir_fd, top, workspace_dirs, include_ignored)
     finally:
         os.close(dir_fd)
+
+
+def remembered_plan(
+    dir_fd: int, top: Path, workspace_dirs: Iterable[Path], secrets: Secrets, include_ignored: bool
+) -> IgnorePlan | None:
+    """The plan :func:`plan` made from the last complete walk of this tree, taken as it was
+    (no directory looked at); None if there is none. rg may start with it while the walk is
+    checked again, as long as its output is thrown away unless :func:`plan`'s basis is the
+    same (tools/grep.py). Closes ``dir_fd``."""
+    try:
+        tree = remembered_tree(dir_fd, secrets)
+        return None if tree is None else _plan_of(tree, dir_fd, top, workspace_dirs, include_ignored)
+    finally:
+        os.close(dir_fd)
+
+
+def _plan_of(
+    tree: TreeIgnores, dir_fd: int, top: Path, workspace_dirs: Iterable[Path], include_ignored: bool
+) -> IgnorePlan:
+    by_path = not platform.has_dir_fd()
+    rules = [] if include_ignored else outer_rules(top, workspace_dirs)
+    args = list(ALWAYS)
+    if not include_ignored and (tree.unsafe or not tree.complete):
+        args.append("--no-ignore-vcs")  # rg reads none itself: the regular ones come from here
+        for rel in tree.regular:
+            name = f"{rel}/{IGNORE_NAME}" if rel else IGNORE_NAME
+            lines = read_rules(os.path.join(top, name), None) if by_path else read_rules(name, dir_fd)
+            if lines:
+                rules += rules_at(lines, rel)
     rules += ["/" + _glob_escape(rel) for rel in tree.sensitive]
     # rg stops reading a rules file at its first line that is not UTF-8 (a name in Latin-1):
     # such a line, which rg cannot use anyway, must not cost the lines after it.
     rules = [rule for rule in rules if _is_utf8(rule)]
-    result = IgnorePlan(args, 0 if include_ignored else tree.unsafe, tree.sensitive)
-    if rules:
-        _attach_rules(result, "\n".join(rules) + "\n")
+    unsafe = 0 if include_ignored else tree.unsafe
+    text = "\n".join(rules) + "\n" if rules else ""
+    result = IgnorePlan(
+        args, unsafe, tree.sensitive, basis=(tuple(args), text, unsafe, tuple(tree.sensitive))
+    )
+    if text:
+        _attach_rules(result, text)
     return result
 
 
