@@ -89,13 +89,13 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
     from types import SimpleNamespace
 
     from filegate.policy.workspace import Workspace
-    from filegate.tools import grep_ignores
+    from filegate.tools import grep_ignores, grep_plan
     from filegate.tools.grep_params import GrepParams
     from filegate.tools.grep_rg import rg_args
 
     params = GrepParams.model_validate(args)
     secrets = Workspace(workdir=cwd).secrets
-    plan = grep_ignores.plan(
+    plan = grep_plan.plan(
         os.open(cwd, os.O_RDONLY | os.O_DIRECTORY),
         cwd,
         [cwd],

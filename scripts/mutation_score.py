@@ -75,9 +75,10 @@ TARGETS: dict[str, Target] = {
     ),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
     "install": Target(("src/filegate/install.py",), ("tests/test_install_inprocess.py",), 85.0),
-    # Grep's parser and ignore handling (issue 26); Glob imports only grep_ignores' constants.
+    # Grep's parser and ignore handling (issue 26; grep_plan.py split from grep_ignores.py in
+    # issue 28); Glob imports only grep_ignores' constants.
     "grep": Target(
-        ("src/filegate/tools/grep_parse.py", "src/filegate/tools/grep_ignores.py"),
+        tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(
             f"tests/tools/test_{name}.py"
             for name in (
@@ -90,6 +91,7 @@ TARGETS: dict[str, Target] = {
                 "grep_rules",
                 "grep_walk",
                 "grep_pump",
+                "grep_overlap",
                 "where_facilities_are_missing",
             )
         ),

@@ -197,7 +197,7 @@ GUARDED = {
     ("filegate.fsio.atomic", "getegid"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.safeopen", "set_blocking"): "only when O_NONBLOCK exists",
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
-    ("filegate.tools.grep_ignores", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
+    ("filegate.tools.grep_plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep_spawn", "set_blocking"): "Linux only: grep_rg checks os.pidfd_open first",
     (
         "filegate.fsio.atomic",

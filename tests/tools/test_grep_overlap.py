@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from filegate.policy.secrets import SecretMatcher
-from filegate.tools import grep, grep_ignores
+from filegate.tools import grep, grep_ignores, grep_plan
 from tests.conftest import call, connect, texts
 
 
@@ -101,9 +101,9 @@ def test_the_remembered_plan_is_the_walk_s_plan_until_the_tree_changes(
     key = hash((str(ws), include_ignored))  # a walk remembered by no other test
     secrets = grep_ignores.Secrets(str(ws), matcher.is_sensitive, key, matcher.patterns)
 
-    def plans() -> tuple[grep_ignores.IgnorePlan | None, grep_ignores.IgnorePlan]:
-        guess = grep_ignores.remembered_plan(os.open(ws, os.O_RDONLY), ws, [ws], secrets, include_ignored)
-        walked = grep_ignores.plan(os.open(ws, os.O_RDONLY), ws, [ws], secrets, include_ignored)
+    def plans() -> tuple[grep_plan.IgnorePlan | None, grep_plan.IgnorePlan]:
+        guess = grep_plan.remembered_plan(os.open(ws, os.O_RDONLY), ws, [ws], secrets, include_ignored)
+        walked = grep_plan.plan(os.open(ws, os.O_RDONLY), ws, [ws], secrets, include_ignored)
         walked.close()
         if guess is not None:
             guess.close()

@@ -15,7 +15,7 @@ import pytest
 
 from filegate.fsio import platform
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep_ignores, grep_rg
+from filegate.tools import grep_ignores, grep_plan, grep_rg
 from filegate.tools.grep_ignores import MAX_RULES_BYTES, read_rules, rules_at, rules_below
 from tests.conftest import call, connect, texts
 
@@ -68,7 +68,7 @@ def test_a_tree_files_rules_are_anchored_at_its_own_directory() -> None:
     ]  # fmt: skip
 
 
-def _rg_lists(top: Path, plan: grep_ignores.IgnorePlan) -> list[str]:
+def _rg_lists(top: Path, plan: grep_plan.IgnorePlan) -> list[str]:
     """What the real rg, given the plan's ignore flags, would search under ``top``."""
     rg = grep_rg.find_rg()
     assert rg is not None
@@ -79,11 +79,11 @@ def _rg_lists(top: Path, plan: grep_ignores.IgnorePlan) -> list[str]:
     return sorted(os.fsdecode(n) for n in done.stdout.splitlines())
 
 
-def _plan(top: Path) -> grep_ignores.IgnorePlan:
+def _plan(top: Path) -> grep_plan.IgnorePlan:
     grep_ignores._REMEMBERED.clear()
     matcher = Workspace(workdir=top).secrets
     secrets = grep_ignores.Secrets(str(top), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
-    return grep_ignores.plan(os.open(top, os.O_RDONLY), top, [top], secrets, include_ignored=False)
+    return grep_plan.plan(os.open(top, os.O_RDONLY), top, [top], secrets, include_ignored=False)
 
 
 # Names of files that may hold secrets, each holding a character a gitignore rule would read as

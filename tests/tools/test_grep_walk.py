@@ -23,7 +23,7 @@ import pytest
 from filegate.fsio import platform
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep_ignores
+from filegate.tools import grep_ignores, grep_plan
 from filegate.tools.grep_ignores import MAX_RULES_BYTES, Secrets, TreeIgnores, walk_tree
 from filegate.tools.grep_parse import fit_lines
 from tests.conftest import call, connect, texts
@@ -336,10 +336,10 @@ def test_result_lines_are_taken_whole_while_they_fit() -> None:
     assert fit_lines(["x" * 2001, "ab"], 2002) == ([cut], True)
 
 
-def _plan(top: Path, workspace: Path, include_ignored: bool) -> grep_ignores.IgnorePlan:
+def _plan(top: Path, workspace: Path, include_ignored: bool) -> grep_plan.IgnorePlan:
     matcher = Workspace(workdir=workspace).secrets
     secrets = Secrets(str(top), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
-    return grep_ignores.plan(os.open(top, os.O_RDONLY), top, [workspace], secrets, include_ignored)
+    return grep_plan.plan(os.open(top, os.O_RDONLY), top, [workspace], secrets, include_ignored)
 
 
 # rg's view of a tree where one `.gitignore` is a link (rg must read none itself), one is

@@ -42,14 +42,9 @@ def safe_text(text: str) -> str:
 def safe_result(result: ToolResult) -> ToolResult:
     """The same result, its text blocks made safe to encode."""
     for block in result.content:
-        if isinstance(block, TextContent):
-            block.text = safe_text(block.text)
+        if isinstance(block, TextContent) and (text := safe_text(block.text)) is not block.text:
+            block.text = text  # a model's attribute set: only when it changed
     return result
-
-
-def ended(text: str) -> str:
-    """``text`` ending with one line break (added only when it has none)."""
-    return text if text.endswith("\n") else text + "\n"
 
 
 def _text(text: str) -> TextContent:
@@ -60,8 +55,8 @@ def _separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
     """``blocks`` with every text block but the last ending in a line break, so the text reads
     the same whether a client joins blocks with a line break or with nothing."""
     for block in blocks[:-1]:
-        if isinstance(block, TextContent):
-            block.text = ended(block.text)
+        if isinstance(block, TextContent) and not block.text.endswith("\n"):
+            block.text += "\n"
     return blocks
 
 

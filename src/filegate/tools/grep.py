@@ -12,11 +12,12 @@ import anyio
 
 from filegate.policy.escape import escape
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.tools import grep_ignores, grep_rg
+from filegate.tools import grep_ignores, grep_plan, grep_rg
 from filegate.tools.describe import load_description
-from filegate.tools.grep_ignores import VCS_DIRS, IgnorePlan
+from filegate.tools.grep_ignores import VCS_DIRS
 from filegate.tools.grep_params import HEAD_LIMIT, GrepParams, Target, resolve_target
 from filegate.tools.grep_parse import Parsed, Parser, fit_lines, page_lines
+from filegate.tools.grep_plan import IgnorePlan
 from filegate.tools.grep_rg import RgOutput, RgRun, find_rg, rg_args, run_rg
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
@@ -152,7 +153,7 @@ async def _search(
 async def _search_tree(
     rg: str, params: GrepParams, target: Target, env: ToolEnv
 ) -> tuple[Parser, RgRun | OSError, IgnorePlan]:
-    """A directory searched with the ignore flags of a fresh walk of it (grep_ignores.plan).
+    """A directory searched with the ignore flags of a fresh walk of it (grep_plan.plan).
 
     A repeated search does not wait for the walk: rg starts at once with the flags the last
     walk of the tree gave, while the walk looks at the tree again (~20 ms of the kernel's
@@ -168,10 +169,10 @@ async def _search_tree(
     guessed: list[IgnorePlan | None] = []  # kept here, so a cancelled call still closes it
 
     def remembered(fd: int) -> None:
-        guessed.append(grep_ignores.remembered_plan(fd, *how))
+        guessed.append(grep_plan.remembered_plan(fd, *how))
 
     def walk(fd: int) -> IgnorePlan:  # closes ``fd``, a copy taken in the event loop's thread
-        return grep_ignores.plan(fd, *how)
+        return grep_plan.plan(fd, *how)
 
     try:
         await anyio.to_thread.run_sync(remembered, os.dup(target.fd))
