@@ -78,7 +78,7 @@ async def test_no_answer_within_the_ask_timeout_writes_nothing_and_says_so(
         "written. Ask the user, then try again."
     )
     assert not (ws / "new.txt").exists() and not still_open(ws / "new.txt")
-    assert "no answer to the approval question within 1.5s" in logged(caplog)
+    assert "no answer to the approval question within 1.5 seconds" in logged(caplog)
     assert logged(caplog, "filegate.writes") == [
         f"WriteFile did not write {ws / 'new.txt'} (approval: unanswered); client: fastmcp"
     ]

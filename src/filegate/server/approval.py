@@ -301,7 +301,7 @@ class ElicitingApprover:
                 )
         except TimeoutError:
             QUESTIONS.answered(path, nonce)
-            log.info("no answer to the approval question within %ss", ASK_TIMEOUT_S)
+            log.info("no answer to the approval question within %g seconds", ASK_TIMEOUT_S)
             return Decision(
                 False,
                 "unanswered",

@@ -14,11 +14,10 @@ from filegate.policy.escape import escape
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.tools import grep_ignores, grep_plan, grep_rg
 from filegate.tools.describe import load_description
-from filegate.tools.grep_ignores import VCS_DIRS
 from filegate.tools.grep_params import HEAD_LIMIT, GrepParams, Target, resolve_target
 from filegate.tools.grep_parse import Parsed, Parser, fit_lines, page_lines
 from filegate.tools.grep_plan import IgnorePlan
-from filegate.tools.grep_rg import RgOutput, RgRun, find_rg, rg_args, run_rg
+from filegate.tools.grep_rg import RgOutput, RgRun, filter_args, find_rg, rg_args, run_rg
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Kimi's grep_local.py: the longest output (the client's budget may be smaller).
@@ -234,13 +233,7 @@ async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> li
             os.makedirs(os.path.dirname(stand_in), exist_ok=True)
             with open(stand_in, "wb"):
                 pass
-        args = [rg, "--no-config", "--files", "--hidden", "--no-ignore", "--null"]
-        if params.glob:
-            args += ["--glob", params.glob]
-        for vcs in VCS_DIRS:
-            args += ["--glob", f"!{vcs}"]
-        if params.type:
-            args += ["--type", params.type]
+        args = [rg, "--no-config", "--files", "--hidden", "--no-ignore", "--null", *filter_args(params)]
         try:
             done = await anyio.run_process([*args, "--", "."], cwd=scratch, check=False)
         except OSError:

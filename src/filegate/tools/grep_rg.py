@@ -103,6 +103,19 @@ def from_pinned_directory(cmd: list[str], target: Target) -> tuple[list[str], li
     return [sys.executable, "-c", code, str(target.fd), *cmd], [target.fd]
 
 
+def filter_args(params: GrepParams) -> list[str]:
+    """rg's flags for which files a search looks at: the caller's glob and type, and the VCS
+    folders left out. One list for the search and for the sensitive files said to be in its
+    scope (grep._in_scope), so the two cannot drift apart."""
+    args = ["--glob", params.glob] if params.glob else []
+    # After the caller's glob: a later glob wins in rg, so `glob: "*"` cannot whitelist `.git/`.
+    for vcs in VCS_DIRS:
+        args += ["--glob", f"!{vcs}"]
+    if params.type:
+        args += ["--type", params.type]
+    return args
+
+
 def rg_args(rg: str, params: GrepParams, target: Target, ignore_args: Sequence[str] = ()) -> list[str]:
     mode = params.output_mode
     args = [rg, "--no-config", "--hidden", "--null", "--with-filename", "--no-heading",
@@ -127,13 +140,7 @@ def rg_args(rg: str, params: GrepParams, target: Target, ignore_args: Sequence[s
                 args += [flag, str(min(value, MAX_CONTEXT_LINES))]
     else:
         args += ["--max-columns", "500"]
-    if params.glob:
-        args += ["--glob", params.glob]
-    # After the caller's glob: a later glob wins in rg, so `glob: "*"` cannot whitelist `.git/`.
-    for vcs in VCS_DIRS:
-        args += ["--glob", f"!{vcs}"]
-    if params.type:
-        args += ["--type", params.type]
+    args += filter_args(params)
     if mode == "files_with_matches":
         args.append("--files-with-matches")
     elif mode == "count_matches":
