@@ -72,3 +72,41 @@ async def test_a_cancelled_read_gives_its_place_back(ws: Path, running: dict[str
         out = texts(await call(c, "ReadFile", path="a.txt"))
     assert out[0] == "     1\ta\n"
     assert time.monotonic() - start < 2.0
+
+
+async def test_a_large_file_is_read_on_the_shared_threads_not_in_the_two_places(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads of files over SHARED_FROM_BYTES can take seconds (a 10 GiB log's line count): two
+    of them running do not keep a small read waiting."""
+    big = "x" * 99 + "\n"
+    for name in ("big1.txt", "big2.txt"):
+        (ws / name).write_text(big * (read_file.SHARED_FROM_BYTES // len(big) + 1))
+    (ws / "small.txt").write_text("small\n")
+    real = read_file._resolve_and_read
+    phases: list[tuple[str, bool]] = []
+
+    def spied(params: Any, *rest: Any) -> Any:
+        small_only = rest[-1]
+        phases.append((params.path, small_only))
+        if params.path.startswith("big") and not small_only:
+            time.sleep(3.0)  # a long read, on the shared threads
+        return real(params, *rest)
+
+    monkeypatch.setattr(read_file, "_resolve_and_read", spied)
+    async with connect(ws) as c:
+
+        async def read_big(name: str) -> None:
+            await call(c, "ReadFile", path=name)
+
+        async with anyio.create_task_group() as tg:
+            for name in ("big1.txt", "big2.txt"):
+                tg.start_soon(read_big, name)
+            await anyio.sleep(0.5)  # both are in their long read now
+            start = time.monotonic()
+            out = texts(await call(c, "ReadFile", path="small.txt"))
+            waited = time.monotonic() - start
+    assert out[0] == "     1\tsmall\n"
+    assert waited < 2.0
+    assert ("big1.txt", True) in phases and ("big1.txt", False) in phases
+    assert ("small.txt", True) in phases and ("small.txt", False) not in phases

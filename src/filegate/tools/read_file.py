@@ -220,8 +220,11 @@ def _why_it_stopped(
 # alone (bench/percall.py at concurrency 10: filegate added +0.18-0.20 ms per call over bare
 # fastmcp with 40 threads, ~0.00 ms with 2, +0.07-0.13 with 3). Two keep one thread in a system
 # call while the other runs Python; a third would only wait for the GIL. A cancelled read gives
-# its place back at once (abandon_on_cancel), whatever its thread is still doing.
+# its place back at once (abandon_on_cancel), whatever its thread is still doing. A file over
+# SHARED_FROM_BYTES is read on anyio's shared threads instead: its read can take seconds (the
+# line count of a 10 GiB log), and the two places are for the many small reads.
 READ_WORKERS = 2
+SHARED_FROM_BYTES = 1 << 20
 _READERS: RunVar[anyio.CapacityLimiter] = RunVar("filegate_read_workers")
 
 
@@ -240,19 +243,20 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
     # the same worker-thread round trip as the read. A call that is cancelled (or whose client
     # went away) sets ``cancel``: the abandoned thread sees it at its next chunk and stops.
     cancel = threading.Event()
+    args = (params, env.workspace, env.result_budget, cancel, env.reads)
     try:
-        return await anyio.to_thread.run_sync(
-            _resolve_and_read,
-            params,
-            env.workspace,
-            env.result_budget,
-            cancel,
-            env.reads,
-            abandon_on_cancel=True,
-            limiter=_readers(),
-        )
+        try:
+            return await anyio.to_thread.run_sync(
+                _resolve_and_read, *args, True, abandon_on_cancel=True, limiter=_readers()
+            )
+        except _Large:  # opened and closed again: read from the start on the shared threads
+            return await anyio.to_thread.run_sync(_resolve_and_read, *args, False, abandon_on_cancel=True)
     finally:
         cancel.set()
+
+
+class _Large(Exception):
+    """The file is over SHARED_FROM_BYTES: not read on one of the READ_WORKERS threads."""
 
 
 def _resolve_and_read(
@@ -261,8 +265,9 @@ def _resolve_and_read(
     budget: int,
     cancel: threading.Event,
     reads: ReadLedger | None = None,
+    small_only: bool = False,
 ) -> Outcome:
-    return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads)
+    return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads, small_only)
 
 
 def _read(
@@ -271,12 +276,15 @@ def _read(
     budget: int,
     cancel: threading.Event,
     reads: ReadLedger | None = None,
+    small_only: bool = False,
 ) -> Outcome:
     fd = open_regular(rp)
     try:
+        st = os.fstat(fd)
+        if small_only and st.st_size > SHARED_FROM_BYTES:
+            raise _Large
         header = pread(fd, SNIFF_BYTES, 0)
         _check_readable_text(rp, header)
-        st = os.fstat(fd)
         src = Source(fd, st, detect_codec(header), Scan.start(cancel=cancel))
         try:
             window = read_window(src, params.line_offset, params.n_lines)
