@@ -8,13 +8,14 @@ count rg's runs (the real one still runs every time; a spy, not a stand-in)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from filegate.policy.secrets import SecretMatcher
-from filegate.tools import grep, grep_ignores, grep_plan
+from filegate.tools import grep, grep_ignores, grep_plan, grep_rg
 from tests.conftest import call, connect, texts
 
 
@@ -119,3 +120,37 @@ def test_the_remembered_plan_is_the_walk_s_plan_until_the_tree_changes(
     guess, walked = plans()
     assert guess is not None and guess.basis != walked.basis
     assert "b/c/key.pem" in walked.sensitive and "b/c/key.pem" not in guess.sensitive
+
+
+async def test_the_early_run_says_no_progress_before_the_walk_confirms_it(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress tells how many bytes rg wrote so far; an early run that searched a secret which
+    appeared since the last walk would count its lines. Nothing is said until the walk confirms
+    the run (then the run's own progress goes on)."""
+    _tree(ws, {"a/x.txt": "needle\n" * 400_000})  # rg writes for a while: progress is due often
+    monkeypatch.setattr(grep_rg, "PROGRESS_EVERY_S", 0.002)
+    walked: list[float] = []
+    real_plan = grep_plan.plan
+
+    def slow_plan(*args: Any) -> Any:
+        time.sleep(0.4)  # the walk is still running while rg writes
+        try:
+            return real_plan(*args)
+        finally:
+            walked.append(time.monotonic())
+
+    said: list[float] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        said.append(time.monotonic())
+
+    async with connect(ws, client_progress_handler=progress) as c:
+        await call(c, "Grep", pattern="needle", output_mode="count_matches")
+        (ws / "a" / ".env").write_text("needle\n" * 100)
+        monkeypatch.setattr(grep_plan, "plan", slow_plan)
+        said.clear()
+        r = await call(c, "Grep", pattern="needle", output_mode="count_matches")
+    assert "Found 400000 total occurrences across 1 files." in texts(r)[-1]
+    assert walked and said, (walked, said)  # rg ran long enough to be reported on
+    assert min(said) >= walked[0]

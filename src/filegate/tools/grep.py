@@ -6,7 +6,9 @@ import errno
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -18,7 +20,7 @@ from filegate.tools.grep_params import HEAD_LIMIT, GrepParams, Target, resolve_t
 from filegate.tools.grep_parse import Parsed, Parser, fit_lines, page_lines
 from filegate.tools.grep_plan import IgnorePlan
 from filegate.tools.grep_rg import RgOutput, RgRun, filter_args, find_rg, rg_args, run_rg
-from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.outcome import Outcome, Reporter, ToolEnv, ToolSpec
 
 # Kimi's grep_local.py: the longest output (the client's budget may be smaller).
 MAX_OUTPUT_CHARS = 50_000
@@ -186,9 +188,14 @@ async def _search_tree(
         if guess is not None:
             failed: Exception | None = None
 
+            # Its progress is held back until the walk confirms it: a file that may hold
+            # secrets and appeared since the last walk is searched by this run, and the byte
+            # counts of its progress would tell of its lines.
+            held = _HeldReporter(env.reporter)
+
             async def speculate() -> None:
                 try:
-                    early.append(await _search(rg, params, target, env, guess))
+                    early.append(await _search(rg, params, target, replace(env, reporter=held), guess))
                 except Exception as exc:  # said only if this run is the one that counts
                     early.append(exc)
 
@@ -200,6 +207,8 @@ async def _search_tree(
                     failed = exc
                 if ignores is None or ignores.basis != guess.basis:
                     tg.cancel_scope.cancel()  # rg is stopped; what it wrote is never read
+                else:
+                    held.confirmed = True
             if failed is not None:
                 raise failed
         else:
@@ -217,6 +226,22 @@ async def _search_tree(
     finally:
         if guess is not None:
             guess.close()
+
+
+class _HeldReporter:
+    """A reporter that says nothing until ``confirmed``, then passes everything on."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self.confirmed = False
+
+    async def progress(self, done: float, total: float | None, message: str) -> None:
+        if self.confirmed:
+            await self.reporter.progress(done, total, message)
+
+    async def log(self, level: Literal["debug", "info", "warning", "error"], text: str) -> None:
+        if self.confirmed:
+            await self.reporter.log(level, text)
 
 
 async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:
