@@ -7,16 +7,23 @@ count rg's runs (the real one still runs every time; a spy, not a stand-in)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from filegate.policy.secrets import SecretMatcher
+from filegate.policy.workspace import Workspace
 from filegate.tools import grep, grep_ignores, grep_plan, grep_rg
+from filegate.tools.grep_params import GrepParams
+from filegate.tools.outcome import ToolEnv
 from tests.conftest import call, connect, texts
+from tests.fakes import FakeApprover
 
 
 @pytest.fixture
@@ -154,3 +161,45 @@ async def test_the_early_run_says_no_progress_before_the_walk_confirms_it(
     assert "Found 400000 total occurrences across 1 files." in texts(r)[-1]
     assert walked and said, (walked, said)  # rg ran long enough to be reported on
     assert min(said) >= walked[0]
+
+
+def _rules_files_open() -> int:
+    """Rules files (memfds) this process holds open."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            n += "filegate-grep-ignore" in os.readlink(f"/proc/self/fd/{fd}")
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("searched_before", [False, True])
+async def test_a_search_cancelled_during_its_walk_leaves_no_rules_file_open(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, searched_before: bool
+) -> None:
+    """The walk's thread is abandoned when the call is cancelled; the plan it makes (with a
+    rules file: .env is left out) is closed when it ends. Called in process, so that the
+    cancellation is certain to reach the call."""
+    _tree(ws, {"a/x.txt": "needle\n", "a/.env": "needle\n"})
+    env = ToolEnv(workspace=Workspace(workdir=ws), approver=FakeApprover(ws))
+    params = GrepParams(pattern="needle")
+    if searched_before:  # then the call starts rg with the remembered plan while it walks
+        await grep.grep(params, env)
+    real_plan = grep_plan.plan
+    finished = threading.Event()
+
+    def slow_plan(*args: Any) -> Any:
+        time.sleep(0.5)
+        try:
+            return real_plan(*args)
+        finally:
+            finished.set()
+
+    before = _rules_files_open()
+    monkeypatch.setattr(grep_plan, "plan", slow_plan)
+    with anyio.move_on_after(0.2) as scope:
+        await grep.grep(params, env)
+    assert scope.cancelled_caught
+    assert finished.wait(5)
+    await anyio.sleep(0.2)
+    assert _rules_files_open() == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -172,8 +173,10 @@ async def _search_tree(
     def remembered(fd: int) -> None:
         guessed.append(grep_plan.remembered_plan(fd, *how))
 
+    walked = _Walked()
+
     def walk(fd: int) -> IgnorePlan:  # closes ``fd``, a copy taken in the event loop's thread
-        return grep_plan.plan(fd, *how)
+        return walked.put(grep_plan.plan(fd, *how))
 
     try:
         await anyio.to_thread.run_sync(remembered, os.dup(target.fd))
@@ -220,12 +223,36 @@ async def _search_tree(
             return (*early[0], ignores)
         return (*await _search(rg, params, target, env, ignores), ignores)
     except BaseException:
-        if ignores is not None:
-            ignores.close()
+        walked.abandon()  # its rules file is closed, now or when the walk's thread ends
         raise
     finally:
         if guess is not None:
             guess.close()
+
+
+class _Walked:
+    """The walk's plan, handed from its thread to the call. A call cancelled meanwhile leaves
+    the thread running (abandon_on_cancel): whichever side comes last closes the plan's rules
+    file, so an abandoned walk does not keep one open."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plan: IgnorePlan | None = None
+        self._gone = False
+
+    def put(self, plan: IgnorePlan) -> IgnorePlan:
+        with self._lock:
+            if self._gone:
+                plan.close()
+            else:
+                self._plan = plan
+        return plan
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._gone = True
+            if self._plan is not None:
+                self._plan.close()
 
 
 class _HeldReporter:
