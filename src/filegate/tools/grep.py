@@ -159,7 +159,7 @@ async def _search_tree(
 
     A repeated search does not wait for the walk: rg starts at once with the flags the last
     walk of the tree gave, while the walk looks at the tree again (~20 ms of the kernel's
-    ~4,800 directories, a twentieth of rg's run). That run counts only if the walk gives the
+    ~5,100 directories, a twentieth of rg's run). That run counts only if the walk gives the
     very same flags; else it is stopped, its output thrown away unread by anyone, and rg runs
     again with the walk's (a file that may hold secrets appeared, a `.gitignore` changed
     kind). What the result says is always from the walk that ran for this search."""

@@ -217,7 +217,7 @@ def _why_it_stopped(
 # 40). Each system call in it (~25 for a small file: realpath's lstats, the open component by
 # component, fstat, pread) hands the GIL to a waiting thread; with ten reads in flight every
 # hand-over cost a futex wait and a context switch, and a small read took ~3x the CPU it takes
-# alone (bench/percall.py at concurrency 10: filegate added +0.18-0.20 ms per call over bare
+# alone (bench/percall.py at concurrency 10: filegate added +0.18-0.23 ms per call over bare
 # fastmcp with 40 threads, ~0.00 ms with 2, +0.07-0.13 with 3). Two keep one thread in a system
 # call while the other runs Python; a third would only wait for the GIL. A cancelled read gives
 # its place back at once (abandon_on_cancel), whatever its thread is still doing. A file over
