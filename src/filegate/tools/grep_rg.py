@@ -323,36 +323,40 @@ async def start_rg(
         return confined
     if sandbox is None:
         cmd, pinned = from_pinned_directory(_under_memory_limit(args), target)
-        proc = await anyio.open_process(
-            cmd,
-            cwd=rg_cwd(target),
-            stdin=target.fd if target.single_file else None,
-            stdout=stdout,
-            stderr=-1,
-            start_new_session=True,
-            pass_fds=[*pass_fds, *pinned],
-        )
+        proc = await _open(cmd, target, stdout, [*pass_fds, *pinned])
         if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
             _limit_memory(proc.pid)
         return proc
     try:
-        # anyio.open_process takes no preexec_fn; its backend passes it on to Popen.
-        return await get_async_backend().open_process(
-            args,
-            cwd=rg_cwd(target),
-            stdin=target.fd if target.single_file else None,
-            stdout=stdout,
-            stderr=-1,
-            start_new_session=True,
-            pass_fds=pass_fds,
-            # Without /proc the child fchdir()s to the pinned directory itself (no trampoline).
-            preexec_fn=sandbox.child_setup(RG_MEMORY_LIMIT, None if _pinned_by_cwd(target) else target.fd),
-        )
+        # Without /proc the child fchdir()s to the pinned directory itself (no trampoline).
+        setup = sandbox.child_setup(RG_MEMORY_LIMIT, None if _pinned_by_cwd(target) else target.fd)
+        return await _open(args, target, stdout, pass_fds, setup)
     except subprocess.SubprocessError as exc:  # the child could not enter it (e.g. seccomp)
         grep_sandbox.disable(f"the child refused it ({exc})")
         return await start_rg(args, target, pass_fds, read_files, sandboxed=False, stdout=stdout)
     finally:
         sandbox.close()
+
+
+async def _open(
+    cmd: list[str],
+    target: Target,
+    stdout: int,
+    pass_fds: Sequence[int],
+    preexec_fn: Callable[[], None] | None = None,
+) -> Process:
+    """rg (or its trampoline) started in its own session, in the searched directory."""
+    # anyio.open_process takes no preexec_fn; its backend passes it on to Popen.
+    return await get_async_backend().open_process(
+        cmd,
+        cwd=rg_cwd(target),
+        stdin=target.fd if target.single_file else None,
+        stdout=stdout,
+        stderr=-1,
+        start_new_session=True,
+        pass_fds=pass_fds,
+        preexec_fn=preexec_fn,
+    )
 
 
 async def run_rg(
