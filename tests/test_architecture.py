@@ -187,7 +187,7 @@ def test_posix_only_open_flags_are_taken_with_a_default() -> None:
 UNIX_ONLY_OS = {
     "pread", "pwrite", "fchmod", "fchown", "geteuid", "getegid", "getuid", "getgid",
     "set_blocking", "get_blocking", "memfd_create", "mkfifo", "killpg", "setsid", "sync",
-    "posix_fadvise", "copy_file_range", "sendfile", "sched_getaffinity", "getloadavg", "fchdir",
+    "posix_fadvise", "copy_file_range", "sendfile", "sched_getaffinity", "getloadavg", "fchdir", "preadv",
 }  # fmt: skip
 GUARDED = {
     ("filegate.fsio.platform", "pread"): "chosen only where os has it (else seek + read)",
@@ -204,6 +204,7 @@ GUARDED = {
         "copy_file_range",
     ): "after `hasattr(os, 'copy_file_range')`; AttributeError caught",
     ("filegate.fsio.atomic", "sendfile"): "after `hasattr(os, 'sendfile')`",
+    ("filegate.fsio.hugeread", "preadv"): "Linux only, after `hasattr(os, 'preadv')` (_probe)",
 }
 
 

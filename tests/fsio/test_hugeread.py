@@ -1,0 +1,158 @@
+"""fsio.hugeread: a large whole-file read into memory backed by huge pages (Linux, CPython),
+through read_whole as StrReplaceFile and WriteFile use it, against real files."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from filegate.fsio import hugeread, platform
+from filegate.fsio.safeopen import read_whole
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+HERE = (
+    sys.platform == "linux"
+    and sys.implementation.name == "cpython"
+    and THP.exists()
+    and "[never]" not in THP.read_text()
+)
+needs_thp = pytest.mark.skipif(not HERE, reason="transparent huge pages: Linux with THP not 'never'")
+# read_whole takes this road only with the OS's own pread (FILEGATE_SIMULATE=no-pread: not).
+via_read_whole = pytest.mark.skipif(not platform.NATIVE_PREAD, reason="pread simulated away")
+SIZE = hugeread.HUGE_FROM_BYTES + 12_345  # not a whole number of pages
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    data = os.urandom(SIZE)
+    path = tmp_path_factory.mktemp("huge") / "big.bin"
+    path.write_bytes(data)
+    return path, data
+
+
+def _vm_flags(address: int) -> str:
+    """The VmFlags of the mapping of this process that holds ``address``."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(" ", 1)[0]
+        if "-" in head and ":" not in head:
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and line.startswith("VmFlags:"):
+            return line
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _rss() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * mmap.PAGESIZE
+
+
+@needs_thp
+def test_available_where_the_kernel_has_huge_pages() -> None:
+    assert hugeread.available()
+
+
+@needs_thp
+@via_read_whole
+def test_a_large_file_is_read_whole_into_memory_advised_for_huge_pages(big: tuple[Path, bytes]) -> None:
+    path, data = big
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = read_whole(fd, SIZE)
+    finally:
+        os.close(fd)
+    assert type(got) is bytes and len(got) == SIZE
+    assert got == data and hash(got) == hash(bytes(data))  # a bytes like any other
+    # The object's own pages carry the advice ("hg"): the read went through hugeread.
+    middle = id(got) + bytes.__basicsize__ - 1 + SIZE // 2
+    assert " hg" in _vm_flags(middle)
+
+
+@needs_thp
+@via_read_whole
+def test_a_small_file_is_read_plainly(tmp_path: Path) -> None:
+    (tmp_path / "small").write_bytes(b"x" * (3 << 20))
+    fd = os.open(tmp_path / "small", os.O_RDONLY)
+    try:
+        got = read_whole(fd, 10 << 20)
+        assert hugeread.pread_fresh(fd, 3 << 20) is None
+    finally:
+        os.close(fd)
+    assert got == b"x" * (3 << 20)
+    assert " hg" not in _vm_flags(id(got) + (1 << 20))
+
+
+@needs_thp
+@via_read_whole
+def test_the_limit_still_holds(big: tuple[Path, bytes]) -> None:
+    path, data = big
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_whole(fd, SIZE - 1) == data  # limit + 1 bytes: the caller sees "too large"
+        assert read_whole(fd, SIZE - 100) == data[: SIZE - 99]
+    finally:
+        os.close(fd)
+
+
+@needs_thp
+def test_a_file_shorter_than_asked_gives_what_it_has(big: tuple[Path, bytes]) -> None:
+    path, data = big
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = hugeread.pread_fresh(fd, SIZE + 4096)  # as if it shrank after its size was taken
+    finally:
+        os.close(fd)
+    assert got == data
+
+
+@needs_thp
+@via_read_whole
+def test_a_file_that_grows_after_the_large_read_is_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = os.urandom(SIZE)
+    path = tmp_path / "growing.bin"
+    path.write_bytes(data)
+    real = hugeread.pread_fresh
+
+    def then_a_writer_appends(fd: int, size: int) -> bytes | None:  # a wrapper, not a stand-in
+        got = real(fd, size)
+        with path.open("ab") as f:
+            f.write(b"tail")
+        return got
+
+    monkeypatch.setattr(hugeread, "pread_fresh", then_a_writer_appends)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_whole(fd, SIZE + 10) == data + b"tail"
+    finally:
+        os.close(fd)
+
+
+@needs_thp
+@via_read_whole
+def test_its_memory_goes_back_when_the_bytes_go(big: tuple[Path, bytes]) -> None:
+    path, _ = big
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        before = _rss()
+        got = read_whole(fd, SIZE)
+        held = _rss()
+        del got
+        after = _rss()
+    finally:
+        os.close(fd)
+    assert held - before >= SIZE * 0.9
+    assert after - before < 4 << 20
+
+
+def test_elsewhere_it_declines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hugeread, "_probed", False)
+    monkeypatch.setattr(hugeread, "_tools", None)  # both put back after
+    monkeypatch.setattr(hugeread.sys, "platform", "win32")
+    assert not hugeread.available()
+    assert hugeread.pread_fresh(0, SIZE) is None
