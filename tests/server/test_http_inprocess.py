@@ -204,6 +204,21 @@ async def test_an_allowed_origin_is_served_in_any_spelling_and_its_preflight_ans
         assert r.status_code == 400  # a method the endpoint does not take
 
 
+async def test_an_allowed_origin_given_in_another_spelling_gets_cors_for_the_browser_spelling(
+    ws: Path,
+) -> None:
+    """The CORS layer compares exactly: the origins it lists are spelled as a browser spells its
+    own, whatever the spelling of --allowed-origin (else the page's preflight fails)."""
+    async with asgi(ws, token=TOKEN, allowed_origins=["https://App.Example.com:443/", "HTTP://b.example:80"]) as c:
+        for origin in ("https://app.example.com", "http://b.example"):
+            preflight = {"Origin": origin, "Access-Control-Request-Method": "POST",
+                         "Access-Control-Request-Headers": "authorization, content-type"}  # fmt: skip
+            r = await c.options("/mcp", headers=preflight)
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin, r.text
+            r = await post_init(c, **AUTH, Origin=origin)
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin
+
+
 async def test_a_foreign_host_is_refused_with_421_and_an_allowed_host_is_served(ws: Path) -> None:
     async with asgi(ws, token=TOKEN, allowed_hosts=["files.internal:8000"]) as c:
         for host in ("evil.example.com", "evil.example.com:80", "10.0.0.1:8000"):

@@ -421,9 +421,10 @@ def _write_all(fd: int, data: Content) -> None:
 # the file itself to the temp with copy_file_range(2) (sendfile(2) where that fails), never
 # through Python's memory: a reflink where the file system shares extents (btrfs, XFS), a
 # server-side copy on NFS 4.2. (On ext4 the kernel copies page by page: ~8 ms slower for a
-# 50 MB edit here than 1 MiB writes from memory, measured 2026-11-25.) Only for a snapshot whose status proves the file unchanged since it
-# was read, re-proved after the copy: otherwise what was copied might differ from what was
-# read, and the temp is written from memory as for every other write.
+# 50 MB edit here than 1 MiB writes from memory, measured 2026-11-25.) Only for a snapshot
+# whose status proves the file unchanged since it was read, re-proved after the copy:
+# otherwise what was copied might differ from what was read, and the temp is written from
+# memory as for every other write.
 _COPY_MIN_BYTES = 1 << 20
 _COPY_CHUNK = 1 << 30
 

@@ -128,6 +128,17 @@ def normalized_origin(origin: str) -> str:
     return f"{scheme}://{host}:{port}" if port is not None else f"{scheme}://{host}"
 
 
+def browser_origin(origin: str) -> str:
+    """An allowed origin as a browser spells its own (lower case, no default port): the CORS
+    layer compares the ``Origin`` header with its list exactly, so ``--allowed-origin
+    https://App.example:443`` must be listed as ``https://app.example`` there."""
+    norm = normalized_origin(origin)
+    for scheme, port in (("http", ":80"), ("https", ":443")):
+        if norm.startswith(f"{scheme}://") and norm.endswith(port):
+            return norm[: -len(port)]
+    return norm
+
+
 class OriginGate:
     """ASGI middleware: a request with an ``Origin`` header is served only for an allowed origin.
 
@@ -223,7 +234,7 @@ def build_http_app(server: FastMCP, settings: Settings, exchanges: OpenExchanges
     if settings.allowed_origins:
         # A browser page may call the endpoint only if its preflight is answered and the
         # responses carry CORS headers.
-        middleware.append(_cors(list(settings.allowed_origins)))
+        middleware.append(_cors([browser_origin(o) for o in settings.allowed_origins]))
     if settings.token is not None:
         middleware.append(Middleware(BearerGate, token=settings.token.get_secret_value(), path=settings.path))
     if exchanges:
