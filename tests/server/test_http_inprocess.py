@@ -209,7 +209,9 @@ async def test_an_allowed_origin_given_in_another_spelling_gets_cors_for_the_bro
 ) -> None:
     """The CORS layer compares exactly: the origins it lists are spelled as a browser spells its
     own, whatever the spelling of --allowed-origin (else the page's preflight fails)."""
-    async with asgi(ws, token=TOKEN, allowed_origins=["https://App.Example.com:443/", "HTTP://b.example:80"]) as c:
+    async with asgi(
+        ws, token=TOKEN, allowed_origins=["https://App.Example.com:443/", "HTTP://b.example:80"]
+    ) as c:
         for origin in ("https://app.example.com", "http://b.example"):
             preflight = {"Origin": origin, "Access-Control-Request-Method": "POST",
                          "Access-Control-Request-Headers": "authorization, content-type"}  # fmt: skip
