@@ -68,7 +68,7 @@ def test_a_large_file_is_read_whole_into_memory_advised_for_huge_pages(big: tupl
     assert type(got) is bytes and len(got) == SIZE
     assert got == data and hash(got) == hash(bytes(data))  # a bytes like any other
     # The object's own pages carry the advice ("hg"): the read went through hugeread.
-    middle = id(got) + bytes.__basicsize__ - 1 + SIZE // 2
+    middle = id(got) + SIZE // 2
     assert " hg" in _vm_flags(middle)
 
 
@@ -150,9 +150,51 @@ def test_its_memory_goes_back_when_the_bytes_go(big: tuple[Path, bytes]) -> None
     assert after - before < 4 << 20
 
 
+@needs_thp
+def test_the_probe_finds_where_a_bytes_object_keeps_its_content() -> None:
+    tools = hugeread._probe()  # not available(): that answer is cached for the process
+    assert tools is not None
+    madvise, ctypes, content_of = tools
+    fresh = b"".join([b"known ", b"content"])
+    assert ctypes.string_at(content_of(fresh), len(fresh)) == b"known content"
+    assert madvise.restype is ctypes.c_int
+
+
+@needs_thp
+@pytest.mark.parametrize(("mode", "works"), [("always [madvise] never\n", True),
+                                             ("[always] madvise never\n", True),
+                                             ("always madvise [never]\n", False),
+                                             (None, False)])  # fmt: skip
+def test_the_probe_follows_the_kernels_thp_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None, works: bool
+) -> None:
+    setting = tmp_path / "enabled"
+    if mode is not None:  # None: no such file (a kernel built without THP)
+        setting.write_text(mode)
+    monkeypatch.setattr(hugeread, "_THP_MODE", setting)
+    assert (hugeread._probe() is not None) is works
+
+
+@needs_thp
+def test_the_probe_runs_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hugeread, "_probed", False)
+    monkeypatch.setattr(hugeread, "_tools", None)
+    calls = []
+    real = hugeread._probe
+
+    def counted() -> object:  # a wrapper, not a stand-in
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(hugeread, "_probe", counted)
+    assert hugeread.available() and hugeread.available()
+    assert len(calls) == 1
+
+
 def test_elsewhere_it_declines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hugeread, "_probed", False)
     monkeypatch.setattr(hugeread, "_tools", None)  # both put back after
     monkeypatch.setattr(hugeread.sys, "platform", "win32")
+    assert hugeread._probe() is None
     assert not hugeread.available()
     assert hugeread.pread_fresh(0, SIZE) is None

@@ -7,12 +7,13 @@ and the read takes ~8 ms (a StrReplaceFile of a 50 MB file: ~77 → ~55 ms).
 
 Python cannot ask for such memory for a ``bytes``, so :func:`pread_fresh` makes the object
 first — ``bytes(n)`` is ``calloc``, whose large blocks are fresh mappings no one has touched —
-advises its pages, and reads into it in place through ctypes. This is the one place filegate
-writes into a ``bytes``: the object is new, nothing else refers to it, and its hash has not
-been computed, until the function returns it. Only on CPython on Linux with THP not "never",
-only for objects of at least :data:`HUGE_FROM_BYTES` (glibc gives blocks that large a mapping
-of their own, which goes back to the OS when the object is freed), and only after a probe has
-shown where an object's bytes are; anywhere else, or on any failure, the caller reads plainly.
+advises its pages, and reads into it in place through ctypes, at the address the C API gives
+for its content (``PyBytes_AsString``). This is the one place filegate writes into a ``bytes``:
+the object is new, nothing else refers to it, and its hash has not been computed, until the
+function returns it. Only on CPython on Linux with THP not "never", only for objects of at
+least :data:`HUGE_FROM_BYTES` (glibc gives blocks that large a mapping of their own, which goes
+back to the OS when the object is freed), and only after a probe has read a known object back
+through that address; anywhere else, or on any failure, the caller reads plainly.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ HUGE_FROM_BYTES = 32 << 20
 _MADV_HUGEPAGE = 14  # Linux's value on every architecture
 _THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
-_tools: tuple[Any, Any, int] | None = None
+_tools: tuple[Any, Any, Any] | None = None
 _probed = False
 
 
@@ -43,7 +44,8 @@ def available() -> bool:
     return _tools is not None
 
 
-def _probe() -> tuple[Any, Any, int] | None:
+def _probe() -> tuple[Any, Any, Any] | None:
+    """(madvise, ctypes, PyBytes_AsString) where this read can be done, else None."""
     if sys.platform != "linux" or sys.implementation.name != "cpython" or not hasattr(os, "preadv"):
         return None
     try:
@@ -55,14 +57,15 @@ def _probe() -> tuple[Any, Any, int] | None:
         madvise = libc.madvise
         madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         madvise.restype = ctypes.c_int
-        # Where a bytes object's content starts (CPython: after its fixed part, whose size is
-        # the type's basic size less the one byte of the content counted in it). Checked on a
-        # fresh object before anything is written through it.
-        offset = bytes.__basicsize__ - 1
+        # Where a bytes object's content lies: the C API's own answer, checked once on a fresh
+        # object before anything is written through it.
+        content_of = ctypes.pythonapi.PyBytes_AsString
+        content_of.argtypes = [ctypes.py_object]
+        content_of.restype = ctypes.c_void_p
         probe = b"-".join([b"filegate", b"hugeread", b"probe"])
-        if ctypes.string_at(id(probe) + offset, len(probe)) != probe:
+        if ctypes.string_at(content_of(probe), len(probe)) != probe:
             return None
-        return madvise, ctypes, offset
+        return madvise, ctypes, content_of
     except (OSError, AttributeError, ValueError, ImportError):
         return None
 
@@ -74,9 +77,9 @@ def pread_fresh(fd: int, size: int) -> bytes | None:
     if size < HUGE_FROM_BYTES or not available():
         return None
     assert _tools is not None
-    madvise, ctypes, offset = _tools
+    madvise, ctypes, content_of = _tools
     data = bytes(size)  # calloc: pages untouched until the read below fills them
-    start = id(data) + offset
+    start = content_of(data)
     page = mmap.PAGESIZE
     first = -(-start // page) * page
     end = (start + size) // page * page
