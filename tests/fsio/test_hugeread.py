@@ -99,6 +99,20 @@ def test_the_limit_still_holds(big: tuple[Path, bytes]) -> None:
 
 
 @needs_thp
+def test_a_file_of_exactly_the_threshold_takes_the_huge_road(tmp_path: Path) -> None:
+    path = tmp_path / "edge.bin"
+    path.write_bytes(b"e" * hugeread.HUGE_FROM_BYTES)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = hugeread.pread_fresh(fd, hugeread.HUGE_FROM_BYTES)
+        assert hugeread.pread_fresh(fd, hugeread.HUGE_FROM_BYTES - 1) is None
+    finally:
+        os.close(fd)
+    assert got == b"e" * hugeread.HUGE_FROM_BYTES
+    assert " hg" in _vm_flags(id(got) + hugeread.HUGE_FROM_BYTES // 2)
+
+
+@needs_thp
 def test_a_file_shorter_than_asked_gives_what_it_has(big: tuple[Path, bytes]) -> None:
     path, data = big
     fd = os.open(path, os.O_RDONLY)
