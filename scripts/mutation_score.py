@@ -77,6 +77,23 @@ TARGETS: dict[str, Target] = {
     "install": Target(("src/filegate/install.py",), ("tests/test_install_inprocess.py",), 85.0),
     # Grep's parser and ignore handling (issue 26; grep_plan.py split from grep_ignores.py in
     # issue 28); Glob imports only grep_ignores' constants.
+    # grep_plan.py alone (the walk's findings → rg's ignore flags and rules file): the grep
+    # target's newest file, in a fraction of that target's time.
+    "grepplan": Target(
+        ("src/filegate/tools/grep_plan.py",),
+        tuple(
+            f"tests/tools/test_{name}.py"
+            for name in (
+                "grep",
+                "grep_rules",
+                "grep_walk",
+                "grep_overlap",
+                "gitignore",
+                "where_facilities_are_missing",
+            )
+        ),
+        85.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(

@@ -367,6 +367,23 @@ def test_where_rg_may_read_no_gitignore_the_regular_ones_reach_it_as_rules(
         plan.close()
 
 
+def test_where_every_gitignore_is_a_regular_file_rg_reads_them_itself(ws: Path) -> None:
+    """Their rules are not copied into the rules file (rg reads them, as fast as it can): only
+    the rules from above the searched directory and the secrets are. A plan closed twice (the
+    walk and the search may both close it) is closed once."""
+    tree(ws, LINKED)
+    plan = _plan(ws / "sub", ws, include_ignored=False)
+    try:
+        assert "--no-ignore-vcs" not in plan.args and plan.unsafe == 0 and plan.sensitive == [".env"]
+        text = plan.basis[1]
+        assert "*.tmp" in text and "/.env" in text and "*.log" not in text and "gen" not in text
+        assert _rg_lists(ws / "sub", plan) == ["a/.gitignore", "a/y.txt", "gen/top.txt", "z.log"]
+    finally:
+        plan.close()
+    plan.close()
+    assert plan.fd is None and plan.temp is None
+
+
 def test_include_ignored_leaves_out_the_secrets_only(ws: Path) -> None:
     """No `.gitignore` is used, above the searched directory or in it, and none is said to be
     unused; the secrets stay out (grep_rg adds --no-ignore, which keeps the rules file)."""
