@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +111,45 @@ def test_a_tail_names_its_cut_long_lines(read: object) -> None:
     w = read(data, -2)  # type: ignore[operator]
     assert w.lines[0] == (3, "line 3\n") and w.truncated == [4]
     assert w.lines[1][1].endswith("...\n") and len(w.lines[1][1]) == fw.MAX_LINE_LENGTH
+
+
+def exact_lines(n: int, size: int = 1024) -> bytes:
+    """``n`` lines of exactly ``size`` bytes each, line break included."""
+    return b"".join(b"%06d" % i + b"x" * (size - 7) + b"\n" for i in range(1, n + 1))
+
+
+def test_a_forward_read_that_fills_the_byte_cap_exactly_stops_there(read: object) -> None:
+    """Kimi's rule: the line that brings the bytes to the cap is the last one sent."""
+    w = read(exact_lines(150), 2)  # type: ignore[operator]
+    assert sum(len(t.encode()) for _, t in w.lines) == fw.MAX_BYTES
+    assert [w.lines[0][0], w.lines[-1][0], len(w.lines)] == [2, 101, 100]
+    assert w.reason == "max_bytes" and not w.eof
+
+
+def test_a_tail_that_fills_the_byte_cap_exactly_keeps_every_line(read: object) -> None:
+    w = read(exact_lines(150), -100, 100)  # type: ignore[operator]
+    assert [w.lines[0][0], w.lines[-1][0], len(w.lines)] == [51, 150, 100]
+    assert (w.reason, w.cut_before, w.eof) == (None, 0, True)
+
+
+def _out_of_time(tmp_path: Path, start: int) -> fw.Window:
+    path = tmp_path / "late.txt"
+    path.write_bytes(numbered(50))
+    fd = os.open(path, os.O_RDONLY)
+    try:  # a scan whose deadline has passed: every step of it is out of time
+        src = Source(fd, os.fstat(fd), detect_codec(pread(fd, 8192, 0)), Scan(deadline=time.monotonic() - 1))
+        return fw.read_window(src, start, 10)
+    finally:
+        os.close(fd)
+
+
+def test_a_tail_out_of_time_says_so_and_knows_no_total(tmp_path: Path) -> None:
+    w = _out_of_time(tmp_path, -10)
+    assert (w.reason, w.tail, w.lines, w.total, w.complete, w.eof) == ("time", True, [], 0, False, False)
+
+
+def test_a_forward_read_out_of_time_before_its_line_says_how_far_it_got(tmp_path: Path) -> None:
+    """No line reached: the total is at least the lines before the one asked for, and not known."""
+    w = _out_of_time(tmp_path, 5)
+    assert (w.reason, w.lines, w.not_reached) == ("time", [], 0)
+    assert (w.total, w.complete, w.eof, w.tail) == (4, False, False, False)
