@@ -169,3 +169,10 @@ def test_a_tail_whose_count_ran_out_numbers_from_the_end_unless_it_reached_line_
     w = read(numbered(50), -100)  # type: ignore[operator]
     assert [n for n, _ in w.lines] == list(range(1, 51))
     assert (w.from_end, w.total, w.complete) == (False, 50, True)
+
+
+@pytest.mark.parametrize("start", [2, -2])
+def test_a_utf16_file_is_read_in_its_own_codec_forward_and_from_the_end(read: object, start: int) -> None:
+    data = "\ufeffone\nzwei\ndrei ü\n".encode("utf-16-le")
+    w = read(data, start)  # type: ignore[operator]
+    assert [t for _, t in w.lines] == ["zwei\n", "drei ü\n"]
