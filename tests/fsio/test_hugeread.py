@@ -3,9 +3,11 @@ through read_whole as StrReplaceFile and WriteFile use it, against real files.""
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,15 @@ def _vm_flags(address: int) -> str:
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
+@contextlib.contextmanager
+def opened(path: Path) -> Iterator[int]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def _rss() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * mmap.PAGESIZE
 
@@ -60,11 +71,8 @@ def test_available_where_the_kernel_has_huge_pages() -> None:
 @via_read_whole
 def test_a_large_file_is_read_whole_into_memory_advised_for_huge_pages(big: tuple[Path, bytes]) -> None:
     path, data = big
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         got = read_whole(fd, SIZE)
-    finally:
-        os.close(fd)
     assert type(got) is bytes and len(got) == SIZE
     assert got == data and hash(got) == hash(bytes(data))  # a bytes like any other
     # The object's own pages carry the advice ("hg"): the read went through hugeread.
@@ -76,12 +84,9 @@ def test_a_large_file_is_read_whole_into_memory_advised_for_huge_pages(big: tupl
 @via_read_whole
 def test_a_small_file_is_read_plainly(tmp_path: Path) -> None:
     (tmp_path / "small").write_bytes(b"x" * (3 << 20))
-    fd = os.open(tmp_path / "small", os.O_RDONLY)
-    try:
+    with opened(tmp_path / "small") as fd:
         got = read_whole(fd, 10 << 20)
         assert hugeread.pread_fresh(fd, 3 << 20) is None
-    finally:
-        os.close(fd)
     assert got == b"x" * (3 << 20)
     assert " hg" not in _vm_flags(id(got) + (1 << 20))
 
@@ -90,24 +95,18 @@ def test_a_small_file_is_read_plainly(tmp_path: Path) -> None:
 @via_read_whole
 def test_the_limit_still_holds(big: tuple[Path, bytes]) -> None:
     path, data = big
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         assert read_whole(fd, SIZE - 1) == data  # limit + 1 bytes: the caller sees "too large"
         assert read_whole(fd, SIZE - 100) == data[: SIZE - 99]
-    finally:
-        os.close(fd)
 
 
 @needs_thp
 def test_a_file_of_exactly_the_threshold_takes_the_huge_road(tmp_path: Path) -> None:
     path = tmp_path / "edge.bin"
     path.write_bytes(b"e" * hugeread.HUGE_FROM_BYTES)
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         got = hugeread.pread_fresh(fd, hugeread.HUGE_FROM_BYTES)
         assert hugeread.pread_fresh(fd, hugeread.HUGE_FROM_BYTES - 1) is None
-    finally:
-        os.close(fd)
     assert got == b"e" * hugeread.HUGE_FROM_BYTES
     assert " hg" in _vm_flags(id(got) + hugeread.HUGE_FROM_BYTES // 2)
 
@@ -115,11 +114,8 @@ def test_a_file_of_exactly_the_threshold_takes_the_huge_road(tmp_path: Path) -> 
 @needs_thp
 def test_a_file_shorter_than_asked_gives_what_it_has(big: tuple[Path, bytes]) -> None:
     path, data = big
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         got = hugeread.pread_fresh(fd, SIZE + 4096)  # as if it shrank after its size was taken
-    finally:
-        os.close(fd)
     assert got == data
 
 
@@ -140,26 +136,20 @@ def test_a_file_that_grows_after_the_large_read_is_read_to_its_end(
         return got
 
     monkeypatch.setattr(hugeread, "pread_fresh", then_a_writer_appends)
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         assert read_whole(fd, SIZE + 10) == data + b"tail"
-    finally:
-        os.close(fd)
 
 
 @needs_thp
 @via_read_whole
 def test_its_memory_goes_back_when_the_bytes_go(big: tuple[Path, bytes]) -> None:
     path, _ = big
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with opened(path) as fd:
         before = _rss()
         got = read_whole(fd, SIZE)
         held = _rss()
         del got
         after = _rss()
-    finally:
-        os.close(fd)
     assert held - before >= SIZE * 0.9
     assert after - before < 4 << 20
 
