@@ -74,7 +74,11 @@ TARGETS: dict[str, Target] = {
         85.0,
     ),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
-    "install": Target(("src/filegate/install.py",), ("tests/test_install_inprocess.py",), 85.0),
+    "install": Target(
+        ("src/filegate/install/*.py",),
+        ("tests/test_install_inprocess.py", "tests/test_install_files.py"),
+        85.0,
+    ),
     # Grep's parser and ignore handling (issue 26; grep_plan.py split from grep_ignores.py in
     # issue 28); Glob imports only grep_ignores' constants.
     # grep_plan.py alone (the walk's findings → rg's ignore flags and rules file): the grep

@@ -379,7 +379,7 @@ def test_a_token_given_by_flag_is_never_recorded_in_args(tmp_path: Path, project
 
 
 def test_the_backup_of_a_private_config_stays_private(tmp_path: Path, project: Path) -> None:
-    """A 0600 config may hold API keys: its backup gets the same mode, not the umask's 0644."""
+    """A config may hold API keys: its backup is owner-only, not the umask's 0644."""
     env = client_env(tmp_path)
     path = tmp_path / "home/.claude.json"
     path.parent.mkdir(parents=True)
@@ -394,12 +394,12 @@ def test_the_backup_of_a_private_config_stays_private(tmp_path: Path, project: P
     (backup,) = path.parent.glob(".claude.json.*.bak")
     assert json.loads(backup.read_text())["apiKey"] == "sk-private"
     assert (backup.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o600, 0o600)
-    path.chmod(0o640)  # a mode the user chose is kept too, for the file and its backup
+    path.chmod(0o640)  # a mode the user chose is kept for the file; its backup stays owner-only
     path.write_text(json.dumps({"mcpServers": {}, "apiKey": "sk-other"}))
     assert install("claude-code", env=env, cwd=project).returncode == 0
     newest = max(path.parent.glob(".claude.json.*.bak"), key=lambda b: b.stat().st_mtime_ns)
     assert json.loads(newest.read_text())["apiKey"] == "sk-other"
-    assert (newest.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o640, 0o640)
+    assert (newest.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o600, 0o640)
 
 
 def test_http_without_a_token_says_so_and_how_to_require_one(tmp_path: Path, project: Path) -> None:

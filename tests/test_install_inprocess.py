@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from filegate import install
-from filegate.install import main
+from filegate.install import files, main
 from tests.conftest import FILEGATE
 
 BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
@@ -323,11 +323,11 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
     at = time.strptime("2026-01-02 03:04:05", "%Y-%m-%d %H:%M:%S")
     real = time.strftime
-    monkeypatch.setattr(install.time, "strftime", lambda fmt: real(fmt, at))
+    monkeypatch.setattr(files.time, "strftime", lambda fmt: real(fmt, at))
 
 
 @pytest.mark.usefixtures("fixed_clock")
-def test_a_merge_keeps_other_servers_and_settings_and_backs_up_with_the_files_mode(
+def test_a_merge_keeps_other_servers_settings_and_mode_and_backs_up_owner_only(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = home / ".cursor/mcp.json"
@@ -346,7 +346,8 @@ def test_a_merge_keeps_other_servers_and_settings_and_backs_up_with_the_files_mo
         and doc["mcpServers"]["filegate"]["command"] == FILEGATE
     )
     assert backup.read_text() == old
-    assert (path.stat().st_mode & 0o777, backup.stat().st_mode & 0o777) == (0o640, 0o640)
+    # The file keeps its mode; its backup is a copy only its owner needs (it may hold a token).
+    assert (path.stat().st_mode & 0o777, backup.stat().st_mode & 0o777) == (0o640, 0o600)
     # Two more changes in the same second: numbered backups, none overwritten.
     run(capsys, "cursor", "--read-only")
     run(capsys, "cursor", "--no-read-only")
@@ -595,14 +596,20 @@ def test_a_file_that_cannot_be_written_is_one_line(home: Path, capsys: pytest.Ca
     home.mkdir()
     (home / ".cursor").write_text("a file where the directory should be")
     err = refused(capsys, "cursor")
-    assert err.startswith("filegate install: error: ") and "File exists" in err and err.count("\n") == 1
+    assert (
+        err
+        == f"filegate install: error: {home / '.cursor'} is a file where a folder should be; nothing was changed\n"
+    )
     (home / ".kimi-code").mkdir()
     (home / ".kimi-code" / "config.toml").mkdir()  # a directory where the file should be
     with pytest.raises(SystemExit) as done:
         main(["kimi-code", "--disable-builtins"])
     assert done.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("filegate install: error: ") and "Is a directory" in err and err.count("\n") == 1
+    assert (
+        err
+        == f"filegate install: error: {home / '.kimi-code/config.toml'} is not a regular file; nothing was changed\n"
+    )
 
 
 # --- issue 26, second round: what the first mutation run left --------------------------------
@@ -712,12 +719,15 @@ def test_tools_disabled_is_set_inside_the_tools_table_only(
 def test_a_stale_temp_file_of_a_killed_install_does_not_leak_into_the_config(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The temp of an earlier version's killed install (its fixed name) is neither read nor
+    reused: each write makes its own temp, which leaves nothing behind."""
     path = home / ".cursor/mcp.json"
     path.parent.mkdir(parents=True)
     (path.parent / ".mcp.json.filegate-install.tmp").write_text("x" * 10_000)
     run(capsys, "cursor")
     assert json.loads(path.read_text())["mcpServers"]["filegate"]["command"] == FILEGATE
-    assert only_files(home) == [".cursor/mcp.json"]
+    assert only_files(home) == [".cursor/.mcp.json.filegate-install.tmp", ".cursor/mcp.json"]
+    assert (path.parent / ".mcp.json.filegate-install.tmp").read_text() == "x" * 10_000
 
 
 def test_every_recorded_directory_is_absolute_and_in_order(

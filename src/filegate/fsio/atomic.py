@@ -144,13 +144,21 @@ def _too_large(shown: str, size: int, limit: int) -> WriteError:
 
 
 def replace_file(
-    real: Path, data: Content, *, expect: Snapshot, shown: str, create_dirs: bool = False
+    real: Path,
+    data: Content,
+    *,
+    expect: Snapshot,
+    shown: str,
+    create_dirs: bool = False,
+    mode: int | None = None,
 ) -> int:
     """Atomically make ``real`` hold ``data`` (bytes, or spliced pieces written as they are);
     return the bytes written.
 
     ``expect`` is the target as the caller read it: if it changed since, nothing is written.
-    An existing target keeps its mode bits but setuid/setgid (and owner, where permitted).
+    An existing target keeps its mode bits but setuid/setgid (and owner, where permitted);
+    ``mode`` sets them instead (``filegate install``: a file holding a token is owner-only),
+    on a temp that is owner-only from its creation, so the bytes are never readable by others.
     """
     # Without dir_fd (Windows) every name below is a full path and ``dfd`` is None.
     name = real.name
@@ -167,7 +175,7 @@ def replace_file(
     except OSError as exc:
         raise _failure(shown, exc) from None
     try:
-        return _replace_in(dfd, name, data, expect, shown, str(real.parent))
+        return _replace_in(dfd, name, data, expect, shown, str(real.parent), mode)
     finally:
         if dfd is not None:
             os.close(dfd)
@@ -239,7 +247,13 @@ def _open_parent(parent: Path, create: bool) -> int:
 
 
 def _replace_in(
-    dfd: int | None, name: str, data: Content, expect: Snapshot, shown: str, directory: str | None = None
+    dfd: int | None,
+    name: str,
+    data: Content,
+    expect: Snapshot,
+    shown: str,
+    directory: str | None = None,
+    mode: int | None = None,
 ) -> int:
     temp_name: str | None = None
     record: Path | None = None
@@ -248,7 +262,9 @@ def _replace_in(
         # Inside the try: its lstat fails too (a name over NAME_MAX), and that is a WriteError.
         current = _lstat_at(dfd, name)
         _check_target(current, shown, dfd, name)
-        tfd, temp_name, record = _create_temp(dfd, name, existing=current is not None, directory=directory)
+        # Owner-only from creation where a mode is set on it later (an existing file's, or ``mode``).
+        private = current is not None or mode is not None
+        tfd, temp_name, record = _create_temp(dfd, name, existing=private, directory=directory)
         if dfd is None:
             _check_placed(tfd, temp_name, shown)
         source = _copy_source(dfd, name, data, expect)
@@ -260,6 +276,8 @@ def _replace_in(
                 os.close(source)
         if current is not None:
             _copy_metadata(tfd, current)
+        if mode is not None and hasattr(os, "fchmod"):
+            os.fchmod(tfd, mode)
         os.fsync(tfd)
         held = _check_unchanged(dfd, name, expect, shown)
         if temp_name is None:
@@ -383,8 +401,8 @@ def _create_temp(
     dfd: int | None, name: str, *, existing: bool, directory: str | None = None
 ) -> tuple[int, str | None, Path | None]:
     """An unnamed temp file in the directory, or a named one; (fd, name or None, its record)."""
-    # A new file gets 0o666 minus the umask, as open(2) would give it; an existing file's
-    # mode is copied onto the temp before it becomes visible.
+    # A new file gets 0o666 minus the umask, as open(2) would give it; an existing file's mode
+    # (or the caller's) is set on a temp that was owner-only until then, before it is visible.
     mode = 0o600 if existing else 0o666
     if dfd is not None and platform.has_tmpfile():
         try:

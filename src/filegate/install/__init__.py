@@ -35,7 +35,6 @@ import json
 import os
 import re
 import sys
-import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,14 +42,11 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from filegate.flags import ArgumentParser, add_server_flags, long_flag, settings_from
+from filegate.install.files import InstallError, Trust, load, locate, save
 from filegate.policy.escape import escape
 
 OSName = Literal["macos", "windows", "linux"]
 Format = Literal["json", "toml"]
-
-
-class InstallError(Exception):
-    """A configuration that cannot be written as asked; the message is the whole story."""
 
 
 @dataclass(frozen=True)
@@ -314,44 +310,28 @@ class Written:
     changed: bool
 
 
-def write_config(client: Client, name: str, entry: dict[str, Any], path: Path) -> Written:
+def write_config(
+    client: Client, name: str, entry: dict[str, Any], path: Path, trust: Trust, project: Path | None = None
+) -> Written:
     """Merge ``entry`` into ``path``: backup first, then an atomic replace; no-op when equal.
 
-    A symlinked file (dotfiles kept in a repository) is written where the link points: replacing
-    the link itself would cut it off from its repository.
+    A file holding a token (an HTTP entry's header) is made owner-only, its backup too.
     """
     merge = merged_toml if client.format == "toml" else merged_json
-    return write_merged(path, lambda old, where: merge(old, client, name, entry, where))
+    private = client.headers_key in entry
+    return write_merged(
+        locate(path, trust, project), lambda old, where: merge(old, client, name, entry, where), private
+    )
 
 
-def write_merged(path: Path, merge: Callable[[str, Path], str]) -> Written:
-    """``path`` rewritten as ``merge(old text, path)``, with the backup and atomic replace above."""
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    new = merge(old, path)
-    if new == old:
-        return Written(path, None, changed=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    mode = 0o600  # a client's file may hold tokens: private unless it already was otherwise
-    if path.exists():
-        mode = path.stat().st_mode & 0o777
-        backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
-        n = 1
-        while backup.exists():
-            n += 1
-            backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.bak")
-        backup.write_bytes(path.read_bytes())
-        os.chmod(backup, mode)
-    temp = path.with_name(f".{path.name}.filegate-install.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(new)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temp, path)
-    return Written(path, backup, changed=True)
+def write_merged(real: Path, merge: Callable[[str, Path], str], private: bool = False) -> Written:
+    """``real`` (from files.locate) rewritten as ``merge(old text, real)`` through files.save."""
+    loaded = load(real)
+    new = merge(loaded.text, real)
+    if new == loaded.text:
+        return Written(real, None, changed=False)
+    backup = save(loaded, new, private=private)
+    return Written(real, backup, changed=True)
 
 
 # --- the command ---------------------------------------------------------------------------
@@ -494,10 +474,13 @@ def main(argv: Sequence[str]) -> int:
         )
         sys.stdout.write(snippet(client, ns.name, entry))
         return 0
+    trust: Trust = "user"
     if ns.config:
         path: Path | None = Path(ns.config).expanduser()
+        trust = "given"
     elif ns.project:
         path = settings.workdir / str(client.project_file)
+        trust = "project"
     else:
         path = config_path(client.name, here, os.environ)
     if path is None:
@@ -506,7 +489,12 @@ def main(argv: Sequence[str]) -> int:
             f"filegate install: error: {client.name} has no file of its own: give --config FILE or --print\n",
         )
     try:
-        written = write_config(client, ns.name, entry, path)
+        # Beside the file Kimi Code reads (the link, if it is one), not the link's target;
+        # located before anything is written, so a refusal leaves both files as they were.
+        sibling = (
+            locate(path.with_name("config.toml"), trust, settings.workdir) if ns.disable_builtins else None
+        )
+        written = write_config(client, ns.name, entry, path, trust, settings.workdir)
     except (InstallError, OSError) as exc:
         parser.exit(2, f"filegate install: error: {exc}\n")
     shown = escape(str(written.path))
@@ -515,9 +503,9 @@ def main(argv: Sequence[str]) -> int:
     else:
         kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
         print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}; restart the client to load it")
-    if ns.disable_builtins:
+    if sibling is not None:
         try:
-            done = write_merged(written.path.with_name("config.toml"), merged_disabled_tools)
+            done = write_merged(sibling, merged_disabled_tools)
         except (InstallError, OSError) as exc:
             parser.exit(2, f"filegate install: error: {exc}\n")
         kept = f" (the old file is kept as {escape(str(done.backup))})" if done.backup else ""
