@@ -204,7 +204,6 @@ GUARDED = {
         "copy_file_range",
     ): "after `hasattr(os, 'copy_file_range')`; AttributeError caught",
     ("filegate.fsio.atomic", "sendfile"): "after `hasattr(os, 'sendfile')`",
-    ("filegate.fsio.hugeread", "preadv"): "Linux only, after `hasattr(os, 'preadv')` (_probe)",
 }
 
 

@@ -97,7 +97,6 @@ def _read_at(fd: int, n: int, offset: int) -> bytes:
 # Up to ``n`` bytes of ``fd`` at ``offset``, its position untouched. Chosen once, at import: it
 # is on every read's path (``FILEGATE_SIMULATE=no-pread`` must be set before filegate starts).
 pread = os.pread if hasattr(os, "pread") and "no-pread" not in simulated() else _read_at
-NATIVE_PREAD = pread is not _read_at
 
 
 def has_loop_signals() -> bool:

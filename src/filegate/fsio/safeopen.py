@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from filegate.errors import PathError
-from filegate.fsio import hugeread, platform
+from filegate.fsio import platform
 from filegate.policy.workspace import ResolvedPath
 
 # A read asks for the expected size plus this much, so a file that grew is read to its end in
@@ -181,17 +181,11 @@ def _os_error(shown: str, exc: OSError) -> PathError:
 def read_whole(fd: int, limit: int) -> bytes:
     """The regular file behind ``fd`` from its start to its end, but never more than
     ``limit + 1`` bytes: a caller tells "larger than ``limit``" from the length, and a file
-    that grows while it is read cannot keep the loop going. One allocation in the usual case
-    (the file is as large as fstat says); a large one in memory backed by huge pages, where
-    the OS has them (:mod:`filegate.fsio.hugeread`)."""
+    that grows while it is read cannot keep the loop going. One read in the usual case (the
+    file is as large as fstat says)."""
     size = os.fstat(fd).st_size
     chunks: list[bytes] = []
     total = 0
-    if size <= limit and platform.NATIVE_PREAD:  # not where pread is simulated away
-        first = hugeread.pread_fresh(fd, size)
-        if first is not None:
-            chunks.append(first)
-            total = len(first)
     while total <= limit:
         chunk = platform.pread(fd, min(max(size - total, 0) + _EXTRA_READ, limit + 1 - total), total)
         if not chunk:
