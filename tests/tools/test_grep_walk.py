@@ -11,22 +11,28 @@ same recorder, at the moment the walk asks about that directory: the race, made 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from filegate.fsio import platform
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep_ignores, grep_plan
+from filegate.tools import grep, grep_ignores, grep_plan
 from filegate.tools.grep_ignores import MAX_RULES_BYTES, Secrets, TreeIgnores, walk_tree
+from filegate.tools.grep_params import GrepParams
 from filegate.tools.grep_parse import fit_lines
+from filegate.tools.outcome import ToolEnv
 from tests.conftest import call, connect, texts
+from tests.fakes import FakeApprover
 from tests.tools.test_grep_rules import _rg_lists
 
 # Under FILEGATE_SIMULATE=no-dirfd (.ci/run) this process has no dir_fd at all: only the walk by
@@ -367,6 +373,14 @@ def test_where_rg_may_read_no_gitignore_the_regular_ones_reach_it_as_rules(
         plan.close()
 
 
+def _rules_text(plan: grep_plan.IgnorePlan) -> str:
+    """The rules file the plan hands rg (a memfd, or a named temp where there is none)."""
+    if plan.fd is not None:
+        return os.pread(plan.fd, MAX_RULES_BYTES, 0).decode()
+    assert plan.temp is not None
+    return Path(plan.temp).read_text()
+
+
 def test_where_every_gitignore_is_a_regular_file_rg_reads_them_itself(ws: Path) -> None:
     """Their rules are not copied into the rules file (rg reads them, as fast as it can): only
     the rules from above the searched directory and the secrets are. A plan closed twice (the
@@ -375,7 +389,7 @@ def test_where_every_gitignore_is_a_regular_file_rg_reads_them_itself(ws: Path) 
     plan = _plan(ws / "sub", ws, include_ignored=False)
     try:
         assert "--no-ignore-vcs" not in plan.args and plan.unsafe == 0 and plan.sensitive == [".env"]
-        text = plan.basis[1]
+        text = _rules_text(plan)
         assert "*.tmp" in text and "/.env" in text and "*.log" not in text and "gen" not in text
         assert _rg_lists(ws / "sub", plan) == ["a/.gitignore", "a/y.txt", "gen/top.txt", "z.log"]
     finally:
@@ -399,3 +413,45 @@ def test_include_ignored_leaves_out_the_secrets_only(ws: Path) -> None:
         ]  # fmt: skip
     finally:
         plan.close()
+
+
+def _rules_files_open() -> int:
+    """Rules files (memfds) this process holds open."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            n += "filegate-grep-ignore" in os.readlink(f"/proc/self/fd/{fd}")
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("searched_before", [False, True])
+async def test_a_search_cancelled_during_its_walk_leaves_no_rules_file_open(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, searched_before: bool
+) -> None:
+    """The walk runs to its end when the call is cancelled (its budget bounds it); the plan it
+    makes (with a rules file: .env is left out) is closed then. Called in process, so that the
+    cancellation is certain to reach the call. Searched before: the walk reuses the last one."""
+    tree(ws, {"a/x.txt": "needle\n", "a/.env": "needle\n"})
+    env = ToolEnv(workspace=Workspace(workdir=ws), approver=FakeApprover(ws))
+    params = GrepParams(pattern="needle")
+    if searched_before:
+        await grep.grep(params, env)
+    real_plan = grep_plan.plan
+    finished = threading.Event()
+
+    def slow_plan(*args: Any) -> Any:
+        time.sleep(0.5)
+        try:
+            return real_plan(*args)
+        finally:
+            finished.set()
+
+    before = _rules_files_open()
+    monkeypatch.setattr(grep_plan, "plan", slow_plan)
+    with anyio.move_on_after(0.2) as scope:
+        await grep.grep(params, env)
+    assert scope.cancelled_caught
+    assert finished.wait(5)
+    await anyio.sleep(0.2)
+    assert _rules_files_open() == before

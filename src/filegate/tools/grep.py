@@ -5,11 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import anyio
 
@@ -21,7 +18,7 @@ from filegate.tools.grep_params import HEAD_LIMIT, GrepParams, Target, resolve_t
 from filegate.tools.grep_parse import Parsed, Parser, fit_lines, page_lines
 from filegate.tools.grep_plan import IgnorePlan
 from filegate.tools.grep_rg import RgOutput, RgRun, filter_args, find_rg, rg_args, run_rg
-from filegate.tools.outcome import Outcome, Reporter, ToolEnv, ToolSpec
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Kimi's grep_local.py: the longest output (the client's budget may be smaller).
 MAX_OUTPUT_CHARS = 50_000
@@ -155,120 +152,21 @@ async def _search(
 async def _search_tree(
     rg: str, params: GrepParams, target: Target, env: ToolEnv
 ) -> tuple[Parser, RgRun | OSError, IgnorePlan]:
-    """A directory searched with the ignore flags of a fresh walk of it (grep_plan.plan).
-
-    A repeated search does not wait for the walk: rg starts at once with the flags the last
-    walk of the tree gave, while the walk looks at the tree again (~20 ms of the kernel's
-    ~5,100 directories, a twentieth of rg's run). That run counts only if the walk gives the
-    very same flags; else it is stopped, its output thrown away unread by anyone, and rg runs
-    again with the walk's (a file that may hold secrets appeared, a `.gitignore` changed
-    kind). What the result says is always from the walk that ran for this search."""
+    """A directory searched with the ignore flags of a walk of it (grep_plan.plan; a repeated
+    search of an unchanged tree reuses most of the last walk). The walk is not abandoned when
+    the call is cancelled (it is bounded by its own budget): its rules file is closed here."""
     matcher = env.workspace.secrets
     secrets = grep_ignores.Secrets(
         str(target.cwd), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns
     )
-    how = (target.cwd, env.workspace.dirs, secrets, params.include_ignored)
-    guessed: list[IgnorePlan | None] = []  # kept here, so a cancelled call still closes it
-
-    def remembered(fd: int) -> None:
-        guessed.append(grep_plan.remembered_plan(fd, *how))
-
-    walked = _Walked()
-
-    def walk(fd: int) -> IgnorePlan:  # closes ``fd``, a copy taken in the event loop's thread
-        return walked.put(grep_plan.plan(fd, *how))
-
+    ignores = await anyio.to_thread.run_sync(
+        grep_plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
+    )
     try:
-        await anyio.to_thread.run_sync(remembered, os.dup(target.fd))
-    except BaseException:
-        if guessed and guessed[0] is not None:
-            guessed[0].close()
-        raise
-    guess = guessed[0]
-    early: list[tuple[Parser, RgRun | OSError] | Exception] = []
-    ignores: IgnorePlan | None = None
-    try:
-        if guess is not None:
-            failed: Exception | None = None
-
-            # Its progress is held back until the walk confirms it: a file that may hold
-            # secrets and appeared since the last walk is searched by this run, and the byte
-            # counts of its progress would tell of its lines.
-            held = _HeldReporter(env.reporter)
-
-            async def speculate() -> None:
-                try:
-                    early.append(await _search(rg, params, target, replace(env, reporter=held), guess))
-                except Exception as exc:  # said only if this run is the one that counts
-                    early.append(exc)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(speculate)
-                try:
-                    ignores = await anyio.to_thread.run_sync(walk, os.dup(target.fd), abandon_on_cancel=True)
-                except Exception as exc:  # raised below as it is, not in an exception group
-                    failed = exc
-                if ignores is None or ignores.basis != guess.basis:
-                    tg.cancel_scope.cancel()  # rg is stopped; what it wrote is never read
-                else:
-                    held.confirmed = True
-            if failed is not None:
-                raise failed
-        else:
-            ignores = await anyio.to_thread.run_sync(walk, os.dup(target.fd), abandon_on_cancel=True)
-        assert ignores is not None
-        if guess is not None and ignores.basis == guess.basis and early:
-            if isinstance(early[0], Exception):
-                raise early[0]
-            return (*early[0], ignores)
         return (*await _search(rg, params, target, env, ignores), ignores)
     except BaseException:
-        walked.abandon()  # its rules file is closed, now or when the walk's thread ends
+        ignores.close()
         raise
-    finally:
-        if guess is not None:
-            guess.close()
-
-
-class _Walked:
-    """The walk's plan, handed from its thread to the call. A call cancelled meanwhile leaves
-    the thread running (abandon_on_cancel): whichever side comes last closes the plan's rules
-    file, so an abandoned walk does not keep one open."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._plan: IgnorePlan | None = None
-        self._gone = False
-
-    def put(self, plan: IgnorePlan) -> IgnorePlan:
-        with self._lock:
-            if self._gone:
-                plan.close()
-            else:
-                self._plan = plan
-        return plan
-
-    def abandon(self) -> None:
-        with self._lock:
-            self._gone = True
-            if self._plan is not None:
-                self._plan.close()
-
-
-class _HeldReporter:
-    """A reporter that says nothing until ``confirmed``, then passes everything on."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self.reporter = reporter
-        self.confirmed = False
-
-    async def progress(self, done: float, total: float | None, message: str) -> None:
-        if self.confirmed:
-            await self.reporter.progress(done, total, message)
-
-    async def log(self, level: Literal["debug", "info", "warning", "error"], text: str) -> None:
-        if self.confirmed:
-            await self.reporter.log(level, text)
 
 
 async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:

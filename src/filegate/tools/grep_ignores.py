@@ -190,33 +190,6 @@ def walk_tree(
     return found
 
 
-def remembered_tree(top_fd: int, secrets: Secrets) -> TreeIgnores | None:
-    """What the last complete walk of the tree open as ``top_fd`` found, in the order
-    :func:`walk_tree` finds it in an unchanged tree, without a look at any directory; None if
-    no walk of it is remembered. A guess: only :func:`walk_tree` says whether it still holds."""
-    try:
-        top = os.fstat(top_fd)
-    except OSError:
-        return None
-    before = _REMEMBERED.get((top.st_dev, top.st_ino, secrets.key))
-    if before is None:
-        return None
-    found = TreeIgnores()
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        listed = before.get(rel)
-        if listed is None:  # the remembered walk could not look at it (as rg cannot)
-            continue
-        if listed.regular:
-            found.regular.append(rel)
-        found.unsafe += listed.unsafe
-        found.sensitive.extend(listed.sensitive)
-        stack.extend(listed.subdirs)
-    found.regular.sort()
-    return found
-
-
 def _still_sane(top_fd: int, rel: str, by_path: _ByPath | None) -> bool:
     """A remembered directory's regular `.gitignore` is still regular and of sane size: written
     in place (truncated to 4 GiB, say), it changes its own ctime, not its directory's."""

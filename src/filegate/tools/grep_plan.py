@@ -22,7 +22,6 @@ from filegate.tools.grep_ignores import (
     TreeIgnores,
     outer_rules,
     read_rules,
-    remembered_tree,
     rules_at,
     walk_tree,
 )
@@ -42,8 +41,6 @@ class IgnorePlan:
     sensitive: list[str] = field(default_factory=list)  # files that may hold secrets, left out
     fd: int | None = None  # a rules file rg reads by /proc/self/fd (kept open until rg ends)
     temp: str | None = None  # the same where there is no memfd
-    # What rg is told, whatever file holds the rules: two plans with equal bases make one rg run.
-    basis: tuple[object, ...] = ()
 
     def close(self) -> None:
         if self.fd is not None:
@@ -71,20 +68,6 @@ def plan(
         os.close(dir_fd)
 
 
-def remembered_plan(
-    dir_fd: int, top: Path, workspace_dirs: Iterable[Path], secrets: Secrets, include_ignored: bool
-) -> IgnorePlan | None:
-    """The plan :func:`plan` made from the last complete walk of this tree, taken as it was
-    (no directory looked at); None if there is none. rg may start with it while the walk is
-    checked again, as long as its output is thrown away unless :func:`plan`'s basis is the
-    same (tools/grep.py). Closes ``dir_fd``."""
-    try:
-        tree = remembered_tree(dir_fd, secrets)
-        return None if tree is None else _plan_of(tree, dir_fd, top, workspace_dirs, include_ignored)
-    finally:
-        os.close(dir_fd)
-
-
 def _plan_of(
     tree: TreeIgnores, dir_fd: int, top: Path, workspace_dirs: Iterable[Path], include_ignored: bool
 ) -> IgnorePlan:
@@ -104,9 +87,7 @@ def _plan_of(
     rules = [rule for rule in rules if _is_utf8(rule)]
     unsafe = 0 if include_ignored else tree.unsafe
     text = "\n".join(rules) + "\n" if rules else ""
-    result = IgnorePlan(
-        args, unsafe, tree.sensitive, basis=(tuple(args), text, unsafe, tuple(tree.sensitive))
-    )
+    result = IgnorePlan(args, unsafe, tree.sensitive)
     if text:
         _attach_rules(result, text)
     return result
