@@ -6,7 +6,6 @@ import errno
 import os
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import anyio
 
@@ -78,17 +77,6 @@ def _regex_error(text: str) -> str:
             out[j] = out[j][:-1]
             break
     return "\n".join(out)
-
-
-def _fifo_sentence(fifo: str, env: ToolEnv) -> str:
-    """What the caller is told when rg was stopped at a FIFO (its name only if inside)."""
-    named = ""
-    if fifo and env.workspace.contains(fifo):
-        named = f" (`{env.workspace.display(Path(fifo))}`)"
-    return (
-        f"The search stopped early: a file was replaced by a FIFO while it ran{named}, and "
-        "filegate never reads one. Partial results returned; search again for the rest."
-    )
 
 
 def _unreadable_sentence(n: int) -> str:
@@ -209,8 +197,6 @@ def _result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe
         notes.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
         notes.append(f"Grep timed out after {grep_rg.RG_TIMEOUT_S:g}s. Partial results returned.")
-    if run.fifo is not None:
-        notes.append(_fifo_sentence(run.fifo, env))
     unreadable = _unreadable(run.stderr) if run.returncode == 2 else 0
     if unreadable:
         notes.append(_unreadable_sentence(unreadable))

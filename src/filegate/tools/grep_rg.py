@@ -1,6 +1,7 @@
 """Grep's ripgrep: its command line, started in its sandbox and under its memory cap in the
 directory that was checked (pinned by its fd), its output read by a worker thread and fed to
-the parser while it runs, stopped at its timeout or at a FIFO."""
+the parser while it runs, stopped at its timeout (which also bounds a wait on a FIFO swapped
+into the tree after rg listed it: rg skips a FIFO its walk sees, but cannot refuse one at open)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from anyio._core._eventloop import get_async_backend
 from anyio.abc import ByteReceiveStream, Process
 
 from filegate.fsio import platform
-from filegate.tools import grep_fifo, grep_sandbox, grep_spawn
+from filegate.tools import grep_sandbox, grep_spawn
 from filegate.tools.grep_ignores import VCS_DIRS
 from filegate.tools.grep_params import MAX_LINE_CHARS, GrepParams, Target
 from filegate.tools.grep_parse import Parser
@@ -259,7 +260,6 @@ class RgRun:
     stderr: bytes = b""
     returncode: int | None = None
     timed_out: bool = False
-    fifo: str | None = None  # rg was stopped waiting on this FIFO ("" when unnamed)
 
 
 @functools.cache
@@ -391,11 +391,7 @@ async def run_rg(
         with anyio.move_on_after(RG_TIMEOUT_S) as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read_stderr, proc.stderr, err)
-                watching = anyio.CancelScope()
-                if platform.has_proc():
-                    tg.start_soon(_watch_fifo, proc, run, watching)
                 await run.output.wait(env.reporter)
-                watching.cancel()
             run.returncode = await proc.wait()
         run.timed_out = scope.cancelled_caught
     finally:
@@ -407,16 +403,3 @@ async def run_rg(
                 await anyio.to_thread.run_sync(run.output.ended.wait)
     run.stderr = bytes(err)
     return run
-
-
-async def _watch_fifo(proc: Process, run: RgRun, scope: anyio.CancelScope) -> None:
-    """Stop rg the moment it waits on a FIFO swapped in after its walk (grep_fifo)."""
-    with scope:
-        await anyio.sleep(grep_fifo.WATCH_FROM_S)
-        while proc.returncode is None:
-            found = grep_fifo.fifo_waiter(proc.pid)  # a few small /proc reads
-            if found is not None:
-                run.fifo = found
-                proc.kill()
-                return
-            await anyio.sleep(grep_fifo.WATCH_EVERY_S)
