@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools import grep_rg
+from filegate.tools import grep_rg, grep_sandbox
 from tests.conftest import call, connect, text, texts
 
 
@@ -688,9 +688,15 @@ async def test_text_after_a_carriage_return_is_kept_and_shown_escaped(ws: Path, 
     assert out.splitlines() == ["cr.txt:1:one\\x0dneedle two", "cr.txt:2:three needle\\x0dtail"]
 
 
-async def test_rg_runs_under_the_memory_limit(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """18.1: rg's address space is capped right after it starts. With a cap too small for rg
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["landlock-way", "plain-way"])
+async def test_rg_runs_under_the_memory_limit(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch, sandboxed: bool
+) -> None:
+    """18.1: rg's address space is capped from its start, whichever way it is started (inside
+    the Landlock sandbox where there is one, plainly elsewhere). With a cap too small for rg
     itself, the search fails cleanly (without the cap it would succeed)."""
+    if not sandboxed:
+        monkeypatch.setitem(grep_sandbox._state, "abi", 0)
     tree(ws, {"a.txt": "needle\n" * 1000})
     monkeypatch.setattr(grep_rg, "RG_MEMORY_LIMIT", 4 << 20)
     err, parts, _ = await grep(ws, mode, pattern="needle", output_mode="content", head_limit=0)

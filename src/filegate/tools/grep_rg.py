@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio._core._eventloop import get_async_backend
 from anyio.abc import ByteReceiveStream, Process
 
 from filegate.fsio import platform
@@ -268,22 +267,24 @@ def _shell() -> str | None:
 
 
 def _under_memory_limit(args: list[str]) -> list[str]:
-    """rg's command line, started through `sh -c 'ulimit -v …; exec rg …'` so the cap holds from
-    rg's first instruction (a preexec hook would cost a fork of this whole process): an ignore
-    file or a line without end runs into the cap, not into the machine's memory."""
+    """rg's command line, started through `sh -c 'ulimit -v …; exec rg …'`: the one place rg's
+    memory cap is set, from its first instruction (a preexec hook would cost a fork of this
+    whole process). An ignore file or a line without end runs into the cap, not into the
+    machine's memory. Where there is no shell (Windows) there is no such cap to set."""
     sh = _shell()
     if sh is None:  # pragma: no cover - every POSIX system has /bin/sh
         return args
     return [sh, "-c", f'ulimit -v {RG_MEMORY_LIMIT // 1024}; exec "$@"', "rg", *args]
 
 
-def _limit_memory(pid: int) -> None:
-    """The same cap once more on the running process (rg itself, after exec; or where no shell
-    set it)."""
-    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
-        import resource  # POSIX only: on Windows there is no such cap to set
-
-        resource.prlimit(pid, resource.RLIMIT_AS, (RG_MEMORY_LIMIT, RG_MEMORY_LIMIT))
+def _sandbox(rg: str, target: Target, read_files: Sequence[str]) -> grep_sandbox.Sandbox | None:
+    """rg's Landlock sandbox (grep_sandbox), where rg can be started inside it: Linux with
+    Landlock, rg pinned to the searched directory by its working directory (/proc), a shell
+    for the memory cap and pidfds to await it (grep_spawn). None elsewhere."""
+    sh = _shell()
+    if sh is None or not _pinned_by_cwd(target) or not hasattr(os, "pidfd_open"):
+        return None
+    return grep_sandbox.build(rg, [] if target.single_file else [target.fd], read_files, [sh])
 
 
 async def start_rg(
@@ -291,71 +292,31 @@ async def start_rg(
     target: Target,
     pass_fds: Sequence[int],
     read_files: Sequence[str],
-    sandboxed: bool = True,
     stdout: int = subprocess.PIPE,
 ) -> Process:
-    """rg started in its sandbox (grep_sandbox: it reads nothing outside the searched
-    directory), or as before where there is none."""
-    sandbox = None
-    # Started from a thread inside the sandbox (a vfork, the memory cap set by the shell), or
-    # where the child must fchdir() to the pinned directory itself, in a preexec_fn.
-    from_thread = _pinned_by_cwd(target) and _shell() is not None and hasattr(os, "pidfd_open")
-    if sandboxed:
-        dirs = [] if target.single_file else [target.fd]
-        shell = [s for s in [_shell()] if s and from_thread]
-        sandbox = grep_sandbox.build(args[0], dirs, read_files, shell)
-    if sandbox is not None and from_thread:
+    """rg started in its own session in the searched directory, under its memory cap. One way
+    where Landlock exists: from a thread inside the sandbox (grep_spawn; rg reads nothing
+    outside the searched directory). One way elsewhere: a plain start, pinned to the directory
+    by a trampoline where there is no /proc (from_pinned_directory)."""
+    cmd = _under_memory_limit(args)
+    stdin = target.fd if target.single_file else None
+    sandbox = _sandbox(args[0], target, read_files)
+    if sandbox is not None:
         try:
-            confined = grep_spawn.start(
-                sandbox,
-                _under_memory_limit(args),
-                cwd=rg_cwd(target),
-                stdin=target.fd if target.single_file else None,
-                stdout=stdout,
-                pass_fds=pass_fds,
-            )
+            return grep_spawn.start(sandbox, cmd, rg_cwd(target), stdin, stdout, pass_fds)
         except grep_sandbox.Refused as exc:  # e.g. seccomp: nothing was started
             grep_sandbox.disable(f"the kernel refused it ({exc.strerror})")
-            return await start_rg(args, target, pass_fds, read_files, sandboxed=False, stdout=stdout)
         finally:
             sandbox.close()
-        _limit_memory(confined.pid)
-        return confined
-    if sandbox is None:
-        cmd, pinned = from_pinned_directory(_under_memory_limit(args), target)
-        proc = await _open(cmd, target, stdout, [*pass_fds, *pinned])
-        if not pinned:  # else the trampoline is this pid until it execs: the shell's ulimit caps rg
-            _limit_memory(proc.pid)
-        return proc
-    try:
-        # Without /proc the child fchdir()s to the pinned directory itself (no trampoline).
-        setup = sandbox.child_setup(RG_MEMORY_LIMIT, None if _pinned_by_cwd(target) else target.fd)
-        return await _open(args, target, stdout, pass_fds, setup)
-    except subprocess.SubprocessError as exc:  # the child could not enter it (e.g. seccomp)
-        grep_sandbox.disable(f"the child refused it ({exc})")
-        return await start_rg(args, target, pass_fds, read_files, sandboxed=False, stdout=stdout)
-    finally:
-        sandbox.close()
-
-
-async def _open(
-    cmd: list[str],
-    target: Target,
-    stdout: int,
-    pass_fds: Sequence[int],
-    preexec_fn: Callable[[], None] | None = None,
-) -> Process:
-    """rg (or its trampoline) started in its own session, in the searched directory."""
-    # anyio.open_process takes no preexec_fn; its backend passes it on to Popen.
-    return await get_async_backend().open_process(
+    cmd, pinned = from_pinned_directory(cmd, target)
+    return await anyio.open_process(
         cmd,
         cwd=rg_cwd(target),
-        stdin=target.fd if target.single_file else None,
+        stdin=stdin,
         stdout=stdout,
-        stderr=-1,
+        stderr=subprocess.PIPE,
         start_new_session=True,
-        pass_fds=pass_fds,
-        preexec_fn=preexec_fn,
+        pass_fds=[*pass_fds, *pinned],
     )
 
 

@@ -8,17 +8,20 @@ searched directory fails (EACCES): rg reports it unreadable and prints nothing o
 
 The ruleset is built in the parent (a few syscalls). rg is started from a new thread that has
 entered the sandbox itself (``no_new_privs``, ``landlock_restrict_self``: both bind the calling
-thread only), so the child inherits it with a plain vfork: a ``preexec_fn`` forces a fork of
-this whole process, 5-30 ms per search. The ``preexec_fn`` remains where the child must change
-to the pinned directory by its fd (no /proc). Where Landlock is missing
-(kernel < 5.13, not Linux, disabled, or refused in the child, e.g. under seccomp) rg runs as
-before; that is logged once at debug level, and a search never fails because of it.
+thread only), so the child inherits it with a plain vfork (a ``preexec_fn`` would fork this
+whole process for every search). Where Landlock is missing (kernel < 5.13, not Linux, disabled,
+or refused, e.g. under seccomp) rg runs as before; that is logged once at debug level, and a
+search never fails because of it.
+
+A garbage collection that happens to run in the sandboxed thread runs other objects'
+finalizers there: one that opens, makes or removes a path would be refused. filegate has no
+such finalizer (its temporary files are removed by explicit calls); closing descriptors and
+writing to open ones are not governed by Landlock.
 """
 
 from __future__ import annotations
 
 import ctypes
-import gc
 import logging
 import os
 import platform
@@ -127,28 +130,6 @@ class Sandbox:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
 
-    def child_setup(self, memory_limit: int | None = None, chdir_fd: int | None = None) -> Callable[[], None]:
-        """What the child runs before exec: the memory cap, a change to the open directory
-        ``chdir_fd``, then the sandbox. Everything it calls is bound here, in the parent: the
-        child of a threaded process must not import."""
-        import resource  # POSIX only: imported where used (tests/test_architecture.py)
-
-        libc = _libc()
-        prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
-        setrlimit, rlimit_as = resource.setrlimit, resource.RLIMIT_AS
-        fd = self.ruleset_fd
-        fchdir = os.fchdir
-
-        def enter() -> None:
-            if memory_limit is not None:
-                setrlimit(rlimit_as, (memory_limit, memory_limit))
-            if chdir_fd is not None:
-                fchdir(chdir_fd)
-            if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
-                raise OSError(get_errno(), "landlock_restrict_self")  # the parent falls back
-
-        return enter
-
     def run_inside(self, fn: Callable[[], T]) -> T:
         """``fn()`` in a new thread that has entered the sandbox first, so that a process it
         starts inherits the sandbox (with a vfork, not a fork of this whole process). Landlock
@@ -168,17 +149,9 @@ class Sandbox:
             except BaseException as exc:  # handed to the caller's thread
                 done.append((False, exc))
 
-        # No garbage collection meanwhile: a collection run in the sandboxed thread would run
-        # other objects' finalizers there, where their file operations would be refused.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            thread = threading.Thread(target=inside, name="filegate-rg-spawn", daemon=True)
-            thread.start()
-            thread.join()
-        finally:
-            if collecting:
-                gc.enable()
+        thread = threading.Thread(target=inside, name="filegate-rg-spawn", daemon=True)
+        thread.start()
+        thread.join()
         ok, value = done[0]
         if not ok:
             assert isinstance(value, BaseException)
