@@ -199,11 +199,6 @@ GUARDED = {
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep_plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep_spawn", "set_blocking"): "Linux only: grep_rg checks os.pidfd_open first",
-    (
-        "filegate.fsio.atomic",
-        "copy_file_range",
-    ): "after `hasattr(os, 'copy_file_range')`; AttributeError caught",
-    ("filegate.fsio.atomic", "sendfile"): "after `hasattr(os, 'sendfile')`",
 }
 
 

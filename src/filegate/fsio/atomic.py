@@ -26,7 +26,7 @@ from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.pending import TEMP_SUFFIX, _clear_pending, _record_pending
 from filegate.fsio.safeopen import BINARY, NONBLOCK, open_components, open_then_verify, read_whole
-from filegate.fsio.spliced import Content, Spliced, content_pieces
+from filegate.fsio.spliced import Content, content_pieces
 
 # Linux NAME_MAX is 255 bytes; the temp name adds a dot, a dot and 16 hex digits, and the suffix.
 _TEMP_NAME_KEEP = 200
@@ -267,13 +267,7 @@ def _replace_in(
         tfd, temp_name, record = _create_temp(dfd, name, existing=private, directory=directory)
         if dfd is None:
             _check_placed(tfd, temp_name, shown)
-        source = _copy_source(dfd, name, data, expect)
-        try:
-            if not (isinstance(data, Spliced) and source >= 0 and _copy_pieces(source, tfd, data, expect)):
-                _write_all(tfd, data)
-        finally:
-            if source >= 0:
-                os.close(source)
+        _write_all(tfd, data)
         if current is not None:
             _copy_metadata(tfd, current)
         if mode is not None and hasattr(os, "fchmod"):
@@ -432,70 +426,6 @@ def _write_all(fd: int, data: Content) -> None:
         while view:
             n = os.write(fd, view[:_WRITE_CHUNK])
             view = view[n:]
-
-
-# --- an edit's unchanged bytes, copied in the kernel ---------------------------------------
-# An edit of a large file changes a few bytes: the prefix and suffix it leaves are copied from
-# the file itself to the temp with copy_file_range(2) (sendfile(2) where that fails), never
-# through Python's memory: a reflink where the file system shares extents (btrfs, XFS), a
-# server-side copy on NFS 4.2. (On ext4 the kernel copies page by page: ~8 ms slower for a
-# 50 MB edit here than 1 MiB writes from memory, measured 2026-11-25.) Only for a snapshot
-# whose status proves the file unchanged since it was read, re-proved after the copy:
-# otherwise what was copied might differ from what was read, and the temp is written from
-# memory as for every other write.
-_COPY_MIN_BYTES = 1 << 20
-_COPY_CHUNK = 1 << 30
-
-
-def _copy_source(dfd: int | None, name: str, data: Content, expect: Snapshot) -> int:
-    """The target opened to copy ``data``'s unchanged pieces from, or -1 to write from memory."""
-    if not (
-        isinstance(data, Spliced)
-        and data.base is expect.content
-        and len(data.base) >= _COPY_MIN_BYTES
-        and expect.settled
-        and (hasattr(os, "copy_file_range") or hasattr(os, "sendfile"))
-    ):
-        return -1
-    try:
-        fd = _open_target(dfd, name)
-    except OSError:
-        return -1
-    if not expect.same_status(os.fstat(fd)):
-        os.close(fd)
-        return -1  # the stale check says why
-    return fd
-
-
-def _copy_pieces(source: int, tfd: int, data: Spliced, expect: Snapshot) -> bool:
-    """Write ``data`` to the temp ``tfd``: its base's prefix and suffix copied from ``source``
-    (the file it was read from), its middle from memory. False (the temp emptied) where the
-    kernel would not copy or the file changed meanwhile: the caller writes from memory."""
-    try:
-        _copy_range(source, tfd, 0, data.start)
-        _write_all(tfd, data.middle)
-        _copy_range(source, tfd, data.end, len(data.base) - data.end)
-        if expect.same_status(os.fstat(source)):
-            return True
-    except OSError:
-        pass
-    os.lseek(tfd, 0, os.SEEK_SET)
-    os.ftruncate(tfd, 0)
-    return False
-
-
-def _copy_range(source: int, tfd: int, offset: int, count: int) -> None:
-    """``count`` bytes of ``source`` from ``offset`` appended to ``tfd`` at its offset."""
-    end = offset + count
-    while offset < end:
-        n = min(end - offset, _COPY_CHUNK)
-        try:
-            done = os.copy_file_range(source, tfd, n, offset)
-        except (AttributeError, OSError):  # no such call, or not between these files (EXDEV…)
-            done = os.sendfile(tfd, source, offset, n)
-        if done <= 0:  # the file is shorter than it was read: not a copy of what was read
-            raise OSError(errno.EIO, "the file shrank while being copied")
-        offset += done
 
 
 def _copy_metadata(fd: int, st: os.stat_result) -> None:
