@@ -1,5 +1,5 @@
 """docs/ARCHITECTURE.md, kept true: the layers import only downward, fastmcp/mcp only in server/,
-no private name crosses a package, and no module imports itself round a circle (lazy imports
+no private name crosses a module, and no module imports itself round a circle (lazy imports
 inside functions count too: a circle is a circle whenever it closes). Also: each tool declared
 once (its module's SPEC, registered by server/app.py from one list), the question rules free of
 the protocol, and no module over the size budget without a reason."""
@@ -79,12 +79,12 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_no_private_name_is_imported_across_packages() -> None:
+def test_no_private_name_is_imported_across_modules() -> None:
     problems = []
     for path in sources():
         me = module_name(path)
         for target, names, line in imports(path):
-            if not target.startswith("filegate") or unit(target) == unit(me):
+            if not target.startswith("filegate") or target == me:
                 continue
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if private or any(part.startswith("_") and part != "__main__" for part in target.split(".")):
@@ -346,3 +346,23 @@ def test_the_question_rules_hold_no_protocol() -> None:
     path = SRC / "server" / "questions.py"
     protocol = [f"{m}:{n}" for m, _, n in imports(path) if m.split(".")[0] in PROTOCOL]
     assert protocol == []
+
+
+# O_TMPFILE's one home is the one module that opens a temp with it (tests turn it off there).
+FLAG_HOMES = {'getattr(os, "O_TMPFILE"': "filegate.fsio.atomic"}
+
+
+def test_open_flags_and_proc_paths_are_defined_once() -> None:
+    """The POSIX open flags (with their Windows defaults) and /proc's fd path live in
+    fsio/platform.py; every other module takes them from there."""
+    problems = []
+    for path in sources():
+        me = module_name(path)
+        if me == "filegate.fsio.platform":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for needle in ('getattr(os, "O_', '"/proc/self', 'f"/proc/self'):
+                if needle in code and not any(code.count(k) and FLAG_HOMES[k] == me for k in FLAG_HOMES):
+                    problems.append(f"{me}:{n}: {line.strip()}")
+    assert not problems, "\n".join(problems)

@@ -359,7 +359,7 @@ def test_a_named_temp_is_recorded_while_it_exists(ws: Path, monkeypatch: pytest.
         assert record.name.startswith(f"{os.getpid()}-")
         assert record.read_bytes() == os.fsencode(ws / name)
         assert stat.S_IMODE(os.stat(ws / name).st_mode) == 0o600
-        records._clear_pending(record)
+        records.clear_pending(record)
         assert not record.exists()
     finally:
         os.close(dfd)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
-from filegate.fsio.pending import TEMP_SUFFIX, _clear_pending, _record_pending
-from filegate.fsio.safeopen import BINARY, NONBLOCK, open_components, open_then_verify, read_whole
+from filegate.fsio.pending import TEMP_SUFFIX, clear_pending, record_pending
+from filegate.fsio.safeopen import open_components, open_then_verify, read_whole
 from filegate.fsio.spliced import Content, content_pieces
 
 # Linux NAME_MAX is 255 bytes; the temp name adds a dot, a dot and 16 hex digits, and the suffix.
@@ -33,9 +33,6 @@ _TEMP_NAME_KEEP = 200
 # The stale check reads the file in blocks of this size (to compare or to hash them).
 _HASH_BLOCK = 1 << 20
 
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
 
 
@@ -186,7 +183,7 @@ def _check_parent_by_path(parent: Path, create: bool) -> None:
     since it was resolved (no dir_fd to pin it: the rename's race window, see the README)."""
     if create:
         _make_dirs_by_path(parent)
-    os.close(open_then_verify(parent, os.O_RDONLY | _DIRECTORY))
+    os.close(open_then_verify(parent, os.O_RDONLY | platform.DIRECTORY))
 
 
 def _make_dirs_by_path(parent: Path) -> None:
@@ -206,7 +203,7 @@ def _make_dirs_by_path(parent: Path) -> None:
             made = True
         except FileExistsError:
             pass  # made meanwhile by someone else, or a file: the open below tells
-        fd = os.open(directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY | platform.DIRECTORY | platform.NOFOLLOW | platform.CLOEXEC)
         try:
             held = platform.fd_path(fd)
             if held is None:
@@ -228,8 +225,8 @@ def _make_dirs_by_path(parent: Path) -> None:
 
 def _open_parent(parent: Path, create: bool) -> int:
     if not create:
-        return open_components(parent, os.O_RDONLY | _DIRECTORY)
-    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        return open_components(parent, os.O_RDONLY | platform.DIRECTORY)
+    fd = os.open("/", os.O_RDONLY | platform.DIRECTORY | platform.CLOEXEC)
     try:
         for part in parent.parts[1:]:
             try:
@@ -237,7 +234,9 @@ def _open_parent(parent: Path, create: bool) -> int:
                 os.fsync(fd)  # the new entry is durable before anything is put in it
             except FileExistsError:
                 pass
-            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            nfd = os.open(
+                part, os.O_RDONLY | platform.DIRECTORY | platform.NOFOLLOW | platform.CLOEXEC, dir_fd=fd
+            )
             os.close(fd)
             fd = nfd
         return fd
@@ -276,8 +275,8 @@ def _replace_in(
         held = _check_unchanged(dfd, name, expect, shown)
         if temp_name is None:
             temp_name = _temp_name(name)
-            record = _record_pending(dfd, temp_name, directory)
-            os.link(f"/proc/self/fd/{tfd}", temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            record = record_pending(dfd, temp_name, directory)
+            os.link(platform.proc_fd(tfd), temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
         # os.replace: rename(2) here; on Windows it replaces an existing target (rename fails).
         os.replace(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         temp_name = None
@@ -296,7 +295,7 @@ def _replace_in(
         if tfd >= 0:
             os.close(tfd)
         _release(held, expect.size)
-        _clear_pending(record)
+        clear_pending(record)
 
 
 def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
@@ -400,18 +399,18 @@ def _create_temp(
     mode = 0o600 if existing else 0o666
     if dfd is not None and platform.has_tmpfile():
         try:
-            fd = os.open(".", _TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=dfd)
+            fd = os.open(".", _TMPFILE | os.O_WRONLY | platform.CLOEXEC, mode, dir_fd=dfd)
             return fd, None, None
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
     temp = _temp_name(name)
-    record = _record_pending(dfd, temp, directory)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | BINARY
+    record = record_pending(dfd, temp, directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY
     try:
         return os.open(temp, flags, mode, dir_fd=dfd), temp, record
     except BaseException:
-        _clear_pending(record)
+        clear_pending(record)
         raise
 
 
@@ -515,10 +514,10 @@ def _open_target(dfd: int | None, name: str) -> int:
     """The target, opened to check it is unchanged: in the pinned directory, or (no dir_fd)
     by its full path and then verified to be the file at that path, so a swapped directory
     cannot make the check read a file outside."""
-    flags = os.O_RDONLY | NONBLOCK
+    flags = os.O_RDONLY | platform.NONBLOCK
     if dfd is None:
         return open_then_verify(Path(name), flags)
-    return os.open(name, flags | _NOFOLLOW | _CLOEXEC | BINARY, dir_fd=dfd)
+    return os.open(name, flags | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY, dir_fd=dfd)
 
 
 def _stale(shown: str, why: str) -> WriteError:

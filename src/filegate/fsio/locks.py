@@ -10,10 +10,8 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from filegate.fsio import platform
 from filegate.fsio.pending import state_dir
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 # --- one writer per path ------------------------------------------------------------------
 
@@ -85,7 +83,7 @@ async def _lock_file(key: str) -> int:
     while True:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
         except OSError:
             return -1
         try:

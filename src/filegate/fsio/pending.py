@@ -29,7 +29,7 @@ def pending_dir() -> Path:
     return state_dir() / "pending"
 
 
-def _record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
+def record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
     """Note a named temp before it exists, so a restart can remove it if this process dies
     before renaming it. Best effort: without a writable state dir nothing is recorded."""
     try:
@@ -48,7 +48,7 @@ def _record_pending(dfd: int | None, temp_name: str, directory: str | None = Non
         return None
 
 
-def _clear_pending(record: Path | None) -> None:
+def clear_pending(record: Path | None) -> None:
     if record is not None:
         with contextlib.suppress(OSError):
             record.unlink()

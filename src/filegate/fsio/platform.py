@@ -26,6 +26,20 @@ SIMULATE_ENV = "FILEGATE_SIMULATE"
 FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc", "no-signals", "no-pread")
 PROC_FD = "/proc/self/fd"
 
+# POSIX open flags are 0 where the OS has none (Windows: the callers' checks stand in for them);
+# O_BINARY is Windows' own: without it a descriptor is in text mode, which turns CRLF into LF
+# and stops at Ctrl+Z when read, and LF into CRLF when written.
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+BINARY = getattr(os, "O_BINARY", 0)
+
+
+def proc_fd(fd: int) -> str:
+    """The /proc path that names this process's open ``fd`` (Linux)."""
+    return f"{PROC_FD}/{fd}"
+
 
 def simulated() -> frozenset[str]:
     """The facilities taken away by ``FILEGATE_SIMULATE`` (read at each use: cheap, and a test
@@ -165,11 +179,11 @@ def _from_final_path(path: str) -> str:
 def reopen(fd: int, flags: int) -> int | None:
     """A new open file description of the file behind ``fd`` (its own offset), or None: by
     /proc where there is one, else by its final path, checked to be the same file."""
-    path = f"{PROC_FD}/{fd}" if has_proc() else fd_path(fd)
+    path = proc_fd(fd) if has_proc() else fd_path(fd)
     if path is None:
         return None
     try:
-        own = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        own = os.open(path, flags | CLOEXEC)
     except OSError:
         return None
     if not os.path.samestat(os.fstat(own), os.fstat(fd)):

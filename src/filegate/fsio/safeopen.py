@@ -22,15 +22,6 @@ from filegate.policy.workspace import ResolvedPath
 # few calls and a file of the expected size in one call and an empty one.
 _EXTRA_READ = 1 << 20
 
-# POSIX flags are 0 where the OS has none (Windows: the checks below stand in for them);
-# O_BINARY is Windows' own: without it a descriptor is in text mode, which turns CRLF into LF
-# and stops at Ctrl+Z when read, and LF into CRLF when written.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-BINARY = getattr(os, "O_BINARY", 0)
-
 
 def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
     """Open ``real`` one component at a time with O_NOFOLLOW; the fd of its last part.
@@ -41,14 +32,18 @@ def open_components(real: Path, final_flags: int, mode: int = 0o666) -> int:
     if not platform.has_dir_fd():
         return open_then_verify(real, final_flags, mode)
     parts = real.parts
-    fd = os.open("/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    fd = os.open("/", os.O_RDONLY | platform.DIRECTORY | platform.CLOEXEC)
     try:
         for part in parts[1:-1]:
-            nfd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            nfd = os.open(
+                part, os.O_RDONLY | platform.DIRECTORY | platform.NOFOLLOW | platform.CLOEXEC, dir_fd=fd
+            )
             os.close(fd)
             fd = nfd
         name = parts[-1] if len(parts) > 1 else "."
-        return os.open(name, final_flags | _NOFOLLOW | _CLOEXEC | BINARY, mode, dir_fd=fd)
+        return os.open(
+            name, final_flags | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY, mode, dir_fd=fd
+        )
     finally:
         os.close(fd)
 
@@ -60,7 +55,7 @@ def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
     resolves to itself and to the very file the handle holds. A swap between the check and the
     open fails with ELOOP, as in :func:`open_components`; one that is undone again before the
     re-check is not seen (the race window the README names)."""
-    fd = os.open(str(real), flags | _NOFOLLOW | _CLOEXEC | BINARY, mode)
+    fd = os.open(str(real), flags | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY, mode)
     try:
         held = platform.fd_path(fd)
         checked = os.path.normcase(str(real))
@@ -82,7 +77,7 @@ def open_then_verify(real: Path, flags: int, mode: int = 0o666) -> int:
 def open_regular(rp: ResolvedPath) -> int:
     """Open a regular file for reading, or raise PathError. Never blocks on a FIFO or device."""
     try:
-        fd = open_components(rp.real, os.O_RDONLY | NONBLOCK)
+        fd = open_components(rp.real, os.O_RDONLY | platform.NONBLOCK)
     except FileNotFoundError:
         if names_a_descriptor(rp):
             raise PathError(f"`{rp.shown}` is not a file.") from None
@@ -93,7 +88,7 @@ def open_regular(rp: ResolvedPath) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise PathError(f"`{rp.shown}` is not a file.")
-        if NONBLOCK:  # Windows has neither the flag nor FIFOs to guard against (nor set_blocking)
+        if platform.NONBLOCK:  # Windows has neither the flag nor FIFOs to guard against (nor set_blocking)
             os.set_blocking(fd, True)
         return fd
     except BaseException:
@@ -118,7 +113,7 @@ def open_directory(rp: ResolvedPath) -> int:
     try:
         if os.name == "nt":  # pragma: no cover - Windows only (CI's Windows job)
             return _open_directory_by_handle(rp.real)
-        return open_components(rp.real, os.O_RDONLY | _DIRECTORY)
+        return open_components(rp.real, os.O_RDONLY | platform.DIRECTORY)
     except FileNotFoundError:
         raise PathError(f"`{rp.shown}` does not exist.", "File not found") from None
     except OSError as exc:

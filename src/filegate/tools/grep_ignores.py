@@ -35,13 +35,6 @@ from pathlib import Path
 from filegate.fsio import platform
 from filegate.fsio.safeopen import open_then_verify
 
-# POSIX flags, 0 where the OS has none (Windows: read_rules checks the name before and after).
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
-
 IGNORE_NAME = ".gitignore"
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 # An ignore file larger than this is not a list of rules someone wrote: it is not used.
@@ -256,7 +249,11 @@ def _list_dir(
         listing: int | str = by_path.path(rel)
     else:
         try:
-            listing = os.open(rel or ".", os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=top_fd)
+            listing = os.open(
+                rel or ".",
+                os.O_RDONLY | platform.DIRECTORY | platform.NOFOLLOW | platform.CLOEXEC,
+                dir_fd=top_fd,
+            )
         except OSError:
             return None
     try:
@@ -299,13 +296,17 @@ def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
     before = None
     try:
         if dir_fd is None and not platform.has_dir_fd():
-            fd = open_then_verify(Path(path), os.O_RDONLY | _NONBLOCK)
+            fd = open_then_verify(Path(path), os.O_RDONLY | platform.NONBLOCK)
         else:
-            if not _NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
+            if not platform.NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
                 before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
                 if not stat.S_ISREG(before.st_mode):
                     return None
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY, dir_fd=dir_fd)
+            fd = os.open(
+                path,
+                os.O_RDONLY | platform.NOFOLLOW | platform.NONBLOCK | platform.CLOEXEC | platform.BINARY,
+                dir_fd=dir_fd,
+            )
     except OSError:
         return None
     try:

@@ -113,7 +113,7 @@ def _attach_rules(plan: IgnorePlan, text: str) -> None:
         fd = os.memfd_create("filegate-grep-ignore")  # handed to rg (pass_fds), opened by number
         os.write(fd, data)
         plan.fd = fd
-        plan.args += ["--ignore-file", f"/proc/self/fd/{fd}"]
+        plan.args += ["--ignore-file", platform.proc_fd(fd)]
         return
     with tempfile.NamedTemporaryFile("wb", prefix="filegate-grep-", suffix=".ignore", delete=False) as f:
         f.write(data)

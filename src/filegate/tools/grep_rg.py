@@ -40,9 +40,6 @@ RG_TIMEOUT_S = 20.0
 RG_MEMORY_LIMIT = 512 << 20
 # rg's complaints are counted, never shown: this much is kept to count them.
 MAX_STDERR_BYTES = 64_000
-# Where a child can enter a directory by the fd its parent opened (Linux): the search runs in
-# the very directory that was checked, even if a symlink is swapped into its path afterwards.
-PROC_FD = "/proc/self/fd"
 # rg writes one block per file, often a few hundred bytes: after a read shorter than
 # SMALL_READ, wait so the next read takes several (1,800 reads became ~300 on the bench's
 # content search, saving ~80 ms of event-loop time). The wait grows with the search's age
@@ -79,7 +76,8 @@ def rg_cwd(target: Target) -> str:
     if os.name == "nt":  # pragma: no cover - Windows: the held handle keeps the path its own
         return str(target.cwd)
     if platform.has_proc():
-        return f"{PROC_FD}/{target.fd}"
+        # The very directory that was checked, even if a symlink is swapped into its path since.
+        return platform.proc_fd(target.fd)
     return "/"  # no /proc (macOS): rg starts from the pinned fd itself (from_pinned_directory)
 
 

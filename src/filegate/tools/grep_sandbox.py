@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from filegate.fsio.platform import proc_fd
+
 log = logging.getLogger("filegate")
 
 # Generic syscall numbers (x86_64, arm64, riscv64 and the other asm-generic ports alike).
@@ -172,7 +174,7 @@ def _add_path(ruleset_fd: int, path: str, dir_access: int, file_access: int) -> 
     except OSError:
         return
     try:
-        is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+        is_dir = os.path.isdir(proc_fd(fd))
         _add_rule(ruleset_fd, fd, dir_access if is_dir else file_access)
     finally:
         os.close(fd)
