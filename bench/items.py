@@ -89,9 +89,10 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
     from types import SimpleNamespace
 
     from filegate.policy.workspace import Workspace
-    from filegate.tools import grep_ignores, grep_plan
-    from filegate.tools.grep_params import GrepParams
-    from filegate.tools.grep_rg import rg_args
+    from filegate.tools.grep import plan as grep_plan
+    from filegate.tools.grep.params import GrepParams
+    from filegate.tools.grep.rg import rg_args
+    from filegate.tools.grep.walk import Secrets
 
     params = GrepParams.model_validate(args)
     secrets = Workspace(workdir=cwd).secrets
@@ -99,7 +100,7 @@ def rg_same_flags(args: dict[str, Any], cwd: Path) -> list[str]:
         os.open(cwd, os.O_RDONLY | os.O_DIRECTORY),
         cwd,
         [cwd],
-        grep_ignores.Secrets(str(cwd), secrets.is_sensitive, hash(secrets.patterns), secrets.patterns),
+        Secrets(str(cwd), secrets.is_sensitive, hash(secrets.patterns), secrets.patterns),
         params.include_ignored,
     )
     ignore_args = list(plan.args)

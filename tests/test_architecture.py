@@ -157,7 +157,7 @@ WINDOWS_OPEN_FLAGS = {
     "O_BINARY", "O_NOINHERIT", "O_SHORT_LIVED", "O_TEMPORARY", "O_RANDOM", "O_SEQUENTIAL", "O_TEXT",
 }  # fmt: skip
 # Modules whose code runs only on Linux, behind a platform check (the Landlock sandbox).
-LINUX_ONLY = {"filegate.tools.grep_sandbox"}
+LINUX_ONLY = {"filegate.tools.grep.sandbox"}
 
 
 def os_names_used() -> Iterator[tuple[str, str, int]]:
@@ -197,8 +197,8 @@ GUARDED = {
     ("filegate.fsio.atomic", "getegid"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.safeopen", "set_blocking"): "only when O_NONBLOCK exists",
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
-    ("filegate.tools.grep_plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
-    ("filegate.tools.grep_spawn", "set_blocking"): "Linux only: grep_rg checks os.pidfd_open first",
+    ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
+    ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
 }
 
 

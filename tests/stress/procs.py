@@ -23,7 +23,7 @@ from tests.rawstdio import RawStdio
 # A filegate whose Grep timeout is lowered, so a "past its timeout" case runs in seconds. The
 # constant is the one tools/grep_rg.py documents (Kimi's 20 s); only this launcher changes it.
 LOW_TIMEOUT_LAUNCHER = (
-    "import sys, filegate.tools.grep_rg as g; g.RG_TIMEOUT_S = float(sys.argv.pop(1)); "
+    "import sys, filegate.tools.grep.rg as g; g.RG_TIMEOUT_S = float(sys.argv.pop(1)); "
     "from filegate.cli import main; sys.exit(main())"
 )
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools import grep_ignores
-from filegate.tools.gitignore import Ignores, RuleSet, _Layer, compile_ignore
+from filegate.fsio import platform
+from filegate.tools.ignores import Ignores, RuleSet, _Layer, compile_ignore, read_rules
 
 
 def ignores(*lines: str) -> Ignores:
@@ -75,7 +75,7 @@ def test_no_rules_or_too_many_are_not_honoured() -> None:
 
 
 # --- reading an ignore file where the OS has no O_NOFOLLOW (Windows) ------------------------
-# grep_ignores._NOFOLLOW is 0 there; set to 0 here (a simulation of that one flag), the reader
+# platform.NOFOLLOW is 0 there; set to 0 here (a simulation of that one flag), the reader
 # must refuse a link and a non-regular file by their status, before it opens anything.
 
 
@@ -84,13 +84,13 @@ def test_ignore_rules_are_read_from_a_regular_file_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nofollow: str
 ) -> None:
     if nofollow == "none":
-        monkeypatch.setattr(grep_ignores, "_NOFOLLOW", 0)
+        monkeypatch.setattr(platform, "NOFOLLOW", 0)
     secret = tmp_path / "outside.txt"
     secret.write_text("TOKEN=abc\n")
     (tmp_path / "rules").write_text("*.log\nbuild/\n")
     (tmp_path / "link").symlink_to(secret)
     os.mkfifo(tmp_path / "fifo")
-    assert grep_ignores.read_rules(str(tmp_path / "rules")) == ["*.log", "build/"]
-    assert grep_ignores.read_rules(str(tmp_path / "link")) is None
-    assert grep_ignores.read_rules(str(tmp_path / "fifo")) is None  # and it did not hang
-    assert grep_ignores.read_rules(str(tmp_path / "missing")) is None
+    assert read_rules(str(tmp_path / "rules")) == ["*.log", "build/"]
+    assert read_rules(str(tmp_path / "link")) is None
+    assert read_rules(str(tmp_path / "fifo")) is None  # and it did not hang
+    assert read_rules(str(tmp_path / "missing")) is None

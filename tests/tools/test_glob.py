@@ -14,7 +14,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 import filegate.tools.glob as glob_module
-from filegate.tools.grep_ignores import MAX_RULES_BYTES
+from filegate.tools.ignores import MAX_RULES_BYTES
 from tests.conftest import FILEGATE, call, connect, stdio_transport, text, texts
 
 

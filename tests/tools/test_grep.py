@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools import grep_rg, grep_sandbox
+from filegate.tools.grep import rg as grep_rg
+from filegate.tools.grep import sandbox as grep_sandbox
 from tests.conftest import call, connect, text, texts
 
 
@@ -549,7 +550,7 @@ async def test_a_remembered_walk_still_sees_an_ignore_file_swapped_for_a_link(
 ) -> None:
     """The walk that vets ignore files is remembered per directory (by ctime and inode): a
     `.gitignore` replaced by a link to /dev/zero after a first search is still caught."""
-    from filegate.tools import grep_ignores
+    from filegate.tools.grep import walk as grep_ignores
 
     monkeypatch.setattr(grep_ignores, "RACY_NS", 0)  # trust every remembered directory
     tree(ws, {"sub/deep/x.txt": "needle\n", "sub/.gitignore": "nothing\n", "sub/y.txt": "needle\n"})
@@ -634,7 +635,7 @@ def test_the_walks_name_filter_never_clears_a_sensitive_path() -> None:
     import unicodedata
 
     from filegate.policy.secrets import SecretMatcher
-    from filegate.tools.grep_ignores import Secrets
+    from filegate.tools.grep.walk import Secrets
 
     extra = [
         "secrets/",

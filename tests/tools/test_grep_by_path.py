@@ -9,8 +9,8 @@ from pathlib import Path
 
 from filegate.fsio import platform
 from filegate.policy.secrets import SecretMatcher
-from filegate.tools import grep_ignores
-from filegate.tools.grep_ignores import Secrets, walk_tree
+from filegate.tools.grep import walk as grep_walk
+from filegate.tools.grep.walk import Secrets, walk_tree
 
 
 def _secrets(top: Path) -> Secrets:
@@ -18,8 +18,8 @@ def _secrets(top: Path) -> Secrets:
     return Secrets(str(top), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
 
 
-def _walk(top: Path, path: Path | None = None) -> grep_ignores.TreeIgnores:
-    grep_ignores._REMEMBERED.clear()  # each walk lists anew
+def _walk(top: Path, path: Path | None = None) -> grep_walk.TreeIgnores:
+    grep_walk._REMEMBERED.clear()  # each walk lists anew
     fd = os.open(top, os.O_RDONLY)
     try:
         return walk_tree(fd, _secrets(top), top_path=str(path or top))
@@ -40,7 +40,7 @@ def test_the_walk_by_path_finds_what_the_walk_by_descriptor_finds(tmp_path: Path
     (outside / ".env").write_text("OUTSIDE\n")
     by_path = _walk(top)
     if platform.has_dir_fd():  # not under FILEGATE_SIMULATE=no-dirfd: there is no walk by descriptor
-        grep_ignores._REMEMBERED.clear()
+        grep_walk._REMEMBERED.clear()
         fd = os.open(top, os.O_RDONLY)
         try:
             by_fd = walk_tree(fd, _secrets(top))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools import grep_rg
+from filegate.tools.grep import rg as grep_rg
 from tests.conftest import call, connect, text
 
 VICTIMS = 60

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools import grep_params, grep_rg
+from filegate.tools.grep import params as grep_params
+from filegate.tools.grep import rg as grep_rg
 
 LIST = [sys.executable, "-c", "import os; print(sorted(os.listdir('.')))"]
 

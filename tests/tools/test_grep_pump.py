@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep_params, grep_parse, grep_rg
+from filegate.tools.grep import params as grep_params
+from filegate.tools.grep import parse as grep_parse
+from filegate.tools.grep import rg as grep_rg
 from filegate.tools.outcome import ToolEnv
 from tests.fakes import FakeApprover
 

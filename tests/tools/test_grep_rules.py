@@ -1,4 +1,4 @@
-"""Grep's ignore rules as rg receives them (issue 26: mutation testing of tools/grep_ignores.py).
+"""Grep's ignore rules as rg receives them (issue 26: mutation testing of tools/grep/walk.py and tools/ignores.py).
 
 The rules of a `.gitignore` above the searched directory, or of one rg may not read itself, are
 rewritten to be relative to the searched directory, and each file that may hold secrets is left
@@ -15,8 +15,10 @@ import pytest
 
 from filegate.fsio import platform
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep_ignores, grep_plan, grep_rg
-from filegate.tools.grep_ignores import MAX_RULES_BYTES, read_rules, rules_at, rules_below
+from filegate.tools.grep import plan as grep_plan
+from filegate.tools.grep import rg as grep_rg
+from filegate.tools.grep import walk as grep_walk
+from filegate.tools.ignores import MAX_RULES_BYTES, read_rules, rules_at, rules_below
 from tests.conftest import call, connect, texts
 
 # One of each kind of gitignore line (gitignore(5)), comments and blanks between the rules.
@@ -80,9 +82,9 @@ def _rg_lists(top: Path, plan: grep_plan.IgnorePlan) -> list[str]:
 
 
 def _plan(top: Path) -> grep_plan.IgnorePlan:
-    grep_ignores._REMEMBERED.clear()
+    grep_walk._REMEMBERED.clear()
     matcher = Workspace(workdir=top).secrets
-    secrets = grep_ignores.Secrets(str(top), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
+    secrets = grep_walk.Secrets(str(top), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
     return grep_plan.plan(os.open(top, os.O_RDONLY), top, [top], secrets, include_ignored=False)
 
 
@@ -186,7 +188,7 @@ def test_a_rules_file_is_read_by_its_name_in_an_open_directory(
     if not platform.has_dir_fd():
         pytest.skip("without dir_fd (FILEGATE_SIMULATE=no-dirfd) a name is read by its path only")
     if nofollow == "none":  # as on Windows: the name is checked before the open
-        monkeypatch.setattr(grep_ignores, "_NOFOLLOW", 0)
+        monkeypatch.setattr(platform, "NOFOLLOW", 0)
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / ".gitignore").write_text("*.log\n")
     fd = os.open(tmp_path / "d", os.O_RDONLY)

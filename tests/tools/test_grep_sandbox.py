@@ -16,7 +16,9 @@ import anyio
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools import grep_params, grep_rg, grep_sandbox
+from filegate.tools.grep import params as grep_params
+from filegate.tools.grep import rg as grep_rg
+from filegate.tools.grep import sandbox as grep_sandbox
 from tests.conftest import call, connect, text
 
 CANARY = "OUTSIDE-CANARY-7f3a"

@@ -1,4 +1,4 @@
-"""tools/grep_spawn.py: a child started inside the Landlock sandbox from a thread of its own,
+"""tools/grep/sandbox.py: a child started inside the Landlock sandbox from a thread of its own,
 seen as an anyio Process (its own session, its pipes, its exit awaited by pidfd, every
 descriptor closed after). Real processes, a real sandbox; Grep's own use of it is tested
 through a client in test_grep_sandbox.py."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from filegate.tools import grep_sandbox, grep_spawn
+from filegate.tools.grep import sandbox as grep_sandbox
 from tests.conftest import call, connect, text
 
 needs_landlock = pytest.mark.skipif(grep_sandbox.abi_version() < 1, reason="no Landlock on this kernel")
@@ -43,7 +43,7 @@ async def test_the_child_runs_in_its_own_session_with_its_pipes_and_is_awaited(t
     stdin = os.open(tmp_path / "in.txt", os.O_RDONLY)
     try:
         script = "cat; echo complaint >&2; sleep 0.3; exit 3"
-        proc = grep_spawn.start(sandbox, [SH, "-c", script], str(tmp_path), stdin, subprocess.PIPE, [])
+        proc = grep_sandbox.start(sandbox, [SH, "-c", script], str(tmp_path), stdin, subprocess.PIPE, [])
     finally:
         sandbox.close()
         os.close(stdin)
@@ -65,7 +65,7 @@ async def test_a_killed_child_is_reaped_and_nothing_is_left_open(tmp_path: Path)
     sandbox = _sandbox(tmp_path)
     r, w = os.pipe()
     try:
-        proc = grep_spawn.start(sandbox, [SH, "-c", "sleep 30"], str(tmp_path), None, w, [])
+        proc = grep_sandbox.start(sandbox, [SH, "-c", "sleep 30"], str(tmp_path), None, w, [])
     finally:
         sandbox.close()
         os.close(w)

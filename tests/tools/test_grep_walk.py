@@ -1,5 +1,5 @@
 """Grep's walk of the searched tree, run directly on real trees (issue 26: mutation testing of
-tools/grep_ignores.py), and the fitting of result lines to the client's budget.
+tools/grep/walk.py), and the fitting of result lines to the client's budget.
 
 The walk vets each `.gitignore` rg may read itself and lists the files that may hold secrets;
 it remembers what it listed per tree. What it found is checked here through its result; which
@@ -26,10 +26,13 @@ import pytest
 from filegate.fsio import platform
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
-from filegate.tools import grep, grep_ignores, grep_plan
-from filegate.tools.grep_ignores import MAX_RULES_BYTES, Secrets, TreeIgnores, walk_tree
-from filegate.tools.grep_params import GrepParams
-from filegate.tools.grep_parse import fit_lines
+from filegate.tools import grep
+from filegate.tools.grep import plan as grep_plan
+from filegate.tools.grep import walk as grep_walk
+from filegate.tools.grep.params import GrepParams
+from filegate.tools.grep.parse import fit_lines
+from filegate.tools.grep.walk import Secrets, TreeIgnores, walk_tree
+from filegate.tools.ignores import MAX_RULES_BYTES
 from filegate.tools.outcome import ToolEnv
 from tests.conftest import call, connect, texts
 from tests.fakes import FakeApprover
@@ -82,7 +85,7 @@ def tree(root: Path, files: dict[str, str]) -> Path:
 
 @pytest.fixture(autouse=True)
 def _forget_walks() -> None:
-    grep_ignores._REMEMBERED.clear()
+    grep_walk._REMEMBERED.clear()
 
 
 SAMPLE = {
@@ -128,7 +131,7 @@ def test_a_walk_without_secret_rules_vets_the_ignore_files_only(ws: Path) -> Non
 def test_an_unchanged_tree_is_not_listed_again(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A directory whose ctime and inode are those of the last walk is taken from it (a stat
     instead of a listing); one that changed is listed anew, and what it holds now is found."""
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)  # every directory old enough to be trusted
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)  # every directory old enough to be trusted
     tree(ws, SAMPLE)
     rec = Recorder(ws)
     first = rec.walk()
@@ -149,7 +152,7 @@ def test_a_remembered_gitignore_grown_past_the_limit_is_not_trusted(
 ) -> None:
     """Written in place, a `.gitignore` leaves its directory's ctime as it was: the walk must
     not take "regular and at most 1 MiB" from its memory (rg would read 4 GiB of one line)."""
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)
     tree(ws, {".gitignore": "*.log\n", "a/.gitignore": "x\n", "a/b/k.txt": "k\n"})
     rec = Recorder(ws)
     assert rec.walk(by_path=walk == "by_path").regular == ["", "a"]
@@ -163,7 +166,7 @@ async def test_grep_notices_a_gitignore_grown_since_its_last_search(
     ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same through the tool: the grown file is not used (nor handed to rg), and said so."""
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)
     tree(ws, {"sub/.gitignore": "*.log\n", "sub/a.txt": "needle\n", "sub/b.log": "needle\n"})
     async with connect(ws, mode) as c:
         assert texts(await call(c, "Grep", pattern="needle")) == ["sub/a.txt"]
@@ -178,7 +181,7 @@ def test_a_directory_changed_within_the_timestamp_window_is_listed_again(
 ) -> None:
     """A directory may change again within the tick of its last ctime: one changed less than
     RACY_NS ago is never taken from a remembered walk."""
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 60_000_000_000)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 60_000_000_000)
     tree(ws, SAMPLE)
     rec = Recorder(ws)
     rec.walk()
@@ -189,8 +192,8 @@ def test_a_directory_changed_within_the_timestamp_window_is_listed_again(
 def test_the_least_recently_walked_tree_is_forgotten_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)
-    monkeypatch.setattr(grep_ignores, "REMEMBER_TREES", 2)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)
+    monkeypatch.setattr(grep_walk, "REMEMBER_TREES", 2)
     recs = [Recorder(tree(tmp_path / f"t{i}", {"d/x.txt": "x\n"})) for i in range(3)]
     recs[0].walk()
     recs[1].walk()
@@ -208,12 +211,12 @@ def test_a_walk_over_its_entry_limit_is_incomplete_and_not_remembered(
 ) -> None:
     """Each listed directory counts itself and its subdirectories: the top and two below it
     make 3 + 1 + 1 = 5 entries."""
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)
     tree(ws, {"a/x.txt": "x\n", "b/y.txt": "y\n"})
     rec = Recorder(ws)
-    monkeypatch.setattr(grep_ignores, "WALK_MAX_ENTRIES", 4)
+    monkeypatch.setattr(grep_walk, "WALK_MAX_ENTRIES", 4)
     assert rec.walk().complete is False
-    monkeypatch.setattr(grep_ignores, "WALK_MAX_ENTRIES", 5)
+    monkeypatch.setattr(grep_walk, "WALK_MAX_ENTRIES", 5)
     assert rec.walk().complete is True
     assert sorted(rec.listed) == ["", "a", "b"]  # the incomplete walk was not remembered
     rec.walk()
@@ -224,8 +227,8 @@ def test_a_walk_over_its_entry_limit_is_incomplete_and_not_remembered(
 def test_a_walk_of_more_directories_than_remembered_is_not_kept(
     ws: Path, monkeypatch: pytest.MonkeyPatch, remembered: int
 ) -> None:
-    monkeypatch.setattr(grep_ignores, "RACY_NS", 0)
-    monkeypatch.setattr(grep_ignores, "REMEMBER_MAX_DIRS", remembered)
+    monkeypatch.setattr(grep_walk, "RACY_NS", 0)
+    monkeypatch.setattr(grep_walk, "REMEMBER_MAX_DIRS", remembered)
     tree(ws, {"a/x.txt": "x\n", "b/y.txt": "y\n"})  # three directories
     rec = Recorder(ws)
     rec.walk()

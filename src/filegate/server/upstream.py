@@ -20,9 +20,6 @@ that test loudly instead of quietly changing behaviour.
   SSE streams end after the shutdown drain, not at the signal.
 - uvicorn's ``H11Protocol`` (its ``conn``, ``transport``, ``on_response_complete``): the
   connection cap and read deadlines (server/connections.py).
-- anyio's ``get_async_backend()`` (``anyio._core._eventloop``) and its ``open_process``
-  passing extra keywords on to ``Popen``: Grep's rg enters its Landlock sandbox in a
-  ``preexec_fn``, which ``anyio.open_process`` does not take (tools/grep_rg.py).
 """
 
 from __future__ import annotations
@@ -104,7 +101,6 @@ def release_sse_streams() -> None:
 
 def missing() -> list[str]:
     """The touches above that the installed packages no longer have."""
-    from anyio._core._eventloop import get_async_backend
     from fastmcp import FastMCP
     from fastmcp.server.http import StreamableHTTPASGIApp
     from mcp.server.session import ServerSession
@@ -130,18 +126,5 @@ def missing() -> list[str]:
         "AppStatus.should_exit": hasattr(AppStatus, "should_exit"),
         "H11Protocol.on_response_complete": callable(getattr(H11Protocol, "on_response_complete", None)),
         "H11Protocol.conn": "conn" in H11Protocol.__init__.__code__.co_names,
-        "anyio get_async_backend().open_process(**kwargs)": _passes_keywords(
-            get_async_backend("asyncio").open_process
-        ),
     }
     return [name for name, present in checks.items() if not present]
-
-
-def _passes_keywords(function: Callable[..., Any]) -> bool:
-    import inspect
-
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)

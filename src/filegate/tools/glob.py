@@ -2,7 +2,7 @@
 
 The walk is iterative (any depth of tree), checks the caller's cancellation and its time
 budget at every directory, skips VCS folders and what `.gitignore` files ignore (see
-:mod:`filegate.tools.gitignore`), and shows every name through :func:`escape`.
+:mod:`filegate.tools.ignores`), and shows every name through :func:`escape`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from filegate.policy.escape import escape, unescape
 from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.tools.describe import load_description
-from filegate.tools.gitignore import IgnoreReader, Ignores
-from filegate.tools.grep_ignores import IGNORE_NAME, VCS_DIRS
+from filegate.tools.ignores import IGNORE_NAME, VCS_DIRS, IgnoreReader, Ignores
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Kimi's glob.py MAX_MATCHES; the walk stops one past it.

@@ -1,4 +1,19 @@
-"""Grep: ripgrep over the workspace, confined, secret-safe, paged (SPEC §4 Grep)."""
+"""Grep: ripgrep over the workspace, confined, secret-safe, paged (SPEC §4 Grep).
+
+One pass, top to bottom (:func:`grep`):
+
+1. ``params``  — the caller's arguments (GrepParams) and the target they name, checked and
+   opened (resolve_target): a directory is pinned by its fd, a single file is rg's stdin.
+2. ``walk`` → ``plan`` — for a directory: a walk of the tree (remembered per tree, so a
+   repeated search stats its directories instead of listing them) vets each `.gitignore` rg
+   may read itself and finds the files that may hold secrets; the plan turns that into rg's
+   ignore flags and one rules file (the rules themselves: tools/ignores.py, shared with Glob).
+3. ``rg`` — rg's command line, started in its Landlock sandbox (``sandbox``) where there is
+   one, under its memory cap and timeout; its output read by a worker thread and fed to
+4. ``parse`` — which checks every named file (secrets dropped, names escaped) as it comes;
+   the rows are paged (offset, head_limit) and fitted to the client's budget here, in
+   :func:`_result`, with the sentences that say what was left out.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +26,13 @@ import anyio
 
 from filegate.policy.escape import escape
 from filegate.policy.secrets import skipped_secrets_warning
-from filegate.tools import grep_ignores, grep_plan, grep_rg
 from filegate.tools.describe import load_description
-from filegate.tools.grep_params import HEAD_LIMIT, GrepParams, Target, resolve_target
-from filegate.tools.grep_parse import Parsed, Parser, fit_lines, page_lines
-from filegate.tools.grep_plan import IgnorePlan
-from filegate.tools.grep_rg import RgOutput, RgRun, filter_args, find_rg, rg_args, run_rg
+from filegate.tools.grep import plan, rg
+from filegate.tools.grep.params import HEAD_LIMIT, GrepParams, Target, resolve_target
+from filegate.tools.grep.parse import Parsed, Parser, fit_lines, page_lines
+from filegate.tools.grep.plan import IgnorePlan
+from filegate.tools.grep.rg import RgOutput, RgRun, filter_args, find_rg, rg_args, run_rg
+from filegate.tools.grep.walk import Secrets
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Kimi's grep_local.py: the longest output (the client's budget may be smaller).
@@ -84,80 +100,80 @@ def _unreadable_sentence(n: int) -> str:
 
 
 async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
-    rg = find_rg()
-    if rg is None:
+    exe = find_rg()
+    if exe is None:
         return Outcome.error(
             "Failed to grep. Error: ripgrep (rg) is not installed beside filegate; reinstall "
             "filegate (it depends on the `ripgrep` wheel).",
             "Failed to grep",
         )
-    target = resolve_target(params, env)
+    target = resolve_target(params, env)  # 1. params
     ignores: IgnorePlan | None = None
     try:
         if target.single_file and target.sensitive:  # not searched: nothing said depends on it
-            parsed = Parsed(rows=None if params.output_mode != "content" else [])
-            if params.output_mode == "count_matches":
-                parsed.total_matches, parsed.files = 0, 0
-            parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
-            return _result(parsed, params, env, RgRun(RgOutput(), returncode=1), 0)
-        if target.single_file:
-            parser, run = await _search(rg, params, target, env, None)
-        else:
-            parser, run, ignores = await _search_tree(rg, params, target, env)
-        if isinstance(run, OSError):  # rg could not be started
-            return Outcome.error(_spawn_failure(run), "Failed to grep")
-        if run.returncode not in (0, 1, None) and run.output.empty:
-            return Outcome.error(_failure(run.stderr, params, run.returncode), "Failed to grep")
-        if run.timed_out and run.output.empty:
-            return Outcome.error(
-                f"Grep timed out after {grep_rg.RG_TIMEOUT_S:g}s. Try a more specific path or pattern.",
-                "Grep timed out",
-            )
-        parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)
-        in_scope = await _in_scope(rg, params, ignores.sensitive) if ignores else []
+            return _result(_unsearched(params, target), params, env, RgRun(RgOutput(), returncode=1), 0)
+        if not target.single_file:
+            ignores = await _plan(params, target, env)  # 2. walk -> plan
+        parser = Parser(params, target, env)
+        try:
+            run = await _run(exe, params, target, env, parser, ignores)  # 3. rg
+        except OSError as exc:  # rg could not be started
+            return Outcome.error(_spawn_failure(exc), "Failed to grep")
+        if run.output.empty and (refused := _refusal(run, params)) is not None:
+            return refused
+        parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)  # 4.
+        in_scope = await _in_scope(exe, params, ignores.sensitive) if ignores else []
         parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in in_scope]
+        return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
     finally:
         target.close()
         if ignores is not None:
             ignores.close()
-    return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
 
 
-async def _search(
-    rg: str, params: GrepParams, target: Target, env: ToolEnv, ignores: IgnorePlan | None
-) -> tuple[Parser, RgRun | OSError]:
-    """One run of rg with these ignore flags, its output parsed as it comes."""
-    parser = Parser(params, target, env)
-    args = rg_args(rg, params, target, ignores.args if ignores else ())
+def _unsearched(params: GrepParams, target: Target) -> Parsed:
+    """The result of a single sensitive file, which is not searched: it is said to be skipped."""
+    parsed = Parsed(rows=None if params.output_mode != "content" else [])
+    if params.output_mode == "count_matches":
+        parsed.total_matches, parsed.files = 0, 0
+    parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
+    return parsed
+
+
+async def _plan(params: GrepParams, target: Target, env: ToolEnv) -> IgnorePlan:
+    """The ignore flags of a walk of the searched directory, made in a thread. The walk is not
+    abandoned when the call is cancelled (its own budget bounds it): the plan comes back and
+    the caller closes its rules file."""
+    matcher = env.workspace.secrets
+    secrets = Secrets(str(target.cwd), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
+    return await anyio.to_thread.run_sync(
+        plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
+    )
+
+
+async def _run(
+    exe: str, params: GrepParams, target: Target, env: ToolEnv, parser: Parser, ignores: IgnorePlan | None
+) -> RgRun:
+    """One run of rg with the plan's ignore flags, its output parsed as it comes."""
+    args = rg_args(exe, params, target, ignores.args if ignores else ())
     pass_fds = [ignores.fd] if ignores and ignores.fd is not None else []
     temp = [ignores.temp] if ignores and ignores.temp else []
-    try:
-        return parser, await run_rg(args, target, env, parser, pass_fds, temp)
-    except OSError as exc:  # rg could not be started
-        return parser, exc
+    return await run_rg(args, target, env, parser, pass_fds, temp)
 
 
-async def _search_tree(
-    rg: str, params: GrepParams, target: Target, env: ToolEnv
-) -> tuple[Parser, RgRun | OSError, IgnorePlan]:
-    """A directory searched with the ignore flags of a walk of it (grep_plan.plan; a repeated
-    search of an unchanged tree reuses most of the last walk). The walk is not abandoned when
-    the call is cancelled (it is bounded by its own budget): its rules file is closed here."""
-    matcher = env.workspace.secrets
-    secrets = grep_ignores.Secrets(
-        str(target.cwd), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns
-    )
-    ignores = await anyio.to_thread.run_sync(
-        grep_plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
-    )
-    try:
-        return (*await _search(rg, params, target, env, ignores), ignores)
-    except BaseException:
-        ignores.close()
-        raise
+def _refusal(run: RgRun, params: GrepParams) -> Outcome | None:
+    """The error of a run that gave no output: rg refused to search, or timed out."""
+    if run.returncode not in (0, 1, None):
+        return Outcome.error(_failure(run.stderr, params, run.returncode), "Failed to grep")
+    if run.timed_out:
+        return Outcome.error(
+            f"Grep timed out after {rg.RG_TIMEOUT_S:g}s. Try a more specific path or pattern.",
+            "Grep timed out",
+        )
+    return None
 
 
-async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:
+async def _in_scope(exe: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:
     """The sensitive files the search would have looked at: those the caller's own ``glob`` and
     ``type`` let through (issue 24.5), all of them whether they match or not (what is said of
     them never depends on their content, SPEC §2.6). rg itself decides, with the same filters,
@@ -171,7 +187,7 @@ async def _in_scope(rg: str, params: GrepParams, sensitive: Sequence[str]) -> li
             os.makedirs(os.path.dirname(stand_in), exist_ok=True)
             with open(stand_in, "wb"):
                 pass
-        args = [rg, "--no-config", "--files", "--hidden", "--no-ignore", "--null", *filter_args(params)]
+        args = [exe, "--no-config", "--files", "--hidden", "--no-ignore", "--null", *filter_args(params)]
         try:
             done = await anyio.run_process([*args, "--", "."], cwd=scratch, check=False)
         except OSError:
@@ -196,7 +212,7 @@ def _result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe
     if run.output.overflow:
         notes.append("Output exceeded buffer limit. Some results omitted.")
     if run.timed_out:
-        notes.append(f"Grep timed out after {grep_rg.RG_TIMEOUT_S:g}s. Partial results returned.")
+        notes.append(f"Grep timed out after {rg.RG_TIMEOUT_S:g}s. Partial results returned.")
     unreadable = _unreadable(run.stderr) if run.returncode == 2 else 0
     if unreadable:
         notes.append(_unreadable_sentence(unreadable))

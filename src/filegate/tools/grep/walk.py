@@ -28,17 +28,12 @@ import re
 import stat
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from filegate.fsio import platform
-from filegate.fsio.safeopen import open_then_verify
+from filegate.tools.ignores import IGNORE_NAME, MAX_RULES_BYTES, VCS_DIRS
 
-IGNORE_NAME = ".gitignore"
-VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
-# An ignore file larger than this is not a list of rules someone wrote: it is not used.
-MAX_RULES_BYTES = 1 << 20
 # The walk that vets the tree's ignore files gives up (and rg reads none itself) past these.
 WALK_BUDGET_S = 2.0
 WALK_MAX_ENTRIES = 3_000_000
@@ -287,121 +282,3 @@ def _list_dir(
     if by_path is not None and not by_path.is_itself(rel, st):
         return None  # became a link while listed: what it listed is not used
     return _Listed(st.st_ctime_ns, st.st_ino, regular, unsafe, tuple(subdirs), tuple(sensitive))
-
-
-def read_rules(path: str, dir_fd: int | None = None) -> list[str] | None:
-    """An ignore file's lines, if it is a regular file (not through a symlink) of sane size.
-    Without ``dir_fd`` where the platform has none: opened by its real path and verified
-    (:func:`open_then_verify`: no link anywhere on its path, the handle's own final path)."""
-    before = None
-    try:
-        if dir_fd is None and not platform.has_dir_fd():
-            fd = open_then_verify(Path(path), os.O_RDONLY | platform.NONBLOCK)
-        else:
-            if not platform.NOFOLLOW:  # Windows: the name must not be a link, and the open must reach it
-                before = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
-                if not stat.S_ISREG(before.st_mode):
-                    return None
-            fd = os.open(
-                path,
-                os.O_RDONLY | platform.NOFOLLOW | platform.NONBLOCK | platform.CLOEXEC | platform.BINARY,
-                dir_fd=dir_fd,
-            )
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RULES_BYTES:
-            return None
-        if before is not None and not os.path.samestat(st, before):
-            return None  # swapped between the check and the open
-        data = os.read(fd, MAX_RULES_BYTES + 1)[:MAX_RULES_BYTES]
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data.decode("utf-8", "surrogateescape").splitlines()
-
-
-def _split_rule(line: str) -> tuple[str, str, str] | None:
-    """A gitignore line → (negation, pattern without leading/trailing '/', dir-only suffix)."""
-    rule = line.rstrip() if not line.endswith("\\ ") else line
-    if not rule or rule.startswith("#"):
-        return None
-    neg = ""
-    if rule.startswith("!"):
-        neg, rule = "!", rule[1:]
-    suffix = "/" if rule.endswith("/") else ""
-    rule = rule.rstrip("/")
-    return (neg, rule, suffix) if rule else None  # "/" alone (or "!/") is no rule
-
-
-def rules_below(lines: Iterable[str], sub: str) -> list[str]:
-    """Rules of an ignore file in directory D, for a tree under D at ``sub`` (D-relative, '' =
-    D itself), as rules relative to that tree."""
-    out = []
-    for line in lines:
-        split = _split_rule(line)
-        if split is None:
-            continue
-        neg, rule, suffix = split
-        if "/" not in rule:  # unanchored: any depth, so also any depth below sub
-            out.append(f"{neg}{rule}{suffix}")
-            continue
-        rule = rule.lstrip("/")
-        if rule.startswith("**/"):
-            out.append(f"{neg}{rule}{suffix}")
-        elif not sub:
-            out.append(f"{neg}/{rule}{suffix}")
-        elif rule.startswith(sub + "/"):
-            out.append(f"{neg}/{rule[len(sub) + 1 :]}{suffix}")
-    return out
-
-
-def rules_at(lines: Iterable[str], rel_dir: str) -> list[str]:
-    """Rules of the ignore file in ``rel_dir`` (relative to the searched tree), relative to the
-    tree's top."""
-    if not rel_dir:
-        return rules_below(lines, "")
-    out = []
-    for line in lines:
-        split = _split_rule(line)
-        if split is None:
-            continue
-        neg, rule, suffix = split
-        if "/" not in rule:
-            out.append(f"{neg}/{rel_dir}/**/{rule}{suffix}")
-        else:
-            out.append(f"{neg}/{rel_dir}/{rule.lstrip('/')}{suffix}")
-    return out
-
-
-def outer_rules(top: Path, workspace_dirs: Iterable[Path]) -> list[str]:
-    """Rules for the tree at ``top`` from outside it but inside the workspace: the repository's
-    `.git/info/exclude` and the `.gitignore` of each parent, outermost first."""
-    home = next((d for d in workspace_dirs if top == d or d in top.parents), None)
-    if home is None:  # outside the workspace: nothing above it is read
-        return []
-    chain = [top, *[p for p in top.parents if p == home or home in p.parents]]
-    rules: list[str] = []
-    repo = next((d for d in chain if _is_real_dir(d / ".git")), None)
-    if repo is not None and _is_real_dir(repo / ".git" / "info"):
-        lines = read_rules(str(repo / ".git" / "info" / "exclude"))
-        if lines:
-            rules += rules_below(lines, _relative(top, repo))
-    for parent in reversed(chain[1:]):
-        lines = read_rules(str(parent / IGNORE_NAME))
-        if lines:
-            rules += rules_below(lines, _relative(top, parent))
-    return rules
-
-
-def _relative(path: Path, ancestor: Path) -> str:
-    return "" if path == ancestor else path.relative_to(ancestor).as_posix()
-
-
-def _is_real_dir(p: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(p).st_mode)
-    except OSError:
-        return False

@@ -1,5 +1,5 @@
 """The ignore flags rg is given for one Grep (SPEC §4 Grep): a walk of the searched tree
-(grep_ignores) turned into rg's flags and one rules file of ours.
+(grep/walk.py) turned into rg's flags and one rules file of ours.
 
 The files that may hold secrets are left out in rg's call itself (anchored rules in the rules
 file); when the tree holds a `.gitignore` that is not a regular file of sane size (or the walk
@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.fsio import platform
-from filegate.tools.grep_ignores import (
-    IGNORE_NAME,
-    Secrets,
-    TreeIgnores,
-    outer_rules,
-    read_rules,
-    rules_at,
-    walk_tree,
-)
+from filegate.tools.grep.walk import Secrets, TreeIgnores, walk_tree
+from filegate.tools.ignores import IGNORE_NAME, outer_rules, read_rules, rules_at
 
 # rg's flags for ignore files it finds on its own, whatever the tree holds. --no-require-git:
 # a `.gitignore` counts whether or not a `.git` is there (SPEC §4; Glob does the same).

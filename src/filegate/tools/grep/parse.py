@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from filegate.fsio import platform
 from filegate.policy.escape import escape, escape_text, has_unsafe_text
-from filegate.tools.grep_params import MAX_LINE_CHARS, GrepParams, Target
+from filegate.tools.grep.params import MAX_LINE_CHARS, GrepParams, Target
 from filegate.tools.outcome import ToolEnv
 
 # rg's --context-separator (given as "\x00"): the row between two groups of context lines.

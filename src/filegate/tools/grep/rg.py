@@ -23,10 +23,10 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from filegate.fsio import platform
-from filegate.tools import grep_sandbox, grep_spawn
-from filegate.tools.grep_ignores import VCS_DIRS
-from filegate.tools.grep_params import MAX_LINE_CHARS, GrepParams, Target
-from filegate.tools.grep_parse import Parser
+from filegate.tools.grep import sandbox as landlock
+from filegate.tools.grep.params import MAX_LINE_CHARS, GrepParams, Target
+from filegate.tools.grep.parse import Parser
+from filegate.tools.ignores import VCS_DIRS
 from filegate.tools.outcome import Reporter, ToolEnv
 
 # -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
@@ -275,14 +275,14 @@ def _under_memory_limit(args: list[str]) -> list[str]:
     return [sh, "-c", f'ulimit -v {RG_MEMORY_LIMIT // 1024}; exec "$@"', "rg", *args]
 
 
-def _sandbox(rg: str, target: Target, read_files: Sequence[str]) -> grep_sandbox.Sandbox | None:
-    """rg's Landlock sandbox (grep_sandbox), where rg can be started inside it: Linux with
+def _sandbox(rg: str, target: Target, read_files: Sequence[str]) -> landlock.Sandbox | None:
+    """rg's Landlock sandbox (grep/sandbox.py), where rg can be started inside it: Linux with
     Landlock, rg pinned to the searched directory by its working directory (/proc), a shell
-    for the memory cap and pidfds to await it (grep_spawn). None elsewhere."""
+    for the memory cap and pidfds to await it (grep/sandbox.py). None elsewhere."""
     sh = _shell()
     if sh is None or not _pinned_by_cwd(target) or not hasattr(os, "pidfd_open"):
         return None
-    return grep_sandbox.build(rg, [] if target.single_file else [target.fd], read_files, [sh])
+    return landlock.build(rg, [] if target.single_file else [target.fd], read_files, [sh])
 
 
 async def start_rg(
@@ -293,7 +293,7 @@ async def start_rg(
     stdout: int = subprocess.PIPE,
 ) -> Process:
     """rg started in its own session in the searched directory, under its memory cap. One way
-    where Landlock exists: from a thread inside the sandbox (grep_spawn; rg reads nothing
+    where Landlock exists: from a thread inside the sandbox (grep/sandbox.py; rg reads nothing
     outside the searched directory). One way elsewhere: a plain start, pinned to the directory
     by a trampoline where there is no /proc (from_pinned_directory)."""
     cmd = _under_memory_limit(args)
@@ -301,9 +301,9 @@ async def start_rg(
     sandbox = _sandbox(args[0], target, read_files)
     if sandbox is not None:
         try:
-            return grep_spawn.start(sandbox, cmd, rg_cwd(target), stdin, stdout, pass_fds)
-        except grep_sandbox.Refused as exc:  # e.g. seccomp: nothing was started
-            grep_sandbox.disable(f"the kernel refused it ({exc.strerror})")
+            return landlock.start(sandbox, cmd, rg_cwd(target), stdin, stdout, pass_fds)
+        except landlock.Refused as exc:  # e.g. seccomp: nothing was started
+            landlock.disable(f"the kernel refused it ({exc.strerror})")
         finally:
             sandbox.close()
     cmd, pinned = from_pinned_directory(cmd, target)
