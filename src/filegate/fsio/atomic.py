@@ -1,3 +1,4 @@
+# size: one job, the atomic write (temp, checks, rename, fsyncs, stale check) on one open directory
 """Atomic, durable replacement of one file (SPEC §2.5, §2.10, §4); the per-path write lock is
 fsio/locks.py, the record of named temps a killed write may leave fsio/pending.py.
 

@@ -1,3 +1,4 @@
+# size: one job, line windows of huge, changing files; its parts share source, codec, checkpoints
 """Line windows of arbitrarily large files in bounded memory and bounded time (SPEC §4 ReadFile).
 
 A file is read through a :class:`Source`: the open descriptor, the stat taken when the read

@@ -1,3 +1,4 @@
+# size: one job, the confined walk and its pattern matching, which share the walk's state
 """Glob: a sorted, bounded, confined walk matching `*`, `?`, `[..]`, `**` and `{a,b}`.
 
 The walk is iterative (any depth of tree), checks the caller's cancellation and its time
