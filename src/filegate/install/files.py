@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Literal
 
 from filegate.errors import WriteError
+from filegate.fsio import platform
 from filegate.fsio.atomic import Snapshot, read_all, replace_file
-from filegate.fsio.safeopen import NONBLOCK, open_components
+from filegate.fsio.safeopen import open_components
 from filegate.policy.escape import escape
 
 # Where a file's path came from, which decides the symlinks it may go through:
@@ -105,7 +106,7 @@ def _check_folders(real: Path) -> None:
 def load(real: Path) -> Loaded:
     """``real`` (from :func:`locate`) opened without following a link and read whole."""
     try:
-        fd = open_components(real, os.O_RDONLY | NONBLOCK)
+        fd = open_components(real, os.O_RDONLY | platform.NONBLOCK)
     except FileNotFoundError:
         return Loaded(real, "", Snapshot.absent())
     except OSError as exc:
