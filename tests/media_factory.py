@@ -313,3 +313,14 @@ def write_png_coded_avi(path: Path, frames: list[bytes], width: int, height: int
             packet.stream = stream
             out.mux(packet)
     return path
+
+
+def write_sparse_png(path: Path, size: int, side: int = 8) -> Path:
+    """A ``side``x``side`` PNG followed by a hole up to ``size`` bytes (decoders stop at IEND):
+    a file a reader must load whole, whose decode costs nothing."""
+    buf = io.BytesIO()
+    line_art(side, side).save(buf, "PNG")
+    with path.open("wb") as f:
+        f.write(buf.getvalue())
+        f.truncate(size)
+    return path

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from filegate.errors import EditFailed, MediaError, PathError, Refusal, WriteError
+from filegate.errors import Busy, EditFailed, MediaError, PathError, Refusal, WriteError
 from filegate.tools.outcome import Outcome, answer
 
 
@@ -18,6 +18,7 @@ from filegate.tools.outcome import Outcome, answer
         (WriteError, "Failed to write file"),
         (EditFailed, "Failed to edit file"),
         (MediaError, "Failed to read file"),
+        (Busy, "Server busy"),
     ],
 )
 def test_each_refusal_has_its_default_brief_and_is_a_refusal(cls: type[Refusal], brief: str) -> None:

@@ -14,9 +14,11 @@ Hierarchy::
     │                       under it, the disk refused (fsio.atomic)
     ├── EditFailed          an edit that cannot be applied to the current text
     │                       (tools.str_replace)
-    └── MediaError          media that cannot be decoded or fitted (media.image, media.video);
-                            its message ends a sentence ("it could not be decoded …")
-                            that the tool begins with the path and type
+    ├── MediaError          media that cannot be decoded or fitted (media.image, media.video);
+    │                       its message ends a sentence ("it could not be decoded …")
+    │                       that the tool begins with the path and type
+    └── Busy                no room in a process-wide memory budget within the wait
+                            (fsio.loads): nothing was done, the call may be tried again
 
 Other exceptions are not refusals: an ``OSError`` nothing expected, a bug. They are not turned
 into friendly text here, so they are not hidden.
@@ -63,3 +65,9 @@ class MediaError(Refusal):
     """Media that cannot be decoded or fitted; ``str(exc)`` ends a sentence the tool begins."""
 
     default_brief = "Failed to read file"
+
+
+class Busy(Refusal):
+    """No room in a process-wide memory budget within the wait; nothing was done."""
+
+    default_brief = "Server busy"

@@ -13,9 +13,10 @@ from filegate.media.bounds import (
     MAX_DECODE_BYTES,
     Deadline,
     DeadlineReader,
-    DecodeGate,
     DecodeTimeout,
+    MemoryGate,
     check_decoded_size,
+    decode_busy,
 )
 
 
@@ -48,12 +49,12 @@ def test_deadline_reader_reads_until_the_deadline_then_refuses() -> None:
 
 
 @pytest.fixture
-def holder() -> Iterator[Callable[[DecodeGate, int], None]]:
+def holder() -> Iterator[Callable[[MemoryGate, int], None]]:
     """Holds a gate's slot from another thread until the test ends."""
     release = threading.Event()
     workers: list[threading.Thread] = []
 
-    def hold(gate: DecodeGate, cost: int) -> None:
+    def hold(gate: MemoryGate, cost: int) -> None:
         held = threading.Event()
 
         def run() -> None:
@@ -73,16 +74,16 @@ def holder() -> Iterator[Callable[[DecodeGate, int], None]]:
 
 
 def test_gate_makes_a_decode_wait_while_the_capacity_is_held(
-    holder: Callable[[DecodeGate, int], None],
+    holder: Callable[[MemoryGate, int], None],
 ) -> None:
-    gate = DecodeGate(slots=2, capacity=100)
+    gate = MemoryGate(2, 100, decode_busy)
     holder(gate, 100)
     with pytest.raises(DecodeTimeout, match="busy decoding other media"), gate.hold(1, Deadline(0.05)):
         pass
 
 
-def test_gate_counts_slots_as_well_as_bytes(holder: Callable[[DecodeGate, int], None]) -> None:
-    gate = DecodeGate(slots=2, capacity=100)
+def test_gate_counts_slots_as_well_as_bytes(holder: Callable[[MemoryGate, int], None]) -> None:
+    gate = MemoryGate(2, 100, decode_busy)
     holder(gate, 10)
     with gate.hold(10, Deadline(1)):  # a second small decode runs beside the first
         pass
@@ -92,7 +93,7 @@ def test_gate_counts_slots_as_well_as_bytes(holder: Callable[[DecodeGate, int], 
 
 
 def test_gate_caps_a_cost_at_its_capacity_and_frees_what_it_held() -> None:
-    gate = DecodeGate(slots=1, capacity=100)
+    gate = MemoryGate(1, 100, decode_busy)
     with gate.hold(10**12, Deadline(1)):  # a decode bigger than the capacity runs alone
         pass
     with gate.hold(100, Deadline(0.05)):  # and left the whole capacity free
@@ -101,3 +102,31 @@ def test_gate_caps_a_cost_at_its_capacity_and_frees_what_it_held() -> None:
         raise RuntimeError("a failed decode")
     with gate.hold(100, Deadline(0.05)):  # a failure frees its slot too
         pass
+
+
+def test_a_gate_without_slots_bounds_bytes_alone(holder: Callable[[MemoryGate, int], None]) -> None:
+    gate = MemoryGate(None, 100, decode_busy)
+    for _ in range(5):  # any number of holders, while their bytes fit together
+        holder(gate, 10)
+    with gate.hold(50, Deadline(1)):
+        assert (gate.running, gate.held) == (6, 100)
+    with pytest.raises(DecodeTimeout), gate.hold(51, Deadline(0.05)):
+        pass
+    assert (gate.running, gate.held) == (5, 50)
+
+
+def test_a_ticket_closed_before_its_take_holds_nothing() -> None:
+    # A cancelled call closes its ticket while the abandoned worker thread may still take it:
+    # the take is then refused and gives its room straight back.
+    gate = MemoryGate(None, 100, decode_busy)
+    ticket = gate.ticket()
+    ticket.close()
+    with pytest.raises(DecodeTimeout):
+        ticket.take(60, Deadline(1))
+    assert (gate.running, gate.held) == (0, 0)
+    taken = gate.ticket()
+    taken.take(60, Deadline(1))
+    assert gate.held == 60
+    taken.close()
+    taken.close()  # closing twice gives back once
+    assert (gate.running, gate.held) == (0, 0)

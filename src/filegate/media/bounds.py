@@ -3,7 +3,9 @@
 A 336 KB PNG can decode to 353 MB and a 5 MB TIFF can hold 50,000 pages, so no image or video
 is decoded before its decoded size is known from its header and found within
 ``MAX_DECODE_BYTES``; decodes then run a few at a time (``DECODES``), so parallel calls cannot
-stack their memory, and each stops at its deadline.
+stack their memory, and each stops at its deadline. :class:`MemoryGate` is the one mechanism
+for such a process-wide byte budget; whole-file loads have their own (``filegate.fsio.loads``),
+so a call that holds a loaded file never waits for room that only it could free.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 
 # The one filegate import of this package: errors is a leaf too (it imports nothing).
-from filegate.errors import MediaError
+from filegate.errors import MediaError, Refusal
 
 
 class DecodeTimeout(MediaError):
@@ -110,46 +112,93 @@ def release_memory() -> None:
         _TRIM(0)
 
 
-class DecodeGate:
-    """At most ``slots`` decodes at once, holding at most ``capacity`` decoded bytes together.
+class MemoryGate:
+    """At most ``slots`` holders at once (None: any number), holding at most ``capacity`` bytes
+    together: the one mechanism that bounds what parallel calls hold in memory (the decodes'
+    gate below, and the whole-file loads' in ``filegate.fsio.loads``).
 
-    A decode asks for its decoded size (capped at ``capacity``) and waits until both fit; the
-    wait counts against its deadline.
+    A holder asks for its cost (capped at ``capacity``) and waits until both fit; past its
+    deadline it is refused with ``busy``, a sentence that ends "…; try again.".
     """
 
-    def __init__(self, slots: int, capacity: int) -> None:
+    def __init__(self, slots: int | None, capacity: int, busy: Callable[[float], Refusal]) -> None:
         self.slots = slots
         self.capacity = capacity
-        self._running = 0
-        self._held = 0
+        self.busy = busy
+        self.running = 0
+        self.held = 0
         self._cond = threading.Condition()
 
     def _fits(self, cost: int) -> bool:
-        return self._running < self.slots and self._held + cost <= self.capacity
+        free_slot = self.slots is None or self.running < self.slots
+        return free_slot and self.held + cost <= self.capacity
+
+    def ticket(self) -> Ticket:
+        """A claim on the gate to be taken (possibly in another thread) and closed once."""
+        return Ticket(self)
 
     @contextlib.contextmanager
     def hold(self, cost: int, deadline: Deadline) -> Iterator[None]:
-        cost = min(max(0, cost), self.capacity)
+        ticket = self.ticket()
+        try:
+            ticket.take(cost, deadline)
+            yield
+        finally:
+            ticket.close()
+
+    def _take(self, cost: int, deadline: Deadline) -> None:
         with self._cond:
             while not self._fits(cost):
                 left = deadline.left()
                 if left <= 0:
-                    raise DecodeTimeout(
-                        "the server was busy decoding other media for longer than "
-                        f"{deadline.seconds:g} s; try again."
-                    )
+                    raise self.busy(deadline.seconds)
                 self._cond.wait(left)
-            self._running += 1
-            self._held += cost
-        try:
-            yield
-        finally:
-            release_memory()
-            with self._cond:
-                self._running -= 1
-                self._held -= cost
-                self._cond.notify_all()
+            self.running += 1
+            self.held += cost
+
+    def _give_back(self, cost: int) -> None:
+        release_memory()
+        with self._cond:
+            self.running -= 1
+            self.held -= cost
+            self._cond.notify_all()
+
+
+class Ticket:
+    """One holder's claim on a :class:`MemoryGate`: ``take`` waits for room (once), ``close``
+    gives it back. Closing first makes a later ``take`` refuse: a worker thread its call
+    abandoned (a cancelled call) can then never take room that nobody would give back."""
+
+    def __init__(self, gate: MemoryGate) -> None:
+        self.gate = gate
+        self.cost = 0
+        self.taken = False
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def take(self, cost: int, deadline: Deadline) -> None:
+        cost = min(max(0, cost), self.gate.capacity)
+        self.gate._take(cost, deadline)
+        with self._lock:
+            if self.taken or self.closed:  # taken twice, or its call is gone: give it back
+                self.gate._give_back(cost)
+                if self.closed:
+                    raise self.gate.busy(0.0)
+                return
+            self.cost, self.taken = cost, True
+
+    def close(self) -> None:
+        with self._lock:
+            taken, self.taken, self.closed = self.taken, False, True
+        if taken:
+            self.gate._give_back(self.cost)
+
+
+def decode_busy(seconds: float) -> Refusal:
+    return DecodeTimeout(
+        f"the server was busy decoding other media for longer than {seconds:g} s; try again."
+    )
 
 
 # The one gate every image and video decode of this process goes through.
-DECODES = DecodeGate(MAX_CONCURRENT_DECODES, MAX_DECODE_BYTES)
+DECODES = MemoryGate(MAX_CONCURRENT_DECODES, MAX_DECODE_BYTES, decode_busy)

@@ -14,6 +14,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import MediaError, PathError
+from filegate.fsio.loads import holding
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.bounds import MAX_FRAMES, MAX_UNKNOWN_CHARS
@@ -243,11 +244,12 @@ def _read_image(
     wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True, wide_region)
     limits = Limits.of(env)
     room = _room(limits, _image_outcome(rp, ft, _WIDE, wide, mapped=mapped, wide=True))
-    data = _read_all(fd, size)
-    img = fit_image_to_budget(
-        data, room, env.image_max_side, region=region, full_resolution=params.full_resolution
-    )
-    del data
+    with holding(size):  # the file's room in the process's load budget, while it is held
+        data = _read_all(fd, size)
+        img = fit_image_to_budget(
+            data, room, env.image_max_side, region=region, full_resolution=params.full_resolution
+        )
+        del data
     outcome = _image_outcome(rp, ft, size, img, mapped=mapped)
     return _checked(outcome, limits)
 
@@ -361,10 +363,11 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
     if b64_len(size) <= _room(fits, skeleton):
         # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
         # extra must not change the answer); the probe only adds what it finds.
-        data = _read_all(fd, size)
-        demuxer = demuxer_for(ft.mime)
-        info = probe_video(fd, demuxer) if av_installed() and demuxer else VideoInfo()
-        return _checked(_video_outcome(rp, ft, size, info, uri, data), fits)
+        with holding(size):  # the file's room in the process's load budget, while it is held
+            data = _read_all(fd, size)
+            demuxer = demuxer_for(ft.mime)
+            info = probe_video(fd, demuxer) if av_installed() and demuxer else VideoInfo()
+            return _checked(_video_outcome(rp, ft, size, info, uri, data), fits)
     if not av_installed():
         raise PathError(
             f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import PathError, WriteError
+from filegate.fsio.spliced import Spliced
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
@@ -90,14 +91,16 @@ def _new_bytes(params: WriteFileParams, data: bytes | None) -> Change[None]:
         return Change(encoding.encode(params.content), encoding, None)
     # Appending to a UTF-16/32 file (BOM) appends in its encoding, not UTF-8 bytes.
     encoding = detect_encoding(data)
-    new = data + encoding.encode(params.content)
+    # The old bytes and the appended ones as pieces: the file is not held twice (a copy of
+    # 128 MiB per preview), and the diff looks only at the end.
+    new = Spliced(data, len(data), len(data), encoding.encode(params.content))
     if len(new) > MAX_FILE_BYTES:
         raise WriteError(
             f"`{escape(params.path)}` would grow to {len(new)} bytes; filegate writes files of at "
             f"most {MAX_FILE_BYTES} bytes.",
             "File too large",
         )
-    return Change(new, encoding, None)
+    return Change(new, encoding, None, span=(len(data), len(data), len(new)))
 
 
 def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:

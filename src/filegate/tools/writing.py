@@ -30,11 +30,13 @@ from typing import Generic, Literal, TypeVar
 
 import anyio
 
-from filegate.errors import Refusal, WriteError
+from filegate.errors import Busy, Refusal, WriteError
 from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
+from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.diffing import Diff, change_summary, plural, unified_diff
@@ -98,12 +100,16 @@ def resolve_for_write(env: ToolEnv, raw: str, action: Literal["write", "edit"]) 
     return rp  # rp.shown is escaped once, by the resolver
 
 
-def load_current(rp: ResolvedPath, *, must_exist: bool) -> Current:
-    """Read the whole target (blocking: call in a thread). PathError/WriteError on failure."""
+def load_current(rp: ResolvedPath, *, must_exist: bool, ticket: Ticket | None = None) -> Current:
+    """Read the whole target (blocking: call in a thread). PathError/WriteError on failure.
+    With ``ticket``, room for its bytes is taken there first (the process's load budget)."""
     if stat_target(rp) is None and not must_exist:
         return Current(None, Snapshot.absent())
     fd = open_regular(rp)  # "does not exist" / "is not a file" / no symlink swap
     try:
+        size = os.fstat(fd).st_size
+        if size <= MAX_FILE_BYTES:  # a larger one is refused by read_all without a read
+            take(ticket, size)
         data, snap = read_all(fd, MAX_FILE_BYTES, rp.shown)
     finally:
         os.close(fd)
@@ -226,17 +232,23 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
 
 async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
     rp = job.rp
-    async with PATH_LOCKS.hold(rp.real):
-        # Loading, transforming and diffing a big file take a while: off the loop.
-        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env), abandon_on_cancel=True)
-        if isinstance(prepared, Outcome):
-            return prepared
-        decision = env.approver.settle(prepared.request)
-        if decision is not None:
-            return await _finish(job, env, prepared, decision)
-    # A question: it shows the line counts and binds the answer to both contents' hashes,
-    # which cost a pass over each (so only a question pays for them).
-    request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+    async with ticket_held() as ticket:  # the old content's room in the process's load budget
+        async with PATH_LOCKS.hold(rp.real):
+            # Loading, transforming and diffing a big file take a while: off the loop.
+            prepared = await anyio.to_thread.run_sync(
+                lambda: _prepare(job, env, ticket), abandon_on_cancel=True
+            )
+            if isinstance(prepared, Outcome):
+                return prepared
+            decision = env.approver.settle(prepared.request)
+            if decision is not None:
+                return await _finish(job, env, prepared, decision)
+        # A question: it shows the line counts and binds the answer to both contents' hashes,
+        # which cost a pass over each (so only a question pays for them).
+        request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+    # The room is given back before the question: an answer may take minutes, and one open
+    # question must not stall every other call's load (at most the clients' open questions
+    # hold their files uncharged; nothing is loaded again for the write).
     # No lock is held while the question is open (SPEC §6); the stale check guards the write.
     decision = await env.approver.ask(request)
     async with PATH_LOCKS.hold(rp.real):
@@ -257,8 +269,8 @@ async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
             message=f"{PREVIEW} `{rp.shown}` is sensitive, so nothing about its content, size or "
             "lines is shown before a write to it is approved; above is the change as requested.",
         )
-    async with PATH_LOCKS.hold(rp.real):
-        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env), abandon_on_cancel=True)
+    async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
+        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env, ticket), abandon_on_cancel=True)
         if isinstance(prepared, Outcome):  # the file already has this content
             same = f"`{rp.shown}` already has this content: the write would change nothing."
             return Outcome(message=f"{PREVIEW} {same}")
@@ -271,7 +283,7 @@ async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
     return Outcome(output=request.diff, message=" ".join(parts))
 
 
-def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
+def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | Outcome:
     """Load, transform and diff (blocking: runs in a worker thread). The request it gives is
     enough to settle the write without a question; :func:`_described` completes it for one."""
     rp = job.rp
@@ -279,7 +291,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv) -> _Prepared[T] | Outcome:
         st = stat_target(rp)
         if st is not None and stat.S_ISREG(st.st_mode):  # not a file: load_current says so
             _guard(job, env.reads, identity_of(st))
-    current = load_current(rp, must_exist=job.must_exist)
+    current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
     known = current.data is None or _guard(job, env.reads, _identity(current.snapshot))
     change = job.transform(current.data)
     if job.unchanged is not None and change.new == current.data:  # 50 MB compared only if needed
@@ -376,11 +388,13 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
     if not decision.approved:
         _log_refusal(job, env, decision)
         return Outcome.error(decision.message, "Rejected by user")
-    async with PATH_LOCKS.hold(rp.real):
+    async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
         try:
             current, change = await anyio.to_thread.run_sync(
-                lambda: _load_and_transform(job), abandon_on_cancel=True
+                lambda: _load_and_transform(job, ticket), abandon_on_cancel=True
             )
+        except Busy:  # the server's load budget, not the file: it may be tried again
+            raise
         except (Refusal, UnicodeEncodeError):
             # Why it failed (not found, found twice, too large, not text…) is a fact about the
             # content: the model hears only that it did not apply.
@@ -394,8 +408,8 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
     return Written(size, current.data is None, None, decision.route, change.facts, sensitive=True)
 
 
-def _load_and_transform(job: WriteJob[T]) -> tuple[Current, Change[T]]:
-    current = load_current(job.rp, must_exist=job.must_exist)
+def _load_and_transform(job: WriteJob[T], ticket: Ticket) -> tuple[Current, Change[T]]:
+    current = load_current(job.rp, must_exist=job.must_exist, ticket=ticket)
     return current, job.transform(current.data)
 
 
