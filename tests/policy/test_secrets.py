@@ -12,7 +12,7 @@ from filegate.policy.secrets import DEFAULT_SECRET_PATTERNS, SecretMatcher, skip
 # Each SPEC §2.6 entry: paths it must catch (case variants, deep, absolute, under a directory
 # of that name) and near misses it must leave alone.
 SPEC_ENTRIES: dict[str, tuple[list[str], list[str]]] = {
-    ".env": ([".env", "a/.ENV", "/home/u/proj/.Env", ".env/anything.txt"], ["env", "a.env", ".venv", "x/.envy"]),
+    ".env": ([".env", "a/.ENV", "/home/u/proj/.Env", ".env/anything.txt"], ["env", "a.envy", ".venv", "x/.envy"]),
     ".env.*": ([".env.local", "deep/dir/.ENV.Production", "my-1-dir/.env.local", ".env.example.bak"], [".envy", "env.local", "x.env.local"]),
     "!.env.example/.sample/.template (file name only)": (
         [".env.example/.env", ".ENV.SAMPLE/id_rsa", ".env.template/readme.md", "a/.env.example/b/c.txt"],
@@ -42,8 +42,8 @@ SPEC_ENTRIES: dict[str, tuple[list[str], list[str]]] = {
     ".aws/credentials": (["/home/u/.aws/credentials", ".AWS/Credentials"], [".aws/config", "aws/creds"]),
     ".gcp/credentials": ([".gcp/credentials", "/h/.gcp/CREDENTIALS"], [".gcp/readme", "gcp/cred"]),
     ".docker/config.json": (["/home/u/.docker/config.json", ".Docker/Config.json"], ["config.json", "docker/config.json", ".docker/daemon.json"]),
-    ".kube/config": (["/home/u/.kube/config", ".KUBE/CONFIG"], ["kube/config", "config", ".kube/cache.json"]),
-    ".git/config": (["repo/.git/config", "/w/.GIT/Config"], [".git/HEAD", "git/config", "src/config", ".gitconfig"]),
+    ".kube/config": (["/home/u/.kube/config", ".KUBE/CONFIG"], ["kube/config", "config", "kube/cache.json"]),
+    ".git/config": (["repo/.git/config", "/w/.GIT/Config"], [".git/HEAD", "git/config", "src/config", ".gitconfig.md"]),
     # Issue 22: every git config in a VCS directory, and the other tools' credential files.
     ".git/modules/**/config": (["r/.git/modules/sub/config", "r/.GIT/Modules/a/modules/b/CONFIG"], ["r/.git/modules/sub/HEAD", "r/git/modules/sub/config"]),
     ".git/worktrees/*/config": (["r/.git/worktrees/wt/config", "/w/.git/WORKTREES/x/Config"], ["r/.git/worktrees/wt/HEAD", "r/worktrees/wt/config"]),
@@ -51,7 +51,7 @@ SPEC_ENTRIES: dict[str, tuple[list[str], list[str]]] = {
     "*.git/config": (["srv/project.git/config", "/srv/P.GIT/CONFIG"], ["srv/project.git/HEAD", "srv/project/config", "project.git"]),
     ".hg/hgrc": (["r/.hg/hgrc", "r/.HG/HGRC"], ["r/.hg/store", "hg/hgrc"]),
     "_netrc": (["_netrc", "C:/Users/u/_NETRC"], ["netrc", "_netrc.txt"]),
-    ".yarnrc.yml": ([".yarnrc.yml", "web/.YARNRC.YML"], [".yarnrc", "yarnrc.yml"]),
+    ".yarnrc.yml": ([".yarnrc.yml", "web/.YARNRC.YML"], [".yarnrc.md", "yarnrc.yml"]),
     ".config/gh/hosts.yml": (["/home/u/.config/gh/hosts.yml", ".CONFIG/GH/Hosts.yml"], [".config/gh/config.yml", "gh/hosts.yml"]),
     "credentials.tfrc.json": (["/home/u/.terraform.d/credentials.tfrc.json", "CREDENTIALS.TFRC.JSON"], ["credentials.tfrc", "tfrc.json"]),
     ".hgrc": (["/home/u/.hgrc", ".HGRC"], ["hgrc", ".hgrc.md"]),
@@ -71,6 +71,38 @@ SPEC_ENTRIES: dict[str, tuple[list[str], list[str]]] = {
     ".aws/cli/cache/": (["/h/.aws/cli/cache/3a4b.json"], ["cli/cache/x.json", ".aws/cli/alias"]),
     "pip.conf": (["/h/.config/pip/pip.conf", "/etc/PIP.CONF"], ["pip.conf.md", "pip.config"]),
     "pip.ini": (["C:/Users/u/pip/pip.ini", "PIP.INI"], ["pip.ini.bak", "setup.ini"]),
+    # Issue 41 (SPEC's turn 4): what an outside round read through ReadFile and Grep.
+    ".gitconfig": (["/home/u/.gitconfig", "x/.GITCONFIG"], ["gitconfig", ".gitconfig.md", ".gitconfig.d/readme"]),
+    ".config/git/config": (["/home/u/.config/git/config", ".CONFIG/Git/Config"], [".config/git/ignore", "git/config"]),
+    ".yarnrc": (["/home/u/.yarnrc", "web/.YARNRC"], ["yarnrc", ".yarnrc.md"]),
+    ".dockercfg": (["/home/u/.dockercfg", ".DOCKERCFG"], ["dockercfg", ".dockercfg.md"]),
+    ".vault-token": (["/home/u/.vault-token", ".VAULT-TOKEN"], ["vault-token", ".vault-token.md"]),
+    ".kube/": (["/home/u/.kube/prod/config", ".KUBE/cache/discovery/x.json", "h/.kube/staging"], ["kube/x", ".kube", ".kubectl/x"]),
+    "*.kubeconfig": (["ci/prod.kubeconfig", "X.KUBECONFIG"], ["prod.kubeconfig.md", "kube.config"]),
+    "kubeconfig*": (["kubeconfig", "ci/KUBECONFIG-staging", "kubeconfig.yaml"], ["my-kubeconfig", "kube-config"]),
+    ".ssh/*": (["/home/u/.ssh/deploy", ".SSH/github_ci", "h/.ssh/authorized_keys", "h/.ssh/sub/known_hosts"],
+               ["/home/u/.ssh/id_ed25519.pub", ".SSH/Deploy.PUB", "h/.ssh/known_hosts", "h/.ssh/config", "ssh/deploy", ".ssh"]),
+    "ssh_host_*_key": (["/etc/ssh/ssh_host_ed25519_key", "SSH_HOST_RSA_KEY"], ["/etc/ssh/ssh_host_rsa_key.pub", "ssh_host_key.md"]),
+    "*.ppk": (["putty/server.ppk", "A.PPK"], ["ppk", "x.ppk.md"]),
+    ".env-*": ([".env-prod", "x/.ENV-Staging"], [".env-example", ".env-sample", "a/.ENV-TEMPLATE", "env-prod"]),
+    "*.env": (["prod.env", "config/Local.ENV", "envs/dev.env/x"], ["example.env", "a/SAMPLE.env", "template.env", "app.example.env",
+              "web.sample.env", "x.template.env", "prod.envy"]),
+    ".my.cnf": (["/home/u/.my.cnf", ".MY.CNF"], ["my.cnf", ".my.cnf.md"]),
+    ".s3cfg": (["/home/u/.s3cfg", ".S3CFG"], ["s3cfg", ".s3cfg.md"]),
+    ".boto": (["/home/u/.boto", ".BOTO"], ["boto", "x.boto.md"]),
+    ".authinfo*": (["/home/u/.authinfo", ".AUTHINFO.GPG"], ["authinfo", "x.authinfo"]),
+    ".config/hub": (["/home/u/.config/hub", ".CONFIG/HUB"], ["hub", ".config/hubx"]),
+    "*.tfstate": (["infra/terraform.tfstate", "X.TFSTATE"], ["tfstate", "x.tfstate.md"]),
+    "*.tfstate.backup": (["infra/terraform.tfstate.backup", "X.TFSTATE.BACKUP"], ["x.tfstate.backup.md"]),
+    ".m2/settings.xml": (["/home/u/.m2/settings.xml", ".M2/Settings.XML"], ["settings.xml", ".m2/repository/x.pom"]),
+    ".composer/auth.json": (["/home/u/.composer/auth.json", ".COMPOSER/Auth.JSON"], ["auth.json", ".composer/composer.json"]),
+    ".gradle/gradle.properties": (["/home/u/.gradle/gradle.properties", ".GRADLE/Gradle.Properties"], ["gradle.properties", ".gradle/caches/x"]),
+    ".databrickscfg": (["/home/u/.databrickscfg", ".DATABRICKSCFG"], ["databrickscfg", ".databrickscfg.md"]),
+    "*.jks": (["android/release.jks", "X.JKS"], ["jks", "x.jks.md"]),
+    "*.keystore": (["android/debug.keystore", "X.KEYSTORE"], ["keystore", "x.keystore.md"]),
+    "secring.gpg": (["/home/u/.gnupg/secring.gpg", "SECRING.GPG"], ["pubring.gpg", "secring.gpg.md"]),
+    ".htpasswd": (["www/.htpasswd", ".HTPASSWD"], ["htpasswd", ".htpasswd.md"]),
+    ".config/rclone/rclone.conf": (["/home/u/.config/rclone/rclone.conf", ".CONFIG/RCLONE/Rclone.Conf"], ["rclone.conf", ".config/rclone/x"]),
 }  # fmt: skip
 
 MATCHES = [(entry, path) for entry, (yes, _) in SPEC_ENTRIES.items() for path in yes]

@@ -61,6 +61,52 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".yarnrc.yml",  # npmAuthToken
     ".config/gh/hosts.yml",  # the GitHub CLI's oauth_token
     "credentials.tfrc.json",  # terraform login
+    # SPEC's turn-4 additions: what an outside round read through ReadFile and Grep.
+    ".gitconfig",  # CI writes url.<token>.insteadOf here
+    ".config/git/config",
+    ".yarnrc",
+    ".dockercfg",
+    ".vault-token",
+    ".kube/",  # every kubeconfig and cache under it
+    "*.kubeconfig",
+    "kubeconfig*",
+    # Everything under .ssh/ but public keys, known hosts and the client config. The rule
+    # names the directory's entries, not the directory, so the exceptions can lift them
+    # (an exception never lifts a path under a matched directory); anything deeper stays.
+    ".ssh/*",
+    "!.ssh/*.pub",
+    "!.ssh/known_hosts",
+    "!.ssh/config",
+    "ssh_host_*_key",
+    "*.ppk",
+    ".env-*",
+    "*.env",
+    # The example/sample/template exception of .env.*, for the two other spellings.
+    "!.env-example",
+    "!.env-sample",
+    "!.env-template",
+    "!example.env",
+    "!sample.env",
+    "!template.env",
+    "!*.example.env",
+    "!*.sample.env",
+    "!*.template.env",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".authinfo*",
+    ".config/hub",
+    "*.tfstate",
+    "*.tfstate.backup",
+    ".m2/settings.xml",
+    ".composer/auth.json",
+    ".gradle/gradle.properties",
+    ".databrickscfg",
+    "*.jks",
+    "*.keystore",
+    "secring.gpg",
+    ".htpasswd",
+    ".config/rclone/rclone.conf",
     # Beyond SPEC's list, the same kind (credential stores that tools write into a home
     # folder; reported to SPEC's owner): hg's user config, svn's cached passwords, cargo's
     # registry token, pnpm's global rc, terraform's CLI config, gcloud's and azure's token
