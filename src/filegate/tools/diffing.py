@@ -45,6 +45,13 @@ class Diff:
     removed: int
     complete: bool  # False when the changed region was too large to diff line by line
     unsafe: bool = False  # the shown lines held characters that are shown escaped
+    binary: bool = False  # a file no tool shows as text: its sizes only (binary_diff)
+
+
+def binary_diff(old_size: int, new_size: int) -> Diff:
+    """The diff of a file ReadFile and Grep withhold (image, video, binary): SPEC §4, a
+    type-gated file's bytes never reach a diff, a preview or a question; its sizes do."""
+    return Diff(f"binary file, {old_size} → {new_size} bytes", 0, 0, False, binary=True)
 
 
 def unified_diff(
@@ -274,6 +281,11 @@ def change_summary(request: WriteRequest) -> str:
     both say them (not for a sensitive file: nothing about it is told, SPEC §2.6)."""
     if request.created:
         return f"New file: {plural(request.new_size, 'byte')}, {plural(request.new_lines, 'line')}."
+    if request.binary:
+        return (
+            f"Size: {request.old_size} → {request.new_size} bytes "
+            f"({request.new_size - request.old_size:+d}); a binary file, so its content is not shown."
+        )
     return (
         f"Size: {request.old_size} → {request.new_size} bytes "
         f"({request.new_size - request.old_size:+d}); lines: {request.old_lines} → "

@@ -137,6 +137,7 @@ class WriteRequest:
     created: bool = False  # the file does not exist yet
     notes: tuple[str, ...] = ()  # extra lines for the user (directories created, line endings)
     unsafe: bool = False  # the change holds characters the diff shows escaped
+    binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
 
 
 # How a write was decided, for the log and the tests.

@@ -32,6 +32,7 @@ from filegate.tools.outcome import (
     ToolEnv,
     ToolSpec,
 )
+from filegate.tools.readguard import identity_of
 
 if TYPE_CHECKING:
     from filegate.media.image import FittedImage
@@ -406,12 +407,16 @@ def _read(rp: ResolvedPath, env: ToolEnv, params: ReadMediaFileParams) -> Outcom
     fd = open_regular(rp)
     ft: FileType | None = None
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         _check_size(rp, size)
         ft = detect_file_type(rp.real.name, pread(fd, SNIFF_BYTES, 0))
         _check_media(rp, ft)
         reader: Reader = _read_image if ft.kind == "image" else _read_video
-        return reader(rp, fd, size, ft, env, params)
+        outcome = reader(rp, fd, size, ft, env, params)
+        if env.reads is not None:  # SPEC §4: a read of an image or video, for the read guard
+            env.reads.saw(rp.real, identity_of(st))
+        return outcome
     except MediaError as exc:
         assert ft is not None
         hint = _decode_hint(ft) if ft.kind == "image" else ""

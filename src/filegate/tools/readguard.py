@@ -3,8 +3,9 @@ what state.
 
 StrReplaceFile, and WriteFile overwriting an existing file, go ahead only when the file was read
 through this server (ReadFile, any window: a partial read counts, or a 10 GiB file could never
-be edited) and has not changed since. A file written through this server counts as read in its
-new state, so edits can follow edits.
+be edited; ReadMediaFile for an image or video) and has not changed since. A file written
+through this server counts as read in its new state, so edits can follow edits. A file no tool
+can show (binary, of unknown type) needs no read: its overwrite is judged by approval alone.
 
 "Unchanged" is the file's identity as ``stat`` gives it: device, inode, size, mtime and ctime
 (in ns). An atomic replace by another program makes a new inode; an in-place write moves mtime
@@ -29,6 +30,12 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Literal
+
+from filegate.errors import PathError
+from filegate.fsio.platform import pread
+from filegate.fsio.safeopen import open_regular
+from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
+from filegate.policy.workspace import ResolvedPath
 
 Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
 Verdict = Literal["read", "unread", "changed"]
@@ -77,15 +84,40 @@ class ReadLedger:
         return len(self._seen)
 
 
-def refusal(verdict: Verdict, shown: str, scope: str, action: str) -> str:
-    """The sentence of a refused write, naming the read that would let it through."""
-    read = f'ReadFile(path="{shown}")'
+def refusal(verdict: Verdict, shown: str, scope: str, action: str, reader: str = "ReadFile") -> str:
+    """The sentence of a refused write, naming the read that would let it through (``reader``:
+    ReadFile for text, ReadMediaFile for an image or video)."""
+    read = f'{reader}(path="{shown}")'
     if verdict == "changed":
         return (
             f"`{shown}` changed since it was read: read it again with {read} before you {action} "
             "it. Nothing was written."
         )
+    window = " (any window of it counts)" if reader == "ReadFile" else ""
     return (
-        f"`{shown}` has not been read {scope}: read it first with {read} (any window of it "
-        f"counts), then {action} it. Nothing was written."
+        f"`{shown}` has not been read {scope}: read it first with {read}{window}, then {action} "
+        "it. Nothing was written."
     )
+
+
+def reader_of(name: str, header: bytes) -> str | None:
+    """The tool that shows a file with this ``header``, whose read the guard asks for:
+    ReadFile for text, ReadMediaFile for an image or video; None for a file no tool can show
+    (binary, of unknown type), which needs no read (SPEC §4) and never reaches a diff."""
+    kind = detect_file_type(name, header).kind
+    return {"text": "ReadFile", "image": "ReadMediaFile", "video": "ReadMediaFile"}.get(kind)
+
+
+def header_of(rp: ResolvedPath) -> bytes:
+    """The target's first bytes, for its type; b"" (text: the guard applies) when it cannot be
+    opened, which load_current then reports."""
+    try:
+        fd = open_regular(rp)
+    except PathError:
+        return b""
+    try:
+        return pread(fd, SNIFF_BYTES, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

@@ -38,10 +38,11 @@ from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
+from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.diffing import Diff, change_summary, plural, unified_diff
+from filegate.tools.diffing import Diff, binary_diff, change_summary, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
-from filegate.tools.readguard import Identity, ReadLedger, identity_of, refusal
+from filegate.tools.readguard import Identity, ReadLedger, header_of, identity_of, reader_of, refusal
 
 # An edit holds the old and the new bytes at once (plus the diff's slices); this bounds it.
 MAX_FILE_BYTES = 128 << 20
@@ -290,16 +291,25 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
     if job.guarded and env.reads is not None:  # before the load: a 10 GiB file is not read for it
         st = stat_target(rp)
         if st is not None and stat.S_ISREG(st.st_mode):  # not a file: load_current says so
-            _guard(job, env.reads, identity_of(st))
+            reader = reader_of(rp.real.name, header_of(rp))
+            if reader is not None:
+                _guard(job, env.reads, identity_of(st), reader)
     current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
-    known = current.data is None or _guard(job, env.reads, _identity(current.snapshot))
+    reader = None if current.data is None else reader_of(rp.real.name, current.data[:SNIFF_BYTES])
+    known = current.data is None or (
+        reader is not None and _guard(job, env.reads, _identity(current.snapshot), reader)
+    )
     change = job.transform(current.data)
     if job.unchanged is not None and change.new == current.data:  # 50 MB compared only if needed
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
+    binary = current.data is not None and reader != "ReadFile"
     # The line counts of the result only; the text a question shows is made by _described.
-    diff = unified_diff(shown, old, change.new, change.encoding.codec, span=change.span, show=False)
+    if binary:
+        diff = binary_diff(len(old), len(change.new))
+    else:
+        diff = unified_diff(shown, old, change.new, change.encoding.codec, span=change.span, show=False)
     request = WriteRequest(
         tool=job.tool,
         shown=shown,
@@ -315,6 +325,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         diff="",  # filled in by _described, for a question
         created=current.data is None,
         notes=(*job.notes, *change.notes),
+        binary=binary,
     )
     return _Prepared(current, change, diff, request, known=known)
 
@@ -323,7 +334,7 @@ def _identity(snapshot: Snapshot) -> Identity:
     return (snapshot.dev, snapshot.ino, snapshot.size, snapshot.mtime_ns, snapshot.ctime_ns)
 
 
-def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity) -> bool:
+def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reader: str = "ReadFile") -> bool:
     """Read before you change it: refuse a guarded change of an existing file this session has
     not read as it is now (WriteError). Whether the model has seen the file as it is."""
     if reads is None:
@@ -332,7 +343,7 @@ def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity) -> bo
     if job.guarded and verdict != "read":
         action = "edit" if job.tool == "StrReplaceFile" else "overwrite"
         brief = "File changed since read" if verdict == "changed" else "File not read"
-        raise WriteError(refusal(verdict, job.rp.shown, reads.scope, action), brief)
+        raise WriteError(refusal(verdict, job.rp.shown, reads.scope, action, reader), brief)
     return verdict == "read"
 
 
@@ -342,8 +353,11 @@ def _described(prepared: _Prepared[T]) -> WriteRequest:
     old = prepared.current.data or b""
     change = prepared.change
     new, encoding = change.new, change.encoding
-    diff = unified_diff(prepared.request.shown, old, new, encoding.codec, span=change.span)
-    old_lines, new_lines = line_counts(old, new, encoding, change.span)
+    if prepared.request.binary:  # its bytes never reach a question: sizes only
+        diff, (old_lines, new_lines) = prepared.diff, (0, 0)
+    else:
+        diff = unified_diff(prepared.request.shown, old, new, encoding.codec, span=change.span)
+        old_lines, new_lines = line_counts(old, new, encoding, change.span)
     return dataclasses.replace(
         prepared.request,
         old_hash=prepared.current.snapshot.digest(),
@@ -479,8 +493,8 @@ def _shown(rp: ResolvedPath, env: ToolEnv) -> str:
 
 
 def lines_sentence(diff: Diff) -> str:
-    """The short diff stat at the end of a success message."""
-    return f" Lines: +{diff.added} -{diff.removed}."
+    """The short diff stat at the end of a success message (none for a binary file)."""
+    return "" if diff.binary else f" Lines: +{diff.added} -{diff.removed}."
 
 
 SENSITIVE_DONE = " The file is sensitive, so its size and the change's line counts are not shown."
