@@ -324,3 +324,13 @@ def write_sparse_png(path: Path, size: int, side: int = 8) -> Path:
         f.write(buf.getvalue())
         f.truncate(size)
     return path
+
+
+def sixteen_bit_png_bytes(width: int, height: int) -> bytes:
+    """A 16-bit grey PNG (Pillow decodes it as I;16) of a horizontal ramp, streamed through zlib
+    row by row: a few KB on disk, ``width × height × 2`` bytes as decoded."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 16, 0, 0, 0, 0)
+    row = b"\0" + b"".join(struct.pack(">H", x * 65535 // max(1, width - 1)) for x in range(width))
+    z = zlib.compressobj(9)
+    idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+    return _PNG_SIGNATURE + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")

@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from filegate.errors import MediaError
-from filegate.media.bounds import DecodeTimeout
-from filegate.media.image import b64_len, bytes_for_chars, fit_image_to_budget
+from filegate.media.bounds import DECODES, DecodeTimeout
+from filegate.media.image import Region, b64_len, bytes_for_chars, fit_image_to_budget
 from filegate.media.video import extract_keyframes, probe_video
 from tests import media_factory as mf
 
@@ -42,14 +42,16 @@ def test_image_whose_side_is_exactly_the_limit_is_sent_as_it_is() -> None:
 
 
 def test_bomb_is_refused_from_its_header() -> None:
-    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel: 353440000 bytes"):
+    # RGBA: 4 bytes stored, and an RGB copy beside it when its alpha turns out opaque.
+    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 8 bytes a pixel: 706880000 bytes"):
         fit_image_to_budget(mf.bomb_png_bytes(9400, 9400), 1 << 20, 2048)
 
 
-@pytest.mark.parametrize("mode", ["1", "P", "LA"])
-def test_a_bomb_counts_the_rgb_picture_it_becomes_not_its_compact_decode(mode: str) -> None:
-    # 1 or 2 bytes a pixel as decoded, 4 once converted for encoding: 9400x9400 is over.
-    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel: 353440000 bytes"):
+@pytest.mark.parametrize(("mode", "cost"), [("1", 5), ("P", 5), ("LA", 8)])
+def test_a_bomb_counts_the_rgb_picture_it_becomes_not_its_compact_decode(mode: str, cost: int) -> None:
+    # As stored (1 byte a pixel; LA 4), plus the RGB(A) copy made for encoding: 9400x9400 is over.
+    decoded = 9400 * 9400 * cost
+    with pytest.raises(MediaError, match=rf"^it is 9400x9400px with {cost} bytes a pixel: {decoded} bytes"):
         fit_image_to_budget(mf.bomb_png_bytes(9400, 9400, mode), 1 << 20, 2048)
 
 
@@ -61,7 +63,7 @@ def test_gif_whose_screen_is_a_bomb_is_refused_from_its_header() -> None:
         + b"," + struct.pack("<HHHH", 0, 0, 1, 1) + b"\0" + b"\x02\x02\x44\x01\0" + b";"
     )  # fmt: skip
     assert Image.open(io.BytesIO(gif)).size == (9400, 9400)
-    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 4 bytes a pixel"):
+    with pytest.raises(MediaError, match=r"^it is 9400x9400px with 5 bytes a pixel"):
         fit_image_to_budget(gif, 1 << 20, 2048)
 
 
@@ -101,3 +103,31 @@ def test_a_video_is_opened_only_with_the_demuxer_of_its_detected_type(tmp_path: 
         assert probe_video(f.fileno(), "mov").codec == "h264"
         info = probe_video(f.fileno(), "avi")
     assert info.codec is None and info.unknown and info.unknown.startswith("no video decoder can open it (")
+
+
+def test_a_16_bit_picture_is_charged_its_32_bit_conversions_not_its_decode() -> None:
+    # Issue 41 item 9: a 16-bit PNG is 2 bytes a pixel as decoded, then a 32-bit copy and its
+    # scaled 32-bit copy on the way to 8-bit: 10 bytes a pixel (582 MB for a 78 KB file when
+    # it was charged 4). 3700x3700 is 55 MB at 4 bytes, 137 MB at 10: over the budget.
+    data = mf.sixteen_bit_png_bytes(3700, 3700)
+    assert Image.open(io.BytesIO(data)).mode == "I;16"
+    region = Region(100, 200, 3000, 2000)
+    for kw in ({}, {"region": region, "full_resolution": True}):
+        with pytest.raises(MediaError, match=r"^it is 3700x3700px with 10 bytes a pixel: 136900000 bytes"):
+            fit_image_to_budget(data, 1 << 20, 2048, **kw)  # type: ignore[arg-type]
+
+
+def test_a_16_bit_region_at_full_resolution_holds_the_decode_gate_at_its_real_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    costs: list[int] = []
+    take = DECODES._take
+    monkeypatch.setattr(
+        DECODES, "_take", lambda cost, deadline: (costs.append(cost), take(cost, deadline))[1]
+    )
+    data = mf.sixteen_bit_png_bytes(1200, 900)
+    fitted = fit_image_to_budget(data, 1 << 22, 2048, region=Region(0, 0, 600, 450), full_resolution=True)
+    assert (fitted.out_width, fitted.out_height) == (600, 450)
+    assert costs == [1200 * 900 * 10]
+    with Image.open(io.BytesIO(fitted.data)) as out:  # the ramp's 16 bits became 8, not clipped
+        assert out.convert("L").getextrema() == (0, 127)

@@ -24,8 +24,10 @@ from .bounds import (
     DECODE_TIMEOUT_S,
     DECODES,
     MAX_DECODE_BYTES,
+    SIXTEEN_BIT_MODES,
     Deadline,
     DeadlineReader,
+    bytes_per_pixel,
     check_decoded_size,
 )
 from .headers import (
@@ -185,14 +187,6 @@ def check_jpeg_buffers(data: bytes, size: tuple[int, int], decoded: int) -> int:
     return coefficients + decoded
 
 
-def bytes_per_pixel(mode: str) -> int:
-    """Bytes one pixel of a picture decoded in ``mode`` takes by the time it is encoded again:
-    L and RGB stay as they are; every other mode (palette, bilevel, 16-bit, CMYK, with alpha)
-    becomes RGB(A) or 32-bit first, 4 bytes, so an 11 KB bilevel PNG of 9400x9400 px counts
-    as the 353 MB it becomes, not the 88 MB of its bilevel decode."""
-    return {"L": 1, "RGB": 3}.get(mode, 4)
-
-
 def frame_count(im: Image.Image, data: bytes) -> tuple[int, bool]:
     """(frames, more) where counting is cheap (COUNTED_FORMATS), capped; (1, False) elsewhere."""
     fmt = im.format or ""
@@ -306,7 +300,7 @@ def fit_image_to_budget(
         else:
             target = fit_box(stored, side)
         im.draft(None if as_is else "RGB", target)
-    decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode))
+    decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode, cropped=region is not None))
     if fmt in ("JPEG", "MPO"):
         # The draft's size is what libjpeg outputs, not what it holds: a progressive JPEG
         # keeps full-size coefficients (1.3 MB of 13000² held 1.4 GB at 1/8 scale).
@@ -361,7 +355,7 @@ def _prepare(im: Image.Image, orientation: int | None = None) -> _Prepared:
     orientation = _orientation(im) if orientation is None else orientation
     mode = im.mode
     alpha = mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in im.info
-    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
+    if mode in (*SIXTEEN_BIT_MODES, "I"):
         im = im.convert("I").point(lambda v: v * (1 / 256)).convert("L")  # 16-bit → 8-bit
     elif alpha:
         if mode != "RGBA":  # convert() to the same mode would copy the whole picture
