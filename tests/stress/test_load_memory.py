@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,16 @@ def text_file(path: Path) -> None:
     path.write_bytes(b"first line\n" + line * (TEXT_FILE // len(line)))
 
 
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Path]:
+    """The workspace, emptied after the test: its text files hold 800 MB of real disk."""
+    yield Path(os.path.realpath(tmp_path))
+    for child in tmp_path.iterdir():
+        child.unlink()
+
+
 @pytest.mark.slow
-async def test_forty_parallel_whole_file_loads_stay_within_the_budget(tmp_path: Path) -> None:
-    ws = Path(os.path.realpath(tmp_path))
+async def test_forty_parallel_whole_file_loads_stay_within_the_budget(ws: Path) -> None:
     calls: list[tuple[str, dict[str, Any]]] = []
     for i in range(PARALLEL):
         kind = i % 3
