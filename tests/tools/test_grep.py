@@ -725,13 +725,14 @@ async def test_a_gitignore_that_reincludes_a_secret_does_not_show_it_in_any_mode
 
 
 async def test_a_case_variant_of_a_path_rule_is_left_out_up_front_and_counted(ws: Path, mode: str) -> None:
-    """`.kube/config` is a path rule; `.kube/CONFIG` is the same file on a case-folding disk and
-    matches it (the rules ignore case). The walk's name filter must not clear it by a
-    case-sensitive look at the rule's last part: the "skipped" notice and count would vanish."""
-    tree(ws, {".kube/CONFIG": "token: abc\n", ".kube/notes.txt": "token: none\n"})
+    """`.aws/credentials` is a path rule; `.aws/CREDENTIALS` is the same file on a case-folding
+    disk and matches it (the rules ignore case). The walk's name filter must not clear it by a
+    case-sensitive look at the rule's last part: the "skipped" notice and count would vanish.
+    (`.kube/` is sensitive as a whole since SPEC's turn-4 list: not a path rule any more.)"""
+    tree(ws, {".aws/CREDENTIALS": "token: abc\n", ".aws/notes.txt": "token: none\n"})
     _, (out, msg), facts = await grep(ws, mode, pattern="token", output_mode="count_matches")
-    assert out.rstrip("\n") == ".kube/notes.txt:1"
-    assert "Skipped 1 sensitive file(s) (CONFIG)" in msg
+    assert out.rstrip("\n") == ".aws/notes.txt:1"
+    assert "Skipped 1 sensitive file(s) (CREDENTIALS)" in msg
 
 
 async def test_the_skip_sentence_names_only_secrets_within_the_callers_glob_and_type(

@@ -59,8 +59,11 @@ class Secrets:
             if not p or p.startswith(("#", "!")):
                 continue
             body = p.strip("/")
-            if "/" in body:
-                tails.append(fnmatch.translate(body.rsplit("/", 1)[1].lower()))
+            tail = body.rsplit("/", 1)[1] if "/" in body else ""
+            # A tail of only '*' (`.ssh/*`) names every entry of its directory, and those
+            # directories are told by dir_may_hold: as a tail it would clear no name at all.
+            if tail and tail.strip("*"):
+                tails.append(fnmatch.translate(tail.lower()))
         return re.compile("|".join(tails)) if tails else None
 
     def dir_may_hold(self, base: str) -> bool:
