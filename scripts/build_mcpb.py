@@ -43,7 +43,13 @@ LOCK = REPO / "scripts" / "mcpb.lock"
 MCPB_PACKAGE = "@anthropic-ai/mcpb"
 MCPB_VERSION = "2.1.2"
 # MCPB platform names, from the start of a pip platform tag.
-PLATFORM_OF_TAG = {"manylinux": "linux", "musllinux": "linux", "linux": "linux", "macosx": "darwin", "win": "win32"}
+PLATFORM_OF_TAG = {
+    "manylinux": "linux",
+    "musllinux": "linux",
+    "linux": "linux",
+    "macosx": "darwin",
+    "win": "win32",
+}
 
 
 def version() -> str:
@@ -63,7 +69,8 @@ def python_range(pythons: list[str]) -> str:
 
 def needs_sentence(pythons: list[str], host: str) -> str:
     command = "python" if host == "win32" else "python3"
-    return f"Needs Python {' or '.join(sorted(pythons))} installed as `{command}` (nothing else: no uv, no network)."
+    versions = " or ".join(sorted(pythons))
+    return f"Needs Python {versions} installed as `{command}` (nothing else: no uv, no network)."
 
 
 def manifest(pythons: list[str], host: str) -> dict[str, object]:
@@ -74,7 +81,7 @@ def manifest(pythons: list[str], host: str) -> dict[str, object]:
         "name": "filegate",
         "display_name": "filegate",
         "version": version(),
-        "description": f"Kimi CLI's six file tools over one folder, with one set of path and size rules. {needs}",
+        "description": f"Kimi CLI's six file tools over one folder, one set of path and size rules. {needs}",
         "long_description": (
             "ReadFile, ReadMediaFile, Glob, Grep, WriteFile and StrReplaceFile over the folder you "
             "choose. Symlink-safe paths, secrets (.env, keys, credentials) kept out of reads and "
@@ -224,11 +231,14 @@ def write_lock() -> None:
              "--only-binary=:all:", "--report", str(report), str(REPO)])  # fmt: skip
         resolved = json.loads(report.read_text())["install"]
     pins = sorted(
-        (m["name"], m["version"]) for m in (i["metadata"] for i in resolved) if canonical(m["name"]) != "filegate"
+        (m["name"], m["version"])
+        for m in (i["metadata"] for i in resolved)
+        if canonical(m["name"]) != "filegate"
     )
     header = (
         "# The exact versions scripts/build_mcpb.py puts into the Claude Desktop bundle (every\n"
-        "# dependency of pyproject.toml, resolved to wheels). Re-resolve: python scripts/build_mcpb.py --lock\n"
+        "# dependency of pyproject.toml, resolved to wheels).\n"
+        "# Re-resolve: python scripts/build_mcpb.py --lock\n"
     )
     LOCK.write_text(header + "".join(f"{n}=={v}\n" for n, v in sorted(pins, key=lambda p: canonical(p[0]))))
 
@@ -236,7 +246,9 @@ def write_lock() -> None:
 def install_lib(into: Path, python: str, pip_platform: str | None) -> None:
     """Every locked dependency that this Python on this platform needs, from wheels, into ``into``;
     refused if the resolution wants a package or a version the lock does not pin."""
-    target = ["--python-version", python, "--implementation", "cp"] + (["--platform", pip_platform] if pip_platform else [])
+    target = ["--python-version", python, "--implementation", "cp"] + (
+        ["--platform", pip_platform] if pip_platform else []
+    )
     with tempfile.TemporaryDirectory(prefix="filegate-lib-") as tmp:
         report = Path(tmp) / "report.json"
         run([sys.executable, "-m", "pip", "install", "-q", "--target", str(into), "--only-binary=:all:",
@@ -247,11 +259,17 @@ def install_lib(into: Path, python: str, pip_platform: str | None) -> None:
     pins = read_lock()
     unpinned = sorted(f"{n}=={v}" for n, v in installed.items() if pins.get(n) != v)
     if unpinned:
-        raise SystemExit(f"build_mcpb: not in scripts/mcpb.lock: {', '.join(unpinned)} (python {python}); re-lock")
+        raise SystemExit(
+            f"build_mcpb: not in scripts/mcpb.lock: {', '.join(unpinned)} (python {python}); re-lock"
+        )
     # filegate itself lives once in server/filegate, for every Python; its console script
     # would name this machine's interpreter.
     shutil.rmtree(into / "filegate")
-    for leftover in [*into.glob("filegate-*.dist-info"), *into.glob("*/filegate"), *into.glob("*/filegate.exe")]:
+    for leftover in [
+        *into.glob("filegate-*.dist-info"),
+        *into.glob("*/filegate"),
+        *into.glob("*/filegate.exe"),
+    ]:
         shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
 
 
@@ -274,7 +292,9 @@ def stage(into: Path, pythons: list[str], pip_platform: str | None) -> None:
         install_lib(server / "lib" / python, python, pip_platform)
     shutil.copy2(REPO / "README.md", into / "README.md")
     shutil.copy2(REPO / "LICENSE", into / "LICENSE")
-    (into / "manifest.json").write_text(json.dumps(manifest(pythons, host_platform(pip_platform)), indent=2) + "\n")
+    (into / "manifest.json").write_text(
+        json.dumps(manifest(pythons, host_platform(pip_platform)), indent=2) + "\n"
+    )
     (into / ".mcpbignore").write_text("__pycache__/\n*.pyc\n")
 
 
@@ -282,8 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build filegate.mcpb (Claude Desktop's MCP Bundle).")
     parser.add_argument("--out", type=Path, default=REPO / "dist" / "filegate.mcpb")
     parser.add_argument("--python", action="append", metavar="X.Y",
-                        help="a Python version the bundle serves (repeatable; default: this one)")  # fmt: skip
-    parser.add_argument("--platform", metavar="TAG", help="pip platform tag to build for (default: this machine)")
+                        help="a Python the bundle serves (repeatable; default: this one)")  # fmt: skip
+    parser.add_argument(
+        "--platform", metavar="TAG", help="pip platform tag to build for (default: this machine)"
+    )
     parser.add_argument("--lock", action="store_true", help="re-resolve scripts/mcpb.lock and stop")
     args = parser.parse_args(argv)
     if args.lock:

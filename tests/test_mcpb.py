@@ -69,7 +69,9 @@ def test_the_lock_pins_every_dependency_within_pyproject_bounds() -> None:
         req = Requirement(line)
         pinned = pins.get(build.canonical(req.name))
         assert pinned is not None, f"{req.name} is not in scripts/mcpb.lock"
-        assert req.specifier.contains(pinned, prereleases=True), f"{req.name}=={pinned} is outside {req.specifier}"
+        assert req.specifier.contains(pinned, prereleases=True), (
+            f"{req.name}=={pinned} is outside {req.specifier}"
+        )
 
 
 def test_the_manifest_says_which_python_to_install() -> None:
@@ -85,7 +87,9 @@ def test_a_python_the_bundle_has_no_libraries_for_is_told_which_to_install(tmp_p
     server = tmp_path / "server"
     (server / "lib" / "3.99").mkdir(parents=True)
     (server / "main.py").write_text(build_script().LAUNCHER)
-    done = subprocess.run([sys.executable, "-I", server / "main.py"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-I", server / "main.py"], capture_output=True, text=True, timeout=30
+    )
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert done.returncode == 2
     assert done.stderr.startswith(
@@ -138,7 +142,9 @@ def test_the_bundle_starts_with_python_alone_offline_and_serves_the_folder(
     lib = bundle / "server" / "lib" / f"{sys.version_info[0]}.{sys.version_info[1]}"
     for info in lib.glob("*.dist-info"):
         name, _, version = info.name.removesuffix(".dist-info").rpartition("-")
-        assert shipped.get(build_script().canonical(name)) == version, f"{info.name} is not the locked version"
+        assert shipped.get(build_script().canonical(name)) == version, (
+            f"{info.name} is not the locked version"
+        )
 
     folder = tmp_path / "chosen folder"  # a space, as in "Application Support"
     folder.mkdir()

@@ -31,9 +31,15 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     """The flags that configure a server (shared by ``filegate`` and ``filegate install``).
 
     Allowed values come from the Settings types, so help and validation cannot drift apart.
+    Each help is "what it does (default: X)": the README's flag table is made from these
+    (scripts/flags_table.py; tests/test_flags_table.py keeps the two the same).
     """
     a = p.add_argument
-    a("--workdir", metavar="DIR", help="directory to serve (default: current directory)")
+    a(
+        "--workdir",
+        metavar="DIR",
+        help="the directory served; relative paths start here (default: current directory)",
+    )
     a(
         "--add-dir",
         action="append",
@@ -45,7 +51,7 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "--confine",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="never touch anything outside the workspace (default: on for http, off for stdio)",
+        help="never read or write outside the workspace (default: on for http, off for stdio)",
     )
     a(
         "--secret-pattern",
@@ -55,53 +61,69 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="extra sensitive-file pattern, gitignore syntax (repeatable; extends the defaults)",
     )
     a("--transport", choices=get_args(Transport), help="how clients connect (default: stdio)")
-    a("--host", help="HTTP bind address (default: 127.0.0.1)")
-    a("--port", metavar="N", help="HTTP port (default: 8000)")
-    a("--path", help="HTTP endpoint path (default: /mcp)")
-    a("--token", help="bearer token required on every HTTP request (needed off loopback)")
+    a("--host", help="HTTP: the address the endpoint binds (default: 127.0.0.1)")
+    a("--port", metavar="N", help="HTTP: the port the endpoint listens on (default: 8000)")
+    a("--path", help="HTTP: the endpoint's path (default: /mcp)")
+    a("--token", help="HTTP: bearer token required on every request (needed off loopback)")
     a(
         "--state-key",
         metavar="KEY",
-        help="replicas: shared key (16+ chars) sealing approval state, so any replica accepts "
-        "another's 2026-07-28 answer; prefer FILEGATE_STATE_KEY (a flag shows in ps)",
+        help="replicas: shared key (16+ characters) sealing approval state, so any replica accepts "
+        "another's 2026-07-28 answer; prefer FILEGATE_STATE_KEY, a flag shows in ps "
+        "(default: one per process)",
     )
     a(
         "--allowed-origin",
         action="append",
         dest="allowed_origins",
         metavar="ORIGIN",
-        help="browser Origin allowed to call the HTTP endpoint (repeatable)",
+        help="HTTP: a browser Origin allowed to call the endpoint (repeatable)",
     )
     a(
         "--allowed-host",
         action="append",
         dest="allowed_hosts",
         metavar="HOST",
-        help="another Host header the HTTP endpoint answers to, e.g. files.internal:8000 (repeatable)",
+        help="HTTP: another Host header the endpoint answers to, such as a container's DNS name "
+        "files.internal:8000 (repeatable; others get 421)",
     )
-    a("--max-connections", help="HTTP: most connections open at once (default 256)")
-    a("--max-sessions", help="HTTP: most handshake-era sessions open at once (default 64)")
+    a(
+        "--max-connections",
+        metavar="N",
+        help="HTTP: most connections open at once, also kept 64 under the descriptor limit (default: 256)",
+    )
+    a(
+        "--max-sessions",
+        metavar="N",
+        help="HTTP: most handshake-era sessions at once; more get 503 until one ends (default: 64)",
+    )
     a(
         "--session-idle-timeout",
         metavar="SECONDS",
-        help="HTTP: end a handshake-era session idle this long, with its approvals and roots (default 900)",
+        help="HTTP: end a handshake-era session idle this long, with its approvals and roots (default: 900)",
     )
-    a("--log-level", type=_upper, choices=get_args(LogLevel), help="stderr log level (default: WARNING)")
+    a(
+        "--log-level",
+        type=_upper,
+        choices=get_args(LogLevel),
+        help="stderr log level; stdout carries only JSON-RPC (default: WARNING)",
+    )
     a(
         "--approval",
         choices=get_args(ApprovalMode),
-        help="ask (default): elicit each write; strict: refuse what cannot be asked; auto: never ask",
+        help="how writes are approved. ask: ask before each write where the client can answer; "
+        "strict: refuse what cannot be asked; auto: never ask (default: ask)",
     )
     a(
         "--read-only",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="do not offer WriteFile and StrReplaceFile",
+        help="do not offer WriteFile and StrReplaceFile at all (default: off)",
     )
     a(
         "--read-guard",
         choices=("on", "off"),
-        help="on (default): edits and overwrites need a ReadFile of the file since it last changed",
+        help="an edit or overwrite needs a ReadFile of the file since it last changed (default: on)",
     )
     a(
         "--client",
@@ -111,9 +133,15 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a(
         "--result-budget",
         metavar="N",
-        help="max characters of one media result, base64 included (default 1 MiB; 100000 for Kimi CLI)",
+        help="most characters one tool result may have, base64 included: ReadFile, Grep and Glob "
+        "return less and say where to continue, ReadMediaFile shrinks its media "
+        "(default: 1 MiB; 100,000 for Kimi CLI and Kimi Code)",
     )
-    a("--image-max-side", metavar="N", help="downscale images whose longer side exceeds this (default: 2048)")
+    a(
+        "--image-max-side",
+        metavar="N",
+        help="images with a longer side are downscaled to it (default: 2048)",
+    )
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
