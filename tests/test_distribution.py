@@ -42,3 +42,18 @@ def test_an_invalid_server_json_is_caught() -> None:
     server = json.loads((REPO / "server.json").read_text())
     for bad in ({"name": "filegate"}, {"description": "x" * 101}):
         assert list(jsonschema.Draft7Validator(schema).iter_errors({**server, **bad})), bad
+
+
+def test_the_package_metadata_is_ready_for_pypi() -> None:
+    """What a PyPI page shows beside the README: the licence file, who, where, for what."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    licence = (REPO / "LICENSE").read_text()
+    assert licence.startswith("MIT License") and "filegate contributors" in licence
+    assert project["authors"] == [{"name": "filegate contributors"}]
+    assert "Programming Language :: Python :: 3 :: Only" in project["classifiers"]
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # PEP 639: the expression
+    # The repository the registry name stands for (io.github.<owner>/<name>).
+    owner, name = json.loads((REPO / "server.json").read_text())["name"].removeprefix("io.github.").split("/")
+    repository = f"https://github.com/{owner}/{name}"
+    assert project["urls"]["Source"] == repository and project["urls"]["Issues"] == f"{repository}/issues"

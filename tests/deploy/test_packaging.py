@@ -7,6 +7,7 @@ runs with ``pytest -m slow``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -128,3 +129,14 @@ def test_the_wheel_and_the_sdist_build_and_pass_twine_check(tmp_path: Path) -> N
     assert built == [f"filegate-{__version__}-py3-none-any.whl", f"filegate-{__version__}.tar.gz"]
     out = run(sys.executable, "-m", "twine", "check", "--strict", *sorted(tmp_path.iterdir()))
     assert out.count("PASSED") == 2, out
+    # What PyPI shows: the README, every link absolute (PyPI has neither the repository's files
+    # nor heading anchors), the registry's mcp-name line kept; and the licence file.
+    with zipfile.ZipFile(tmp_path / built[0]) as wheel:
+        metadata = wheel.read(f"filegate-{__version__}.dist-info/METADATA").decode()
+        names = wheel.namelist()
+    assert f"filegate-{__version__}.dist-info/licenses/LICENSE" in names
+    description = metadata.split("\n\n", 1)[1]
+    assert "Content-Type: text/markdown" in metadata and "<!-- mcp-name: " in description
+    targets = re.findall(r"\]\(([^)\s]*)\)", description)
+    assert targets and [t for t in targets if not t.startswith("https://")] == []
+    assert "](https://github.com/filegate/filegate#flags)" in description

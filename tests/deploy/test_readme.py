@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,10 +17,20 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command in ci.splitlines()
 
 
-def test_readme_install_command_installs_from_pyproject() -> None:
+def test_readme_install_offers_a_tool_install_and_the_clone_route() -> None:
+    """A tool install (its own environment: a client's entry survives a moved or deleted
+    clone), from PyPI or from this source, and the clone's `.venv` the tests use."""
     readme = (ROOT / "README.md").read_text()
-    block = readme.split("**1. Install**", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
-    assert block.endswith("pip install -q .") and "python3 -m venv .venv" in block
+    install = readme.split("**1. Install**", 1)[1].split("**2. Connect a client.**", 1)[0]
+    tool, clone = [part.split("\n```", 1)[0] for part in install.split("```sh\n")[1:]]
+    for command in (
+        "pipx install filegate",
+        "uv tool install filegate",
+        "pipx install .",
+        "uv tool install .",
+    ):
+        assert command in tool
+    assert clone.endswith("pip install -q .") and "python3 -m venv .venv" in clone
 
 
 def test_readme_first_screen_is_short_and_says_how_to_start() -> None:
@@ -46,7 +58,9 @@ def test_readme_check_gives_the_answer_it_shows(tmp_path: Path) -> None:
     command = part.split("```sh\n", 1)[1].split("\n```", 1)[0]
     answer = part.split("```text\n", 1)[1].split("\n```", 1)[0]
     folder = str(tmp_path / "fg-check")
-    done = subprocess.run(["bash", "-c", command.replace("/tmp/fg-check", folder)], cwd=ROOT,
+    # As after step 1: this checkout's `filegate` first on PATH.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", command.replace("/tmp/fg-check", folder)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     shown = answer.replace("/tmp/fg-check", folder).splitlines()
