@@ -12,6 +12,7 @@ counted and printed, so the figure never hides them.
     .venv/bin/python scripts/mutation_score.py --rerun-survivors   # after adding tests
     .venv/bin/python scripts/mutation_score.py --rerun-timeouts    # timeouts again, on a quieter machine
     .venv/bin/python scripts/mutation_score.py --target approval   # another named target (TARGETS)
+    .venv/bin/python scripts/mutation_score.py --keep --write-docs # the rates by module into docs/TESTING.md
 
 ``--target NAME`` mutates another part of the package against its own tests, as TARGETS
 below names them (the outer edges of issue 26). It overrides ``only_mutate`` and the test
@@ -155,6 +156,50 @@ def previous(mutmut: list[str], verdicts: str, env: dict[str, str]) -> list[str]
     return re.findall(rf"^\s*(\S+): (?:{verdicts})$", listed, re.MULTILINE)
 
 
+DOCS = ROOT / "docs" / "TESTING.md"
+# A mutant's name is its module, then x_<function> or xǁ<Class>ǁ<method>, then __mutmut_<n>.
+MODULE_OF_MUTANT = re.compile(r"^(?P<module>[\w.]+?)\.x[_ǁ]")
+KILLED = ("killed", "timeout")
+NOT_COUNTED = ("skipped", "not checked")
+
+
+def by_module(listing: str) -> dict[str, tuple[int, int]]:
+    """``mutmut results --all true`` as {module: (killed, counted)}; a timeout counts as killed."""
+    counts: dict[str, tuple[int, int]] = {}
+    for name, verdict in re.findall(r"^\s*(\S+): (.+?)\s*$", listing, re.MULTILINE):
+        found = MODULE_OF_MUTANT.match(name)
+        if found is None or verdict in NOT_COUNTED:
+            continue
+        module = found["module"].removeprefix("filegate.")
+        killed, counted = counts.get(module, (0, 0))
+        counts[module] = (killed + (verdict in KILLED), counted + 1)
+    return counts
+
+
+def rates_table(counts: dict[str, tuple[int, int]], threshold: float) -> str:
+    rows = ["| module | killed | mutants | rate |", "|---|---|---|---|"]
+    for module, (killed, counted) in sorted(counts.items()):
+        rows.append(f"| {module} | {killed:,} | {counted:,} | {100.0 * killed / counted:.1f} % |")
+    killed = sum(k for k, _ in counts.values())
+    counted = sum(c for _, c in counts.values())
+    rate = 100.0 * killed / counted if counted else 0.0
+    total = f"| **all** | **{killed:,}** | **{counted:,}** | **{rate:.1f} %** (threshold {threshold:g} %) |"
+    rows.append(total)
+    return "\n".join(rows) + "\n"
+
+
+def markers(key: str) -> tuple[str, str]:
+    begin = f"<!-- mutation:{key} (written by scripts/mutation_score.py --write-docs) -->\n"
+    return begin, f"<!-- /mutation:{key} -->\n"
+
+
+def with_section(doc: str, key: str, table: str) -> str:
+    """``doc`` with the section between ``key``'s markers replaced by ``table``."""
+    begin, end = markers(key)
+    start = doc.index(begin) + len(begin)
+    return doc[:start] + table + doc[doc.index(end, start) :]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="reuse mutants/ and mutmut's cached results")
@@ -170,6 +215,11 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, help="lowest kill rate, percent")
     parser.add_argument(
         "--target", choices=sorted(TARGETS), help="mutate a named target instead of policy/ and fsio/"
+    )
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="after the run, write its rates by module into docs/TESTING.md (that target's section)",
     )
     parser.add_argument(
         "--results",
@@ -215,6 +265,11 @@ def main() -> int:
         f"{stats['suspicious']} suspicious; {exclusions(target)} `# pragma: no mutate` exclusions. "
         f"Survivors: {Path(sys.argv[0]).name} --results{' --target ' + args.target if args.target else ''}"
     )
+    if args.write_docs:
+        listing = [*mutmut, "results", "--all", "true"]
+        listed = subprocess.run(listing, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+        table = rates_table(by_module(listed), threshold)
+        DOCS.write_text(with_section(DOCS.read_text("utf-8"), args.target or "policy-fsio", table), "utf-8")
     return 0 if rate >= threshold else 1
 
 
