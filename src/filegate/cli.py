@@ -55,10 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.install import main as install
 
         return install(args[1:])
-    # Start-up builds ~170,000 objects that live as long as the process (fastmcp, the SDK's
-    # models, pydantic's validators) and little garbage: the collector's passes over them were
-    # ~15 % of the start's CPU (bench/README.md, issue 28). serve() turns it back on once the
-    # server is built, with those objects frozen out of its later passes; so does any way out.
+    # Start-up builds a great many objects that live as long as the process (fastmcp, the
+    # SDK's models, pydantic's validators) and little garbage, so the collector's passes over
+    # them are wasted work (the bench's cold-start item measures it). serve() turns it back on
+    # once the server is built, with those objects frozen out of its later passes; so does any
+    # way out.
     gc.disable()
     try:
         settings = parse_settings(args)

@@ -122,7 +122,7 @@ async def test_over_stdio_a_read_counts_for_the_process_in_both_eras(ws: Path, m
     async with Client(stdio_transport(ws, "--approval", "auto"), mode=mode) as c:
         r = await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)
         assert r.is_error and text(r) == NOT_READ.format(scope="in this session", action="edit")
-        await call(c, "ReadFile", path="a.txt", n_lines=1)  # the stdio fast lane's read counts
+        await call(c, "ReadFile", path="a.txt", n_lines=1)  # a read over stdio counts
         assert not (await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)).is_error
     assert (ws / "a.txt").read_text() == "one\nTWO\n"
 

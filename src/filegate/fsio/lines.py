@@ -45,14 +45,14 @@ COUNT_BUDGET_S = 5.0
 # such as Kimi CLI gives a tool call 60 s); the answer then says what is known.
 SCAN_BUDGET_S = 15.0
 # Files this large are counted by coreutils `wc -l`, in a process of its own: it counts with
-# SIMD (1 GiB in 0.17 s on the benchmark machine, bench/README.md) where bytes.count manages
-# 1.2 GB/s, and it runs on another core while this thread finds the requested lines.
-# Below this size the Python count takes < 15 ms and spawning wc would cost more than it saves.
+# SIMD, several times faster than bytes.count, and it runs on another core while this thread
+# finds the requested lines. Below this size the Python count is quicker than spawning wc.
 WC_MIN_BYTES = 16 << 20
 # When wc runs out of the budget (a huge file on a slow disk), a Python count this long gives
 # the lower bound that is reported ("at least N").
 FALLBACK_BUDGET_S = 1.0
-# A tail is looked for in a block this large first (100 log lines are ~11 KB), then 4x larger.
+# A tail is looked for in a block this large first (enough for 100 lines of a typical log),
+# then in blocks 4 times larger.
 TAIL_BLOCK = 64 << 10
 # A tail window spanning at most this many bytes is read with one pread.
 TAIL_ONE_READ = 4 << 20

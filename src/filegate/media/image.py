@@ -303,7 +303,8 @@ def fit_image_to_budget(
     decoded = check_decoded_size(*im.size, bytes_per_pixel(im.mode, cropped=region is not None))
     if fmt in ("JPEG", "MPO"):
         # The draft's size is what libjpeg outputs, not what it holds: a progressive JPEG
-        # keeps full-size coefficients (1.3 MB of 13000² held 1.4 GB at 1/8 scale).
+        # keeps full-size coefficients whatever the scale, so a small file of huge stored
+        # dimensions is counted at its stored size.
         decoded = check_jpeg_buffers(data, stored, decoded)
     with DECODES.hold(decoded, deadline):
         try:
@@ -397,7 +398,7 @@ def _encode(im: Image.Image, fmt: str, quality: int) -> bytes:
             im = im.convert("RGB")
         im.save(buf, "JPEG", quality=quality, optimize=True)
     elif fmt == "WEBP":
-        im.save(buf, "WEBP", quality=quality, method=2)  # 3-5: ~3% smaller, 1.5-2x slower
+        im.save(buf, "WEBP", quality=quality, method=2)  # higher methods: a little smaller, much slower
     else:
         im.save(buf, "PNG", compress_level=6)
     return buf.getvalue()

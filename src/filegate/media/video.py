@@ -57,9 +57,9 @@ UNDECODABLE = (
 )
 
 
-# The child's address space: Python, Pillow, PyAV, FFmpeg's libraries and threads map ~290 MiB
-# of it (VmPeak sampling a small clip; 50 MiB resident); the rest is for one frame at the
-# decode budget and its scaled copy. A 12000² PNG-coded frame (432 MB) fails to allocate.
+# The child's address space: a fixed part for Python, Pillow, PyAV, FFmpeg's libraries and
+# threads (their VmPeak on a small clip stays under it), and the rest for one frame at the
+# decode budget and its scaled copy. A frame larger than the budget fails to allocate.
 WORKER_ADDRESS_SPACE = (320 << 20) + 2 * MAX_DECODE_BYTES
 # glibc reserves 64 MiB of address space per thread arena: two keep FFmpeg's threads within it.
 WORKER_ENV = {"MALLOC_ARENA_MAX": "2", "LC_ALL": "C"}

@@ -179,7 +179,7 @@ _END = ""  # a trie key no atom can be: the body ends here
 def _factored(bodies: list[tuple[str, ...]]) -> str:
     """The bodies' alternation with common leading atoms written once (a trie):
     ``.env|.envrc|.netrc`` becomes ``\\.(?:env(?:rc)?|netrc)``, so a name is compared with the
-    list once, not once per rule (defaults: ~3x faster than one alternative per rule)."""
+    list once, not once per rule (the shared prefixes are matched once, not per alternative)."""
     trie: dict[str, Any] = {}
     for atoms in bodies:
         node = trie

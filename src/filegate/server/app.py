@@ -133,7 +133,7 @@ class FilegateTool(Tool):
 class Events(RootsChanged, NotableEvents):
     """filegate's one middleware: a client's roots change (session.py) and the notable events of
     a call (notify.py). One layer, not two: each costs every message a pass through fastmcp's
-    middleware dispatch (~10 µs of a small call's ~1 ms, bench/percall.py)."""
+    middleware dispatch, a fixed cost per message (bench/percall.py measures it)."""
 
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:

@@ -153,12 +153,13 @@ class SessionRuntime:
         self._roots.pop(connection, None)
         self._roots_generation[connection] = self._roots_generation.get(connection, 0) + 1
 
-    def reads_for(self, call: CallContext | None) -> ReadLedger | None:
-        """The read ledger of this call's session (None: --read-guard off). ``None`` for
-        the call: the stdio fast lane, which serves the process's one client."""
+    def reads_for(self, call: CallContext) -> ReadLedger | None:
+        """The read ledger of this call's session (None: --read-guard off): the process's one
+        ledger for stdio (one client) and for 2026-07-28 calls (no session), else the
+        handshake-era session's own."""
         if not self.settings.read_guard:
             return None
-        if call is None or call.modern or call.transport == "stdio":
+        if call.modern or call.transport == "stdio":
             return self.process_reads
         ledger = self._reads.get(call.connection)
         if ledger is None:

@@ -124,7 +124,7 @@ def diff_header(shown: str) -> list[str]:
 
 
 def _diff(shown: str, a: bytes, b: Content, region: tuple[int, int, int], show: bool) -> Diff:
-    """Slices stay small: a 50 MB change is counted in place, never copied for the diff."""
+    """Slices stay small: a change to a large file is counted in place, never copied for the diff."""
     diff = _diff_text(shown, a, b, region, _first_line(a, region[0]) if show else 1)
     return diff if show else dataclasses.replace(diff, text="")
 

@@ -114,7 +114,7 @@ def compile_pattern(pattern: str) -> list[Compiled]:
             f"Pattern `{shown}` is absolute. Give a pattern relative to `directory`, and put "
             "the absolute part in `directory`."
         )
-    # Imported on the first Glob, not at start-up (wcmatch takes ~15 ms to import).
+    # Imported on the first Glob, not at start-up: no import a start does not need.
     import bracex
     from wcmatch import fnmatch as wfnmatch
 

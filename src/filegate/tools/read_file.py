@@ -52,9 +52,9 @@ class ReadFileParams(BaseModel):
         return v
 
 
-# detect_file_type is a function of (name, first bytes) alone, and libmagic takes 1-6 ms over
-# an 8 KiB text header (bench/README.md), more than the rest of a small read: answers for the
-# most recent headers are kept (256 x 8 KiB at most).
+# detect_file_type is a function of (name, first bytes) alone, and libmagic costs more over an
+# 8 KiB text header than the rest of a small read: answers for the most recent headers are
+# kept (256 x 8 KiB at most).
 _detect_file_type = functools.lru_cache(maxsize=256)(detect_file_type)
 
 
@@ -81,7 +81,7 @@ def _check_readable_text(rp: ResolvedPath, header: bytes) -> None:
 
 
 # Kimi's numbered line: the number right-aligned in 6 columns, a tab, the line. %-formatting:
-# ~40 % less CPU than an f-string's format spec, for every line of every read.
+# cheaper than an f-string's format spec, and it runs for every line of every read.
 ROW = "%6d\t%s"
 
 
@@ -215,14 +215,14 @@ def _why_it_stopped(
 
 # ReadFile's file work runs on at most this many worker threads at once (anyio's default is
 # 40). Each system call in it (~25 for a small file: realpath's lstats, the open component by
-# component, fstat, pread) hands the GIL to a waiting thread; with ten reads in flight every
-# hand-over cost a futex wait and a context switch, and a small read took ~3x the CPU it takes
-# alone (bench/percall.py at concurrency 10: filegate added +0.18-0.23 ms per call over bare
-# fastmcp with 40 threads, ~0.00 ms with 2, +0.07-0.13 with 3). Two keep one thread in a system
-# call while the other runs Python; a third would only wait for the GIL. A cancelled read gives
-# its place back at once (abandon_on_cancel), whatever its thread is still doing. A file over
-# SHARED_FROM_BYTES is read on anyio's shared threads instead: its read can take seconds (the
-# line count of a 10 GiB log), and the two places are for the many small reads.
+# component, fstat, pread) hands the GIL to a waiting thread; with many reads in flight every
+# hand-over costs a futex wait and a context switch, so a small read takes several times the
+# CPU it takes alone (bench/percall.py at concurrency 10 compares thread counts). Two keep one
+# thread in a system call while the other runs Python; a third would only wait for the GIL.
+# A cancelled read gives its place back at once (abandon_on_cancel), whatever its thread is
+# still doing. A file over SHARED_FROM_BYTES is read on anyio's shared threads instead: its
+# read can take seconds (the line count of a 10 GiB log), and the two places are for the many
+# small reads.
 READ_WORKERS = 2
 SHARED_FROM_BYTES = 1 << 20
 _READERS: RunVar[anyio.CapacityLimiter] = RunVar("filegate_read_workers")

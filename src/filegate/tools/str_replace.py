@@ -79,7 +79,7 @@ class StrReplaceFileParams(BaseModel):
 @dataclass(slots=True)
 class Applied:
     # The edited bytes; the last edit, when it replaced one occurrence, is spliced in, not
-    # copied into a new 50 MB object.
+    # copied into a new object the size of the file.
     data: Content
     replacements: int = 0
     to_crlf: list[int] = field(default_factory=list)  # edits written with CRLF
@@ -110,8 +110,8 @@ class _Eols:
 
     @cached_property
     def crlf(self) -> bool:
-        """At least one CRLF. Found from the first CR on: a one-byte search runs as memchr
-        (~15 ms over 50 MB of LF text, where searching for the two bytes takes ~100 ms)."""
+        """At least one CRLF. Found from the first CR on: a one-byte search runs as memchr,
+        many times faster over LF text than a search for the two bytes."""
         first_cr = self._data.find(b"\r")
         return first_cr >= 0 and self._data.find(b"\r\n", first_cr) >= 0
 

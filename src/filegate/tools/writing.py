@@ -300,7 +300,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         reader is not None and _guard(job, env.reads, _identity(current.snapshot), reader)
     )
     change = job.transform(current.data)
-    if job.unchanged is not None and change.new == current.data:  # 50 MB compared only if needed
+    if job.unchanged is not None and change.new == current.data:  # a whole file compared only if needed
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
