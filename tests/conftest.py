@@ -192,27 +192,3 @@ def http_server(workdir: Path, *extra: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-
-
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow set of tests/slow_set.py (why there: its docstring)."""
-    from tests.slow_set import SLOW_FILES, SLOW_TESTS
-
-    root = Path(__file__).resolve().parent.parent
-    modules: dict[str, Any] = {}
-    for item in items:
-        rel = Path(item.fspath).resolve().relative_to(root).as_posix()
-        modules[rel] = getattr(item, "module", None)
-        if rel in SLOW_FILES or f"{rel}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
-            item.add_marker(pytest.mark.slow)
-    stale = sorted(
-        key
-        for key in SLOW_TESTS
-        if (module := modules.get(key.split("::")[0])) is not None and not hasattr(module, key.split("::")[1])
-    )
-    stale += sorted(
-        f for f in SLOW_FILES | {k.split("::")[0] for k in SLOW_TESTS} if not (root / f).is_file()
-    )
-    if stale:
-        raise pytest.UsageError(f"tests/slow_set.py names tests that no longer exist: {', '.join(stale)}")

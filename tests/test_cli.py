@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from filegate import __version__
 from tests.conftest import FILEGATE
 
@@ -132,6 +134,7 @@ def test_one_line_on_stderr_at_start_and_nothing_on_stdout(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.slow
 def test_http_on_loopback_says_whether_any_local_process_can_connect(tmp_path: Path) -> None:
     """Started for real: the line a user sees names the open door, and not when a token shuts it."""
     from tests.server.served import http_filegate
@@ -147,6 +150,7 @@ def test_http_on_loopback_says_whether_any_local_process_can_connect(tmp_path: P
         assert "t0ken" not in line
 
 
+@pytest.mark.slow
 def test_stdio_started_at_a_terminal_says_what_it_waits_for_and_ends_on_ctrl_d(tmp_path: Path) -> None:
     """A person who types `filegate` gets a hint instead of a silent prompt; a client (stdin a
     pipe, as in the test above) does not."""

@@ -88,6 +88,7 @@ async def start_as_client(entry: dict[str, Any], cwd: Path) -> list[str]:
     return names
 
 
+@pytest.mark.slow
 async def test_every_client_configuration_starts_as_written(tmp_path: Path, project: Path) -> None:
     env = client_env(tmp_path)
     elsewhere = tmp_path / "client-cwd"  # where an app such as Claude Desktop starts servers
@@ -111,6 +112,7 @@ async def test_every_client_configuration_starts_as_written(tmp_path: Path, proj
     assert len(started) == 3, started  # apps with --workdir, agents without, Kimi with its preset
 
 
+@pytest.mark.slow
 async def test_flags_given_to_install_reach_the_server(tmp_path: Path, project: Path) -> None:
     env = client_env(tmp_path)
     done = install("cursor", "--read-only", "--workdir", str(project), env=env, cwd=tmp_path)
@@ -265,6 +267,7 @@ def test_bad_choices_fail_at_install_with_one_line(tmp_path: Path, project: Path
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.slow
 async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: Path) -> None:
     """The start command printed (with the token given and the workdir, for the agents too: the
     user starts an HTTP server, not the agent in its project) is pasted as is, from elsewhere."""
@@ -331,6 +334,7 @@ def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: P
     assert wrong.returncode == 2 and "kimi-code only" in wrong.stderr
 
 
+@pytest.mark.slow
 def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, project: Path) -> None:
     """The MCP Inspector 2.12 reads an entry without "type" as stdio ("The "file" argument must
     be of type string"): install generic-http writes "type": "http", which it reads as HTTP."""

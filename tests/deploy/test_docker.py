@@ -151,6 +151,7 @@ def test_entrypoint_refuses_to_start_without_the_token(instructions: list[Any], 
     assert "refusing to serve HTTP on 0.0.0.0 without a token" in done.stderr
 
 
+@pytest.mark.slow
 async def test_entrypoint_with_a_token_passes_the_healthcheck_and_serves_both_eras(
     instructions: list[Any], ws: Path, tmp_path: Path
 ) -> None:

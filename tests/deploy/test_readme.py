@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,6 +50,7 @@ def test_readme_first_screen_is_short_and_says_how_to_start() -> None:
     assert "filegate install claude-desktop" in first and "Run the tests:" in first
 
 
+@pytest.mark.slow
 def test_readme_check_gives_the_answer_it_shows(tmp_path: Path) -> None:
     """The "check that it works" commands run as written (their folder moved to tmp_path) and
     print what the README shows, start-up line included (stderr)."""

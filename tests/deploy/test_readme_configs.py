@@ -203,6 +203,7 @@ def here(url: str, port: int) -> str:
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.slow
 async def test_readme_entry_starts_and_serves_the_tools(
     entry: Entry | Exception, request: pytest.FixtureRequest, ws: Path
 ) -> None:
@@ -221,6 +222,7 @@ async def test_readme_entry_starts_and_serves_the_tools(
             assert "configured from the README" in text(r)
 
 
+@pytest.mark.slow
 def test_claude_desktop_and_http_lines_serve_the_inspector(request: pytest.FixtureRequest, ws: Path) -> None:
     missing = inspector_missing()
     if missing:
@@ -243,6 +245,7 @@ def install_lines(sec: str) -> list[list[str]]:
     return [w for w in sh_lines(sec) if w[:2] == ["filegate", "install"]]
 
 
+@pytest.mark.slow
 async def test_install_lines_write_configurations_that_start(tmp_path: Path, ws: Path) -> None:
     """Each `filegate install` line as written, into a throw-away HOME; then each written entry
     is started as its client would (the distinct command lines once each)."""
@@ -277,6 +280,7 @@ def docker_stdio_lines(sec: str) -> list[list[str]]:
     return [w for w in sh_lines(sec) if w[:2] == ["docker", "run"] and "stdio" in w]
 
 
+@pytest.mark.slow
 async def test_docker_stdio_lines_override_the_images_http_entrypoint(ws: Path) -> None:
     """No engine here: the image's ENTRYPOINT (from the Dockerfile) plus the README's words after
     the image name, run locally with /workspace mapped to a temp workspace, serve stdio."""

@@ -15,10 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import FILEGATE
 from tests.interop.kimi_driver import Result, find_kimi, run_kimi
 from tests.interop.kimi_scenarios import Scenario, build_tree, scenarios
 from tests.tooling import tool_missing
+
+# A whole file of slow tests: `pytest -m slow` runs it, the default run leaves it.
+pytestmark = pytest.mark.slow
 
 # scenario key → why filegate answers differently. "fix:" = a Kimi bug SPEC fixes;
 # "intended:" = a deliberate difference of filegate's (SPEC says so); the section is named.

@@ -141,12 +141,14 @@ async def _probe(c: Client[Any]) -> None:
             assert "modules/sub/config" not in text(r).split("Skipped")[0], (path, output_mode, text(r))
 
 
+@pytest.mark.slow
 async def test_submodule_config_over_stdio(ws: Path, mode: str) -> None:
     _submodule_checkout(ws)
     async with Client(stdio_transport(ws), mode=mode) as c:
         await _probe(c)
 
 
+@pytest.mark.slow
 async def test_submodule_config_over_confined_http(ws: Path, mode: str) -> None:
     _submodule_checkout(ws)
     with http_server(ws) as url:

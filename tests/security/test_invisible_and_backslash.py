@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastmcp import Client
 
 from tests.conftest import call, connect, stdio_transport, text
@@ -136,6 +137,7 @@ async def test_a_literal_backslash_name_and_an_undecodable_name_stay_apart(ws: P
         await _check_collision(c, ws, literal, undecodable)
 
 
+@pytest.mark.slow
 async def test_the_same_over_stdio(ws: Path, mode: str) -> None:
     literal, undecodable = _collision(ws)
     async with Client(stdio_transport(ws, "--approval", "auto"), mode=mode) as c:

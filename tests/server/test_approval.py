@@ -415,6 +415,7 @@ async def test_modern_answer_is_refused_when_the_file_changed_before_the_retry(w
 # --- real subprocesses ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_stdio_subprocess_approved_writes_one_session_and_the_stderr_log(
     ws: Path, tmp_path: Path, mode: str
 ) -> None:
@@ -437,6 +438,7 @@ async def test_stdio_subprocess_approved_writes_one_session_and_the_stderr_log(
     assert f"WriteFile wrote 5 bytes to {ws / 'b.txt'} (inside workspace, approval: session)" in logged
 
 
+@pytest.mark.slow
 async def test_http_approval_in_both_eras(ws: Path, mode: str) -> None:
     answers = Answers("approve_for_session")
     with http_server(ws) as url:
@@ -725,6 +727,7 @@ async def test_a_same_size_change_with_its_mtime_restored_is_caught_at_write_tim
     assert target.read_text() == "value = 9\n"
 
 
+@pytest.mark.slow
 async def test_a_handshake_http_question_answered_slowly_still_counts(ws: Path) -> None:
     """The open question watches its client's stream (approval.STREAM_CHECK_S); a user who
     takes a few checks' time to answer over a live connection is not taken for gone."""

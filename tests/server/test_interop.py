@@ -96,6 +96,7 @@ def sdk(request: pytest.FixtureRequest) -> SessionOpener:
 
 
 @pytest.mark.parametrize("era", list(ERAS))
+@pytest.mark.slow
 async def test_official_sdk_session_lists_calls_every_read_tool_and_gets_log_messages(
     sdk: SessionOpener, workspace: Path, era: str
 ) -> None:
@@ -194,6 +195,7 @@ def last_json(text: str) -> Any:
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.slow
 def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
     request: pytest.FixtureRequest, workspace: Path, transport: str
 ) -> None:
@@ -242,6 +244,7 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
     assert "a.txt:1:interop line" in results["Grep"]["content"][0]["text"]
 
 
+@pytest.mark.slow
 def test_inspector_cli_reports_a_tool_error_as_such(workspace: Path, server: Served) -> None:
     missing = inspector_missing()
     if missing:
@@ -255,6 +258,7 @@ def test_inspector_cli_reports_a_tool_error_as_such(workspace: Path, server: Ser
 
 
 @pytest.mark.parametrize("header", [[], ["--header", "Authorization: Bearer wrong"]])
+@pytest.mark.slow
 def test_inspector_cli_is_refused_without_the_right_token(server: Served, header: list[str]) -> None:
     missing = inspector_missing()
     if missing:

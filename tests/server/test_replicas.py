@@ -24,7 +24,7 @@ from tests.conftest import text
 from tests.stress.procs import HttpServer, http_server
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("read_guard_off")]
 
 STATE_KEY = "replica-test-key-0123456789abcdef"
 

@@ -220,6 +220,7 @@ async def test_a_roots_change_while_roots_list_is_in_flight_discards_that_answer
         assert "ALLOWED" in text(await call(c, "ReadFile", path="allowed/a.txt"))
 
 
+@pytest.mark.slow
 async def test_a_handshake_client_that_only_posts_is_asked_for_roots_on_its_call_stream(
     tree: Path, tmp_path: Path
 ) -> None:

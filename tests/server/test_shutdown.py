@@ -77,6 +77,7 @@ async def _http_cancel(ws: Path, tmp: Path, mode: str, *signals: signal.Signals)
     no_trouble(log)
 
 
+@pytest.mark.slow
 async def test_http_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
     ws: Path, tmp_path: Path, huge: Path, mode: str
 ) -> None:
@@ -90,6 +91,7 @@ async def test_http_sigterm_alone_waits_the_grace_period_then_cancels(
     await _http_cancel(ws, tmp_path, mode, signal.SIGTERM)
 
 
+@pytest.mark.slow
 async def test_http_stops_with_idle_clients_connected_and_ends_their_streams_properly(
     ws: Path, tmp_path: Path
 ) -> None:
@@ -123,6 +125,7 @@ async def _stdio_cancel(ws: Path, mode: str, *signals: signal.Signals) -> None:
     assert not alive(pid)
 
 
+@pytest.mark.slow
 async def test_stdio_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
     ws: Path, huge: Path, mode: str
 ) -> None:
@@ -150,6 +153,7 @@ async def test_idle_stdio_server_exits_on_sigint_without_waiting_for_stdin(ws: P
         assert not alive(pid)
 
 
+@pytest.mark.slow
 async def test_a_stdio_server_without_loop_signal_handlers_serves_and_ends_with_stdin(
     ws: Path, mode: str
 ) -> None:

@@ -45,6 +45,7 @@ def check(got: dict[int, dict[str, Any]], ids: set[int]) -> None:
     assert got[161]["result"]["isError"]  # the 300 KB path arrived whole, and was refused
 
 
+@pytest.mark.slow
 def test_a_burst_over_pipes_is_answered_in_full(ws: Path, tmp_path: Path) -> None:
     data, ids = burst(ws)
     stderr = tmp_path / "stderr"
@@ -54,6 +55,7 @@ def test_a_burst_over_pipes_is_answered_in_full(ws: Path, tmp_path: Path) -> Non
     check(got, ids)
 
 
+@pytest.mark.slow
 def test_a_request_with_a_lone_surrogate_escape_is_answered_not_dropped(ws: Path) -> None:
     """JSON allows "\\ud800" alone; the SDK's parser refuses it and dropped the request without a
     reply, so the client waited for ever. Now it gets an error for its id, a valid escaped pair

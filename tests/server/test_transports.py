@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp.types import Implementation
@@ -73,6 +74,7 @@ def test_fastmcp_makes_no_telemetry_spans_unless_the_operator_asks() -> None:
     assert out.stdout.strip() == "native", out.stderr
 
 
+@pytest.mark.slow
 async def test_an_undecodable_file_name_never_stops_the_stdio_server(ws: Path, mode: str) -> None:
     """A name that is not UTF-8 (old archives) reached JSON as a lone surrogate and the stdio
     writer died on the model's first Glob (issue 18 item 2). Every answer comes, and the

@@ -78,6 +78,7 @@ def _no_lost_update(ws: Path, results: list[Any]) -> None:
     assert (ws / "slots.txt").read_text() == expected
 
 
+@pytest.mark.slow
 async def test_fifty_concurrent_approved_edits_from_clients_of_both_eras_lose_nothing(ws: Path) -> None:
     """No lock spans a question (SPEC §6): a newer question about the file supersedes an open
     one and the write's stale check refuses an edit made on old bytes, so some edits are
@@ -126,6 +127,7 @@ async def _client_session(url: str, i: int, answers: Answers) -> dict[str, Any]:
     return {"mode": mode, "reads": reads, "writes": writes}
 
 
+@pytest.mark.slow
 async def test_ten_http_clients_at_once_keep_their_approvals_to_themselves(ws: Path) -> None:
     (ws / "shared.txt").write_text("".join(f"shared line {n}\n" for n in range(20)))
     for i in range(10):
@@ -212,6 +214,7 @@ async def _load(ws: Path, calls: int) -> dict[str, Any]:
     return {**summary, "rss_before_mib": before >> 20, "rss_after_mib": after >> 20}
 
 
+@pytest.mark.slow
 async def test_inspector_load_over_http_has_no_errors_and_steady_memory(ws: Path) -> None:
     await _load(ws, LOAD_CALLS)
 

@@ -196,6 +196,7 @@ async def test_ten_gib_sparse_file_is_refused_by_size_before_any_read(server: Se
     await server.still_answers()
 
 
+@pytest.mark.slow
 async def test_one_gib_sparse_text_file_reads_in_bounded_memory(server: Server, room: str) -> None:
     await _huge_file_calls(server, room, GIB)
 
@@ -254,6 +255,7 @@ async def _big_directory(server: Server, room: str, n: int) -> None:
     await server.still_answers()
 
 
+@pytest.mark.slow
 async def test_directory_with_twenty_thousand_entries(server: Server, room: str) -> None:
     await _big_directory(server, room, 20_000)
 
@@ -275,6 +277,7 @@ async def _match_everything(server: Server, path: str) -> None:
     await server.still_answers()
 
 
+@pytest.mark.slow
 async def test_grep_matching_every_line_past_the_output_buffer(server: Server, room: str) -> None:
     line = b"int filegate_stress_line = 42; /* every line of this tree matches */\n"
     for i in range(40):  # 40 x 0.5 MB: rg's output (with names and numbers) passes its 20 MB cap
@@ -305,6 +308,7 @@ async def test_grep_matching_every_line_of_the_kernel_tree() -> None:
         print(f"\nkernel tree, every line: peak grew {s.growth() / MIB:.1f} MiB; {text(r)[-300:]}")
 
 
+@pytest.mark.slow
 async def test_regexes_rg_refuses_are_clear_errors(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("abc\n")
     async with connect(ws, mode) as c:
@@ -346,6 +350,7 @@ async def _past_timeout(ws: Path, timeout: float) -> None:
         assert not r.is_error and "small.txt" in text(r)
 
 
+@pytest.mark.slow
 async def test_grep_past_its_timeout_answers_kills_rg_and_serves_the_next_call(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -242,6 +242,7 @@ def _fuzz(target: tuple[BlockingPortal, Client[Any]], tool: str, examples: int) 
 
 
 @pytest.mark.parametrize("tool", list(TOOLS))
+@pytest.mark.slow
 def test_fuzzed_arguments_give_a_result_or_a_clean_error(
     fuzz_target: tuple[BlockingPortal, Client[Any]], tool: str
 ) -> None:

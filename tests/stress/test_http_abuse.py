@@ -18,12 +18,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 
 from tests import rawhttp
 from tests.conftest import call, free_port, text
 from tests.server.served import Served, request, wait_ready
 from tests.stress.procs import status
+
+# A whole file of slow tests: `pytest -m slow` runs it, the default run leaves it.
+pytestmark = pytest.mark.slow
 
 TOKEN = "abuse-token"
 NOFILE = 256

@@ -126,6 +126,7 @@ def _drop_mid_grep(url: str, mode: str, marker: str) -> None:
         client.wait()
 
 
+@pytest.mark.slow
 async def test_http_connection_dropped_mid_grep_kills_rg_at_once_on_2026_connections(ws: Path) -> None:
     _tera(ws)
     with http_server(ws) as server:  # Grep's own 20 s timeout: rg must go long before it
@@ -175,6 +176,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Path, tmp_path: Path) -> None:
     """SPEC §6: the question goes out on the call's stream; once that closes (the client was
     killed) nothing can answer it, so the server gives it up at once, not after 600 s."""
@@ -344,6 +346,7 @@ async def test_answers_of_the_wrong_shape_are_no_approval(ws: Path) -> None:
     assert not (ws / "a.txt").exists()
 
 
+@pytest.mark.slow
 async def test_a_state_sealed_by_another_server_is_refused(tmp_path: Path) -> None:
     """Two HTTP servers (two processes, two sealing keys): one's answer is worthless to the other."""
     one, two = tmp_path / "one", tmp_path / "two"

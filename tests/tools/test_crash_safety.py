@@ -102,6 +102,7 @@ def check_provoked(seen: dict[str, int], kills: int, temps_kind: str) -> None:
 
 
 @pytest.mark.parametrize("temps_kind", ["tmpfile", "named"])
+@pytest.mark.slow
 def test_killed_writer_leaves_old_or_new_content(tmp_path: Path, temps_kind: str) -> None:
     seen = kill_loop(tmp_path, kills=20, seed=1, temps_kind=temps_kind)
     check_provoked(seen, 20, temps_kind)

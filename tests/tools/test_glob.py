@@ -185,6 +185,7 @@ def without_dac_override(ws: Path, mode: str) -> Any:
     return Client(StdioTransport(setpriv, args, cwd=str(ws), keep_alive=False), mode=mode)
 
 
+@pytest.mark.slow
 async def test_unreadable_directory_is_skipped_and_said(ws: Path, mode: str) -> None:
     tree(ws, "locked/x.txt", "open/y.txt", "shut/z.txt")
     os.chmod(ws / "locked", 0)
@@ -305,6 +306,7 @@ async def test_a_hostile_gitignore_is_not_read(ws: Path, outside: Path, mode: st
 # --- any depth, cancellation ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> None:
     """Issue 11.6 / 14.4: the recursive walk raised RecursionError, masked as an internal error."""
     depth = 1100
@@ -335,6 +337,7 @@ def remove_chain(top: Path, name: str, depth: int) -> None:
         os.rmdir(top / "/".join([name] * level))
 
 
+@pytest.mark.slow
 async def test_a_cancelled_glob_stops_walking(ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 14.4: a cancelled Glob ran on for up to 20 s. A spy (not a mock: it calls the real
     os.scandir) notes when the walk lists its last directory."""
@@ -363,6 +366,7 @@ async def test_a_cancelled_glob_stops_walking(ws: Path, mode: str, monkeypatch: 
     assert text(r).startswith(f"{'d' * 100}0000/e0")
 
 
+@pytest.mark.slow
 async def test_a_cancelled_glob_stops_within_one_huge_directory(
     ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -416,6 +420,7 @@ async def test_names_are_shown_escaped_and_found_by_that_spelling(ws: Path, mode
         assert out.startswith(shown.removesuffix("*").removesuffix("/"))  # passed back, found
 
 
+@pytest.mark.slow
 async def test_an_undecodable_name_over_stdio_keeps_the_server_up(ws: Path) -> None:
     os.close(os.open(os.fsencode(ws) + b"/caf\xe9.py", os.O_WRONLY | os.O_CREAT))
     (ws / "plain.py").write_text("x")

@@ -277,6 +277,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_ignore_files_that_are_links_or_devices_are_never_read(ws: Path) -> None:
     """18.1: .gitignore/.ignore/.rgignore linked to /dev/zero made rg eat all memory; a FIFO
     one made it hang. Under a 2 GiB cap and 60 s, every search answers at once."""
@@ -470,6 +471,7 @@ def _many_matches(ws: Path) -> None:
         os.utime(p, (stamp + i % 3, stamp + i % 3))
 
 
+@pytest.mark.slow
 async def test_same_call_same_bytes_and_paging_visits_every_result_once(ws: Path, mode: str) -> None:
     """11.3: content and count orders changed from call to call; paging 300 matches as two
     pages of 150 repeated and lost lines."""
@@ -606,6 +608,7 @@ async def test_a_reincluded_secret_between_context_groups_is_dropped_and_the_gro
     assert out.rstrip("\n").splitlines() == expected
 
 
+@pytest.mark.slow
 async def test_what_is_said_of_skipped_secrets_does_not_depend_on_their_content(ws: Path, mode: str) -> None:
     """SPEC §2.6: the skipped names and their number were those of the secrets that matched,
     so a pattern tried against `.env` told whether it occurs there, one guess at a time."""

@@ -87,6 +87,7 @@ async def test_a_fifo_present_in_the_tree_is_skipped(ws: Path, mode: str) -> Non
 
 @pytest.mark.slow
 @pytest.mark.parametrize("hold_writer", [False, True], ids=["open-waits", "read-waits"])
+@pytest.mark.slow
 async def test_a_fifo_swapped_in_during_the_walk_never_makes_grep_wait(
     ws: Path, mode: str, hold_writer: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -117,6 +117,7 @@ async def test_read_guard_off_restores_writing_without_a_read(ws: Path, mode: st
         assert not (await call(c, "WriteFile", path="a.txt", content="x\n")).is_error
 
 
+@pytest.mark.slow
 async def test_over_stdio_a_read_counts_for_the_process_in_both_eras(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("one\ntwo\n")
     async with Client(stdio_transport(ws, "--approval", "auto"), mode=mode) as c:

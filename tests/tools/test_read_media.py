@@ -105,6 +105,7 @@ def kimi_info() -> Implementation:
 # --- images ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_large_photo_comes_back_as_one_jpeg_within_the_default_budget(
     ws: Path, put: Callable[..., Path], mode: str
 ) -> None:
@@ -138,6 +139,7 @@ async def test_kimi_client_name_gets_a_100000_character_result(
     assert max(im.size) >= 400  # still a useful picture
 
 
+@pytest.mark.slow
 async def test_client_flag_kimi_sets_the_budget_and_result_budget_flag_wins(
     ws: Path, put: Callable[..., Path]
 ) -> None:
@@ -268,6 +270,7 @@ async def test_transparent_png_over_the_side_limit_stays_png_with_alpha(
     assert wire_chars(r) <= DEFAULT_RESULT_BUDGET
 
 
+@pytest.mark.slow
 async def test_heavy_transparent_png_on_a_small_budget_keeps_alpha_as_webp(
     ws: Path, put: Callable[..., Path]
 ) -> None:
@@ -280,6 +283,7 @@ async def test_heavy_transparent_png_on_a_small_budget_keeps_alpha_as_webp(
     assert wire_chars(r) <= 40_000
 
 
+@pytest.mark.slow
 async def test_line_art_stays_png_when_downscaled(ws: Path, put: Callable[..., Path]) -> None:
     put("diagram.png")
     async with connect(ws, client="kimi") as c:
@@ -546,6 +550,7 @@ async def test_broken_video_that_fits_is_sent_as_it_is(ws: Path, put: Callable[.
 # --- wire-level: the installed server over stdio, and the tool listing --------------------------
 
 
+@pytest.mark.slow
 async def test_photo_over_stdio_is_one_image_block_under_one_mib(ws: Path, put: Callable[..., Path]) -> None:
     put("photo.jpg")
     async with Client(stdio_transport(ws)) as c:
@@ -698,6 +703,7 @@ hostile = pytest.mark.asyncio(loop_scope="module")
     # 343 KB RGBA (and its RGB copy); 11 KB bilevel that becomes RGB
     [("RGBA", 1, 8), ("RGBA", 3, 8), ("1", 1, 5)],
 )
+@pytest.mark.slow
 async def test_png_bomb_is_refused_from_its_header_and_the_server_stays_small(
     capped: Capped, mode: str, parallel: int, cost: int
 ) -> None:
@@ -731,6 +737,7 @@ async def test_parallel_decodes_within_the_budget_do_not_stack_their_memory(ws: 
 
 
 @hostile
+@pytest.mark.slow
 async def test_ico_with_a_huge_embedded_png_is_refused_before_any_decode(capped: Capped) -> None:
     # The directory says 256x256; the PNG inside is 13000x13000 (Pillow decodes it in open).
     ico = mf.ico_with_png_bytes(mf.bomb_png_bytes(13000, 13000, "L"))
@@ -746,6 +753,7 @@ async def test_ico_with_a_huge_embedded_png_is_refused_before_any_decode(capped:
 
 
 @hostile
+@pytest.mark.slow
 async def test_webp_with_a_canvas_over_the_budget_is_refused_before_pillow_opens_it(capped: Capped) -> None:
     # 38 bytes of lossless WebP for a 6000x6000 canvas: libwebp allocates the canvas in open.
     Image.new("RGB", (6000, 6000), (10, 20, 30)).save(
@@ -761,6 +769,7 @@ async def test_webp_with_a_canvas_over_the_budget_is_refused_before_pillow_opens
 
 
 @hostile
+@pytest.mark.slow
 async def test_video_with_frames_over_the_budget_is_refused_before_any_frame_is_decoded(
     capped: Capped,
 ) -> None:
@@ -904,6 +913,7 @@ async def test_jpeg_with_thousands_of_scans_is_refused_before_any_decode(ws: Pat
 
 @hostile
 @pytest.mark.parametrize("parallel", [1, 3])
+@pytest.mark.slow
 async def test_progressive_jpeg_bomb_is_refused_by_what_libjpeg_holds(capped: Capped, parallel: int) -> None:
     # ~1 MB of 13000² progressive JPEG: a 1/8-scale draft is 6 MB, but libjpeg keeps all
     # 507,624,192 bytes of coefficients (4:2:0) while it decodes (561 MB in process before).
@@ -925,6 +935,7 @@ async def test_progressive_jpeg_bomb_is_refused_by_what_libjpeg_holds(capped: Ca
 
 
 @hostile
+@pytest.mark.slow
 async def test_progressive_jpegs_within_the_budget_take_turns_at_their_real_cost(capped: Capped) -> None:
     # 5600² progressive 4:2:0: 94,089,216 bytes of coefficients each (+ a 23 MB half-scale
     # draft), within the budget alone; counted at their draft only, two would decode at once.

@@ -175,6 +175,7 @@ async def test_region_and_full_resolution_are_ignored_for_video_and_said_so(ws: 
     assert text(r).endswith("(region and full_resolution apply to images only: ignored for this video.)")
 
 
+@pytest.mark.slow
 async def test_a_region_of_a_bomb_is_still_a_bomb(ws: Path) -> None:
     # The bound is on the decode, not the crop: a 16x16 region of a 9400² PNG or progressive
     # JPEG is refused from its header, before anything is decoded (a region needs the whole

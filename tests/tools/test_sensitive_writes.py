@@ -187,6 +187,7 @@ async def test_a_sensitive_question_is_bound_to_its_arguments(ws: Path) -> None:
 
 
 @pytest.mark.parametrize("answer", ["none", "approve"])
+@pytest.mark.slow
 async def test_over_http_confined_nothing_is_told_either(ws: Path, mode: str, answer: str) -> None:
     """A real `filegate --transport http` (confined by default), both eras."""
     from fastmcp import Client

@@ -225,6 +225,7 @@ async def test_full_disk_gives_a_clear_error_and_keeps_the_old_file(tmp_path: Pa
         assert sorted(p.name for p in disk.iterdir()) == ["a.txt"]
 
 
+@pytest.mark.slow
 async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     (ws / "a.txt").write_text("original\n")
     # `ulimit -f` (512-byte blocks in sh): the server may not write a file over 64 KiB.
