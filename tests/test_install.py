@@ -21,6 +21,7 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from tests.conftest import FILEGATE, free_port, text
 from tests.server.served import serve
+from tests.tooling import INSTALL_TIMEOUT_S
 
 CLIENTS = ["claude-desktop", "claude-code", "cursor", "kimi", "vscode", "windsurf", "gemini-cli", "codex"]
 HTTP_CLIENTS = ["claude-code", "cursor", "kimi", "vscode", "windsurf", "gemini-cli", "codex", "generic-http"]
@@ -335,6 +336,7 @@ def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(INSTALL_TIMEOUT_S)  # the Inspector may be installed from npm first
 def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, project: Path) -> None:
     """The MCP Inspector 2.12 reads an entry without "type" as stdio ("The "file" argument must
     be of type string"): install generic-http writes "type": "http", which it reads as HTTP."""

@@ -19,9 +19,10 @@ import pytest
 from tests.agents.installs import AGENTS, Unavailable
 from tests.conftest import FILEGATE, free_port
 from tests.server.served import inspector_command, inspector_missing, serve
-from tests.tooling import tool_missing
+from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
 
-pytestmark = pytest.mark.slow
+# The agents and the Inspector may be installed from npm by the first test that needs them.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S)]
 
 AGENT_S = 180  # hang guard on one agent command (it starts the server to check it)
 

@@ -28,7 +28,7 @@ from fastmcp.client.transports import StdioTransport
 from packaging.requirements import Requirement
 
 from tests.conftest import text
-from tests.tooling import npm_missing, tool_missing
+from tests.tooling import INSTALL_TIMEOUT_S, npm_missing, tool_missing
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,6 +127,7 @@ def bare_python(into: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(INSTALL_TIMEOUT_S)  # the mcpb packer may be installed from npm first
 def test_the_bundle_starts_with_python_alone_offline_and_serves_the_folder(
     unpacked: tuple[Path, Path], tmp_path: Path
 ) -> None:

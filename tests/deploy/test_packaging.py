@@ -19,11 +19,13 @@ from fastmcp.client.transports import StdioTransport
 
 from filegate import __version__
 from tests.conftest import text
+from tests.tooling import INSTALL_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile"]
 
-pytestmark = pytest.mark.slow
+# Fresh virtual environments installed from the package index (each run has a 900 s guard).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S)]
 
 
 def run(*cmd: str | Path, cwd: Path | None = None) -> str:

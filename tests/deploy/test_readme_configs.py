@@ -29,7 +29,10 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from tests.conftest import FILEGATE, free_port, text
 from tests.server.served import inspector_missing, run_inspector, serve
-from tests.tooling import tool_missing
+from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
+
+# The Inspector may be installed from npm by the first test that needs it.
+pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## Client configuration"

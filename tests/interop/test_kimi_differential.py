@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import FILEGATE
-from tests.interop.kimi_driver import Result, find_kimi, run_kimi
+from tests.interop.kimi_driver import INSTALL_S, RUN_S, Result, find_kimi, run_kimi
 from tests.interop.kimi_scenarios import Scenario, build_tree, scenarios
 from tests.tooling import tool_missing
 
-# A whole file of slow tests: `pytest -m slow` runs it, the default run leaves it.
-pytestmark = pytest.mark.slow
+# A real client (Kimi CLI) installed once from PyPI and run over every scenario: slow, and its
+# own hang guards (the install, the run) speak before pytest-timeout does.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_S + RUN_S + 300)]
 
 # scenario key → why filegate answers differently. "fix:" = a Kimi bug SPEC fixes;
 # "intended:" = a deliberate difference of filegate's (SPEC says so); the section is named.

@@ -29,7 +29,10 @@ from PIL import Image
 
 from tests.conftest import FILEGATE, call, text
 from tests.server.served import Served, http_filegate, inspector_missing, run_inspector
-from tests.tooling import tool_missing
+from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
+
+# The Inspector may be installed from npm by the first test that needs it.
+pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S)
 
 TOKEN = "interop-token"
 ERAS = {"initialize": "2025-11-25", "discover": "2026-07-28"}

@@ -21,14 +21,16 @@ from tests.conftest import text
 from tests.fakes import Answers
 from tests.server.served import inspector_command, inspector_missing
 from tests.stress.procs import http_server, status
-from tests.tooling import tool_missing
+from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
-pytestmark = pytest.mark.usefixtures("read_guard_off")
+# The Inspector may be installed from npm by the first test that needs it.
+pytestmark = [pytest.mark.usefixtures("read_guard_off"), pytest.mark.timeout(INSTALL_TIMEOUT_S)]
 
 # The Inspector's --load: calls and concurrency by default, and in the slow variant (the issue's).
 LOAD_CALLS, LOAD_CONCURRENCY = 200, 50
 SLOW_LOAD_CALLS = 20_000
+LOAD_RUN_S = 3600  # hang guard on one Inspector load run
 # RSS after the load may differ from RSS before it by at most this fraction.
 RSS_TOLERANCE = 0.10
 REJECTED = "The tool call is rejected by the user."
@@ -177,7 +179,7 @@ def _inspector_load(
            "--method", "tools/call", "--tool-name", tool,
            "--tool-args-json", json.dumps(args), "--load", "--load-requests", str(calls),
            "--load-concurrency", str(concurrency), "--format", "json", "-q"]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=LOAD_RUN_S)
     found = re.search(r"\{.*\}\s*$", done.stdout, re.S)
     assert found, f"no summary from the Inspector: {done.stdout[-500:]} {done.stderr[-1000:]}"
     summary: dict[str, Any] = json.loads(found.group(0))["result"]
@@ -220,6 +222,7 @@ async def test_inspector_load_over_http_has_no_errors_and_steady_memory(ws: Path
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(LOAD_RUN_S + 300)
 async def test_inspector_load_of_twenty_thousand_calls(ws: Path) -> None:
     summary = await _load(ws, SLOW_LOAD_CALLS)
     print(f"\nInspector --load: {summary}")
