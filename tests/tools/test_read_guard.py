@@ -12,7 +12,7 @@ import pytest
 from fastmcp import Client
 from mcp.types import ElicitResult
 
-from filegate.tools.readguard import ReadLedger
+from filegate.tools.readguard import SESSION_CAPACITY, ReadLedger
 from tests.conftest import call, connect, http_server, stdio_transport, text
 
 NOT_READ = (
@@ -183,3 +183,39 @@ def test_the_ledger_is_bounded_and_forgets_the_least_recently_seen() -> None:
     assert ledger.verdict(Path("/w/a"), ident) == "unread"
     assert ledger.verdict(Path("/w/d"), ident) == "read"
     assert ledger.verdict(Path("/w/d"), (1, 2, 3, 4, 6)) == "changed"
+
+
+def test_a_file_seen_again_is_remembered_as_the_most_recent() -> None:
+    """Least recently *seen*, not first seen: a re-read moves a file to the back of the queue."""
+    ledger = ReadLedger("in this session", capacity=3)
+    ident = (1, 2, 3, 4, 5)
+    for name in "abc":
+        ledger.saw(Path(f"/w/{name}"), ident)
+    ledger.saw(Path("/w/a"), ident)  # read again
+    ledger.saw(Path("/w/d"), ident)  # one more file: the oldest seen goes, which is b now
+    assert ledger.verdict(Path("/w/a"), ident) == "read"
+    assert ledger.verdict(Path("/w/b"), ident) == "unread"
+
+
+@pytest.mark.slow  # 1,025 calls: about 20 s on a loaded machine
+async def test_the_file_just_read_again_stays_editable_past_the_session_capacity(ws: Path) -> None:
+    """A long handshake-era session (its ledger keeps SESSION_CAPACITY files): after a file is
+    read, then a ledger's worth of others, then the file once more, one more read must not
+    push it out: the model just read it."""
+    (ws / "a.txt").write_text("one\ntwo\n")
+    others = ws / "others"
+    others.mkdir()
+    for i in range(SESSION_CAPACITY):
+        (others / f"{i}.txt").write_text(f"{i}\n")
+    async with connect(ws, "legacy", approval="auto") as c:
+        assert not (await call(c, "ReadFile", path="a.txt")).is_error
+        for i in range(SESSION_CAPACITY - 1):
+            assert not (await call(c, "ReadFile", path=f"others/{i}.txt")).is_error
+        assert not (await call(c, "ReadFile", path="a.txt", n_lines=1)).is_error  # read again
+        assert not (await call(c, "ReadFile", path=f"others/{SESSION_CAPACITY - 1}.txt")).is_error
+        r = await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)
+        assert not r.is_error, text(r)
+        # The capacity is real: the first of the others, seen least recently, is forgotten.
+        r = await call(c, "WriteFile", path="others/0.txt", content="new\n")
+        assert r.is_error and "has not been read in this session" in text(r)
+    assert (ws / "a.txt").read_text() == "one\nTWO\n"
