@@ -113,6 +113,23 @@ async def test_full_resolution_sends_original_pixels_over_the_side_limit(
     assert "original size 3000x2000px" in text(r)
 
 
+async def test_full_resolution_without_a_region_states_its_scale_and_mapping(ws: Path, mode: str) -> None:
+    """A BMP is never sent as it is: re-encoded at its original pixels, the summary says so and
+    gives the mapping (scale 1 from the origin), as for a region; a plain read does not."""
+    photo = mf.photo(300, 200)
+    photo.save(ws / "photo.bmp")
+    async with connect(ws, mode) as c:
+        full = await call(c, "ReadMediaFile", path="photo.bmp", full_resolution=True)
+        plain = await call(c, "ReadMediaFile", path="photo.bmp")
+    assert image_of(full).size == (300, 200) and same_pixels(image_of(full), photo)
+    assert re.search(
+        r"original size 300x200px; returned as 300x200px image/png, \d+ bytes, scale 1: original "
+        r"x = 0 \+ returned x / 1, original y = 0 \+ returned y / 1\)\. ",
+        text(full),
+    ), text(full)
+    assert "returned as" in text(plain) and "scale" not in text(plain)
+
+
 async def test_full_resolution_over_the_budget_is_refused_with_a_region_that_fits(
     ws: Path, mode: str
 ) -> None:
