@@ -58,4 +58,3 @@ def test_only_kimi_code_gets_a_budget_per_media_part(
 
     settings = Settings(workdir=tmp_path, client=client)
     assert media_part_budget_for(settings, name) == (KIMI_CODE_MEDIA_PART_CHARS if part else None)
-    assert KIMI_CODE_MEDIA_PART_CHARS == 13_981_014  # 10 MiB as base64 characters, rounded up

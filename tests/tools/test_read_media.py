@@ -193,6 +193,32 @@ async def test_kimi_code_gets_a_4mb_image_whole_and_text_within_100000_character
     )
 
 
+# Kimi Code's own limit on one media part: 10 MiB of data, counted as its base64 (SPEC §4).
+TEN_MIB = 10 << 20
+
+
+@pytest.mark.parametrize("size", [TEN_MIB * 3 // 4 + 1, TEN_MIB - 4096])
+async def test_kimi_code_gets_an_image_of_7_5_to_10_mib_whole(ws: Path, size: int) -> None:
+    """Over 7.5 MiB an image's base64 passes 10 MiB of characters, yet it is still within the
+    10 MiB of data Kimi Code gives each part: it goes out byte for byte."""
+    data = mf.noise_png_bytes(200, 150, pad_to=size)
+    (ws / "big.png").write_bytes(data)
+    async with connect(ws, client_client_info=kimi_code_info()) as c:
+        r = await call(c, "ReadMediaFile", path="big.png")
+    img, raw, _im = one_image(r)
+    assert raw == data and img.mime_type == "image/png" and "returned as" not in text(r)
+
+
+async def test_kimi_code_gets_an_image_over_10_mib_fitted_within_one_part(ws: Path) -> None:
+    data = mf.noise_png_bytes(200, 150, pad_to=TEN_MIB + 1)
+    (ws / "big.png").write_bytes(data)
+    async with connect(ws, client_client_info=kimi_code_info()) as c:
+        r = await call(c, "ReadMediaFile", path="big.png")
+    img, raw, im = one_image(r)
+    assert raw != data and len(raw) <= TEN_MIB and im.size == (200, 150)
+    assert f"(image/png, {TEN_MIB + 1} bytes, original size 200x150px; returned as 200x150px " in text(r)
+
+
 @pytest.mark.parametrize(
     ("flags", "info", "whole"),
     [
