@@ -163,6 +163,36 @@ def write_webm(path: Path, **kw: object) -> Path:
     return write_clip(path, pick_codec("libvpx-vp9", "libvpx", "vp8"), "webm", **kw)  # type: ignore[arg-type]
 
 
+def write_still_noise_mp4(path: Path, size: tuple[int, int], frames: int, pad_to: int) -> Path:
+    """An MP4 showing one frame of random pixels ``frames`` times (one a second), losslessly
+    coded where libx264 is there; then padded with a top-level ``free`` box (which every MP4
+    reader skips) to ``pad_to`` bytes. Each frame stays as costly to send as noise is, while
+    the file costs only one noisy picture to make."""
+    import av
+
+    codec = pick_codec("libx264", "h264", "mpeg4")
+    picture = Image.frombytes("RGB", size, random.Random(5).randbytes(size[0] * size[1] * 3))
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream(codec, rate=1, options={"crf": "0"} if codec == "libx264" else {})
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        if codec == "mpeg4":
+            stream.codec_context.qscale = 1  # its finest quantiser: the noise survives
+        for i in range(frames):
+            frame = av.VideoFrame.from_image(picture)
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    padding = pad_to - path.stat().st_size
+    if padding < 8:
+        raise ValueError(f"the clip is already {path.stat().st_size} bytes, over {pad_to}")
+    with path.open("ab") as f:
+        f.write(struct.pack(">I4s", padding, b"free") + bytes(padding - 8))
+    return path
+
+
 # --- decompression bombs and other hostile files ----------------------------------------------
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -523,6 +523,11 @@ async def test_video_over_budget_becomes_evenly_spaced_frames(
     for b in images:
         assert b.mime_type == "image/jpeg"
         assert Image.open(io.BytesIO(base64.b64decode(b.data))).size == (320, 240)
+    # The summary gives each size as width x height, the video's and its frames' alike.
+    assert (
+        f"(video/mp4, {src.stat().st_size} bytes, original size 320x240px) as {len(images)} frames of 320x240px image/jpeg, "
+        in text(r)
+    )
     assert wire_chars(r) <= KIMI_BUDGET
     header = r.content[0].text
     assert f"video/mp4, {src.stat().st_size} bytes, duration 2.00 s, 320x240px" in header
@@ -541,6 +546,30 @@ async def test_kimi_code_gets_a_video_over_kimis_budget_whole(
     assert base64.b64decode(res.resource.blob) == src.read_bytes() and not blocks(r, "image")
     assert text(r).endswith(
         f"Loaded video file `noisy.mp4` (video/mp4, {src.stat().st_size} bytes). {COORDS_ADVICE}"
+    )
+
+
+@pytest.mark.slow  # over 10 MiB of frames through the worker and the client: ~5-8 s loaded
+async def test_kimi_code_gets_a_video_over_one_part_as_frames_each_in_a_part_of_its_own(ws: Path) -> None:
+    """Over 10 MiB, a video is sent to Kimi Code as frames, and each frame is a media part with
+    the whole 10 MiB to itself: eight noisy 2048x1536 frames, together well over one part, each
+    go out at their full size."""
+    src = mf.write_still_noise_mp4(ws / "noise.mp4", (2048, 1536), 8, pad_to=TEN_MIB + (1 << 20))
+    async with connect(ws, client_client_info=kimi_code_info()) as c:
+        r = await call(c, "ReadMediaFile", path="noise.mp4")
+    assert not r.is_error, text(r)
+    assert not blocks(r, "resource")
+    images = blocks(r, "image")
+    assert len(images) == 8
+    part = TEN_MIB * 4 // 3
+    assert all(len(b.data) <= part for b in images)
+    assert sum(len(b.data) for b in images) > part  # so no frame shared another's room
+    for b in images:
+        assert Image.open(io.BytesIO(base64.b64decode(b.data))).size == (2048, 1536)
+    assert "over this client's limit per media part (13981014 characters)" in r.content[0].text
+    assert (
+        f"(video/mp4, {src.stat().st_size} bytes, original size 2048x1536px) as 8 frames of 2048x1536px"
+        in text(r)
     )
 
 
