@@ -51,6 +51,8 @@ def test_escape_at_each_range_edge(ch: str, shown: str) -> None:
         ("lone\ud800", "lone\\ud800", True),
         ("byte\udcfe", "byte\\xfe", True),
         ("caf\u00e9", "caf\u00e9", False),
+        ("he\u0301\u0302 two marks", "he\u0301\u0302 two marks", False),
+        ("he\u0301\u0302\u0303 three", "he\\u0301\\u0302\\u0303 three", True),
     ],
 )
 def test_escape_text_keeps_layout_and_flags_the_rest(text: str, shown: str, unsafe: bool) -> None:

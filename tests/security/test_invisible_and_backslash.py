@@ -81,6 +81,24 @@ async def test_the_question_shows_invisible_characters_escaped_and_says_so_first
     assert (ws / "server.js").read_text() == "app.get('/ping', ok);\n"  # rejected: nothing written
 
 
+ZALGO = "he\u0301\u0302\u0303\u0304 comes"  # only stacked marks: nothing else is escaped
+
+
+async def test_stacked_combining_marks_alone_are_escaped_in_grep_and_flagged_in_the_question(
+    ws: Path, mode: str
+) -> None:
+    (ws / "zalgo.txt").write_text(f"{ZALGO}\n")
+    answers = Answers()
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        found = await call(c, "Grep", pattern="comes", output_mode="content")
+        await call(c, "WriteFile", path="new.txt", content=f"{ZALGO}\n")
+    assert "zalgo.txt:1:he\\u0301\\u0302\\u0303\\u0304 comes" in text(found), ascii(text(found))
+    assert not re.search("[\u0300-\u036f]", text(found))
+    (message,) = answers.messages
+    assert NOTE in "\n".join(message.splitlines()[:4]), message
+    assert "he\\u0301\\u0302\\u0303\\u0304 comes" in message and not re.search("[\u0300-\u036f]", message)
+
+
 async def test_a_plain_non_ascii_change_is_not_flagged(ws: Path, mode: str) -> None:
     answers = Answers()
     async with connect(ws, mode, client_elicitation_handler=answers) as c:
