@@ -28,6 +28,9 @@ from filegate.fsio import platform
 from filegate.server.app import UNEXPECTED, build_server
 from filegate.settings import Settings
 
+# A ResourceWarning anywhere fails the run, at its end (tests/resource_warnings.py says why).
+pytest_plugins = ["tests.resource_warnings"]
+
 MODES = ["auto", "legacy"]
 FILEGATE = str(Path(sys.executable).parent / "filegate")
 
