@@ -65,7 +65,7 @@ def _b64(data: str) -> bytes:
         return b""
 
 
-def _collect(value: Any, seen: Seen) -> None:
+def collect(value: Any, seen: Seen) -> None:
     """Text and images anywhere in one result's payload (each format nests them differently)."""
     if isinstance(value, str):
         m = re.match(r"data:image/[\w.+-]+;base64,(.*)", value, re.S)
@@ -75,7 +75,7 @@ def _collect(value: Any, seen: Seen) -> None:
             seen.text += value + "\n"
     elif isinstance(value, list):
         for v in value:
-            _collect(v, seen)
+            collect(v, seen)
     elif isinstance(value, dict):
         # An image block: Anthropic {source:{data}}, Gemini {inlineData:{mimeType,data}},
         # Responses {type:input_image,image_url}, chat {image_url:{url}}.
@@ -87,7 +87,7 @@ def _collect(value: Any, seen: Seen) -> None:
             if k in ("type", "media_type", "mimeType", "mime_type", "tool_use_id", "call_id",
                      "tool_call_id", "id", "name", "role"):  # fmt: skip
                 continue
-            _collect(v, seen)
+            collect(v, seen)
 
 
 # --- the four formats: tools listed, results so far, and the next turn ----------------------
@@ -102,10 +102,10 @@ def anthropic_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
         for block in msg["content"]:
             if block.get("type") == "tool_result":
                 seen = Seen(error=bool(block.get("is_error")))
-                _collect(block.get("content"), seen)
+                collect(block.get("content"), seen)
                 results.append(seen)
             elif block.get("type") == "image" and results:
-                _collect(block, results[-1])  # an image sent beside the result
+                collect(block, results[-1])  # an image sent beside the result
     return names, results
 
 
@@ -137,12 +137,12 @@ def responses_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
             names += _responses_names(item.get("tools") or [])
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             seen = Seen()
-            _collect(item.get("output"), seen)
+            collect(item.get("output"), seen)
             results.append(seen)
         elif item.get("type") == "message" and item.get("role") == "user" and results:
             for part in item.get("content") or []:
                 if part.get("type") == "input_image":
-                    _collect(part.get("image_url"), results[-1])
+                    collect(part.get("image_url"), results[-1])
     return names, results
 
 
@@ -152,12 +152,12 @@ def chat_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
     for msg in body.get("messages") or []:
         if msg.get("role") == "tool":
             seen = Seen()
-            _collect(msg.get("content"), seen)
+            collect(msg.get("content"), seen)
             results.append(seen)
         elif msg.get("role") == "user" and results and isinstance(msg.get("content"), list):
             for part in msg["content"]:
                 if part.get("type") == "image_url":
-                    _collect(part.get("image_url"), results[-1])
+                    collect(part.get("image_url"), results[-1])
     return names, results
 
 
@@ -170,11 +170,11 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
         for part in content.get("parts") or []:
             if "functionResponse" in part:
                 seen = Seen()
-                _collect(part["functionResponse"].get("response"), seen)
-                _collect(part["functionResponse"].get("parts"), seen)
+                collect(part["functionResponse"].get("response"), seen)
+                collect(part["functionResponse"].get("parts"), seen)
                 results.append(seen)
             elif "inlineData" in part and results:
-                _collect(part, results[-1])
+                collect(part, results[-1])
             elif "text" in part and results and content is not body["contents"][0]:
                 # Gemini CLI may send a result's extra text as a sibling part.
                 results[-1].text += part["text"] + "\n"

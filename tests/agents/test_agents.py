@@ -1,0 +1,186 @@
+"""Real agents, configured by ``filegate install`` and run headless against a scripted model
+(tests/agents/runners.py): what each one's model receives from filegate. The same checks run on
+every agent; where agents differ (their tool names, what a headless run does with filegate's
+question), each test says which agents it is for.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from PIL import Image
+
+from tests.agents import harness as h
+from tests.agents import installs, runners
+
+
+@dataclass(frozen=True)
+class AgentUnderTest:
+    name: str
+    start: Callable[..., h.Run]  # (tmp, *install flags, steps=…) -> what the model received
+    install_flags: tuple[str, ...] = ()
+
+
+AGENTS = {
+    a.name: a
+    for a in (
+        AgentUnderTest("claude-code", runners.claude),
+        AgentUnderTest("codex", runners.codex),
+        AgentUnderTest("gemini-cli", runners.gemini),
+        AgentUnderTest("kimi-cli", runners.kimi_cli),
+        AgentUnderTest("kimi-code", runners.kimi_code, ("--disable-builtins",)),
+    )
+}
+# The agents that ask filegate's question (they declare elicitation), and so get a second run
+# with --approval auto.
+ASKING = ["claude-code", "codex", "gemini-cli"]
+
+# Each agent's run takes its install (once) and up to two runs of RUN_S each.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(installs.INSTALL_S + 2 * h.RUN_S + 300)]
+
+
+def for_agents(*names: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("agent", list(names or AGENTS), indirect=True)
+
+
+@pytest.fixture(scope="module")
+def agent(request: pytest.FixtureRequest) -> AgentUnderTest:
+    return AGENTS[request.param]
+
+
+@pytest.fixture(scope="module")
+def run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    return agent.start(tmp_path_factory.mktemp(agent.name), *agent.install_flags)
+
+
+@pytest.fixture(scope="module")
+def auto_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-auto")
+    return agent.start(tmp, *agent.install_flags, "--approval", "auto", steps=h.WRITE_STEPS)
+
+
+# --- every agent ----------------------------------------------------------------------------
+
+
+@for_agents()
+def test_read_file(run: h.Run) -> None:
+    h.check_read(run.seen(h.READ))
+
+
+@for_agents()
+def test_glob(run: h.Run) -> None:
+    h.check_glob(run.seen(h.GLOB))
+
+
+@for_agents()
+def test_grep(run: h.Run) -> None:
+    h.check_grep(run.seen(h.GREP))
+
+
+@for_agents()
+def test_env_refused(run: h.Run) -> None:
+    h.check_env_refused(run)
+
+
+@for_agents()
+def test_image(run: h.Run) -> None:
+    h.check_image(run)
+
+
+# How each agent names filegate's ReadFile to its model.
+READ_FILE_NAMES = {
+    "claude-code": "mcp__filegate__ReadFile",
+    "codex": "mcp__filegate__ReadFile",
+    "gemini-cli": "mcp_filegate_ReadFile",
+}
+
+
+@for_agents(*READ_FILE_NAMES)
+def test_tool_names(agent: AgentUnderTest, run: h.Run) -> None:
+    assert READ_FILE_NAMES[agent.name] in run.rec.tool_names, run.rec.tool_names
+
+
+# --- a headless run: filegate's question, and writes ----------------------------------------
+
+
+@for_agents("claude-code")
+def test_headless_write_is_declined(run: h.Run) -> None:
+    # claude -p answers filegate's question with "cancel": nothing is written.
+    check_nothing_written(run, "cancelled", error=True)
+
+
+@for_agents("codex")
+def test_headless_write_is_rejected(run: h.Run) -> None:
+    # codex exec declines filegate's question: nothing is written.
+    check_nothing_written(run, "rejected by the user")
+
+
+def check_nothing_written(run: h.Run, said: str, error: bool = False) -> None:
+    for step in (h.WRITE, h.EDIT):
+        seen = run.seen(step)
+        assert said in seen.text and (seen.error or not error), seen.text
+    assert not (run.ws / "new.txt").exists()
+    assert h.DISTINCTIVE in (run.ws / "notes.txt").read_text()
+
+
+@for_agents("gemini-cli")
+def test_headless_writes_proceed(run: h.Run) -> None:
+    # Gemini CLI 0.61 declares no elicitation: filegate writes inside the workspace without
+    # asking (it confirms the call itself, here by --approval-mode yolo).
+    assert "successfully" in run.seen(h.WRITE).text and "successfully" in run.seen(h.EDIT).text
+    assert (run.ws / "new.txt").read_text() == h.WRITTEN
+
+
+@for_agents("kimi-cli", "kimi-code")
+def test_writes_proceed_without_elicitation(run: h.Run) -> None:
+    # Kimi CLI and Kimi Code declare no elicitation (Kimi CLI asks its own question,
+    # auto-approved by --yolo): filegate writes inside the workspace without asking.
+    h.check_written(run, h.WRITE)
+
+
+@for_agents(*ASKING)
+def test_writes_under_approval_auto(auto_run: h.Run) -> None:
+    h.check_written(auto_run, 1, told=False)
+
+
+@for_agents(*ASKING)
+def test_the_model_is_told_the_writes_happened(auto_run: h.Run) -> None:
+    h.check_written(auto_run, 1)
+
+
+# --- Kimi Code: its own built-ins off, text blocks and budgets --------------------------------
+
+BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
+
+
+@for_agents("kimi-code")
+def test_tools_are_filegates_and_not_the_builtins(run: h.Run) -> None:
+    names = run.rec.tool_names
+    assert {f"mcp__filegate__{t}" for t in ("ReadFile", "Glob", "Grep", "ReadMediaFile")} <= set(names), names
+    assert not set(BUILTINS) & set(names), names
+
+
+@for_agents("kimi-code")
+def test_text_blocks_do_not_run_together(run: h.Run) -> None:
+    assert "src/a.py\n" in run.seen(h.GLOB).text, run.seen(h.GLOB).text
+    assert h.GREP_LINE + "\n" in run.seen(h.GREP).text, run.seen(h.GREP).text
+
+
+@for_agents("kimi-code")
+def test_text_within_kimi_codes_budget(run: h.Run) -> None:
+    for step in (h.READ, h.GLOB, h.GREP, h.ENV):
+        assert len(run.seen(step).text) <= 100_000
+
+
+@for_agents("kimi-code")
+def test_the_whole_image_reaches_the_model(run: h.Run) -> None:
+    h.check_image(run)
+    seen = run.seen(h.MEDIA)
+    assert f"{len(runners.BIG)} bytes, original size 1000x1000px)" in seen.text, (
+        seen.text
+    )  # not "returned as"
+    with Image.open(io.BytesIO(seen.images[0])) as got:
+        assert got.size == (1000, 1000)
