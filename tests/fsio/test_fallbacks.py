@@ -214,7 +214,7 @@ def test_each_missing_facility_still_writes_atomically_and_leaves_nothing(
     assert list(records.pending_dir().glob("*")) == []
 
 
-def write_through_a_swapped_parent(ws: Path, outside: Path) -> None:
+def check_write_through_a_swapped_parent(ws: Path, outside: Path) -> None:
     (ws / "d").symlink_to(outside)  # swapped in after the path was resolved
     with pytest.raises(WriteError, match="changed while being written"):
         replace_file(ws / "d" / "x" / "new.txt", b"PWNED", expect=Snapshot.absent(), shown="d/x/new.txt",
@@ -227,7 +227,7 @@ def test_directories_made_for_a_write_do_not_lead_it_through_a_symlink(
     ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, taken_away: str
 ) -> None:
     simulate(monkeypatch, taken_away)
-    write_through_a_swapped_parent(ws, outside)
+    check_write_through_a_swapped_parent(ws, outside)
 
 
 @pytest.mark.parametrize(
@@ -241,7 +241,7 @@ def test_directories_made_for_a_write_are_not_made_through_a_symlink(
     ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, taken_away: str
 ) -> None:
     simulate(monkeypatch, taken_away)
-    write_through_a_swapped_parent(ws, outside)
+    check_write_through_a_swapped_parent(ws, outside)
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 
@@ -252,7 +252,7 @@ def test_directories_made_for_a_write_are_not_made_through_a_symlink_where_handl
     still resolve to itself, else it is removed by that same path."""
     simulate(monkeypatch, ALL)
     monkeypatch.setattr(platform, "fd_path", lambda fd: None)
-    write_through_a_swapped_parent(ws, outside)
+    check_write_through_a_swapped_parent(ws, outside)
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 

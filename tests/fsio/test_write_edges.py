@@ -38,7 +38,7 @@ def temps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     return str(request.param)
 
 
-def nothing_left(d: Path) -> None:
+def check_nothing_left(d: Path) -> None:
     assert [p.name for p in d.iterdir() if p.name.endswith(TEMP_SUFFIX)] == []
     pending = records.pending_dir()
     assert not pending.exists() or list(pending.iterdir()) == []
@@ -81,7 +81,7 @@ def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
         f.unlink()
     err = write_error(lambda: replace_file(f, b"mine", expect=expect, shown="f.txt"))
     assert (err.message, err.brief) == ("`f.txt` " + STALE.format(why), "File changed")
-    nothing_left(ws)
+    check_nothing_left(ws)
     assert not f.exists() if case == "deleted" else f.read_bytes() == b"AAAA"
 
 
@@ -152,7 +152,7 @@ def test_a_large_replaced_file_is_closed_after_the_call_and_never_leaked(
     atomic._RELEASER.submit(lambda: None).result(timeout=10)
     assert _open_deleted("f.bin") == []
     assert f.read_bytes() == (b"O" * atomic._RELEASE_IN_BACKGROUND_BYTES if stale else b"new")
-    nothing_left(ws)
+    check_nothing_left(ws)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd") or os.name != "posix", reason="reads /proc/self/fd")
@@ -223,7 +223,7 @@ def test_a_missing_parent_is_named_and_created_on_request(ws: Path, temps: str) 
     (ws / "a").mkdir()  # one level exists already
     assert replace_file(target, b"xyz", expect=Snapshot.absent(), shown="a/b/c.txt", create_dirs=True) == 3
     assert target.read_bytes() == b"xyz"
-    nothing_left(ws / "a" / "b")
+    check_nothing_left(ws / "a" / "b")
 
 
 @pytest.mark.parametrize("taken_away", ["", "no-dirfd,no-proc,no-tmpfile,no-wc"])
@@ -250,7 +250,7 @@ def test_a_new_file_gets_the_umask_mode(ws: Path, temps: str) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(ws / "new.txt").st_mode) == 0o640
-    nothing_left(ws)
+    check_nothing_left(ws)
 
 
 def test_an_existing_file_keeps_its_owner_and_mode(ws: Path, temps: str) -> None:
@@ -263,7 +263,7 @@ def test_an_existing_file_keeps_its_owner_and_mode(ws: Path, temps: str) -> None
     replace_file(f, b"new", expect=snapshot(f), shown="owned")
     st = os.stat(f)
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4321, 0o604)
-    nothing_left(ws)
+    check_nothing_left(ws)
 
 
 def test_a_large_write_is_written_whole(ws: Path, temps: str) -> None:

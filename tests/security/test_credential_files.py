@@ -120,7 +120,7 @@ def _submodule_checkout(ws: Path) -> None:
     (ws / "repo/sub/README").write_text("the submodule\n")
 
 
-async def _probe(c: Client[Any]) -> None:
+async def check_probe(c: Client[Any]) -> None:
     read = await call(c, "ReadFile", path="repo/.git/modules/sub/config")
     assert read.is_error and "appears to contain secrets" in text(read), text(read)
     assert TOKEN not in str(read)
@@ -145,7 +145,7 @@ async def _probe(c: Client[Any]) -> None:
 async def test_submodule_config_over_stdio(ws: Path, mode: str) -> None:
     _submodule_checkout(ws)
     async with Client(stdio_transport(ws), mode=mode) as c:
-        await _probe(c)
+        await check_probe(c)
 
 
 @pytest.mark.slow
@@ -153,4 +153,4 @@ async def test_submodule_config_over_confined_http(ws: Path, mode: str) -> None:
     _submodule_checkout(ws)
     with http_server(ws) as url:
         async with Client(url, mode=mode) as c:
-            await _probe(c)
+            await check_probe(c)

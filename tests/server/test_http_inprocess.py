@@ -82,7 +82,7 @@ async def post_init(c: httpx2.AsyncClient, path: str = "/mcp", **headers: str) -
     return await c.post(path, content=json.dumps(INIT), headers={**MCP_HEADERS, **headers})
 
 
-def assert_401(r: httpx2.Response, body: str) -> None:
+def check_401(r: httpx2.Response, body: str) -> None:
     assert r.status_code == 401 and r.text == body, (r.status_code, r.text)
     assert r.headers["www-authenticate"] == "Bearer"
     assert r.headers["cache-control"] == "no-store"
@@ -113,7 +113,7 @@ async def test_each_wrong_authorization_gets_its_own_401(ws: Path) -> None:
     async with asgi(ws, token=TOKEN) as c:
         for authorization, body in WRONG_AUTHORIZATIONS:
             headers = {} if authorization is None else {"Authorization": authorization}
-            assert_401(await post_init(c, **headers), body)
+            check_401(await post_init(c, **headers), body)
 
 
 @pytest.mark.parametrize("authorization", [f"Bearer {TOKEN}", f"bearer {TOKEN}", f"BEARER {TOKEN}",
@@ -134,14 +134,14 @@ async def test_the_right_token_in_any_scheme_case_and_spacing_opens_a_session(
 @pytest.mark.parametrize("method", ["GET", "DELETE", "POST", "PUT"])
 async def test_every_method_on_the_mcp_path_needs_the_token(ws: Path, method: str) -> None:
     async with asgi(ws, token=TOKEN) as c:
-        assert_401(await c.request(method, "/mcp", headers={"Accept": "text/event-stream"}), NO_TOKEN)
+        check_401(await c.request(method, "/mcp", headers={"Accept": "text/event-stream"}), NO_TOKEN)
         wrong = {"Accept": "text/event-stream", "Authorization": "Bearer nope"}
-        assert_401(await c.request(method, "/mcp", headers=wrong), WRONG_TOKEN)
+        check_401(await c.request(method, "/mcp", headers=wrong), WRONG_TOKEN)
 
 
 async def test_the_token_guards_its_own_path_only(ws: Path) -> None:
     async with asgi(ws, token=TOKEN, path="/tools/mcp") as c:
-        assert_401(await post_init(c, "/tools/mcp"), NO_TOKEN)
+        check_401(await post_init(c, "/tools/mcp"), NO_TOKEN)
         assert (await post_init(c, "/tools/mcp", **AUTH)).status_code == 200
         assert (await post_init(c, "/mcp", **AUTH)).status_code == 404
         health = await c.get("/healthz", headers={"Authorization": "Bearer nope"})
@@ -189,7 +189,7 @@ async def test_an_allowed_origin_is_served_in_any_spelling_and_its_preflight_ans
             assert r.status_code == 403 and r.text.startswith("Forbidden Origin"), origin
         r = await post_init(c, **AUTH, Origin="http://localhost:8000")  # past fastmcp's guard
         assert (r.status_code, r.text) == (403, FORBIDDEN)
-        assert_401(await post_init(c, Origin="https://b.example"), NO_TOKEN)  # still needs the token
+        check_401(await post_init(c, Origin="https://b.example"), NO_TOKEN)  # still needs the token
         preflight = {
             "Origin": "https://b.example",
             "Access-Control-Request-Method": "DELETE",
@@ -509,7 +509,7 @@ async def test_a_non_ascii_token_matches_the_utf8_bytes_a_client_sends(ws: Path)
         r = await c.post("/mcp", content=json.dumps(INIT), headers=right)  # type: ignore[arg-type]
         assert r.status_code == 200, r.text
         wrong = {**MCP_HEADERS, "Authorization": b"Bearer " + token.encode("utf-16")}
-        assert_401(await c.post("/mcp", content=json.dumps(INIT), headers=wrong), WRONG_TOKEN)  # type: ignore[arg-type]
+        check_401(await c.post("/mcp", content=json.dumps(INIT), headers=wrong), WRONG_TOKEN)  # type: ignore[arg-type]
 
 
 async def test_fastmcp_settings_cannot_turn_the_endpoint_stateless_or_plain_json(

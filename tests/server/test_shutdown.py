@@ -55,7 +55,7 @@ async def lenient(client: Client[Any]) -> AsyncIterator[Client[Any]]:
             await client.__aexit__(None, None, None)
 
 
-def no_trouble(log: str) -> None:
+def check_no_trouble(log: str) -> None:
     assert "Traceback" not in log
     assert "ASGI callable returned without completing response" not in log
 
@@ -63,7 +63,7 @@ def no_trouble(log: str) -> None:
 # --- HTTP ----------------------------------------------------------------------------------
 
 
-async def _http_cancel(ws: Path, tmp: Path, mode: str, *signals: signal.Signals) -> None:
+async def check_http_cancel(ws: Path, tmp: Path, mode: str, *signals: signal.Signals) -> None:
     with http_filegate(ws, tmp, "--log-level", "INFO") as served:
         async with lenient(Client(served.url, mode=mode)) as c:
             running = grep_huge(c)
@@ -74,21 +74,21 @@ async def _http_cancel(ws: Path, tmp: Path, mode: str, *signals: signal.Signals)
     assert not alive(rg)
     log = served.log()
     assert "Grep cancelled at shutdown" in log
-    no_trouble(log)
+    check_no_trouble(log)
 
 
 @pytest.mark.slow
 async def test_http_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
     ws: Path, tmp_path: Path, huge: Path, mode: str
 ) -> None:
-    await _http_cancel(ws, tmp_path, mode, *HURRY)
+    await check_http_cancel(ws, tmp_path, mode, *HURRY)
 
 
 @pytest.mark.slow
 async def test_http_sigterm_alone_waits_the_grace_period_then_cancels(
     ws: Path, tmp_path: Path, huge: Path, mode: str
 ) -> None:
-    await _http_cancel(ws, tmp_path, mode, signal.SIGTERM)
+    await check_http_cancel(ws, tmp_path, mode, signal.SIGTERM)
 
 
 @pytest.mark.slow
@@ -106,13 +106,13 @@ async def test_http_stops_with_idle_clients_connected_and_ends_their_streams_pro
     assert returncode in (-sig, 0)
     log = served.log()
     assert "Finished server process" in log
-    no_trouble(log)
+    check_no_trouble(log)
 
 
 # --- stdio ---------------------------------------------------------------------------------
 
 
-async def _stdio_cancel(ws: Path, mode: str, *signals: signal.Signals) -> None:
+async def check_stdio_cancel(ws: Path, mode: str, *signals: signal.Signals) -> None:
     async with lenient(Client(stdio_transport(ws), mode=mode)) as c:
         (pid,) = filegate_children_of_me(ws)
         running = grep_huge(c)
@@ -129,14 +129,14 @@ async def _stdio_cancel(ws: Path, mode: str, *signals: signal.Signals) -> None:
 async def test_stdio_sigterm_cancels_a_running_grep_kills_rg_and_answers_the_caller(
     ws: Path, huge: Path, mode: str
 ) -> None:
-    await _stdio_cancel(ws, mode, *HURRY)
+    await check_stdio_cancel(ws, mode, *HURRY)
 
 
 @pytest.mark.slow
 async def test_stdio_sigterm_alone_waits_the_grace_period_then_cancels(
     ws: Path, huge: Path, mode: str
 ) -> None:
-    await _stdio_cancel(ws, mode, signal.SIGTERM)
+    await check_stdio_cancel(ws, mode, signal.SIGTERM)
 
 
 async def test_idle_stdio_server_exits_on_sigint_without_waiting_for_stdin(ws: Path) -> None:
@@ -300,7 +300,7 @@ def test_a_sigterm_runs_the_exit_handlers_and_the_http_server_still_dies_of_it(
         if proc.poll() is None:
             proc.kill()
     assert marker.read_text() == "exit handlers ran"
-    no_trouble(stderr.read_text())
+    check_no_trouble(stderr.read_text())
 
 
 @pytest.mark.parametrize("how", ["sigterm", "stdin closed"])

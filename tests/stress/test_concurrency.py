@@ -59,7 +59,7 @@ async def _fifty_edits(ws: Path, modes: list[str], *flags: str) -> list[Any]:
         return [r for rs in await asyncio.gather(*(client_edits(c) for c in range(5))) for r in rs]
 
 
-def _all_done(ws: Path, results: list[Any]) -> None:
+def check_all_done(ws: Path, results: list[Any]) -> None:
     errors = [text(r) for r in results if r.is_error]
     assert not errors, errors[:3]
     assert (ws / "slots.txt").read_text() == "".join(f"slot-{i:02d}: done\n" for i in range(50))
@@ -70,7 +70,7 @@ def _all_done(ws: Path, results: list[Any]) -> None:
 NOT_WRITTEN = ("newer write", "changed on disk", "changed 4 times")
 
 
-def _no_lost_update(ws: Path, results: list[Any]) -> None:
+def check_no_lost_update(ws: Path, results: list[Any]) -> None:
     """Each edit landed or said it wrote nothing; the file holds exactly the landed ones."""
     landed = {s for s, r in enumerate(results) if not r.is_error}
     refused = [text(r) for r in results if r.is_error]
@@ -85,23 +85,23 @@ async def test_fifty_concurrent_approved_edits_from_clients_of_both_eras_lose_no
     """No lock spans a question (SPEC §6): a newer question about the file supersedes an open
     one and the write's stale check refuses an edit made on old bytes, so some edits are
     refused, none is lost and none lands twice."""
-    _no_lost_update(ws, await _fifty_edits(ws, ["auto", "legacy", "auto", "legacy", "auto"]))
+    check_no_lost_update(ws, await _fifty_edits(ws, ["auto", "legacy", "auto", "legacy", "auto"]))
 
 
 @pytest.mark.slow
 async def test_fifty_concurrent_edits_with_auto_approval_lose_nothing(ws: Path) -> None:
     modes = ["auto", "legacy", "auto", "legacy", "auto"]
-    _all_done(ws, await _fifty_edits(ws, modes, "--approval", "auto"))
+    check_all_done(ws, await _fifty_edits(ws, modes, "--approval", "auto"))
 
 
 @pytest.mark.slow
 async def test_fifty_concurrent_approved_edits_in_handshake_sessions_lose_nothing(ws: Path) -> None:
-    _no_lost_update(ws, await _fifty_edits(ws, ["legacy"] * 5))
+    check_no_lost_update(ws, await _fifty_edits(ws, ["legacy"] * 5))
 
 
 @pytest.mark.slow
 async def test_fifty_concurrent_approved_edits_on_2026_connections_lose_nothing(ws: Path) -> None:
-    _no_lost_update(ws, await _fifty_edits(ws, ["auto"] * 5))
+    check_no_lost_update(ws, await _fifty_edits(ws, ["auto"] * 5))
 
 
 # --- 10 clients, mixed reads and writes, their own approvals -------------------------------

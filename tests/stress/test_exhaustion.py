@@ -80,7 +80,7 @@ class Server:
     def growth(self) -> int:
         return status(self.pid)["VmHWM"] - self.baseline
 
-    async def still_answers(self) -> None:
+    async def check_still_answers(self) -> None:
         r = await self.call("ReadFile", path="small.txt")
         assert not r.is_error and "small" in text(r)
 
@@ -90,7 +90,7 @@ async def running(ws: Path, *flags: str, grep_timeout: float | None = None) -> A
     (ws / "small.txt").write_text("small file\n")
     async with Client(stdio_server(ws, *flags, grep_timeout=grep_timeout)) as client:
         server = Server(client, server_pid(ws), ws)
-        await server.still_answers()  # warm: imports, first call paths
+        await server.check_still_answers()  # warm: imports, first call paths
         server.reset_peak()
         yield server
 
@@ -106,7 +106,7 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def server(shared: Server) -> AsyncIterator[Server]:
-    await shared.still_answers()
+    await shared.check_still_answers()
     shared.reset_peak()
     yield shared
 
@@ -163,7 +163,7 @@ async def test_fifos_sockets_and_devices_never_block_any_tool(ws: Path, mode: st
 # --- huge files --------------------------------------------------------------------------------
 
 
-async def _huge_file_calls(server: Server, room: str, size: int) -> None:
+async def check_huge_file_calls(server: Server, room: str, size: int) -> None:
     huge = sparse_text(server.ws / room / "huge.txt", size)
     path = f"{room}/huge.txt"
     r = await server.call("ReadFile", path=path)
@@ -175,7 +175,7 @@ async def _huge_file_calls(server: Server, room: str, size: int) -> None:
     r = await server.call("Grep", pattern="a line", path=path, output_mode="count_matches")
     assert not r.is_error or "timed out" in text(r)
     assert server.growth() < READ_GROWTH, f"peak grew {server.growth() / MIB:.0f} MiB"
-    await server.still_answers()
+    await server.check_still_answers()
     assert huge.stat().st_size == size
 
 
@@ -193,17 +193,17 @@ async def test_ten_gib_sparse_file_is_refused_by_size_before_any_read(server: Se
         assert r.is_error and expect in text(r), (tool, text(r))
     assert server.growth() < READ_GROWTH
     assert (server.ws / path).stat().st_size == 10 * GIB
-    await server.still_answers()
+    await server.check_still_answers()
 
 
 @pytest.mark.slow
 async def test_one_gib_sparse_text_file_reads_in_bounded_memory(server: Server, room: str) -> None:
-    await _huge_file_calls(server, room, GIB)
+    await check_huge_file_calls(server, room, GIB)
 
 
 @pytest.mark.slow
 async def test_ten_gib_sparse_text_file_reads_in_bounded_memory(server: Server, room: str) -> None:
-    await _huge_file_calls(server, room, 10 * GIB)
+    await check_huge_file_calls(server, room, 10 * GIB)
     print(f"\n10 GiB sparse file: server peak grew {server.growth() / MIB:.1f} MiB")
 
 
@@ -225,7 +225,7 @@ async def test_fifty_megabyte_single_line_file(server: Server, room: str) -> Non
     assert not r.is_error, text(r)
     assert server.growth() < 6 * 50 * MIB, f"edit grew the peak by {server.growth() / MIB:.0f} MiB"
     assert (server.ws / path).read_bytes().endswith(b" pin at the end")
-    await server.still_answers()
+    await server.check_still_answers()
     print(f"\n50 MB line: reads +{read_growth / MIB:.1f} MiB, edit +{server.growth() / MIB:.1f} MiB peak")
 
 
@@ -238,7 +238,7 @@ def _many_entries(d: Path, n: int) -> None:
         os.close(os.open(d / f"f{i:06d}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
 
 
-async def _big_directory(server: Server, room: str, n: int) -> None:
+async def check_big_directory(server: Server, room: str, n: int) -> None:
     big = server.ws / room / "big"
     _many_entries(big, n)
     r = await server.call("Glob", pattern="*.txt", directory=str(big))
@@ -252,21 +252,21 @@ async def _big_directory(server: Server, room: str, n: int) -> None:
     r = await server.call("Grep", pattern="x", path=f"{room}/big", output_mode="files_with_matches")
     assert not r.is_error
     assert server.growth() < SEARCH_GROWTH, f"peak grew {server.growth() / MIB:.0f} MiB"
-    await server.still_answers()
+    await server.check_still_answers()
 
 
 @pytest.mark.slow
 async def test_directory_with_twenty_thousand_entries(server: Server, room: str) -> None:
-    await _big_directory(server, room, 20_000)
+    await check_big_directory(server, room, 20_000)
 
 
 @pytest.mark.slow
 async def test_directory_with_two_hundred_thousand_entries(server: Server, room: str) -> None:
-    await _big_directory(server, room, 200_000)
+    await check_big_directory(server, room, 200_000)
     print(f"\n200,000 entries: server peak grew {server.growth() / MIB:.1f} MiB")
 
 
-async def _match_everything(server: Server, path: str) -> None:
+async def check_match_everything(server: Server, path: str) -> None:
     r = await server.call("Grep", pattern=".", path=path, output_mode="content", head_limit=0)
     assert not r.is_error, text(r)[:500]
     assert "Output exceeded buffer limit" in text(r) or "Output is truncated" in text(r)
@@ -274,7 +274,7 @@ async def _match_everything(server: Server, path: str) -> None:
     r = await server.call("Grep", pattern=".", path=path, output_mode="count_matches", head_limit=5)
     assert not r.is_error and "total occurrences" in text(r)
     assert server.growth() < SEARCH_GROWTH, f"peak grew {server.growth() / MIB:.0f} MiB"
-    await server.still_answers()
+    await server.check_still_answers()
 
 
 @pytest.mark.slow
@@ -284,7 +284,7 @@ async def test_grep_matching_every_line_past_the_output_buffer(server: Server, r
         sub = server.ws / room / f"d{i % 6}"
         sub.mkdir(exist_ok=True)
         (sub / f"f{i}.c").write_bytes(line * 7_500)
-    await _match_everything(server, room)
+    await check_match_everything(server, room)
     print(f"\nmatch-all: server peak grew {server.growth() / MIB:.1f} MiB")
 
 
@@ -337,7 +337,7 @@ async def test_regexes_rg_refuses_are_clear_errors(ws: Path, mode: str) -> None:
 # --- a search past its timeout ---------------------------------------------------------------
 
 
-async def _past_timeout(ws: Path, timeout: float) -> None:
+async def check_past_timeout(ws: Path, timeout: float) -> None:
     tera = ws / "tera.txt"
     sparse_text(tera, 1 << 40)  # 1 TiB of hole: rg reads zeros far longer than any timeout
     # The launcher lowers the timeout; 20 s is filegate's own, unpatched.
@@ -345,7 +345,7 @@ async def _past_timeout(ws: Path, timeout: float) -> None:
         r = await s.call("Grep", pattern="never-there", path="tera.txt")
         assert r.is_error and f"Grep timed out after {timeout:g}s" in text(r), text(r)
         assert wait_until(lambda: not rg_children(s.pid), 10), "rg outlived its call"
-        await s.still_answers()
+        await s.check_still_answers()
         r = await s.call("Grep", pattern="small")
         assert not r.is_error and "small.txt" in text(r)
 
@@ -354,11 +354,11 @@ async def _past_timeout(ws: Path, timeout: float) -> None:
 async def test_grep_past_its_timeout_answers_kills_rg_and_serves_the_next_call(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    await _past_timeout(ws, 1.5)  # Kimi's 20 s, lowered by the launcher so the default run is quick
+    await check_past_timeout(ws, 1.5)  # Kimi's 20 s, lowered by the launcher so the default run is quick
 
 
 @pytest.mark.slow
 async def test_grep_past_the_real_twenty_second_timeout(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    await _past_timeout(ws, 20.0)
+    await check_past_timeout(ws, 20.0)

@@ -202,7 +202,7 @@ def fuzz_target(
     assert snapshot(base / "outside") == before
 
 
-def run_one(target: tuple[BlockingPortal, Client[Any]], tool: str, args: dict[str, Any]) -> None:
+def check_one_call(target: tuple[BlockingPortal, Client[Any]], tool: str, args: dict[str, Any]) -> None:
     portal, client = target
 
     async def go() -> Any:
@@ -236,7 +236,7 @@ def _fuzz(target: tuple[BlockingPortal, Client[Any]], tool: str, examples: int) 
     )
     @given(TOOLS[tool])
     def check(args: dict[str, Any]) -> None:
-        run_one(target, tool, args)
+        check_one_call(target, tool, args)
 
     check()
 
@@ -264,7 +264,7 @@ def test_fuzzed_arguments_at_length(fuzz_target: tuple[BlockingPortal, Client[An
     )
     @given(TOOLS[tool])
     def check(args: dict[str, Any]) -> None:
-        run_one(fuzz_target, tool, args)
+        check_one_call(fuzz_target, tool, args)
 
     check()
     print(f"\nfuzz calls so far: {COUNTS}")

@@ -113,7 +113,7 @@ asyncio.run(main())
 """
 
 
-def _drop_mid_grep(url: str, mode: str, marker: str) -> None:
+def check_drop_mid_grep(url: str, mode: str, marker: str) -> None:
     """A client process starts a long Grep and is SIGKILLed: its TCP connection just drops."""
     client = subprocess.Popen(
         [sys.executable, "-c", DROPPED_CLIENT, url, mode, marker], stdout=subprocess.PIPE
@@ -131,7 +131,7 @@ async def test_http_connection_dropped_mid_grep_kills_rg_at_once_on_2026_connect
     _tera(ws)
     with http_server(ws) as server:  # Grep's own 20 s timeout: rg must go long before it
         marker = _marker("http-modern")
-        await asyncio.to_thread(_drop_mid_grep, server.url, "auto", marker)
+        await asyncio.to_thread(check_drop_mid_grep, server.url, "auto", marker)
         assert wait_until(lambda: not rg_processes(marker), GONE_S), "rg outlived the dropped request"
         async with Client(server.url) as c:
             r = await c.call_tool("Grep", {"pattern": "text", "path": "small.txt"}, raise_on_error=False)
@@ -147,7 +147,7 @@ async def test_http_connection_dropped_mid_grep_in_a_handshake_session_ends_rg_b
     _tera(ws)
     with http_server(ws, grep_timeout=1.5) as server:
         marker = _marker("http-legacy")
-        await asyncio.to_thread(_drop_mid_grep, server.url, "legacy", marker)
+        await asyncio.to_thread(check_drop_mid_grep, server.url, "legacy", marker)
         assert wait_until(lambda: not rg_processes(marker), GONE_S), "rg outlived its timeout"
         async with Client(server.url, mode="legacy") as c:
             r = await c.call_tool("Grep", {"pattern": "text", "path": "small.txt"}, raise_on_error=False)
@@ -159,7 +159,7 @@ async def test_http_connection_dropped_mid_grep_in_a_handshake_session_real_time
     _tera(ws)
     with http_server(ws) as server:
         marker = _marker("http-legacy-20s")
-        await asyncio.to_thread(_drop_mid_grep, server.url, "legacy", marker)
+        await asyncio.to_thread(check_drop_mid_grep, server.url, "legacy", marker)
         assert wait_until(lambda: not rg_processes(marker), 30.0), "rg outlived Grep's 20 s timeout"
 
 
