@@ -461,14 +461,19 @@ def test_a_toml_file_this_command_cannot_merge_is_left_alone(
 
 
 def test_toml_values_and_keys_are_written_so_toml_reads_them_back() -> None:
-    assert install._toml_value('é\x7f"\n') == '"é\\u007f\\"\\n"'
-    assert install._toml_value(["a", ["b"]]) == '["a", ["b"]]'
-    assert install._toml_value({"k": "v", "a.b": "w"}) == '{ k = "v", "a.b" = "w" }'
-    with pytest.raises(TypeError, match="^no TOML form for int$"):
-        install._toml_value(1)
-    assert install._toml_key("Name_1-x") == "Name_1-x"
-    assert install._toml_key("my server") == '"my server"'
     client = install.CLIENTS["codex"]
+    entry = {"command": 'é\x7f"\n', "args": ["a", ["b"]], "env": {"k": "v", "a.b": "w"}, "Name_1-x": "bare"}
+    text = install.toml_table(client, "my server", entry)
+    assert text == (
+        '[mcp_servers."my server"]\n'
+        'command = "é\\u007f\\"\\n"\n'
+        'args = ["a", ["b"]]\n'
+        'env = { k = "v", "a.b" = "w" }\n'
+        'Name_1-x = "bare"\n'
+    )
+    assert tomllib.loads(text)["mcp_servers"]["my server"] == entry
+    with pytest.raises(TypeError, match="^no TOML form for int$"):
+        install.toml_table(client, "x", {"port": 1})
     text = install.toml_table(client, "my.files", {"command": "c", "args": []})
     assert text == '[mcp_servers."my.files"]\ncommand = "c"\nargs = []\n'
     assert tomllib.loads(text)["mcp_servers"]["my.files"] == {"command": "c", "args": []}
