@@ -306,7 +306,7 @@ async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: P
 
 def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: Path, project: Path) -> None:
     """Kimi Code reads $KIMI_CODE_HOME/mcp.json (default ~/.kimi-code); --disable-builtins merges
-    [tools] disabled into the config.toml beside it (tests/agents/test_kimi_code.py runs Kimi
+    [tools] disabled into the config.toml beside it (tests/agents/test_agents.py runs Kimi
     Code on it and sees filegate's tools in place of its own)."""
     env = client_env(tmp_path)
     done = install("kimi-code", env=env, cwd=project)
