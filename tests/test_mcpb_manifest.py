@@ -1,6 +1,6 @@
 """The Claude Desktop bundle's manifest (scripts/build_mcpb.py), checked in the default set: every
 setting it passes reaches filegate's Settings. tests/test_mcpb.py (slow) builds, unpacks and
-starts the real bundle; this reads the manifest the build writes, with no npm or uv."""
+starts the real bundle; this reads the manifest the build writes, with no npm and no bundle."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ USER_CONFIG_REF = re.compile(r"\$\{user_config\.([A-Za-z0-9_]+)\}")
 
 @pytest.fixture(scope="module")
 def manifest() -> dict[str, Any]:
-    made: dict[str, Any] = build_script().manifest()
+    made: dict[str, Any] = build_script().manifest(["3.11"], "linux")
     return made
 
 
@@ -72,8 +72,8 @@ def test_the_users_answers_reach_the_servers_settings(
         return USER_CONFIG_REF.sub(lambda m: answers[m.group(1)], value)
 
     config = mcp_config(manifest)
-    args = [substitute(a) for a in config["args"]]
-    argv = args[args.index("filegate") + 1 :]
+    entry = config["args"].index("${__dirname}/" + manifest["server"]["entry_point"])
+    argv = [substitute(a) for a in config["args"][entry + 1 :]]  # what the launcher hands filegate.cli
     for key in [k for k in os.environ if k.startswith("FILEGATE_")]:
         monkeypatch.delenv(key)
     for key, value in config["env"].items():
