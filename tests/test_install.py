@@ -362,17 +362,15 @@ def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, proj
 
 def test_a_token_given_by_flag_is_never_recorded_in_args(tmp_path: Path, project: Path) -> None:
     """`--token X` is a secret: a stdio entry's args are shown by `ps` and synced with dotfiles.
-    It goes into an HTTP entry's headers only, and into the one line the user runs to start that
+    It is refused over stdio, and goes into an HTTP entry's headers only, and into the one line the user runs to start that
     server (issue 25: a placeholder there gave a 401 when pasted), never into a snippet."""
     env = client_env(tmp_path)
-    stdio = install("claude-code", "--token", "tok-SECRET-9", "--read-only", env=env, cwd=project)
-    assert stdio.returncode == 0, stdio.stderr
-    entry = entry_as_client_reads_it("claude-code", tmp_path / "home/.claude.json")
-    assert "--read-only" in entry["args"]  # the positive control: the other flags are recorded
-    assert "tok-SECRET-9" not in json.dumps(entry) and "--token" not in entry["args"]
-    printed = install("claude-code", "--token", "tok-SECRET-9", "--print", env=env, cwd=project)
-    assert printed.returncode == 0 and "--read-only" not in printed.stdout and "command" in printed.stdout
-    assert "tok-SECRET-9" not in printed.stdout + printed.stderr
+    # Over stdio a token would be sent nowhere: refused (SPEC §5), nothing written, not echoed.
+    for extra in ((), ("--print",)):
+        stdio = install("claude-code", "--token", "tok-SECRET-9", "--read-only", *extra, env=env, cwd=project)
+        assert stdio.returncode == 2 and "--token is for --transport http" in stdio.stderr, stdio.stderr
+        assert "tok-SECRET-9" not in stdio.stdout + stdio.stderr
+    assert not (tmp_path / "home/.claude.json").exists()
     config = tmp_path / "mcp.json"
     http = install("generic-http", "--token", "tok-SECRET-9", "--config", str(config), env=env, cwd=project)
     assert http.returncode == 0, http.stderr

@@ -249,3 +249,68 @@ def test_a_new_file_is_owner_only_whatever_the_umask_and_a_tokenless_one_keeps_i
         assert stat.S_IMODE(made.stat().st_mode) == 0o644 and "--read-only" in made.read_text()
     finally:
         os.umask(old)
+
+
+# --- the folder the entry serves, and where --project writes ---------------------------------
+
+
+@pytest.mark.parametrize("client", PROJECT_CLIENTS)
+def test_project_writes_under_the_workdir_not_under_the_shells_folder(
+    home: Path,
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    client: str,
+) -> None:
+    """Run from another folder (issue 43 item 6): the project's file is the --workdir's, its
+    entry serves that folder, and the shell's folder gets nothing."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    said = run(capsys, client, "--project", "--workdir", str(project))
+    written = project / str(install.CLIENTS[client].project_file)
+    assert said[0].startswith(f"{install.CLIENTS[client].title}: wrote 'filegate' into {written}")
+    key = install.CLIENTS[client].key
+    assert json.loads(written.read_text())[key]["filegate"]["args"][:2] == ["--workdir", str(project)]
+    assert os.listdir(elsewhere) == [] and not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "said"),
+    [
+        (["--workdir", "src"], {}, '--workdir src is a relative path'),
+        (["--workdir", "."], {}, '--workdir . is a relative path'),
+        (["--add-dir", "../notes"], {}, '--add-dir ../notes is a relative path'),
+        ([], {"FILEGATE_WORKDIR": "src"}, 'FILEGATE_WORKDIR src is a relative path'),
+    ],
+)  # fmt: skip
+def test_a_relative_folder_for_the_server_is_refused(
+    home: Path,
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    env: dict[str, str],
+    said: str,
+) -> None:
+    (project / "src").mkdir()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    err = refused(capsys, "cursor", *argv)
+    assert err.startswith(
+        f"filegate install: error: {said}; the client starts the server from a folder of its own"
+    )
+    assert not home.exists() and os.listdir(project) == ["src"]
+
+
+@pytest.mark.parametrize("argv", [["--workdir", ""], ["--add-dir", ""]])
+def test_an_empty_folder_for_the_server_is_refused(
+    home: Path, project: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    err = refused(capsys, "cursor", "--project", *argv)
+    assert err == (
+        f"filegate: error: {argv[0]}: the value is empty; give a folder (an empty value is never taken as the "
+        "current folder)\n"
+    )
+    assert not home.exists() and os.listdir(project) == []

@@ -185,7 +185,7 @@ def test_flags_are_recorded_in_the_parsers_order_and_the_token_never(
 ) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
-    said = run(capsys, "claude-code", "--token", "tok-SECRET", "--read-only", "--no-confine", "--add-dir",
+    said = run(capsys, "claude-code", "--read-only", "--no-confine", "--add-dir",
                str(extra), "--secret-pattern", "*.key", "--secret-pattern", "*.pem", "--approval", "strict",
                "--log-level", "info", "--client", "kimi", "--transport", "stdio", "--print")  # fmt: skip
     entry = json.loads("\n".join(said))["mcpServers"]["filegate"]
@@ -193,7 +193,11 @@ def test_flags_are_recorded_in_the_parsers_order_and_the_token_never(
         "--add-dir", str(extra), "--no-confine", "--secret-pattern", "*.key", "--secret-pattern", "*.pem",
         "--log-level", "INFO", "--approval", "strict", "--read-only", "--client", "kimi",
     ]}  # fmt: skip
-    assert "tok-SECRET" not in json.dumps(said)
+    # A token over stdio would be sent nowhere: refused, not dropped (SPEC §5).
+    assert refused(capsys, "claude-code", "--token", "tok-SECRET", "--print") == (
+        "filegate: error: --token is for --transport http; over stdio it would do nothing. Add --transport "
+        "http, or leave --token out\n"
+    )
     # An agent's --workdir is recorded when given; --confine as given.
     said = run(capsys, "kimi", "--workdir", str(project), "--confine", "--client", "claude-code", "--print")
     assert json.loads("\n".join(said))["mcpServers"]["filegate"]["args"] == [
@@ -741,7 +745,8 @@ def test_every_recorded_directory_is_absolute_and_in_order(
     for name in ("a", "b"):
         (project / name).mkdir()
     for client, preset in (("kimi-code", ["--client", "kimi-code"]), ("gemini-cli", [])):
-        said = run(capsys, client, "--workdir", ".", "--add-dir", "a", "--add-dir", "b", "--print")
+        said = run(capsys, client, "--workdir", str(project), "--add-dir", str(project / "a"), "--add-dir",
+                   str(project / "b"), "--print")  # fmt: skip
         args = json.loads("\n".join(said))["mcpServers"]["filegate"]["args"]
         assert args == ["--workdir", str(project), "--add-dir", str(project / "a"), "--add-dir",
                         str(project / "b"), *preset]  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from filegate.policy.escape import escape
 from filegate.settings import ApprovalMode, ClientPreset, LogLevel, Transport
 
 
@@ -155,20 +156,31 @@ def long_flag(action: argparse.Action) -> str:
 
 
 def settings_from(parser: argparse.ArgumentParser, args: argparse.Namespace, skip: Sequence[str] = ()) -> Any:
-    """Settings from parsed flags over the environment; exit 2 with one line on any bad value."""
-    from filegate.settings import Settings
+    """Settings from parsed flags over the environment; exit 2 with one line on any bad value,
+    or on a flag that does nothing over the chosen transport (SPEC §5: never silently ignored)."""
+    from filegate.settings import HTTP_ONLY, Settings
 
     given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     try:
-        return Settings(**given)
+        settings = Settings(**given)
     except ValidationError as exc:
-        parser.exit(2, f"filegate: error: {_one_line(exc, given, flag_names(parser))}\n")
+        parser.exit(2, f"filegate: error: {escape(_one_line(exc, given, flag_names(parser)))}\n")
+    unused = [field for field in HTTP_ONLY if field in given]
+    if settings.transport != "http" and unused:
+        flag = flag_names(parser)[unused[0]]
+        parser.exit(
+            2,
+            f"filegate: error: {flag} is for --transport http; over stdio it would do nothing. "
+            f"Add --transport http, or leave {flag} out\n",
+        )
+    return settings
 
 
 def _one_line(exc: ValidationError, given: dict[str, Any], flags: dict[str, str]) -> str:
-    """The first problem, named by its flag (and its FILEGATE_* variable when it came from there)."""
+    """The first problem in filegate's words, named by its flag (and its FILEGATE_* variable
+    when it came from there)."""
     err = exc.errors()[0]
-    msg = err["msg"].removeprefix("Value error, ")
+    msg = _in_our_words(err)
     if not err["loc"]:
         return msg
     field = str(err["loc"][0])
@@ -177,3 +189,31 @@ def _one_line(exc: ValidationError, given: dict[str, Any], flags: dict[str, str]
     if field not in given and variable in os.environ:
         name = f"{variable} ({name})"
     return f"{name}: {msg}"
+
+
+def _in_our_words(err: Any) -> str:
+    """pydantic's sentence ("Input should be greater than or equal to 1024", "at least 16 items
+    after validation") as what the user must give instead. The value itself is not repeated:
+    it may be a token."""
+    kind = err["type"]
+    ctx = {
+        k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in (err.get("ctx") or {}).items()
+    }
+    if kind == "too_short":
+        at_least = ctx.get("min_length")
+        return f"must be at least {at_least} characters long (a random string, e.g. openssl rand -hex 16)"
+    if kind == "greater_than_equal":
+        return f"must be {ctx.get('ge')} or more"
+    if kind == "less_than_equal":
+        return f"must be {ctx.get('le')} or less"
+    if kind == "greater_than":
+        return f"must be more than {ctx.get('gt')}"
+    if kind in ("int_parsing", "int_from_float"):
+        return "must be a whole number"
+    if kind == "float_parsing":
+        return "must be a number"
+    if kind == "bool_parsing":
+        return "must be true or false (or 1 or 0)"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}".replace("'", "")
+    return str(err["msg"]).removeprefix("Value error, ")

@@ -18,6 +18,13 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 # Claude Desktop refuses a tool result over 1 MiB; base64 counts toward it.
 DEFAULT_RESULT_BUDGET = 1 << 20
 
+# The settings only an HTTP server uses: given with stdio they would do nothing, so a flag is
+# refused (flags.py) and a variable named in the start-up line (server/startup.py), SPEC §5.
+HTTP_ONLY = (
+    "host", "port", "path", "token", "allowed_origins", "allowed_hosts",
+    "max_connections", "max_sessions", "session_idle_timeout",
+)  # fmt: skip
+
 
 def _split_list(value: object, sep: str) -> object:
     """An environment list: a JSON array, or items joined by ``sep``; flags arrive as lists."""
@@ -68,9 +75,21 @@ class Settings(BaseSettings):
     max_sessions: int = Field(default=64, ge=1, le=100000)
     session_idle_timeout: float = Field(default=900.0, gt=0, le=7 * 86400)
 
+    @field_validator("workdir", mode="before")
+    @classmethod
+    def _workdir_not_empty(cls, value: object) -> object:
+        # Path("") is Path("."): an empty value would silently serve wherever filegate started.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(_EMPTY_DIR)
+        return value
+
     @field_validator("add_dirs", mode="before")
     @classmethod
     def _dirs_from_env(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(_EMPTY_DIR)
+        if isinstance(value, list) and any(isinstance(v, str) and not v.strip() for v in value):
+            raise ValueError(_EMPTY_DIR)
         return _split_list(value, os.pathsep)  # like PATH: /a:/b
 
     @field_validator("secret_patterns", "allowed_origins", "allowed_hosts", mode="before")
@@ -97,8 +116,10 @@ class Settings(BaseSettings):
         real: list[Path] = []
         for p in paths:
             resolved = Path(os.path.realpath(p.expanduser()))
+            if resolved.is_file():
+                raise ValueError(f"{p} is a file, not a folder; give the folder to serve (maybe its parent)")
             if not resolved.is_dir():
-                raise ValueError(f"{p} is not an existing directory")
+                raise ValueError(f"{p} does not exist or is not a folder; give an existing folder")
             real.append(resolved)
         return real if isinstance(value, list) else real[0]
 
@@ -115,6 +136,9 @@ class Settings(BaseSettings):
     def confined(self) -> bool:
         """``--confine`` as given, else on for HTTP (a network endpoint serves its workspace only)."""
         return self.confine if self.confine is not None else self.transport == "http"
+
+
+_EMPTY_DIR = "the value is empty; give a folder (an empty value is never taken as the current folder)"
 
 
 def _is_loopback(host: str) -> bool:

@@ -425,6 +425,21 @@ def server_args(
     return args
 
 
+def refuse_relative_dirs(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """A relative --workdir/--add-dir is refused (SPEC §5): the client starts the server from a
+    folder of its own, so which folder the user meant is not certain; an absolute one is."""
+    given = [("--workdir", ns.workdir), *(("--add-dir", d) for d in ns.add_dirs or ())]
+    if ns.workdir is None:
+        given.append(("FILEGATE_WORKDIR", os.environ.get("FILEGATE_WORKDIR")))
+    for name, value in given:
+        if value and value.strip() and not os.path.isabs(os.path.expanduser(value)):
+            parser.exit(
+                2,
+                f"filegate install: error: {name} {escape(value)} is a relative path; the client starts the "
+                f'server from a folder of its own: give the full path (e.g. "$PWD/{escape(value)}")\n',
+            )
+
+
 def endpoint_url(settings: Any) -> str:
     host = settings.host
     if host in ("0.0.0.0", "::", "[::]"):
@@ -438,6 +453,7 @@ def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     client = CLIENTS[ns.target]
+    refuse_relative_dirs(parser, ns)
     if ns.transport is None and not client.stdio:
         ns.transport = "http"
     settings = settings_from(parser, ns, skip=INSTALL_ONLY)

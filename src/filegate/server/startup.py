@@ -10,15 +10,16 @@ import sys
 
 from filegate import __version__
 from filegate.policy.escape import escape
-from filegate.settings import Settings
+from filegate.settings import HTTP_ONLY, Settings
 
 
 def startup_line(settings: Settings, url: str | None = None, stdin_is_terminal: bool = False) -> str:
     """What a user sees first on stderr: version, workspace, transport (URL), approval, reach.
 
-    Two cases add a clause: HTTP without a token (the bind is loopback, else the server refused
-    to start) says that any local process can connect; stdio started by hand at a terminal says
-    what it waits for, since nothing else happens until a client speaks. Directory names are
+    Three cases add a clause: a FILEGATE_* variable only HTTP uses, set over stdio, is named;
+    HTTP without a token (the bind is loopback, else the server refused to start) says that any
+    local process can connect; stdio started by hand at a terminal says what it waits for,
+    since nothing else happens until a client speaks. Directory names are
     escaped: a workdir named with a newline cannot forge a second line.
     """
     dirs = ", ".join(escape(str(d)) for d in (settings.workdir, *settings.add_dirs))
@@ -28,6 +29,11 @@ def startup_line(settings: Settings, url: str | None = None, stdin_is_terminal: 
     line = f"filegate {__version__}: serving {dirs} over {where}; {writes}; {reach}"
     if url and settings.token is None:
         line += "; no token: any local process can connect (set --token or FILEGATE_TOKEN)"
+    unused = [v for v in (f"FILEGATE_{f.upper()}" for f in HTTP_ONLY) if not url and v in os.environ]
+    if unused:
+        # A flag for HTTP is refused over stdio (flags.py); a variable may be set for other
+        # servers in the same environment, so it is named here rather than refused.
+        line += f"; ignored over stdio (for --transport http): {', '.join(unused)}"
     if not url and stdin_is_terminal:
         line += (
             "; waiting for an MCP client on stdin (clients start filegate themselves: "
