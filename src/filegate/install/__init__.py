@@ -5,302 +5,45 @@ The entry names the absolute path of the running ``filegate`` (so the client fin
 servers and settings stay, the old file is kept as ``<file>.<time>.bak``, and installing the
 same thing twice changes nothing. ``--print`` writes nothing and prints the snippet.
 
-Where each client keeps its configuration, and in which shape (checked against each client's
-documentation, November 2026):
-
-- claude-desktop: ``claude_desktop_config.json`` in ``~/Library/Application Support/Claude``
-  (macOS), ``%APPDATA%\\Claude`` (Windows), ``~/.config/Claude`` (Linux); ``mcpServers``.
-- claude-code: ``~/.claude.json`` (user scope, as ``claude mcp add -s user`` writes it);
-  ``mcpServers`` entries with a ``type``.
-- cursor: ``~/.cursor/mcp.json``; kimi: ``~/.kimi/mcp.json``; both ``mcpServers``.
-- kimi-code: ``$KIMI_CODE_HOME/mcp.json``, default ``~/.kimi-code/mcp.json``; ``mcpServers``.
-  ``--disable-builtins`` also sets ``[tools] disabled`` in the ``config.toml`` beside it.
-- vscode: ``mcp.json`` in the user profile (``Code/User`` beside ``settings.json``);
-  ``servers`` entries with a ``type``.
-- windsurf: ``~/.codeium/windsurf/mcp_config.json``; ``mcpServers`` (HTTP: ``serverUrl``).
-- gemini-cli: ``~/.gemini/settings.json``; ``mcpServers`` (HTTP: ``httpUrl``).
-- codex: ``$CODEX_HOME/config.toml``, default ``~/.codex/config.toml``;
-  ``[mcp_servers.NAME]`` tables (HTTP: ``http_headers``).
-- generic, generic-http: ``--config FILE``, or printed; ``mcpServers``.
-
-``~`` is ``%USERPROFILE%`` on Windows.
+The clients and their files: install/clients.py; the merges: install/merge.py; every file
+read or written: install/files.py.
 """
-# size: one job, a client's file written: the table of eleven clients (their paths and shapes, each
-# checked against its documentation) and the JSON/TOML merges that keep their other settings.
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from filegate.flags import ArgumentParser, add_server_flags, long_flag, settings_from
+from filegate.install.clients import (
+    CLIENTS,
+    Client,
+    OSName,
+    config_location,
+    config_path,
+    detect_os,
+    http_entry,
+    server_command,
+    stdio_entry,
+)
 from filegate.install.files import InstallError, Trust, load, locate, save
+from filegate.install.merge import (
+    KIMI_CODE_BUILTINS,
+    merged_disabled_tools,
+    merged_json,
+    merged_toml,
+    snippet,
+    toml_table,
+)
 from filegate.policy.escape import escape
 
-OSName = Literal["macos", "windows", "linux"]
-Format = Literal["json", "toml"]
-
-
-@dataclass(frozen=True)
-class Client:
-    name: str
-    title: str
-    key: str = "mcpServers"
-    format: Format = "json"
-    # CLI agents start servers in the project they work on: no --workdir unless given.
-    starts_in_project: bool = False
-    stdio: bool = True
-    http: bool = True
-    # The entry's field names: a typed entry ("type": "stdio"), the URL's key, the headers' key.
-    typed: bool = False
-    url_key: str = "url"
-    headers_key: str = "headers"
-    # The client's per-project file, relative to the project (--project writes it).
-    project_file: str | None = None
-
-
-CLIENTS: dict[str, Client] = {
-    c.name: c
-    for c in (
-        Client("claude-desktop", "Claude Desktop", http=False),
-        Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
-        Client("cursor", "Cursor", project_file=".cursor/mcp.json"),
-        Client("kimi", "Kimi CLI", starts_in_project=True),
-        Client("kimi-code", "Kimi Code", starts_in_project=True),
-        Client("vscode", "VS Code", key="servers", typed=True, project_file=".vscode/mcp.json"),
-        Client("windsurf", "Windsurf", url_key="serverUrl"),
-        Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
-        Client(
-            "codex",
-            "Codex",
-            key="mcp_servers",
-            format="toml",
-            starts_in_project=True,
-            headers_key="http_headers",
-        ),
-        Client("generic", "an MCP client (stdio)", http=False),
-        # typed: the MCP Inspector (2.12) reads an entry without "type" as stdio.
-        Client("generic-http", "an MCP client (streamable HTTP)", stdio=False, typed=True),
-    )
-}
-
-
-def detect_os() -> OSName:
-    if sys.platform == "darwin":
-        return "macos"
-    if sys.platform.startswith(("win", "cygwin", "msys")):
-        return "windows"
-    return "linux"
-
-
-def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | None:
-    """Where ``client`` reads its MCP servers on ``os_name``; None for the generic ones."""
-    home = Path(env.get("USERPROFILE" if os_name == "windows" else "HOME") or Path.home())
-    app_data = {  # each OS's per-user application-settings directory
-        "macos": home / "Library" / "Application Support",
-        "windows": Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming",
-        "linux": Path(env.get("XDG_CONFIG_HOME") or home / ".config"),
-    }[os_name]
-    paths = {
-        "claude-desktop": app_data / "Claude" / "claude_desktop_config.json",
-        "claude-code": home / ".claude.json",
-        "cursor": home / ".cursor" / "mcp.json",
-        "kimi": home / ".kimi" / "mcp.json",
-        "kimi-code": kimi_code_home(env, home) / "mcp.json",
-        "vscode": app_data / "Code" / "User" / "mcp.json",
-        "windsurf": home / ".codeium" / "windsurf" / "mcp_config.json",
-        "gemini-cli": home / ".gemini" / "settings.json",
-        "codex": Path(env["CODEX_HOME"]) / "config.toml" if env.get("CODEX_HOME")
-        else home / ".codex" / "config.toml",
-    }  # fmt: skip
-    return paths.get(client)
-
-
-def kimi_code_home(env: Mapping[str, str], home: Path) -> Path:
-    return Path(env["KIMI_CODE_HOME"]) if env.get("KIMI_CODE_HOME") else home / ".kimi-code"
-
-
-def config_location(client: str, os_name: OSName) -> str | None:
-    """Where ``client`` keeps its file on ``os_name``, as that system's user would write it."""
-    if os_name == "windows":
-        app, home, sep = "%APPDATA%", "%USERPROFILE%", "\\"
-    else:
-        app = "~/Library/Application Support" if os_name == "macos" else "~/.config"
-        home, sep = "~", "/"
-    parts = {
-        "claude-desktop": [app, "Claude", "claude_desktop_config.json"],
-        "claude-code": [home, ".claude.json"],
-        "cursor": [home, ".cursor", "mcp.json"],
-        "kimi": [home, ".kimi", "mcp.json"],
-        "kimi-code": [home, ".kimi-code", "mcp.json"],
-        "vscode": [app, "Code", "User", "mcp.json"],
-        "windsurf": [home, ".codeium", "windsurf", "mcp_config.json"],
-        "gemini-cli": [home, ".gemini", "settings.json"],
-        "codex": [home, ".codex", "config.toml"],
-    }.get(client)
-    return sep.join(parts) if parts else None
-
-
-def server_command() -> list[str]:
-    """The running filegate as an absolute command line a client can start."""
-    script = sys.argv[0]
-    if Path(script).name.lower().removesuffix(".exe") == "filegate" and Path(script).is_file():
-        return [os.path.abspath(script)]  # not resolved: a venv's python must stay the venv's
-    return [os.path.abspath(sys.executable), "-m", "filegate"]
-
-
-# --- entries -------------------------------------------------------------------------------
-
-
-def stdio_entry(client: Client, command: Sequence[str]) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": "stdio"} if client.typed else {}
-    entry |= {"command": command[0], "args": list(command[1:])}
-    return entry
-
-
-def http_entry(client: Client, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": "http"} if client.typed else {}
-    if client.name in ("kimi", "kimi-code"):
-        entry["transport"] = "http"  # Kimi CLI and Kimi Code read the transport from the entry
-    entry[client.url_key] = url
-    if headers:
-        entry[client.headers_key] = dict(headers)
-    return entry
-
-
-# --- documents -----------------------------------------------------------------------------
-
-
-def merged_json(old: str, client: Client, name: str, entry: dict[str, Any], where: Path) -> str:
-    """``old`` (a client's JSON file, maybe empty) with ``entry`` set as server ``name``."""
-    try:
-        doc = json.loads(old) if old.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InstallError(
-            f"{escape(str(where))} is not plain JSON (line {exc.lineno}: {exc.msg}); nothing was "
-            f"changed. Add the entry by hand: filegate install {client.name} --print"
-        ) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get(client.key, {}), dict):
-        raise InstallError(f"{escape(str(where))}: '{client.key}' is not an object; nothing was changed")
-    servers = doc.setdefault(client.key, {})
-    servers[name] = entry
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, str):
-        # A JSON string is a TOML basic string, but for DEL, which TOML wants escaped.
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
-
-
-def toml_table(client: Client, name: str, entry: dict[str, Any]) -> str:
-    lines = [f"[{client.key}.{_toml_key(name)}]"]
-    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
-    return "\n".join(lines) + "\n"
-
-
-def merged_toml(old: str, client: Client, name: str, entry: dict[str, Any], where: Path) -> str:
-    """``old`` with the table ``[mcp_servers.NAME]`` (and its sub-tables) replaced or added.
-
-    Text surgery keeps the user's comments and layout; the result is parsed back and must hold
-    exactly ``entry``, else nothing is written.
-    """
-    try:
-        tomllib.loads(old)
-    except tomllib.TOMLDecodeError as exc:
-        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
-    ours = re.compile(
-        rf"^\s*\[\s*{re.escape(client.key)}\s*\.\s*\"?{re.escape(name)}\"?\s*(\.[^\]]*)?\]\s*(#.*)?$"
-    )
-    header = re.compile(r"^\s*\[")
-    kept: list[str] = []
-    skipping = False
-    for line in old.splitlines(keepends=True):
-        if header.match(line):
-            skipping = bool(ours.match(line))
-        if not skipping:
-            kept.append(line)
-    text = "".join(kept).rstrip("\n")
-    text = (text + "\n\n" if text else "") + toml_table(client, name, entry)
-    try:
-        parsed = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        parsed = {}
-    if parsed.get(client.key, {}).get(name) != entry:
-        raise InstallError(
-            f"{escape(str(where))} defines '{client.key}.{name}' in a form this command does not edit; "
-            f"nothing was changed. Add the entry by hand: filegate install {client.name} --print"
-        )
-    return text
-
-
-# Kimi Code's own file tools, which --disable-builtins switches off so its model uses filegate's.
-KIMI_CODE_BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
-
-
-def merged_disabled_tools(old: str, where: Path) -> str:
-    """Kimi Code's ``config.toml`` with ``KIMI_CODE_BUILTINS`` added to ``[tools] disabled``."""
-    try:
-        doc = tomllib.loads(old)
-    except tomllib.TOMLDecodeError as exc:
-        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
-    tools = doc.get("tools", {})
-    have = tools.get("disabled", []) if isinstance(tools, dict) else None
-    if not isinstance(have, list):
-        raise InstallError(
-            f"{escape(str(where))}: 'tools' is not a table with a 'disabled' list; nothing was changed"
-        )
-    want = have + [t for t in KIMI_CODE_BUILTINS if t not in have]
-    if want == have:
-        return old
-    line = f"disabled = {_toml_value(want)}\n"
-    lines = old.splitlines(keepends=True)
-    header = re.compile(r"^\s*\[\s*tools\s*\]\s*(#.*)?$")
-    at = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
-    if at is None:
-        text = old.rstrip("\n")
-        text = (text + "\n\n" if text else "") + "[tools]\n" + line
-    else:
-        end = next((i for i in range(at + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-        body = [i for i in range(at + 1, end) if re.match(r"\s*disabled\s*=", lines[i])]
-        if body:
-            lines[body[0]] = line
-        else:
-            lines.insert(at + 1, line)
-        text = "".join(lines)
-    try:
-        ok = tomllib.loads(text).get("tools", {}).get("disabled") == want
-    except tomllib.TOMLDecodeError:
-        ok = False
-    if not ok:
-        raise InstallError(
-            f"{escape(str(where))} sets [tools] disabled in a form this command does not edit; nothing was "
-            f"changed. Add {', '.join(KIMI_CODE_BUILTINS)} to it by hand"
-        )
-    return text
-
-
-def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
-    if client.format == "toml":
-        return toml_table(client, name, entry)
-    return json.dumps({client.key: {name: entry}}, indent=2, ensure_ascii=False) + "\n"
+__all__ = ["CLIENTS", "InstallError", "config_location", "config_path", "detect_os", "main", "server_command",
+           "toml_table"]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,162 @@
+"""The clients ``filegate install`` knows: where each keeps its MCP configuration, in which
+shape, and the entry that starts filegate there.
+
+Where each client keeps its configuration, and in which shape (checked against each client's
+documentation, November 2026):
+
+- claude-desktop: ``claude_desktop_config.json`` in ``~/Library/Application Support/Claude``
+  (macOS), ``%APPDATA%\\Claude`` (Windows), ``~/.config/Claude`` (Linux); ``mcpServers``.
+- claude-code: ``~/.claude.json`` (user scope, as ``claude mcp add -s user`` writes it);
+  ``mcpServers`` entries with a ``type``.
+- cursor: ``~/.cursor/mcp.json``; kimi: ``~/.kimi/mcp.json``; both ``mcpServers``.
+- kimi-code: ``$KIMI_CODE_HOME/mcp.json``, default ``~/.kimi-code/mcp.json``; ``mcpServers``.
+  ``--disable-builtins`` also sets ``[tools] disabled`` in the ``config.toml`` beside it.
+- vscode: ``mcp.json`` in the user profile (``Code/User`` beside ``settings.json``);
+  ``servers`` entries with a ``type``.
+- windsurf: ``~/.codeium/windsurf/mcp_config.json``; ``mcpServers`` (HTTP: ``serverUrl``).
+- gemini-cli: ``~/.gemini/settings.json``; ``mcpServers`` (HTTP: ``httpUrl``).
+- codex: ``$CODEX_HOME/config.toml``, default ``~/.codex/config.toml``;
+  ``[mcp_servers.NAME]`` tables (HTTP: ``http_headers``).
+- generic, generic-http: ``--config FILE``, or printed; ``mcpServers``.
+
+``~`` is ``%USERPROFILE%`` on Windows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+OSName = Literal["macos", "windows", "linux"]
+Format = Literal["json", "toml"]
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    title: str
+    key: str = "mcpServers"
+    format: Format = "json"
+    # CLI agents start servers in the project they work on: no --workdir unless given.
+    starts_in_project: bool = False
+    stdio: bool = True
+    http: bool = True
+    # The entry's field names: a typed entry ("type": "stdio"), the URL's key, the headers' key.
+    typed: bool = False
+    url_key: str = "url"
+    headers_key: str = "headers"
+    # The client's per-project file, relative to the project (--project writes it).
+    project_file: str | None = None
+
+
+CLIENTS: dict[str, Client] = {
+    c.name: c
+    for c in (
+        Client("claude-desktop", "Claude Desktop", http=False),
+        Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
+        Client("cursor", "Cursor", project_file=".cursor/mcp.json"),
+        Client("kimi", "Kimi CLI", starts_in_project=True),
+        Client("kimi-code", "Kimi Code", starts_in_project=True),
+        Client("vscode", "VS Code", key="servers", typed=True, project_file=".vscode/mcp.json"),
+        Client("windsurf", "Windsurf", url_key="serverUrl"),
+        Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
+        Client(
+            "codex",
+            "Codex",
+            key="mcp_servers",
+            format="toml",
+            starts_in_project=True,
+            headers_key="http_headers",
+        ),
+        Client("generic", "an MCP client (stdio)", http=False),
+        # typed: the MCP Inspector (2.12) reads an entry without "type" as stdio.
+        Client("generic-http", "an MCP client (streamable HTTP)", stdio=False, typed=True),
+    )
+}
+
+
+def detect_os() -> OSName:
+    if sys.platform == "darwin":
+        return "macos"
+    if sys.platform.startswith(("win", "cygwin", "msys")):
+        return "windows"
+    return "linux"
+
+
+def config_path(client: str, os_name: OSName, env: Mapping[str, str]) -> Path | None:
+    """Where ``client`` reads its MCP servers on ``os_name``; None for the generic ones."""
+    home = Path(env.get("USERPROFILE" if os_name == "windows" else "HOME") or Path.home())
+    app_data = {  # each OS's per-user application-settings directory
+        "macos": home / "Library" / "Application Support",
+        "windows": Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming",
+        "linux": Path(env.get("XDG_CONFIG_HOME") or home / ".config"),
+    }[os_name]
+    paths = {
+        "claude-desktop": app_data / "Claude" / "claude_desktop_config.json",
+        "claude-code": home / ".claude.json",
+        "cursor": home / ".cursor" / "mcp.json",
+        "kimi": home / ".kimi" / "mcp.json",
+        "kimi-code": kimi_code_home(env, home) / "mcp.json",
+        "vscode": app_data / "Code" / "User" / "mcp.json",
+        "windsurf": home / ".codeium" / "windsurf" / "mcp_config.json",
+        "gemini-cli": home / ".gemini" / "settings.json",
+        "codex": Path(env["CODEX_HOME"]) / "config.toml" if env.get("CODEX_HOME")
+        else home / ".codex" / "config.toml",
+    }  # fmt: skip
+    return paths.get(client)
+
+
+def kimi_code_home(env: Mapping[str, str], home: Path) -> Path:
+    return Path(env["KIMI_CODE_HOME"]) if env.get("KIMI_CODE_HOME") else home / ".kimi-code"
+
+
+def config_location(client: str, os_name: OSName) -> str | None:
+    """Where ``client`` keeps its file on ``os_name``, as that system's user would write it."""
+    if os_name == "windows":
+        app, home, sep = "%APPDATA%", "%USERPROFILE%", "\\"
+    else:
+        app = "~/Library/Application Support" if os_name == "macos" else "~/.config"
+        home, sep = "~", "/"
+    parts = {
+        "claude-desktop": [app, "Claude", "claude_desktop_config.json"],
+        "claude-code": [home, ".claude.json"],
+        "cursor": [home, ".cursor", "mcp.json"],
+        "kimi": [home, ".kimi", "mcp.json"],
+        "kimi-code": [home, ".kimi-code", "mcp.json"],
+        "vscode": [app, "Code", "User", "mcp.json"],
+        "windsurf": [home, ".codeium", "windsurf", "mcp_config.json"],
+        "gemini-cli": [home, ".gemini", "settings.json"],
+        "codex": [home, ".codex", "config.toml"],
+    }.get(client)
+    return sep.join(parts) if parts else None
+
+
+def server_command() -> list[str]:
+    """The running filegate as an absolute command line a client can start."""
+    script = sys.argv[0]
+    if Path(script).name.lower().removesuffix(".exe") == "filegate" and Path(script).is_file():
+        return [os.path.abspath(script)]  # not resolved: a venv's python must stay the venv's
+    return [os.path.abspath(sys.executable), "-m", "filegate"]
+
+
+# --- entries -------------------------------------------------------------------------------
+
+
+def stdio_entry(client: Client, command: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "stdio"} if client.typed else {}
+    entry |= {"command": command[0], "args": list(command[1:])}
+    return entry
+
+
+def http_entry(client: Client, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "http"} if client.typed else {}
+    if client.name in ("kimi", "kimi-code"):
+        entry["transport"] = "http"  # Kimi CLI and Kimi Code read the transport from the entry
+    entry[client.url_key] = url
+    if headers:
+        entry[client.headers_key] = dict(headers)
+    return entry
