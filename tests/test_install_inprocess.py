@@ -96,23 +96,45 @@ def test_each_json_client_gets_its_file_with_exactly_this_entry(
     assert path.read_text() == json.dumps({key: {"filegate": entry}}, indent=2) + "\n"
     assert path.stat().st_mode & 0o777 == 0o600  # may hold tokens: private
     title = install.CLIENTS[client].title
-    assert said[0] == f"{title}: wrote 'filegate' into {path}; restart the client to load it"
+    assert said[0] == f"{title}: wrote 'filegate' into {path}"
+    serves: list[str] = []
     if pinned:
         hint = (f"; for per-project entries, run `filegate install {client} --project` in each"
                 if client in ("cursor", "vscode") else "")  # fmt: skip
-        assert said[1:] == [f"this entry serves {project} whatever {title} has open{hint}"]
-    else:
-        assert said[1:] == []
+        serves = [f"this entry serves {project} whatever {title} has open{hint}"]
+    assert said[1:] == [*serves, f"next: {NEXT_STEPS[client]}", *KIMI_NOTE.get(client, [])]
     again = run(capsys, client)
     assert again[0] == f"{title}: {path} already has this 'filegate' entry; nothing changed"
-    assert again[1:] == said[1:]
+    assert again[1:] == [*serves, *KIMI_NOTE.get(client, [])]  # nothing changed: nothing to reload
+
+
+# The one thing left to do, per client (issue 42): restart, a new session, or trusting the folder.
+NEXT_STEPS = {
+    "claude-desktop": "quit Claude Desktop (not just its window) and open it again",
+    "claude-code": "start a new Claude Code session (claude mcp list shows filegate)",
+    "cursor": "restart Cursor to load it",
+    "kimi": "start a new Kimi CLI session",
+    "kimi-code": "start a new Kimi Code session",
+    "vscode": "reload VS Code (Developer: Reload Window) to load it",
+    "windsurf": "restart Windsurf to load it",
+    "gemini-cli": "trust each project folder, or Gemini CLI lists filegate as Disabled there: run /permissions in "
+    "Gemini CLI in that folder (or add it to ~/.gemini/trustedFolders.json), then start a new session",
+    "codex": "start a new Codex session",
+    "generic": "restart the client to load it",
+    "generic-http": "restart the client to load it",
+}
+KIMI_NOTE = {
+    "kimi": [
+        "using Kimi Code (Kimi CLI's successor)? It reads another file: run `filegate install kimi-code`"
+    ]
+}
 
 
 def test_codex_gets_its_toml_table_exactly(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     said = run(capsys, "codex", "--read-only", "--name", "files")
     path = home / ".codex/config.toml"
     assert path.read_text() == f'[mcp_servers.files]\ncommand = "{FILEGATE}"\nargs = ["--read-only"]\n'
-    assert said == [f"Codex: wrote 'files' into {path}; restart the client to load it"]
+    assert said == [f"Codex: wrote 'files' into {path}", "next: start a new Codex session"]
 
 
 HTTP_ENTRIES: dict[str, dict[str, Any]] = {
@@ -309,11 +331,13 @@ def test_project_writes_the_projects_file_and_config_the_given_one(
 ) -> None:
     said = run(capsys, "vscode", "--project")
     assert said == [
-        f"VS Code: wrote 'filegate' into {project / '.vscode/mcp.json'}; restart the client to load it"
+        f"VS Code: wrote 'filegate' into {project / '.vscode/mcp.json'}",
+        f"next: {NEXT_STEPS['vscode']}",
     ]
     said = run(capsys, "generic", "--config", "~/mine.json")
-    assert said == [f"an MCP client (stdio): wrote 'filegate' into {home / 'mine.json'}; restart the client "
-                    f"to load it", f"this entry serves {project} whatever an MCP client (stdio) has open"]  # fmt: skip
+    assert said == [f"an MCP client (stdio): wrote 'filegate' into {home / 'mine.json'}",
+                    f"this entry serves {project} whatever an MCP client (stdio) has open",
+                    "next: restart the client to load it"]  # fmt: skip
     assert only_files(home) == ["mine.json"]
 
 
@@ -341,8 +365,7 @@ def test_a_merge_keeps_other_servers_settings_and_mode_and_backs_up_owner_only(
     path.chmod(0o640)
     said = run(capsys, "cursor", "--workdir", str(home.parent / "project"))
     backup = path.with_name("mcp.json.20260102-030405.bak")
-    assert said[0] == (f"Cursor: wrote 'filegate' into {path} (the old file is kept as {backup}); restart "
-                       "the client to load it")  # fmt: skip
+    assert said[0] == f"Cursor: wrote 'filegate' into {path} (the old file is kept as {backup})"
     doc = json.loads(path.read_text())
     assert list(doc) == ["theme", "mcpServers"] and list(doc["mcpServers"]) == ["other", "filegate"]
     assert (
@@ -549,9 +572,11 @@ def test_http_prints_the_start_command_with_the_token_and_the_workdir(
     said = run(capsys, "kimi", "--transport", "http", "--token", "tok 'x'", "--port", "9001")
     path = home / ".kimi/mcp.json"
     assert said == [
-        f"Kimi CLI: wrote 'filegate' into {path}; restart the client to load it",
+        f"Kimi CLI: wrote 'filegate' into {path}",
         f"start the server with: FILEGATE_TOKEN='tok '\"'\"'x'\"'\"'' {FILEGATE} --transport http --workdir "
         f"{project} --port 9001 --client kimi",
+        "next: start a new Kimi CLI session",
+        *KIMI_NOTE["kimi"],
     ]
     monkeypatch.setenv("FILEGATE_TOKEN", "from-env")  # the environment's token is used the same way
     said = run(capsys, "cursor", "--transport", "http", "--read-only")
@@ -572,6 +597,7 @@ def test_http_without_a_token_says_any_local_process_can_connect(
         f"start the server with: {FILEGATE} --transport http --workdir {project}",
         "no token: any local process can connect; to require one, give the same --token (or FILEGATE_TOKEN) "
         "to this command and to the server",
+        "next: restart the client to load it",
     ]
     assert json.loads((home / "m.json").read_text())["mcpServers"]["filegate"] == {
         "type": "http", "url": "http://127.0.0.1:8000/mcp"

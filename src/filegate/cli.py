@@ -1,6 +1,7 @@
 """``filegate``: flags and environment → Settings → a running server.
 
-``filegate install CLIENT ...`` (filegate.install) writes a client's configuration instead.
+``filegate install CLIENT ...`` (filegate.install) writes a client's configuration instead;
+``filegate uninstall CLIENT ...`` (filegate.install.uninstall) takes the entry out again.
 Importing this module stays cheap: fastmcp is imported only once a server is built.
 """
 
@@ -25,6 +26,7 @@ examples:
   filegate install claude-desktop --workdir ~/src/project
                                                     write Claude Desktop's configuration for you
   filegate install --help                           every client install knows
+  filegate uninstall claude-desktop                 take the entry out again (with a backup)
 
 Every flag also reads FILEGATE_<NAME> (FILEGATE_ADD_DIRS, FILEGATE_SECRET_PATTERNS, ...);
 flags win. Logs go to stderr; on stdio, stdout carries JSON-RPC only.
@@ -40,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-V", "--version", action="version", version=f"filegate {__version__}")
     add_server_flags(p)
+    # The two commands beside serving, in the usage line too (not only in the examples).
+    serve = p.format_usage().removeprefix("usage: ").rstrip("\n")
+    p.usage = f"{serve}\n       filegate install CLIENT [...]     (filegate install --help)\n" + (
+        "       filegate uninstall CLIENT [...]   (filegate uninstall --help)"
+    )
     return p
 
 
@@ -55,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.install import main as install
 
         return install(args[1:])
+    if args[:1] == ["uninstall"]:
+        from filegate.install.uninstall import main as uninstall
+
+        return uninstall(args[1:])
     # Start-up builds a great many objects that live as long as the process (fastmcp, the
     # SDK's models, pydantic's validators) and little garbage, so the collector's passes over
     # them are wasted work (the bench's cold-start item measures it). serve() turns it back on

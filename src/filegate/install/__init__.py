@@ -30,6 +30,7 @@ from filegate.install.clients import (
     http_entry,
     server_command,
     stdio_entry,
+    unknown_client,
 )
 from filegate.install.files import InstallError, Trust, load, locate, save
 from filegate.install.merge import (
@@ -105,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("target", metavar="CLIENT", choices=list(CLIENTS), help=", ".join(CLIENTS))
+    # No argparse choices: a mistyped client gets a suggestion (unknown_client).
+    p.add_argument("target", metavar="CLIENT", help=", ".join(CLIENTS))
     p.add_argument("--name", default="filegate", help="the server's name in the client (default: filegate)")
     p.add_argument("--print", action="store_true", dest="print_only", help="print the snippet, write nothing")
     p.add_argument("--os", choices=get_args(OSName), dest="os_name",
@@ -195,6 +197,8 @@ def endpoint_url(settings: Any) -> str:
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if ns.target not in CLIENTS:
+        parser.error(unknown_client(escape(ns.target)))
     client = CLIENTS[ns.target]
     refuse_relative_dirs(parser, ns)
     if ns.transport is None and not client.stdio:
@@ -261,7 +265,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{client.title}: {shown} already has this '{ns.name}' entry; nothing changed")
     else:
         kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
-        print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}; restart the client to load it")
+        print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}")
     if sibling is not None:
         try:
             done = write_merged(sibling, merged_disabled_tools)
@@ -279,7 +283,17 @@ def main(argv: Sequence[str]) -> int:
         if client.project_file:
             also = f"; for per-project entries, run `filegate install {client.name} --project` in each"
         print(f"this entry serves {served} whatever {client.title} has open{also}")
+    if written.changed or (sibling is not None and done.changed):
+        print(f"next: {client.next_step}")
+    if client.name == "kimi":
+        print(KIMI_CODE_NOTE)
     return 0
+
+
+# Kimi CLI is archived; its successor reads another file, which `install kimi` does not write.
+KIMI_CODE_NOTE = (
+    "using Kimi Code (Kimi CLI's successor)? It reads another file: run `filegate install kimi-code`"
+)
 
 
 def _print_http_start(

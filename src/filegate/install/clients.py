@@ -51,19 +51,48 @@ class Client:
     headers_key: str = "headers"
     # The client's per-project file, relative to the project (--project writes it).
     project_file: str | None = None
+    # The one thing left for the user once the file is written (install prints it).
+    next_step: str = "restart the client to load it"
 
 
 CLIENTS: dict[str, Client] = {
     c.name: c
     for c in (
-        Client("claude-desktop", "Claude Desktop", http=False),
-        Client("claude-code", "Claude Code", starts_in_project=True, typed=True),
-        Client("cursor", "Cursor", project_file=".cursor/mcp.json"),
-        Client("kimi", "Kimi CLI", starts_in_project=True),
-        Client("kimi-code", "Kimi Code", starts_in_project=True),
-        Client("vscode", "VS Code", key="servers", typed=True, project_file=".vscode/mcp.json"),
-        Client("windsurf", "Windsurf", url_key="serverUrl"),
-        Client("gemini-cli", "Gemini CLI", starts_in_project=True, url_key="httpUrl"),
+        Client(
+            "claude-desktop",
+            "Claude Desktop",
+            http=False,
+            next_step="quit Claude Desktop (not just its window) and open it again",
+        ),
+        Client(
+            "claude-code",
+            "Claude Code",
+            starts_in_project=True,
+            typed=True,
+            next_step="start a new Claude Code session (claude mcp list shows filegate)",
+        ),
+        Client("cursor", "Cursor", project_file=".cursor/mcp.json", next_step="restart Cursor to load it"),
+        Client("kimi", "Kimi CLI", starts_in_project=True, next_step="start a new Kimi CLI session"),
+        Client("kimi-code", "Kimi Code", starts_in_project=True, next_step="start a new Kimi Code session"),
+        Client(
+            "vscode",
+            "VS Code",
+            key="servers",
+            typed=True,
+            project_file=".vscode/mcp.json",
+            next_step="reload VS Code (Developer: Reload Window) to load it",
+        ),
+        Client("windsurf", "Windsurf", url_key="serverUrl", next_step="restart Windsurf to load it"),
+        Client(
+            "gemini-cli",
+            "Gemini CLI",
+            starts_in_project=True,
+            url_key="httpUrl",
+            # Gemini CLI lists a server of an untrusted folder as "Disabled" (0.61.0).
+            next_step="trust each project folder, or Gemini CLI lists filegate as Disabled there: run "
+            "/permissions in Gemini CLI in that folder (or add it to ~/.gemini/trustedFolders.json), "
+            "then start a new session",
+        ),
         Client(
             "codex",
             "Codex",
@@ -71,6 +100,7 @@ CLIENTS: dict[str, Client] = {
             format="toml",
             starts_in_project=True,
             headers_key="http_headers",
+            next_step="start a new Codex session",
         ),
         Client("generic", "an MCP client (stdio)", http=False),
         # typed: the MCP Inspector (2.12) reads an entry without "type" as stdio.
@@ -160,3 +190,14 @@ def http_entry(client: Client, url: str, headers: Mapping[str, str]) -> dict[str
     if headers:
         entry[client.headers_key] = dict(headers)
     return entry
+
+
+def unknown_client(name: str) -> str:
+    """The error for a client name install does not know, with the closest one if any."""
+    import difflib
+
+    # "gemini", "claude": each client whose name begins with what was typed; else the nearest.
+    close = [c for c in CLIENTS if name and c.startswith(name.lower())]
+    close = close or difflib.get_close_matches(name.lower(), CLIENTS, n=1, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"argument CLIENT: invalid choice: '{name}' ({hint}choose from {', '.join(CLIENTS)})"

@@ -17,18 +17,32 @@ from filegate.policy.escape import escape
 
 def merged_json(old: str, client: Client, name: str, entry: dict[str, Any], where: Path) -> str:
     """``old`` (a client's JSON file, maybe empty) with ``entry`` set as server ``name``."""
+    doc = _json_document(old, client, where, f"Add the entry by hand: filegate install {client.name} --print")
+    servers = doc.setdefault(client.key, {})
+    servers[name] = entry
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def without_json(old: str, client: Client, name: str, where: Path) -> str:
+    """``old`` without server ``name`` (unchanged when it has none)."""
+    doc = _json_document(old, client, where, f"Remove '{name}' from '{client.key}' by hand")
+    if name not in doc.get(client.key, {}):
+        return old
+    del doc[client.key][name]
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _json_document(old: str, client: Client, where: Path, by_hand: str) -> dict[str, Any]:
     try:
         doc = json.loads(old) if old.strip() else {}
     except json.JSONDecodeError as exc:
         raise InstallError(
             f"{escape(str(where))} is not plain JSON (line {exc.lineno}: {exc.msg}); nothing was "
-            f"changed. Add the entry by hand: filegate install {client.name} --print"
+            f"changed. {by_hand}"
         ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get(client.key, {}), dict):
         raise InstallError(f"{escape(str(where))}: '{client.key}' is not an object; nothing was changed")
-    servers = doc.setdefault(client.key, {})
-    servers[name] = entry
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return doc
 
 
 def toml_value(value: Any) -> str:
@@ -58,22 +72,8 @@ def merged_toml(old: str, client: Client, name: str, entry: dict[str, Any], wher
     Text surgery keeps the user's comments and layout; the result is parsed back and must hold
     exactly ``entry``, else nothing is written.
     """
-    try:
-        tomllib.loads(old)
-    except tomllib.TOMLDecodeError as exc:
-        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
-    ours = re.compile(
-        rf"^\s*\[\s*{re.escape(client.key)}\s*\.\s*\"?{re.escape(name)}\"?\s*(\.[^\]]*)?\]\s*(#.*)?$"
-    )
-    header = re.compile(r"^\s*\[")
-    kept: list[str] = []
-    skipping = False
-    for line in old.splitlines(keepends=True):
-        if header.match(line):
-            skipping = bool(ours.match(line))
-        if not skipping:
-            kept.append(line)
-    text = "".join(kept).rstrip("\n")
+    _toml_document(old, where)
+    text = _without_tables(old, client, name).rstrip("\n")
     text = (text + "\n\n" if text else "") + toml_table(client, name, entry)
     try:
         parsed = tomllib.loads(text)
@@ -85,6 +85,52 @@ def merged_toml(old: str, client: Client, name: str, entry: dict[str, Any], wher
             f"nothing was changed. Add the entry by hand: filegate install {client.name} --print"
         )
     return text
+
+
+def without_toml(old: str, client: Client, name: str, where: Path) -> str:
+    """``old`` without the table ``[mcp_servers.NAME]`` and its sub-tables; everything else
+    must parse back as it was, else nothing is written."""
+    doc = _toml_document(old, where)
+    if name not in doc.get(client.key, {}):
+        return old
+    text = _without_tables(old, client, name)
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        parsed = None
+    del doc[client.key][name]
+    # The tables named [mcp_servers.X] made the key; without any, it may be gone from the text.
+    bare = {k: v for k, v in doc.items() if k != client.key or v}
+    if parsed not in (doc, bare):
+        raise InstallError(
+            f"{escape(str(where))} defines '{client.key}.{name}' in a form this command does not edit; "
+            f"nothing was changed. Remove it by hand"
+        )
+    return text
+
+
+def _toml_document(old: str, where: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(old)
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError(f"{escape(str(where))} is not valid TOML ({exc}); nothing was changed") from None
+
+
+def _without_tables(old: str, client: Client, name: str) -> str:
+    """``old``'s lines but those of ``[KEY.NAME]`` and ``[KEY.NAME.…]`` (text surgery keeps the
+    user's comments and layout)."""
+    ours = re.compile(
+        rf"^\s*\[\s*{re.escape(client.key)}\s*\.\s*\"?{re.escape(name)}\"?\s*(\.[^\]]*)?\]\s*(#.*)?$"
+    )
+    header = re.compile(r"^\s*\[")
+    kept: list[str] = []
+    skipping = False
+    for line in old.splitlines(keepends=True):
+        if header.match(line):
+            skipping = bool(ours.match(line))
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
 
 
 # Kimi Code's own file tools, which --disable-builtins switches off so its model uses filegate's.
