@@ -451,7 +451,8 @@ def test_the_user_wide_entry_says_which_folder_it_serves(
         assert (f"run `filegate install {client} --project` in each" in said) == hint, said
     for client in ("claude-code", "codex"):  # started in the agent's project: nothing pinned
         assert main([client]) == 0
-        assert len(capsys.readouterr().out.splitlines()) == 1
+        said = capsys.readouterr().out.splitlines()
+        assert len(said) == 2 and said[1].startswith("next: "), said  # the written line, the next step
 
 
 def test_project_is_refused_where_the_client_has_no_project_file(tmp_path: Path, project: Path) -> None:
