@@ -234,6 +234,26 @@ def test_a_token_makes_the_file_and_its_backup_owner_only(
     assert stat.S_IMODE(backups[0].stat().st_mode) == 0o600
 
 
+def test_a_token_left_readable_by_an_earlier_install_is_made_owner_only_on_the_next(
+    home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The entry is already there (an earlier version kept the file's 0644): nothing to merge,
+    yet the file holds a token, so it is made owner-only and install says so."""
+    given = tmp_path / "client.json"
+    argv = ["cursor", "--transport", "http", "--token", "s3cret-token", "--config", str(given)]
+    run(capsys, *argv)
+    given.chmod(0o644)
+    said = run(capsys, *argv)
+    assert (
+        said[0] == f"Cursor: {given} already has this 'filegate' entry; made it owner-only (it holds a token)"
+    )
+    assert stat.S_IMODE(given.stat().st_mode) == 0o600
+    said = run(capsys, *argv)
+    assert said[0] == f"Cursor: {given} already has this 'filegate' entry; nothing changed"
+
+
 def test_a_new_file_is_owner_only_whatever_the_umask_and_a_tokenless_one_keeps_its_mode(
     home: Path,
     project: Path,

@@ -32,7 +32,7 @@ from filegate.install.clients import (
     stdio_entry,
     unknown_client,
 )
-from filegate.install.files import InstallError, Trust, load, locate, save
+from filegate.install.files import InstallError, Trust, load, locate, make_private, save
 from filegate.install.merge import (
     KIMI_CODE_BUILTINS,
     merged_disabled_tools,
@@ -52,6 +52,7 @@ class Written:
     path: Path
     backup: Path | None
     changed: bool
+    made_private: bool = False  # unchanged, but its token was readable by others until now
 
 
 def write_config(
@@ -73,7 +74,7 @@ def write_merged(real: Path, merge: Callable[[str, Path], str], private: bool = 
     loaded = load(real)
     new = merge(loaded.text, real)
     if new == loaded.text:
-        return Written(real, None, changed=False)
+        return Written(real, None, changed=False, made_private=private and make_private(loaded))
     backup = save(loaded, new, private=private)
     return Written(real, backup, changed=True)
 
@@ -262,7 +263,8 @@ def main(argv: Sequence[str]) -> int:
         parser.exit(2, f"filegate install: error: {exc}\n")
     shown = escape(str(written.path))
     if not written.changed:
-        print(f"{client.title}: {shown} already has this '{ns.name}' entry; nothing changed")
+        outcome = "made it owner-only (it holds a token)" if written.made_private else "nothing changed"
+        print(f"{client.title}: {shown} already has this '{ns.name}' entry; {outcome}")
     else:
         kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
         print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}")

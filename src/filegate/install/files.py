@@ -138,6 +138,26 @@ def save(loaded: Loaded, text: str, *, private: bool) -> Path | None:
     return backup
 
 
+def make_private(loaded: Loaded) -> bool:
+    """Make ``loaded``'s file owner-only where others could read it (a token written by an
+    earlier install, when files kept their mode); True when its mode changed. Through a
+    descriptor opened without following, so a link swapped in is not chmod-ed through."""
+    if not loaded.snapshot.exists or not hasattr(os, "fchmod"):
+        return False
+    try:
+        fd = open_components(loaded.path, os.O_RDONLY | NONBLOCK)
+    except OSError as exc:
+        raise InstallError(_failure(loaded.path, exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not stat.S_IMODE(st.st_mode) & ~OWNER_ONLY:
+            return False
+        os.fchmod(fd, OWNER_ONLY)
+        return True
+    finally:
+        os.close(fd)
+
+
 def _write_backup(loaded: Loaded) -> Path:
     """The old bytes as ``<file>.<time>.bak`` (``-2``, ``-3``… within one second), created
     where no file or link of that name is (a planted one is passed over, never written)."""
