@@ -80,6 +80,13 @@ TARGETS: dict[str, Target] = {
         ("tests/test_install_inprocess.py", "tests/test_install_files.py"),
         85.0,
     ),
+    # install's one door for every file it touches (issue 41): the symlink, temp, backup and
+    # mode rules it picks from fsio for each file.
+    "installfiles": Target(
+        ("src/filegate/install/files.py",),
+        ("tests/test_install_files.py", "tests/test_install_inprocess.py", "tests/test_install_uninstall.py"),
+        90.0,
+    ),
     # Grep's parser and ignore handling (issue 26; grep_plan.py split from grep_ignores.py in
     # issue 28); Glob imports only grep_ignores' constants.
     # grep_plan.py alone (the walk's findings → rg's ignore flags and rules file): the grep

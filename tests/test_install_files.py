@@ -18,6 +18,7 @@ import pytest
 
 from filegate import install
 from filegate.fsio import atomic
+from filegate.install import files
 from tests import test_install_inprocess as inprocess
 
 # The same HOME/project fixtures and runners as tests/test_install_inprocess.py.
@@ -334,3 +335,67 @@ def test_an_empty_folder_for_the_server_is_refused(
         "current folder)\n"
     )
     assert not home.exists() and os.listdir(project) == []
+
+
+# --- what the door says when a file cannot be read or changed under it ------------------------
+
+
+def test_a_fifo_a_huge_file_and_bytes_that_are_not_utf8_are_refused_in_one_line(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opened without blocking: no writer needed for the refusal
+    err = refused(capsys, "cursor", "--config", str(fifo))
+    assert err == f"filegate install: error: {fifo} is not a regular file; nothing was changed\n"
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"caf\xe9": 1}')
+    err = refused(capsys, "cursor", "--config", str(latin))
+    assert err == f"filegate install: error: {latin} is not UTF-8 text; nothing was changed\n"
+    monkeypatch.setattr(files, "CONFIG_LIMIT", 10)
+    big = tmp_path / "big.json"
+    big.write_text('{"theme": "dark"}')
+    err = refused(capsys, "cursor", "--config", str(big))
+    assert err == (
+        f"filegate install: error: {big} is 17 bytes, more than a client's file holds (10 at most); "
+        "nothing was changed\n"
+    )
+    assert latin.read_bytes() == b'{"caf\xe9": 1}' and big.read_text() == '{"theme": "dark"}'
+
+
+def test_a_file_name_the_system_refuses_is_one_line(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = tmp_path / ("x" * 300 + ".json")
+    err = refused(capsys, "cursor", "--config", str(long))
+    assert err == f"filegate install: error: {long}: File name too long; nothing was changed\n"
+
+
+def test_a_link_swapped_in_after_the_file_was_located_is_not_followed(tmp_path: Path) -> None:
+    """Between locate and load a folder on the way became a link: the no-follow open refuses."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "mcp.json").write_text("{}")
+    located = files.locate(tmp_path / "swapped" / "mcp.json", "given")
+    (tmp_path / "swapped").symlink_to(real)
+    with pytest.raises(files.InstallError) as refusal:
+        files.load(located)
+    assert (
+        str(refusal.value)
+        == f"{located} is a symbolic link now, or one appeared on its way; nothing was changed"
+    )
+
+
+def test_a_file_changed_by_someone_else_while_merging_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{"a": 1}')
+
+    def merge_while_the_user_edits(old: str, where: Path) -> str:
+        path.write_text('{"a": 2, "theirs": true}')
+        return '{"a": 1, "ours": true}'
+
+    with pytest.raises(files.InstallError) as refusal:
+        install.write_merged(files.locate(path, "given"), merge_while_the_user_edits)
+    assert str(refusal.value) == (
+        f"{path} changed while filegate install was merging it; nothing was changed. Run the command again"
+    )
+    assert path.read_text() == '{"a": 2, "theirs": true}'

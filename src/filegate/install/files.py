@@ -67,6 +67,13 @@ def locate(path: Path, trust: Trust, project: Path | None = None) -> Path:
     ``trust`` allows none (see the module docstring). ``project`` is the resolved project
     folder, for ``trust="project"``."""
     path = Path(os.path.abspath(path))
+    try:
+        return _locate(path, trust, project)
+    except OSError as exc:  # a name too long, a folder that cannot be listed, …
+        raise InstallError(_failure(path, exc)) from None
+
+
+def _locate(path: Path, trust: Trust, project: Path | None) -> Path:
     if trust == "user":
         real = Path(os.path.realpath(path))
     elif trust == "given":
@@ -112,11 +119,17 @@ def load(real: Path) -> Loaded:
     except OSError as exc:
         raise InstallError(_failure(real, exc)) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise InstallError(f"{shown(real)} is not a regular file; nothing was changed")
+        if st.st_size > CONFIG_LIMIT:
+            raise InstallError(
+                f"{shown(real)} is {st.st_size} bytes, more than a client's file holds "
+                f"({CONFIG_LIMIT} at most); nothing was changed"
+            )
         data, snapshot = read_all(fd, CONFIG_LIMIT, shown(real))
-    except WriteError as exc:
-        raise InstallError(exc.message) from None
+    except WriteError as exc:  # it grew past the limit while being read
+        raise InstallError(exc.message.replace("`", "")) from None
     finally:
         os.close(fd)
     try:
