@@ -360,6 +360,9 @@ def test_a_fifo_a_huge_file_and_bytes_that_are_not_utf8_are_refused_in_one_line(
         "nothing was changed\n"
     )
     assert latin.read_bytes() == b'{"caf\xe9": 1}' and big.read_text() == '{"theme": "dark"}'
+    monkeypatch.setattr(files, "CONFIG_LIMIT", 17)  # exactly at the limit: read and merged
+    run(capsys, "cursor", "--config", str(big))
+    assert json.loads(big.read_text())["theme"] == "dark"
 
 
 def test_a_file_name_the_system_refuses_is_one_line(
