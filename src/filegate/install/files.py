@@ -158,7 +158,7 @@ def make_private(loaded: Loaded) -> bool:
     if not loaded.snapshot.exists or not hasattr(os, "fchmod"):
         return False
     try:
-        fd = open_components(loaded.path, os.O_RDONLY | NONBLOCK)
+        fd = open_components(loaded.path, os.O_RDONLY | platform.NONBLOCK)
     except OSError as exc:
         raise InstallError(_failure(loaded.path, exc)) from None
     try:
