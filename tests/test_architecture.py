@@ -196,6 +196,7 @@ GUARDED = {
     ("filegate.fsio.atomic", "geteuid"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.atomic", "getegid"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.safeopen", "set_blocking"): "only when O_NONBLOCK exists",
+    ("filegate.install.files", "fchmod"): "make_private returns first `if ... not hasattr(os, 'fchmod')`",
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
