@@ -107,4 +107,6 @@ async def test_new_file_follows_gitattributes_then_editorconfig(ws: Path) -> Non
     assert (ws / "app.ini").read_bytes() == b"name=caf\xe9\r\nx=1\r\n"
     assert ".editorconfig end_of_line = crlf; .editorconfig charset = latin1" in text(r2)
     assert (ws / "plain.txt").read_bytes() == b"a\nb\n"
-    assert texts(r3) == ["File successfully overwritten. Current size: 4 bytes. Created a new file. Lines: +2 -0."]
+    assert texts(r3) == [
+        "File successfully overwritten. Current size: 4 bytes. Created a new file. Lines: +2 -0."
+    ]

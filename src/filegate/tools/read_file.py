@@ -11,7 +11,7 @@ from typing import Annotated
 
 import anyio
 from anyio.lowlevel import RunVar
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from filegate.errors import PathError
 from filegate.fsio.codec import DETECT_BYTES, FileCodec, decide, usable_codec
@@ -41,6 +41,14 @@ class ReadFileParams(BaseModel):
         int,
         Field(ge=1, description=f"The number of lines to read. At most {MAX_LINES} are returned."),
     ] = MAX_LINES
+    column_offset: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="The character of the first line to start at (0-based), to read a line "
+            f"longer than {MAX_LINE_LENGTH} characters in pieces; needs a positive line_offset.",
+        ),
+    ] = 0
     encoding: Annotated[
         str | None,
         Field(
@@ -48,6 +56,12 @@ class ReadFileParams(BaseModel):
             "of the one detected; later edits of the file in this session use it too.",
         ),
     ] = None
+
+    @model_validator(mode="after")
+    def _column_reads_forward(self) -> ReadFileParams:
+        if self.column_offset and self.line_offset < 0:
+            raise ValueError("column_offset needs a positive line_offset (the line to read from)")
+        return self
 
     @field_validator("encoding")
     @classmethod
@@ -172,10 +186,32 @@ def _outcome(
     msg = _opening(params, w, k, first) + _why_it_stopped(params, w, lines, budget, eof, next_offset)
     if truncated:
         msg += f" Lines {truncated} were truncated."
+    msg += _columns_sentence(params, lines, truncated)
     if fc is not None:
         msg += _codec_sentence(fc, lines)
     output = "".join([ROW % line for line in lines])
     return Outcome(output=output, message=msg)
+
+
+def _columns_sentence(params: ReadFileParams, lines: list[tuple[int, str]], truncated: list[int]) -> str:
+    """SPEC §8.7: where a read by column started, and the column_offset that continues each
+    cut line ("Continue line 4 at column_offset=1996.")."""
+    first = params.line_offset
+    msg = f" Line {first} is shown from column_offset={params.column_offset}." if params.column_offset else ""
+    cut = set(truncated)
+    goes_on: dict[int, list[int]] = {}
+    for number, text in lines:
+        if number in cut:
+            base = params.column_offset if number == first else 0
+            shown = len(text) - len("...") - (1 if text.endswith("\n") else 0)
+            goes_on.setdefault(base + shown, []).append(number)
+    if not goes_on:
+        return msg
+    parts = [
+        (f"line {numbers[0]}" if len(numbers) == 1 else f"lines {numbers}") + f" at column_offset={column}"
+        for column, numbers in goes_on.items()
+    ]
+    return msg + " Continue " + ", ".join(parts) + "."
 
 
 def _codec_sentence(fc: FileCodec, lines: list[tuple[int, str]]) -> str:
@@ -353,7 +389,7 @@ def _read(
         fc = _decide(fd, st, header, rp.real, codecs)
         src = Source(fd, st, line_codec(fc, header), Scan.start(cancel=cancel))
         try:
-            window = read_window(src, params.line_offset, params.n_lines)
+            window = read_window(src, params.line_offset, params.n_lines, params.column_offset)
         except ReadCancelled:
             return Outcome.error("The read was cancelled.", "Cancelled")
         except OSError as exc:
