@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import call, connect, text, texts
+from tests.fakes import Answers
 
 LATIN1 = b"caf\xe9 au lait\r\n"
 
@@ -110,3 +111,36 @@ async def test_new_file_follows_gitattributes_then_editorconfig(ws: Path) -> Non
     assert texts(r3) == [
         "File successfully overwritten. Current size: 4 bytes. Created a new file. Lines: +2 -0."
     ]
+
+
+async def test_the_question_and_dry_run_show_decoded_text_and_name_the_codec(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = windows-1252\n")
+    (ws / "menu.txt").write_bytes(LATIN1)
+    recorder = Answers("approve")
+    edits = {"old": "au lait", "new": "crème"}
+    async with connect(ws, "auto", client_elicitation_handler=recorder) as c:
+        await call(c, "ReadFile", path="menu.txt")
+        preview = await call(c, "StrReplaceFile", path="menu.txt", edit=edits, dry_run=True)
+        assert (ws / "menu.txt").read_bytes() == LATIN1
+        done = await call(c, "StrReplaceFile", path="menu.txt", edit=edits)
+    diff, msg = texts(preview)
+    assert "-café au lait" in diff and "+café crème" in diff
+    assert "Encoding: windows-1252 (from .editorconfig); written in it." in msg
+    (question,) = recorder.messages
+    assert "-café au lait" in question and "+café crème" in question
+    assert "Encoding: windows-1252 (from .editorconfig)" in question
+    assert not done.is_error and (ws / "menu.txt").read_bytes() == b"caf\xe9 cr\xe8me\r\n"
+
+
+@pytest.mark.parametrize("answer", ["reject", "approve"])
+async def test_a_sensitive_legacy_file_tells_no_codec_before_approval(ws: Path, answer: str) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*]\ncharset = windows-1252\n")
+    secret = b"PASSWORD=caf\xe9\r\n"
+    (ws / ".env").write_bytes(secret)
+    recorder = Answers(answer)
+    async with connect(ws, "auto", client_elicitation_handler=recorder) as c:
+        r = await call(c, "StrReplaceFile", path=".env", edit={"old": "caf", "new": "☕"})
+    shown = text(r) + "".join(recorder.messages)
+    for fact in ("windows-1252", "cp1252", "Encoding", "U+2615", "encoding"):
+        assert fact not in shown, shown
+    assert r.is_error and (ws / ".env").read_bytes() == secret
