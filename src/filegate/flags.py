@@ -128,8 +128,8 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a(
         "--legacy-encoding",
         metavar="NAME",
-        help="decode files that are not UTF-8 and declare no charset with this codec "
-        "(e.g. cp1252, gb18030, shift_jis), or 'auto' to detect it (default: show U+FFFD)",
+        help="the codec of files that are not UTF-8 and declare none, e.g. cp1252, gb18030, "
+        "shift_jis; auto: detect it (default: none, such bytes show as U+FFFD)",
     )
     a(
         "--client",
