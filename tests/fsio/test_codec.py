@@ -143,8 +143,8 @@ def test_usable_codecs_spell_line_breaks_in_ascii(name: str, usable: str | None)
 
 
 def test_line_ending_styles() -> None:
-    assert [line_endings(t) for t in ("a\r\nb\r\n", "a\nb", "a\rb\r", "a\r\nb\n", "ab")] == [
-        "crlf", "lf", "cr", "mixed", "none"
+    assert [line_endings(t) for t in ("a\r\nb\r\n", "a\nb", "a\rb\r", "a\r\nb\n", "ab", b"a\r\n", b"a\rb\n")] == [
+        "crlf", "lf", "cr", "mixed", "none", "crlf", "mixed"
     ]  # fmt: skip
     assert with_line_endings("a\nb\r\nc", "crlf") == "a\r\nb\r\nc"
     assert with_line_endings("a\nb", "cr") == "a\rb" and with_line_endings("a\nb", "mixed") == "a\nb"

@@ -85,9 +85,19 @@ async def test_a_character_the_codec_cannot_hold_refuses_the_edit(ws: Path) -> N
 async def test_overwrite_keeps_codec_bom_and_crlf_and_says_so(ws: Path) -> None:
     (ws / "u16.txt").write_bytes(codecs.BOM_UTF16_LE + "a\r\nb\r\n".encode("utf-16-le"))
     (ws / "l1.txt").write_bytes(LATIN1)
+    (ws / "dos.txt").write_bytes(b"a\r\nb\r\n")
+    (ws / "mixed.txt").write_bytes(b"a\r\nb\n")
     async with connect(ws, "auto", legacy_encoding="cp1252") as c:
         r1 = await call(c, "WriteFile", path="u16.txt", content="x\ny\n")
         r2 = await call(c, "WriteFile", path="l1.txt", content="thé\n")
+        r3 = await call(c, "WriteFile", path="dos.txt", content="é\nz\n")
+        r4 = await call(c, "WriteFile", path="mixed.txt", content="é\nz\n")
+    assert (ws / "dos.txt").read_bytes() == "é\r\nz\r\n".encode()
+    assert texts(r3)[0].endswith(
+        " Kept the file's CRLF line endings (the content's line breaks were written as CRLF)."
+    )
+    assert (ws / "mixed.txt").read_bytes() == "é\nz\n".encode()  # no one style to keep
+    assert texts(r4) == ["File successfully overwritten. Current size: 5 bytes. Lines: +2 -2."]
     assert (ws / "u16.txt").read_bytes() == codecs.BOM_UTF16_LE + "x\r\ny\r\n".encode("utf-16-le")
     assert "Kept the file's encoding utf-16-le, its byte order mark, its CRLF line endings" in text(r1)
     assert (ws / "l1.txt").read_bytes() == b"th\xe9\r\n"

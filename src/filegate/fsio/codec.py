@@ -244,11 +244,13 @@ def detected(head: bytes) -> str | None:
     return usable_codec(best.encoding)
 
 
-def line_endings(text: str) -> Eol:
-    """The line-ending style of ``text``."""
-    crlf = text.count("\r\n")
-    lf = text.count("\n") - crlf
-    cr = text.count("\r") - crlf
+def line_endings(text: str | bytes) -> Eol:
+    """The line-ending style of ``text`` (or of bytes whose line breaks are single bytes)."""
+    if isinstance(text, bytes):
+        crlf, lf_all, cr_all = text.count(b"\r\n"), text.count(b"\n"), text.count(b"\r")
+    else:
+        crlf, lf_all, cr_all = text.count("\r\n"), text.count("\n"), text.count("\r")
+    lf, cr = lf_all - crlf, cr_all - crlf
     kinds = (crlf > 0) + (lf > 0) + (cr > 0)
     if kinds > 1:
         return "mixed"

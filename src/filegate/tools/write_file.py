@@ -125,7 +125,7 @@ class Kept:
 def _eol_of(data: bytes, codec: Encoding) -> Eol:
     """The file's line-ending style: on its bytes when its line breaks are single bytes."""
     if codec.unit == 1:
-        return line_endings(data.decode("latin-1"))  # every byte one character: same counts
+        return line_endings(data)
     return line_endings(codec.decode(data[len(codec.bom) :]))
 
 
