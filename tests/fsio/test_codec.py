@@ -190,3 +190,40 @@ def _holds(name: str, ch: str) -> bool:
         return ch.encode(name).decode(name) == ch
     except UnicodeError:
         return False
+
+
+def test_each_source_is_named_and_a_decided_legacy_codec_has_no_bom(tmp_path: Path) -> None:
+    latin = "café".encode("latin-1")
+    assert decide(b"plain ascii", size=11, legacy="cp1252") is UTF8  # ASCII is UTF-8
+    assert decide(latin, size=4, legacy="cp1252") == FileCodec("cp1252", b"", "--legacy-encoding", "cp1252")
+    chosen = decide(latin, size=4, chosen=("Windows-1252", "encoding"))
+    assert chosen == FileCodec("cp1252", b"", "encoding", "windows-1252")
+    assert chosen.summary() == " Encoding: windows-1252 (from encoding)."
+    (tmp_path / ".editorconfig").write_text(
+        "root = true\n[*.txt]\ncharset = utf-8\n[*.ini]\ncharset = cp1252\n"
+    )
+    said_utf8 = decide(latin, size=4, path=tmp_path / "a.txt")
+    assert said_utf8 == FileCodec("utf-8", b"", ".editorconfig", "utf-8", fallback=True)
+    assert said_utf8.summary() == ""  # UTF-8 is never named; its U+FFFD are (tools/read_file.py)
+    assert decide(latin, size=4, path=tmp_path / "a.ini") == FileCodec(
+        "cp1252", b"", ".editorconfig", "cp1252"
+    )
+    assert decide_for_data(latin, tmp_path / "a.ini").source == ".editorconfig"
+    assert decide_for_data(latin, None, chosen=("latin-1", "encoding")).source == "encoding"
+    assert decide_for_data(latin * (DETECT_BYTES // 4 + 1), None, "cp1252").name == "cp1252"
+    pyw = decide(b"# coding: cp1252\n" + latin, size=21, path=tmp_path / "gui.pyw")
+    assert pyw == FileCodec("cp1252", b"", "coding line", "cp1252")
+
+
+def test_summaries_name_only_declared_configured_chosen_or_detected_codecs() -> None:
+    assert UTF8.summary() == "" and FileCodec("utf-16-le", codecs.BOM_UTF16_LE).summary() == ""
+    assert (
+        FileCodec("cp1251", source="--legacy-encoding auto").summary()
+        == " Encoding: cp1251 (from --legacy-encoding auto)."
+    )
+    assert usable_codec("utf-32") == "utf-32-le" and usable_codec("UTF-32BE") == "utf-32-be"
+    assert (
+        FileCodec("utf-16-be").unit == 2
+        and FileCodec("utf-32-le").unit == 4
+        and FileCodec("gb18030").unit == 1
+    )
