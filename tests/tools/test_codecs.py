@@ -54,11 +54,11 @@ async def test_undecodable_file_says_how_to_decode_it_and_edits_keep_its_bytes(w
     assert (ws / "menu.txt").read_bytes() == b"caf\xe9 au th\xc3\xa9\r\n"  # today's behaviour, unchanged
 
 
-async def test_read_encoding_is_remembered_for_the_sessions_edits(ws: Path, mode: str) -> None:
+async def test_read_encoding_is_remembered_for_the_sessions_edits(ws: Path) -> None:
     data = "東京の天気は晴れ\r\n".encode("shift_jis")
     (ws / "jp.txt").write_bytes(data)
     edits = {"old": "晴れ", "new": "雨"}
-    (out, msg), e = await read_then_edit(ws, mode, "jp.txt", edits, {"encoding": "shift_jis"})
+    (out, msg), e = await read_then_edit(ws, "auto", "jp.txt", edits, {"encoding": "shift_jis"})
     assert out == "     1\t東京の天気は晴れ\n" and msg.endswith(" Encoding: shift_jis (from encoding).")
     assert not e.is_error, text(e)
     assert (ws / "jp.txt").read_bytes() == "東京の天気は雨\r\n".encode("shift_jis")
