@@ -104,14 +104,14 @@ def _new_bytes(params: WriteFileParams, data: bytes | None, rp: ResolvedPath, en
         return Change(new, codec, kept, kept.rules)
     # The old bytes and the appended ones as pieces: the file is not held twice (a copy of
     # 128 MiB per preview), and the diff looks only at the end.
-    new = Spliced(data, len(data), len(data), _encoded(params, codec, text))
-    if len(new) > MAX_FILE_BYTES:
+    grown = Spliced(data, len(data), len(data), _encoded(params, codec, text))
+    if len(grown) > MAX_FILE_BYTES:
         raise WriteError(
-            f"`{escape(params.path)}` would grow to {len(new)} bytes; filegate writes files of at "
+            f"`{escape(params.path)}` would grow to {len(grown)} bytes; filegate writes files of at "
             f"most {MAX_FILE_BYTES} bytes.",
             "File too large",
         )
-    return Change(new, codec, kept, kept.rules, span=(len(data), len(data), len(new)))
+    return Change(grown, codec, kept, kept.rules, span=(len(data), len(data), len(grown)))
 
 
 @dataclass(frozen=True, slots=True)
