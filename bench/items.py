@@ -450,6 +450,71 @@ async def strreplace_50mb(cfg: Config) -> list[Row]:
     return [row]
 
 
+# --- the codec decision (SPEC §8.1) -----------------------------------------------------------
+
+# The edit of the codec item: the first 50 MB of the 1 GiB log (UTF-8, like the source file of
+# strreplace-50mb, without needing the kernel corpus), with one marker line in its middle.
+CODEC_EDIT_BYTES = 50_000_000
+
+
+def _codec_edit_file(target: Path) -> None:
+    log = data.log_file()
+    with open(log, "rb") as f:
+        blob = f.read(CODEC_EDIT_BYTES)
+    mid = blob.index(b"\n", len(blob) // 2) + 1
+    target.write_bytes(blob[:mid] + data.MARKER_A.encode() + b"\n" + blob[mid:])
+
+
+async def codec_detect(cfg: Config) -> list[Row]:
+    """What deciding a codec costs a UTF-8 file: the same server, the same call, with the
+    codec detected (A: the first MiB read and checked once) and chosen by `encoding` (B: no
+    detection read). ReadFile of the 1 GiB log's first 1,000 lines (its line count cached, so
+    the detection is not hidden behind the count), and one StrReplaceFile in a 50 MB file, the
+    B side in a session whose ReadFile chose utf-8 for it (SPEC §8.1: remembered for edits)."""
+    log = data.log_file()
+    rows: list[Row] = []
+    async with connect(filegate_cmd(log.parent), "filegate") as fg:
+        head = {"path": log.name, "n_lines": 1000}
+        await fg.call("ReadFile", head)  # the count, cached from here on
+        fg.reset_peak()
+
+        async def detected() -> float:
+            return await fg.timed("ReadFile", head)
+
+        async def chosen() -> float:
+            return await fg.timed("ReadFile", {**head, "encoding": "utf-8"})
+
+        p = await interleave(cfg.runs * 4, detected, chosen)
+        rows.append(time_ratio_row("ReadFile 1,000 lines of the 1 GiB UTF-8 log: codec detected vs chosen",
+                                   p, "encoding=utf-8", 1.1, fg.peak_kib()))  # fmt: skip
+    work_dir = CACHE / "work" / "codec"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    files = [work_dir / "detected.log", work_dir / "chosen.log"]
+    for f in files:
+        _codec_edit_file(f)
+    flips = [[data.MARKER_A, data.MARKER_B], [data.MARKER_A, data.MARKER_B]]
+    async with connect(filegate_cmd(work_dir, "--approval", "auto"), "filegate") as fg:
+        await fg.call("ReadFile", {"path": files[0].name, "n_lines": 1})
+        await fg.call("ReadFile", {"path": files[1].name, "n_lines": 1, "encoding": "utf-8"})
+
+        def edit(i: int) -> Callable[[], Awaitable[float]]:
+            async def run() -> float:
+                old, new = flips[i]
+                flips[i].reverse()
+                return await fg.timed(
+                    "StrReplaceFile", {"path": files[i].name, "edit": {"old": old, "new": new}}
+                )
+
+            return run
+
+        p = await interleave(cfg.runs, edit(0), edit(1))
+        rows.append(time_ratio_row("StrReplaceFile in a 50 MB UTF-8 file: codec detected vs chosen", p,
+                                   "encoding=utf-8", 1.1, fg.peak_kib()))  # fmt: skip
+    for f in files:
+        f.unlink(missing_ok=True)
+    return rows
+
+
 async def cold(cfg: Config) -> list[Row]:
     small = data.small_file()
     fg_cmd, ref = filegate_cmd(small.parent), reference_cmd(small.parent)
@@ -557,4 +622,5 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "replicas": replicas_edits,
     "readmedia-24mp": readmedia_24mp,
     "percall": percall_item,
+    "codec-detect": codec_detect,
 }

@@ -74,6 +74,8 @@ TARGETS: dict[str, Target] = {
         ("tests/tools/test_grep_spawn.py", "tests/tools/test_grep_sandbox.py"),
         85.0,
     ),
+    # The codec decision of SPEC §8.1 (issue 35), against its pure tests.
+    "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
     "install": Target(
         ("src/filegate/install/*.py",),

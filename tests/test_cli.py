@@ -60,6 +60,8 @@ def test_bad_values_are_one_line_errors_with_exit_2(tmp_path: Path) -> None:
         (["--port", "99999"], "--port"),
         (["--approval", "maybe"], "--approval"),
         (["--result-budget", "ten"], "--result-budget"),
+        (["--legacy-encoding", "klingon"], "--legacy-encoding"),
+        (["--legacy-encoding", "cp037"], "line breaks as ASCII"),  # EBCDIC: LF is not 0x0A
         (["--transport", "http", "--host", "0.0.0.0"], "without a token"),
         (["--bogus"], "unrecognized arguments"),
     ]

@@ -127,6 +127,12 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="an edit or overwrite needs a ReadFile of the file since it last changed (default: on)",
     )
     a(
+        "--legacy-encoding",
+        metavar="NAME",
+        help="the codec of files that are not UTF-8 and declare none, e.g. cp1252, gb18030, "
+        "shift_jis; auto: detect it (default: none, such bytes show as U+FFFD)",
+    )
+    a(
         "--client",
         choices=get_args(ClientPreset),
         help="result-budget preset (default: from the client's name)",

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     read_only: bool = False
     # Edits and overwrites need a ReadFile of the file since it last changed (SPEC §4).
     read_guard: bool = True
+    # SPEC §8.1: how a file that is not UTF-8 and declares no charset is decoded: a codec name
+    # (cp1252, gb18030, shift_jis, ...), "auto" (a detector's confident guess), or None (U+FFFD).
+    legacy_encoding: str | None = None
     client: ClientPreset | None = None
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)
@@ -96,6 +99,21 @@ class Settings(BaseSettings):
     @classmethod
     def _items_from_env(cls, value: object) -> object:
         return _split_list(value, ",")  # URLs hold ':'; patterns with ',' need the JSON form
+
+    @field_validator("legacy_encoding")
+    @classmethod
+    def _known_codec(cls, value: str | None) -> str | None:
+        if value is None or value.lower() == "auto":
+            return value and value.lower()
+        try:
+            ascii_breaks = "a\r\n".encode(value) == b"a\r\n"
+        except (LookupError, UnicodeError):
+            raise ValueError(
+                f"{value!r} is not a codec Python knows (e.g. cp1252, gb18030, shift_jis, auto)"
+            ) from None
+        if not ascii_breaks:
+            raise ValueError(f"{value!r} does not write line breaks as ASCII bytes; use a codec that does")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

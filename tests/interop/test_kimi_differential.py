@@ -29,6 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_S + RUN_S + 300)]
 # scenario key → why filegate answers differently. "fix:" = a Kimi bug SPEC fixes;
 # "intended:" = a deliberate difference of filegate's (SPEC says so); the section is named.
 DIFFERENCES: dict[str, str] = {
+    'ReadFile {"path": "bad.txt"}': "intended: SPEC §8.1 — a file shown with U+FFFD says so and names `encoding`/--legacy-encoding",
+    'ReadFile {"path": "bad.txt"} #2': "intended: SPEC §8.1 — a file shown with U+FFFD says so and names `encoding`/--legacy-encoding",
+    'ReadFile {"path": "bad.txt"} #3': "intended: SPEC §8.1 — a file shown with U+FFFD says so and names `encoding`/--legacy-encoding",
+    'ReadFile {"path": "wide.txt"}': "intended: SPEC §8.7 — a cut line's summary names the column_offset that continues it",
     'ReadFile {"path": "bom.txt"}': "fix: SPEC §3 — a UTF-8 BOM marks the encoding; it is not shown as a U+FEFF character",
     'ReadFile {"path": "utf16.txt"}': "fix: SPEC §3/§4 ReadFile — UTF-16/32 with a BOM are text and decoded (Kimi: 'not readable')",
     'ReadFile {"path": "big.txt"}': "fix: SPEC §4 ReadFile (fits the client) — fewer whole lines so the summary survives Kimi's 100,000-character cut",

@@ -84,7 +84,7 @@ async def test_leading_globstar_stops_at_the_cap(ws: Path, mode: str) -> None:
     assert not err and len(names) == 1000 and names[0] == "d0/f0000.txt" and names[-1] == "d1/f0399.txt"
     assert msg == (
         "Found more than 1000 matches for pattern `**/*.txt`. Only the first 1000 matches are "
-        "returned. You may want to use a more specific pattern."
+        "returned. You may want to use a more specific pattern. Use offset=1000 to see more."  # SPEC §8.7
     )
 
 
@@ -453,3 +453,28 @@ async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> N
         r = await call(c, "Glob", pattern="*/*.txt")
     out, msg = texts(r)
     assert len(out.splitlines()) == 300 and msg == "Found 300 matches for pattern `*/*.txt`."
+
+
+async def test_pages_of_head_limit_and_offset_never_repeat_or_skip_a_name(ws: Path) -> None:
+    """SPEC §8.7: Glob's head_limit/offset with Grep's semantics; each capped page names the next."""
+    for d in range(3):
+        (ws / f"d{d}").mkdir()
+        for i in range(30):
+            (ws / f"d{d}" / f"f{i:02d}.txt").write_bytes(b"")
+    async with connect(ws, "auto") as c:
+        whole = texts(await call(c, "Glob", pattern="**/*.txt"))[0].splitlines()
+        pages, offset = [], 0
+        while True:
+            out, msg = texts(await call(c, "Glob", pattern="**/*.txt", head_limit=25, offset=offset))
+            pages += out.splitlines()
+            if "Use offset=" not in msg:
+                assert msg == "Found 15 matches for pattern `**/*.txt` from offset 75 (total: 90)."
+                break
+            assert (
+                msg
+                == f"Results truncated to 25 matches from offset {offset} for pattern `**/*.txt`. Use offset={offset + 25} to see more."
+            )
+            offset += 25
+        past = texts(await call(c, "Glob", pattern="**/*.txt", offset=500))
+    assert len(whole) == 90 and pages == whole
+    assert past == ["No matches at offset 500 for pattern `**/*.txt`: there are 90 in total."]

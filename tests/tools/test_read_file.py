@@ -97,10 +97,10 @@ async def test_long_lines_are_cut_like_kimi(ws: Path, mode: str) -> None:
     assert rows[1] == "     2\t" + "c" * 1999
     assert rows[2] == "     3\t" + "d" * 1996 + "..."
     assert rows[3] == "     4\t" + "b" * 2000  # 2000 characters and no line break: untouched
-    assert msg.endswith("Lines [1, 3] were truncated.")
     assert (
         msg
         == "4 lines read from file starting from line 1. Total lines in file: 4. End of file reached. Lines [1, 3] were truncated."
+        " Continue lines [1, 3] at column_offset=1996."  # SPEC §8.7
     )
     _, (out, _msg), _ = await read(ws, mode, path="long.txt", line_offset=-2, n_lines=1)
     assert out == "     3\t" + "d" * 1996 + "...\n"
@@ -263,6 +263,7 @@ async def test_long_truncated_lines_fit_too_and_list_only_what_is_shown(ws: Path
         assert out.endswith("x" * 1996 + "...\n") and 40 < k < 52
         assert msg.endswith(
             f"continue with line_offset={k + 1}. Lines {list(range(1, k + 1))} were truncated."
+            f" Continue lines {list(range(1, k + 1))} at column_offset=1996."  # SPEC §8.7
         )
 
 
@@ -345,7 +346,7 @@ async def test_a_tiny_budget_still_returns_a_line_and_the_summary(ws: Path, mode
         assert msg == (
             "1 lines read from file starting from line 1. Total lines in file: 3."
             " Max 1024 characters reached (this client's result budget); continue with line_offset=2."
-            " Lines [1] were truncated."
+            " Lines [1] were truncated. Continue line 1 at column_offset=485."  # SPEC §8.7
         )
 
 

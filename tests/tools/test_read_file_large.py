@@ -111,7 +111,7 @@ async def test_a_terabyte_hole_answers_offset_and_tail_reads_quickly(ws: Path, m
             assert out.endswith("\0...\n")  # the zeros of the hole, cut like any long line
             assert msg == (
                 "3 lines read from file starting from line 1999. Total lines in file: 2001."
-                " Lines [2001] were truncated."
+                " Lines [2001] were truncated. Continue line 2001 at column_offset=1997."  # SPEC §8.7
             )
             r = await call(c, "ReadFile", path="hole.log", line_offset=-2)
             out, msg = texts(r)

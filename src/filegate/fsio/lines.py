@@ -7,7 +7,8 @@ it was), the file's :class:`Codec` and the call's :class:`Scan` (its deadline an
 flag, checked at every chunk). Holes of sparse files are skipped with SEEK_DATA/SEEK_HOLE:
 they hold zeros, never a line break.
 
-Codecs: UTF-8 (a BOM is skipped), UTF-16 and UTF-32 with a BOM. Lines end at the codec's LF
+Codecs: as fsio/codec.py decides them (a BOM is skipped; UTF-16/32 by code unit). Lines end
+at the codec's LF
 (a CR before it is dropped: CRLF shows as LF), or at CR when the first bytes hold CRs and no
 LF (classic Mac files). Only the first ``KEEP_BYTES`` of any line are ever held, so a 5 MB
 single line costs 8 KiB.
@@ -21,7 +22,6 @@ is in the key because a rewrite of the same size can put its old mtime back; its
 from __future__ import annotations
 
 import array
-import codecs
 import contextlib
 import errno
 import os
@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from filegate.fsio import platform
+from filegate.fsio.codec import FileCodec, bom_codec
 
 CHUNK = 1 << 20
 # A line is cut at 2000 characters; 4 bytes per character at most, plus a little.
@@ -132,22 +133,15 @@ class Codec:
         return self.unit == 1 and self.lf_breaks
 
 
-_BOMS = (  # UTF-32-LE's BOM starts with UTF-16-LE's: longest first
-    (codecs.BOM_UTF32_LE, "utf-32-le", 4),
-    (codecs.BOM_UTF32_BE, "utf-32-be", 4),
-    (codecs.BOM_UTF8, "utf-8", 1),
-    (codecs.BOM_UTF16_LE, "utf-16-le", 2),
-    (codecs.BOM_UTF16_BE, "utf-16-be", 2),
-)
-
-
 def detect_codec(header: bytes) -> Codec:
     """The codec of a file from its first bytes: a BOM decides, else UTF-8."""
-    name, unit, start = "utf-8", 1, 0
-    for bom, bom_name, bom_unit in _BOMS:
-        if header.startswith(bom):
-            name, unit, start = bom_name, bom_unit, len(bom)
-            break
+    return line_codec(bom_codec(header) or FileCodec(), header)
+
+
+def line_codec(fc: FileCodec, header: bytes) -> Codec:
+    """The line reader's view of a decided codec (fsio/codec.py): its code unit, the BOM to
+    skip, and whether lines end at LF or, with no LF in ``header`` but a CR, at CR."""
+    name, unit, start = fc.name, fc.unit, len(fc.bom)
     body = header[start : len(header) - (len(header) - start) % unit]
     text = body.decode(name, errors="replace")
     lf = "\n" in text or "\r" not in text

@@ -4,9 +4,11 @@ length; what is known of the file around them. No messages: tools/read_file.py w
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field
 
 from filegate.fsio.lines import (
+    CHUNK,
     OutOfTime,
     PendingCount,
     RawLine,
@@ -56,13 +58,14 @@ class Window:
 SMALL_WHOLE = 64 << 10
 
 
-def read_window(src: Source, start: int, n_lines: int) -> Window:
-    """Lines ``start`` (1-based; negative: from the end) onward, at most ``n_lines``."""
-    if start == 1:
+def read_window(src: Source, start: int, n_lines: int, column: int = 0) -> Window:
+    """Lines ``start`` (1-based; negative: from the end) onward, at most ``n_lines``; a
+    forward read starts at character ``column`` of its first line (SPEC §8.7)."""
+    if start == 1 and column == 0:
         whole = whole_small(src, n_lines)
         if whole is not None:
             return whole
-    return lines_window(src, start, n_lines)
+    return lines_window(src, start, n_lines, column)
 
 
 def whole_small(src: Source, n_lines: int) -> Window | None:
@@ -95,18 +98,18 @@ def whole_small(src: Source, n_lines: int) -> Window | None:
     return Window(lines=lines, total=len(rows), complete=True, eof=True)
 
 
-def lines_window(src: Source, start: int, n_lines: int) -> Window:
+def lines_window(src: Source, start: int, n_lines: int, column: int = 0) -> Window:
     # The count (wc -l on a big file) runs while this thread finds and reads the lines.
     counting = PendingCount(src)
     try:
         if start > 0:
-            return _forward(src, start, n_lines, counting)
+            return _forward(src, start, n_lines, counting, column)
         return _tail(src, -start, n_lines, counting)
     finally:
         counting.close()
 
 
-def _forward(src: Source, start: int, n_lines: int, counting: PendingCount) -> Window:
+def _forward(src: Source, start: int, n_lines: int, counting: PendingCount, column: int = 0) -> Window:
     w = Window()
     n_bytes = 0
     exhausted = False
@@ -115,6 +118,8 @@ def _forward(src: Source, start: int, n_lines: int, counting: PendingCount) -> W
         if pos is None:
             exhausted = True
         else:
+            if column:
+                pos = offset_of_column(src, pos, column)
             for raw in iter_lines_from(src, pos, start):
                 n_bytes += _take(w, raw, src)
                 if len(w.lines) >= n_lines:
@@ -140,6 +145,34 @@ def _forward(src: Source, start: int, n_lines: int, counting: PendingCount) -> W
         w.total = max(count.total, last)
     w.eof = exhausted or (w.complete and last >= w.total)
     return w
+
+
+def offset_of_column(src: Source, pos: int, column: int) -> int:
+    """Byte offset of character ``column`` (0-based) of the line that starts at byte ``pos``,
+    or of its line break when the line is shorter. Characters are counted as the codec decodes
+    them, an undecodable byte as one; at most one chunk is held at a time, under the deadline.
+    """
+    c = src.codec
+    errors = "surrogatepass" if c.unit > 1 else "surrogateescape"
+    decoder = codecs.getincrementaldecoder(c.name)(errors)
+    breaks = "\n" if c.lf_breaks else "\r"
+    seen = 0  # characters decoded before this chunk
+    at = pos
+    while at < src.size:
+        src.scan.check()
+        data = pread(src.fd, min(CHUNK, src.size - at), at)
+        if not data:
+            break
+        pending = len(decoder.getstate()[0])
+        text = decoder.decode(data)
+        end = text.find(breaks)
+        room = len(text) if end < 0 else end
+        if seen + room >= column or end >= 0:
+            take = text[: min(column - seen, room)]
+            return at - pending + len(take.encode(c.name, errors))
+        seen += len(text)
+        at += len(data)
+    return at
 
 
 def _take(w: Window, raw: RawLine, src: Source) -> int:

@@ -72,8 +72,15 @@ EXT_MEDIA = {
     ".wmv": "video/x-ms-wmv", ".flv": "video/x-flv", ".3gp": "video/3gpp", ".3g2": "video/3gpp2",
 }  # fmt: skip
 
-_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8,
-         codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # fmt: skip
+# Byte order marks and their codecs, longest first (UTF-32-LE's mark starts with UTF-16-LE's):
+# the one table, read here (a BOM makes a file text) and by fsio/codec.py (it decides a codec).
+BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 
 
 def _kind_of(mime: str) -> FileType | None:
@@ -163,7 +170,7 @@ def sniff_signature(h: bytes) -> str | None:
 
 
 def _looks_like_text(h: bytes) -> bool:
-    if h.startswith(_BOMS):
+    if h.startswith(tuple(bom for bom, _ in BOMS)):
         return True
     if b"\0" in h:
         return False

@@ -20,7 +20,7 @@ from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
-from filegate.tools.readguard import PROCESS_CAPACITY, ReadLedger
+from filegate.tools.readguard import PROCESS_CAPACITY, ChosenEncodings, ReadLedger
 
 log = logging.getLogger("filegate")
 
@@ -119,6 +119,9 @@ class SessionRuntime:
         self._reads: weakref.WeakKeyDictionary[Any, ReadLedger] = weakref.WeakKeyDictionary()
         scope = "in this session" if settings.transport == "stdio" else "through this server"
         self.process_reads = ReadLedger(scope, PROCESS_CAPACITY)
+        # ReadFile's `encoding` per file, kept the same way (SPEC §8.1), guard or not.
+        self._encodings: weakref.WeakKeyDictionary[Any, ChosenEncodings] = weakref.WeakKeyDictionary()
+        self.process_encodings = ChosenEncodings(PROCESS_CAPACITY)
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen).
@@ -166,6 +169,15 @@ class SessionRuntime:
             ledger = self._reads[call.connection] = ReadLedger("in this session")
         return ledger
 
+    def encodings_for(self, call: CallContext | None) -> ChosenEncodings:
+        """The codecs this call's session chose by ReadFile's ``encoding`` (scoped as reads)."""
+        if call is None or call.modern or call.transport == "stdio":
+            return self.process_encodings
+        chosen = self._encodings.get(call.connection)
+        if chosen is None:
+            chosen = self._encodings[call.connection] = ChosenEncodings()
+        return chosen
+
     async def env_for(self, call: CallContext) -> ToolEnv:
         workspace = await self.workspace_for(call)
         return ToolEnv(
@@ -177,6 +189,8 @@ class SessionRuntime:
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
             reads=self.reads_for(call),
+            legacy_encoding=self.settings.legacy_encoding,
+            encodings=self.encodings_for(call),
         )
 
 

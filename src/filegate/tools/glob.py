@@ -1,4 +1,3 @@
-# size: one job, the confined walk and its pattern matching, which share the walk's state
 """Glob: a sorted, bounded, confined walk matching `*`, `?`, `[..]`, `**` and `{a,b}`.
 
 The walk is iterative (any depth of tree), checks the caller's cancellation and its time
@@ -26,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import PathError
 from filegate.policy.escape import escape, unescape
-from filegate.policy.secrets import skipped_secrets_warning
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.tools.describe import load_description
+from filegate.tools.glob_summary import WalkReport, fit
 from filegate.tools.ignores import IGNORE_NAME, VCS_DIRS, IgnoreReader, Ignores
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
@@ -57,6 +56,11 @@ class GlobParams(BaseModel):
     include_ignored: Annotated[
         bool, Field(description="Also match paths ignored by .gitignore (VCS folders stay skipped).")
     ] = False
+    head_limit: Annotated[
+        int | None,
+        Field(ge=0, description=f"Return at most this many matches (0: up to {MAX_MATCHES})."),
+    ] = None
+    offset: Annotated[int, Field(ge=0, description="Skip this many matches first (for the next page).")] = 0
 
 
 Segment = object  # GLOBSTAR, a literal str, or a compiled re.Pattern
@@ -217,6 +221,9 @@ class _Walk:
     ignored: int = 0  # entries a pattern reached that .gitignore rules left out
     more: bool = False
     timed_out: bool = False
+    skip: int = 0  # matches passed over before the first one kept (Glob's `offset`)
+    cap: int = MAX_MATCHES  # matches kept at most
+    passed: int = 0
     # The walk meets the same few state sets over and over (tens of thousands of entries,
     # a handful of sets): their moves and closures are computed once.
     _moves: dict[frozenset[State], _Moves] = field(default_factory=dict)
@@ -401,7 +408,10 @@ class _Walk:
         if not is_dir and self.workspace.secrets.is_sensitive(real):
             self.skipped.append(path.rsplit("/", 1)[-1])
             return
-        if len(self.matches) >= MAX_MATCHES:
+        if self.passed < self.skip:  # counted, never held: any offset costs no memory
+            self.passed += 1
+            return
+        if len(self.matches) >= self.cap:
             self.more = True
             return
         self.matches.append(rel)
@@ -432,61 +442,22 @@ def _kind(path: str) -> tuple[bool | None, bool]:
     return stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode)
 
 
-def _summary(walk: _Walk, pattern: str, shown: int) -> str:
-    n = len(walk.matches)
-    quoted = abbreviate(pattern)  # escaped there, once
-    if walk.more:
-        msg = (f"Found more than {MAX_MATCHES} matches for pattern `{quoted}`. Only the "
-               f"first {MAX_MATCHES} matches are returned. You may want to use a more specific "
-               "pattern.")  # fmt: skip
-    elif n:
-        msg = f"Found {n} matches for pattern `{quoted}`."
-    else:
-        msg = f"No matches found for pattern `{quoted}`."
-    if shown < n:
-        msg += (f" Only the first {shown} of these {n} are listed: the rest ({n - shown}) would not "
-                "fit in the client's result size limit. Use a more specific pattern or "
-                "`directory` to see them.")  # fmt: skip
-    if walk.timed_out:
-        msg += f" The search stopped after {WALK_BUDGET_S:.0f}s; results are partial."
-    if walk.unreadable:
-        msg += f" {walk.unreadable} unreadable director{'y' if walk.unreadable == 1 else 'ies'} skipped."
-    if walk.ignored:
-        msg += (f" {walk.ignored} path(s) ignored by .gitignore were not searched "
-                "(include_ignored=true searches them).")  # fmt: skip
-    if walk.skipped:
-        msg += " " + skipped_secrets_warning(abbreviate(s) for s in walk.skipped)
-    return msg
-
-
-def _fit(lines: list[str], walk: _Walk, pattern: str, budget: int) -> tuple[list[str], str]:
-    """As many whole lines as fit in ``budget`` characters next to the summary (SPEC §4); each
-    of the two text blocks ends with a line break (server/render.py)."""
-    total = sum(len(s) for s in lines) + max(len(lines) - 1, 0) + 2
-    msg = _summary(walk, pattern, len(lines))
-    if total + len(msg) <= budget:
-        return lines, msg
-    # The summary grows by one sentence when lines are left out; make room for it first.
-    room = budget - len(_summary(walk, pattern, 0)) - 16
-    kept = 0
-    used = 0
-    for s in lines:
-        used += len(s) + (1 if kept else 0)
-        if used > room:
-            break
-        kept += 1
-    return lines[:kept], _summary(walk, pattern, kept)
-
-
 def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: threading.Event) -> Outcome:
     _, root = workspace.resolve_search_dir(params.directory)
     patterns = compile_pattern(params.pattern)
     reader = None if params.include_ignored else IgnoreReader()
+    cap = min(params.head_limit or MAX_MATCHES, MAX_MATCHES)
     walk = _Walk(root, patterns, params.include_dirs, workspace, time.monotonic() + WALK_BUDGET_S,
-                 cancelled, reader)  # fmt: skip
+                 cancelled, reader, skip=params.offset, cap=cap)  # fmt: skip
     if walk.patterns:
         walk.run()
-    lines, msg = _fit([escape(m) for m in walk.matches], walk, params.pattern, budget)
+    report = WalkReport(
+        found=len(walk.matches), more=walk.more, offset=params.offset, cap=cap,
+        paged=params.head_limit is not None or params.offset > 0, passed=walk.passed,
+        timed_out=walk.timed_out, unreadable=walk.unreadable, ignored=walk.ignored,
+        skipped=walk.skipped, budget_s=WALK_BUDGET_S,
+    )  # fmt: skip
+    lines, msg = fit([escape(m) for m in walk.matches], report, params.pattern, budget)
     return Outcome(output="\n".join(lines), message=msg, skipped_sensitive=len(walk.skipped),
                    partial=walk.more or len(lines) < len(walk.matches))  # fmt: skip
 

@@ -394,3 +394,12 @@ def _is_real_dir(p: Path) -> bool:
         return stat.S_ISDIR(os.lstat(p).st_mode)
     except OSError:
         return False
+
+
+def pattern_matches(pattern: str, rel: str) -> bool:
+    """Whether one gitignore-style ``pattern`` (as `.gitattributes` lines use them) matches the
+    file ``rel`` ('/'-separated, relative to the pattern file's folder)."""
+    rule = _rule(pattern)
+    if rule is None or rule.negated or rule.dirs_only:  # gitattributes has neither
+        return False
+    return rule.regex.fullmatch(rel.rsplit("/", 1)[-1] if rule.on_name else rel) is not None

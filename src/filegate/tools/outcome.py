@@ -10,8 +10,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from filegate.errors import Refusal
+from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.policy.workspace import Workspace
-from filegate.tools.readguard import ReadLedger
+from filegate.tools.readguard import ChosenEncodings, ReadLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,3 +195,16 @@ class ToolEnv:
     client: str = ""  # the client's own name (clientInfo.name), for the write log
     # What this session has read (SPEC §4 "Read before you change it"); None: the guard is off.
     reads: ReadLedger | None = None
+    # SPEC §8.1: the server's --legacy-encoding (a codec name or "auto"), and the codecs this
+    # session's ReadFile calls named for files (None: not remembered).
+    legacy_encoding: str | None = None
+    encodings: ChosenEncodings | None = None
+
+    def chosen_encoding(self, real: Path) -> tuple[str, str] | None:
+        """(codec, where from) a ReadFile of this session chose for ``real``, if any."""
+        name = self.encodings.chosen(real) if self.encodings is not None else None
+        return None if name is None else (name, "this session's ReadFile encoding")
+
+    def codec_of(self, data: bytes, real: Path) -> FileCodec:
+        """The codec of a file whose whole content is ``data`` (SPEC §8.1's order)."""
+        return decide_for_data(data, real, self.legacy_encoding, self.chosen_encoding(real))

@@ -5,14 +5,17 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 import anyio
 from anyio.lowlevel import RunVar
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from filegate.errors import PathError
-from filegate.fsio.lines import ReadCancelled, Scan, Source, detect_codec
+from filegate.fsio.codec import DETECT_BYTES, FileCodec, decide, usable_codec
+from filegate.fsio.lines import ReadCancelled, Scan, Source, line_codec
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
 from filegate.fsio.window import MAX_BYTES, MAX_LINE_LENGTH, MAX_LINES, Window, read_window, truncate_line
@@ -38,6 +41,37 @@ class ReadFileParams(BaseModel):
         int,
         Field(ge=1, description=f"The number of lines to read. At most {MAX_LINES} are returned."),
     ] = MAX_LINES
+    column_offset: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="The character of the first line to start at (0-based), to read a line "
+            f"longer than {MAX_LINE_LENGTH} characters in pieces; needs a positive line_offset.",
+        ),
+    ] = 0
+    encoding: Annotated[
+        str | None,
+        Field(
+            description="Decode the file with this codec (e.g. cp1252, gb18030, shift_jis) instead "
+            "of the one detected; later edits of the file in this session use it too.",
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _column_reads_forward(self) -> ReadFileParams:
+        if self.column_offset and self.line_offset < 0:
+            raise ValueError("column_offset needs a positive line_offset (the line to read from)")
+        return self
+
+    @field_validator("encoding")
+    @classmethod
+    def _codec(cls, v: str | None) -> str | None:
+        if v is not None and usable_codec(v) is None:
+            raise ValueError(
+                f"encoding {v!r} is not a codec filegate can read text with (e.g. cp1252, latin-1, "
+                "gb18030, shift_jis, euc-kr, utf-16-le)"
+            )
+        return v
 
     @field_validator("line_offset")
     @classmethod
@@ -95,9 +129,9 @@ def _result_chars(o: Outcome) -> int:
     return len(o.output) + len(o.message) + 2 * (BLOCK_FRAME_CHARS + 1)
 
 
-def _format(params: ReadFileParams, w: Window, budget: int) -> Outcome:
+def _format(params: ReadFileParams, w: Window, budget: int, fc: FileCodec | None = None) -> Outcome:
     """The result with as many whole lines as fit ``budget``; the summary is always there."""
-    full = _outcome(params, w, w.lines, None)
+    full = _outcome(params, w, w.lines, None, fc)
     if _result_chars(full) <= budget:
         return full
     rows = [len(_row(n, t)) for n, t in w.lines]
@@ -110,7 +144,7 @@ def _format(params: ReadFileParams, w: Window, budget: int) -> Outcome:
         k += 1
     while True:
         kept = _kept(w, k, budget - overhead)
-        out = _outcome(params, w, kept, budget)
+        out = _outcome(params, w, kept, budget, fc)
         if _result_chars(out) <= budget or k == 0:
             return out
         k -= 1
@@ -129,7 +163,13 @@ def _kept(w: Window, k: int, room: int) -> list[tuple[int, str]]:
     return [(number, cut)]
 
 
-def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], budget: int | None) -> Outcome:
+def _outcome(
+    params: ReadFileParams,
+    w: Window,
+    lines: list[tuple[int, str]],
+    budget: int | None,
+    fc: FileCodec | None = None,
+) -> Outcome:
     """Kimi's summary for ``lines`` (all of ``w.lines``, or the part that fits ``budget``)."""
     k = len(lines)
     dropped = len(w.lines) - k
@@ -146,8 +186,44 @@ def _outcome(params: ReadFileParams, w: Window, lines: list[tuple[int, str]], bu
     msg = _opening(params, w, k, first) + _why_it_stopped(params, w, lines, budget, eof, next_offset)
     if truncated:
         msg += f" Lines {truncated} were truncated."
+    msg += _columns_sentence(params, lines, truncated)
+    if fc is not None:
+        msg += _codec_sentence(fc, lines)
     output = "".join([ROW % line for line in lines])
     return Outcome(output=output, message=msg)
+
+
+def _columns_sentence(params: ReadFileParams, lines: list[tuple[int, str]], truncated: list[int]) -> str:
+    """SPEC §8.7: where a read by column started, and the column_offset that continues each
+    cut line ("Continue line 4 at column_offset=1996.")."""
+    first = params.line_offset
+    msg = f" Line {first} is shown from column_offset={params.column_offset}." if params.column_offset else ""
+    cut = set(truncated)
+    goes_on: dict[int, list[int]] = {}
+    for number, text in lines:
+        if number in cut:
+            base = params.column_offset if number == first else 0
+            shown = len(text) - len("...") - (1 if text.endswith("\n") else 0)
+            goes_on.setdefault(base + shown, []).append(number)
+    if not goes_on:
+        return msg
+    parts = [
+        (f"line {numbers[0]}" if len(numbers) == 1 else f"lines {numbers}") + f" at column_offset={column}"
+        for column, numbers in goes_on.items()
+    ]
+    return msg + " Continue " + ", ".join(parts) + "."
+
+
+def _codec_sentence(fc: FileCodec, lines: list[tuple[int, str]]) -> str:
+    """SPEC §8.1: a codec that is not UTF-8, and where it came from; a file shown with U+FFFD
+    says so and how to decode it. Nothing for a UTF-8 file (Kimi's texts stay)."""
+    if fc.fallback and any("\ufffd" in text for _, text in lines):
+        return (
+            " The file is not valid UTF-8: bytes that are not are shown as \ufffd (U+FFFD). Pass"
+            " `encoding` (e.g. cp1252, gb18030, shift_jis) to decode it, or start filegate with"
+            " --legacy-encoding NAME (or auto)."
+        )
+    return fc.summary()
 
 
 def _opening(params: ReadFileParams, w: Window, k: int, first: int | None) -> str:
@@ -243,7 +319,9 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
     # the same worker-thread round trip as the read. A call that is cancelled (or whose client
     # went away) sets ``cancel``: the abandoned thread sees it at its next chunk and stops.
     cancel = threading.Event()
-    args = (params, env.workspace, env.result_budget, cancel, env.reads)
+    chosen = (params.encoding, "encoding") if params.encoding else None
+    codecs = _CodecArgs(env.legacy_encoding, chosen, env)
+    args = (params, env.workspace, env.result_budget, cancel, env.reads, codecs)
     try:
         try:
             return await anyio.to_thread.run_sync(
@@ -253,6 +331,25 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
             return await anyio.to_thread.run_sync(_resolve_and_read, *args, False, abandon_on_cancel=True)
     finally:
         cancel.set()
+
+
+@dataclass(frozen=True, slots=True)
+class _CodecArgs:
+    """What decides a file's codec besides its bytes: the server's flag, the call's or the
+    session's choice, and where to remember a choice."""
+
+    legacy: str | None = None
+    chosen: tuple[str, str] | None = None
+    env: ToolEnv | None = None
+
+    def for_file(self, real: Path) -> tuple[str, str] | None:
+        if self.chosen is None and self.env is not None:
+            return self.env.chosen_encoding(real)
+        return self.chosen
+
+    def remember(self, real: Path) -> None:
+        if self.chosen is not None and self.env is not None and self.env.encodings is not None:
+            self.env.encodings.choose(real, self.chosen[0])
 
 
 class _Large(Exception):
@@ -265,9 +362,11 @@ def _resolve_and_read(
     budget: int,
     cancel: threading.Event,
     reads: ReadLedger | None = None,
+    codecs: _CodecArgs | None = None,
     small_only: bool = False,
 ) -> Outcome:
-    return _read(params, workspace.resolve_for_read(params.path), budget, cancel, reads, small_only)
+    rp = workspace.resolve_for_read(params.path)
+    return _read(params, rp, budget, cancel, reads, small_only, codecs or _CodecArgs())
 
 
 def _read(
@@ -277,7 +376,9 @@ def _read(
     cancel: threading.Event,
     reads: ReadLedger | None = None,
     small_only: bool = False,
+    codecs: _CodecArgs | None = None,
 ) -> Outcome:
+    codecs = codecs or _CodecArgs()
     fd = open_regular(rp)
     try:
         st = os.fstat(fd)
@@ -285,9 +386,10 @@ def _read(
             raise _Large
         header = pread(fd, SNIFF_BYTES, 0)
         _check_readable_text(rp, header)
-        src = Source(fd, st, detect_codec(header), Scan.start(cancel=cancel))
+        fc = _decide(fd, st, header, rp.real, codecs)
+        src = Source(fd, st, line_codec(fc, header), Scan.start(cancel=cancel))
         try:
-            window = read_window(src, params.line_offset, params.n_lines)
+            window = read_window(src, params.line_offset, params.n_lines, params.column_offset)
         except ReadCancelled:
             return Outcome.error("The read was cancelled.", "Cancelled")
         except OSError as exc:
@@ -296,9 +398,16 @@ def _read(
             )
         if reads is not None:  # any window counts: the file as it was when opened was read
             reads.saw(rp.real, identity_of(st))
-        return _format(params, window, budget)
+        codecs.remember(rp.real)
+        return _format(params, window, budget, fc)
     finally:
         os.close(fd)
+
+
+def _decide(fd: int, st: os.stat_result, header: bytes, real: Path, codecs: _CodecArgs) -> FileCodec:
+    """The file's codec (fsio/codec.py); at most its first DETECT_BYTES are read for it, once."""
+    head = header if st.st_size <= len(header) else pread(fd, DETECT_BYTES, 0)
+    return decide(head, size=st.st_size, path=real, legacy=codecs.legacy, chosen=codecs.for_file(real))
 
 
 SPEC = ToolSpec(

@@ -84,6 +84,29 @@ class ReadLedger:
         return len(self._seen)
 
 
+class ChosenEncodings:
+    """The codec a session's ReadFile named for a file (its ``encoding``), for that session's
+    later edits of it (SPEC §8.1). Kept whether or not the read guard is on; bounded as a
+    ledger is."""
+
+    def __init__(self, capacity: int = SESSION_CAPACITY) -> None:
+        self.capacity = capacity
+        self._chosen: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def choose(self, real: Path, codec: str) -> None:
+        key = _key(real)
+        with self._lock:
+            self._chosen[key] = codec
+            self._chosen.move_to_end(key)
+            while len(self._chosen) > self.capacity:
+                self._chosen.popitem(last=False)
+
+    def chosen(self, real: Path) -> str | None:
+        with self._lock:
+            return self._chosen.get(_key(real))
+
+
 def refusal(verdict: Verdict, shown: str, scope: str, action: str, reader: str = "ReadFile") -> str:
     """The sentence of a refused write, naming the read that would let it through (``reader``:
     ReadFile for text, ReadMediaFile for an image or video)."""

@@ -1,8 +1,9 @@
 """StrReplaceFile: exact, byte-faithful string replacement, after approval (SPEC §4, §6).
 
 The file is edited as bytes: line endings, a BOM and undecodable bytes outside the replaced
-spans come out exactly as they went in. UTF-16/32 files (with a BOM) are transcoded to UTF-8
-for the edit and back, which is lossless.
+spans come out exactly as they went in. A file in another codec (UTF-16/32 with a BOM, or a
+legacy codepage fsio/codec.py decided) is transcoded to UTF-8 for the edit and back, which is
+lossless (checked: a file that does not read back byte for byte is refused).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
+from filegate.fsio.codec import Unencodable
 from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath
@@ -88,6 +90,7 @@ class Applied:
     # they are known to be unchanged: the diff looks between them).
     kept_head: int = 0
     kept_tail: int = 0
+    codec_notes: tuple[str, ...] = ()  # the codec it was written in, when not UTF-8
 
     def span(self, original: bytes) -> tuple[int, int, int]:
         """(start, end in ``original``, end in ``data``) of the part the edits touched."""
@@ -340,9 +343,13 @@ def _check_text(rp: ResolvedPath, data: bytes) -> None:
         )
 
 
-def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> Change[Applied]:
+def _edit_bytes(
+    rp: ResolvedPath, data: bytes, edits: list[Edit], env: ToolEnv | None = None
+) -> Change[Applied]:
     """The pure transformation: the file's bytes → the edited bytes, in its own encoding."""
-    applied, encoding = _edited(rp, data, edits)
+    _check_text(rp, data)
+    encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
+    applied = _edited(rp, data, edits, encoding)
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
@@ -350,26 +357,54 @@ def _edit_bytes(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> Change[Appl
             brief="No change",
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
-    return Change(applied.data, encoding, applied, _eol_notes(applied), span)
+    notes = _eol_notes(applied) + applied.codec_notes
+    return Change(applied.data, encoding, applied, notes, span)
 
 
-def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit]) -> tuple[Applied, Encoding]:
-    _check_text(rp, data)
-    encoding = detect_encoding(data)
+def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding) -> Applied:
+    """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
+    written in the codec, every byte outside the replaced spans as it was."""
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown), encoding
+        return apply_edits(data, edits, rp.shown)
+    _check_encodable(edits, encoding)
+    body = data[len(encoding.bom) :]
     try:
-        text = data[len(encoding.bom) :].decode(encoding.codec, "surrogatepass")
+        text = encoding.decode(body)
     except UnicodeDecodeError:
         raise EditFailed(
             f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
             f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
             brief="Undecodable file",
         ) from None
+    if encoding.encode(text) != body:  # a codec with two spellings of one character
+        raise EditFailed(
+            f"`{rp.shown}` does not read back byte for byte in {encoding.shown}, so an edit would "
+            "change bytes outside it. Nothing was written.",
+            brief="Undecodable file",
+        )
     applied = apply_edits(_utf8(text), edits, rp.shown)
-    body = bytes(applied.data).decode("utf-8", "surrogatepass")
-    applied.data = encoding.bom + encoding.encode(body)
-    return applied, encoding
+    edited = bytes(applied.data).decode("utf-8", "surrogatepass")
+    applied.data = encoding.bom + encoding.encode(edited)
+    if encoding.source:
+        applied.codec_notes = (f"Encoding: {encoding.shown} (from {encoding.source}); written in it.",)
+    return applied
+
+
+def _check_encodable(edits: list[Edit], encoding: Encoding) -> None:
+    """Refuse an edit whose ``new`` holds a character the file's codec cannot store: the file
+    would then hold two encodings (SPEC §8.1)."""
+    total = len(edits)
+    for number, edit in enumerate(edits, start=1):
+        try:
+            encoding.encode(edit.new)
+        except Unencodable as exc:
+            which = "`new`" if total == 1 else f"`new` of edit {number} (of {total})"
+            raise EditFailed(
+                f"{which} holds {exc.code} ({exc.char!r}), which the file's encoding "
+                f"{encoding.shown} cannot store. Nothing was written. Write it as the file "
+                "would (an escape or entity), or convert the file first.",
+                brief="Character not in the file's encoding",
+            ) from None
 
 
 async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcome:
@@ -382,7 +417,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     job = WriteJob(
         tool="StrReplaceFile",
         rp=rp,
-        transform=lambda data: _edit_bytes(rp, data or b"", edits),
+        transform=lambda data: _edit_bytes(rp, data or b"", edits, env),
         requested=requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(),
@@ -426,7 +461,7 @@ def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]
     message = (
         f"File successfully edited. Applied {n} edit(s) with {applied.replacements} total replacement(s)."
     )
-    for note in _eol_notes(applied):
+    for note in _eol_notes(applied) + applied.codec_notes:
         message += " " + note
     message += lines_sentence(w.diff)
     return Outcome(message=message)

@@ -16,7 +16,6 @@ write, or a refusal); :func:`run_write` does the rest, in this order:
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import dataclasses
 import hashlib
@@ -32,6 +31,7 @@ import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
 from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
@@ -51,39 +51,15 @@ MAX_FILE_BYTES = 128 << 20
 audit = logging.getLogger("filegate.writes")
 audit.setLevel(logging.INFO)
 
-# Byte order marks, longest first (the UTF-32-LE mark starts with the UTF-16-LE one).
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-
 T = TypeVar("T")
 
-
-@dataclass(frozen=True, slots=True)
-class Encoding:
-    """How a file's text is stored: the codec and the byte order mark it starts with."""
-
-    codec: str = "utf-8"
-    bom: bytes = b""
-
-    @property
-    def utf8(self) -> bool:
-        return self.codec == "utf-8"
-
-    def encode(self, text: str) -> bytes:
-        """Text in this encoding (no BOM); a lone surrogate survives as it would on decode."""
-        return text.encode(self.codec, "surrogatepass")
+# How a file's text is stored (fsio/codec.py decides it): the codec, its BOM, where it came from.
+Encoding = FileCodec
 
 
 def detect_encoding(data: bytes) -> Encoding:
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return Encoding(codec, bom)
-    return Encoding()
+    """The codec a BOM names, else UTF-8 (what a write needs when nothing else is known)."""
+    return bom_codec(data) or UTF8
 
 
 @dataclass(frozen=True, slots=True)

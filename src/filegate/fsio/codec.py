@@ -1,0 +1,264 @@
+"""A file's codec, decided once for every tool (SPEC §8.1): how its bytes become text and back.
+
+The order: a byte order mark; valid UTF-8 (judged on the first ``DETECT_BYTES``, or the whole
+file when smaller); a charset the file or its folder declares (the `.editorconfig` ``charset``
+for its path, a PEP 263 coding line in a Python file, an XML declaration, an HTML ``<meta
+charset>`` in the first ``DECLARED_BYTES``); the server's ``--legacy-encoding``; with
+``--legacy-encoding auto``, a detector's confident guess. Otherwise UTF-8 with undecodable bytes
+shown as U+FFFD, as before. A codec the caller chose (ReadFile's ``encoding``, remembered for the
+session's edits of that file) wins over all of these.
+
+Only codecs whose line breaks are the ASCII bytes can be chosen by name (cp1252, gb18030,
+shift_jis, euc-kr, ...), plus UTF-16/32 in either byte order: the line reader splits lines on
+the codec's own LF code unit, so a codec that spells LF otherwise (EBCDIC, UTF-7) is refused.
+In every codec allowed, a byte 0x0A or 0x0D never sits inside a multi-byte character.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from filegate.policy.filetype import BOMS
+
+# SPEC §8.1: "valid UTF-8" is judged on this much of the file at most.
+DETECT_BYTES = 1 << 20
+# SPEC §8.1: an HTML <meta charset> counts in this much of the file (as the HTML standard's
+# prescan reads 1024 bytes).
+DECLARED_BYTES = 1 << 10
+# Codecs whose code unit is wider than a byte: allowed by name, with their own LF unit.
+_WIDE = {"utf-16-le": 2, "utf-16-be": 2, "utf-32-le": 4, "utf-32-be": 4}
+# EditorConfig's `charset` values that are not Python codec names.
+_EDITORCONFIG_NAMES = {
+    "latin1": "latin-1",
+    "utf-8-bom": "utf-8",
+    "utf-16be": "utf-16-be",
+    "utf-16le": "utf-16-le",
+}
+
+_PEP263 = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_XML = re.compile(rb"""^(?:\xef\xbb\xbf)?<\?xml[^>]*?\bencoding\s*=\s*["']([-\w.:]+)["']""")
+_HTML = re.compile(rb"""<meta[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.IGNORECASE)
+
+Eol = Literal["lf", "crlf", "cr", "mixed", "none"]
+
+
+class Unencodable(ValueError):
+    """A character the file's codec cannot hold."""
+
+    def __init__(self, char: str, codec: str) -> None:
+        super().__init__(f"U+{ord(char):04X} cannot be written in {codec}")
+        self.char = char
+        self.codec = codec
+
+    @property
+    def code(self) -> str:
+        return f"U+{ord(self.char):04X}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileCodec:
+    """How a file's text is stored: its codec, the BOM it starts with, where that came from."""
+
+    name: str = "utf-8"  # a Python codec name, normalized (codecs.lookup(...).name)
+    bom: bytes = b""
+    source: str = ""  # "" (BOM or valid UTF-8) | ".editorconfig" | "--legacy-encoding" | ...
+    label: str = ""  # the name as its source spelled it ("windows-1252"); "" = ``name``
+    fallback: bool = False  # not UTF-8, nothing declared: undecodable bytes are shown as U+FFFD
+
+    @property
+    def utf8(self) -> bool:
+        return self.name == "utf-8"
+
+    @property
+    def unit(self) -> int:
+        return _WIDE.get(self.name, 1)
+
+    @property
+    def codec(self) -> str:
+        """The Python codec (the name writing.Encoding used)."""
+        return self.name
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
+
+    def decode(self, body: bytes) -> str:
+        """Text of ``body`` (the bytes after the BOM), losslessly: an undecodable byte becomes a
+        lone surrogate that :meth:`encode` turns back into the same byte."""
+        return body.decode(self.name, self._errors)
+
+    def encode(self, text: str) -> bytes:
+        """``text`` in this codec (no BOM). Raises Unencodable for a character it cannot hold
+        (a lone surrogate from :meth:`decode` goes back to its byte)."""
+        try:
+            return text.encode(self.name, self._errors)
+        except UnicodeEncodeError as exc:
+            raise Unencodable(exc.object[exc.start], self.shown) from None
+
+    @property
+    def _errors(self) -> str:
+        # UTF-16/32 pass lone surrogates through (their escape of a byte would misalign the
+        # code units); every other codec escapes undecodable bytes one by one.
+        return "surrogatepass" if self.unit > 1 or self.utf8 else "surrogateescape"
+
+    def summary(self) -> str:
+        """ReadFile's sentence about a codec that is not UTF-8 and came from a declaration, a
+        flag, a parameter or a detector. "" for UTF-8, and for UTF-16/32 named by their BOM,
+        which ReadFile decoded silently before SPEC §8.1 (its tests keep that text)."""
+        if self.utf8 or not self.source:
+            return ""
+        return f" Encoding: {self.shown} (from {self.source})."
+
+
+UTF8 = FileCodec()
+
+
+def usable_codec(name: str) -> str | None:
+    """The normalized Python codec for ``name`` when it can be used for a text file (its line
+    breaks are found in its bytes), else None."""
+    try:
+        info = codecs.lookup(_EDITORCONFIG_NAMES.get(name.strip().lower(), name.strip()))
+    except (LookupError, ValueError):
+        return None
+    normal = {"utf-16": "utf-16-le", "utf-32": "utf-32-le"}.get(info.name, info.name)
+    if normal in _WIDE:
+        return normal
+    try:
+        ascii_breaks = "a\r\n".encode(normal) == b"a\r\n"
+    except (UnicodeError, LookupError, TypeError):  # a codec that is not text -> bytes
+        return None
+    return normal if ascii_breaks else None
+
+
+def bom_codec(head: bytes) -> FileCodec | None:
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return FileCodec(name, bom)
+    return None
+
+
+def is_utf8(head: bytes, complete: bool) -> bool:
+    """Whether ``head`` is valid UTF-8; not ``complete``: a character cut at its end counts."""
+    if head.isascii():
+        return True
+    try:
+        codecs.utf_8_decode(head, "strict", complete)  # not complete: a cut last character is fine
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def declared(head: bytes, path: Path | None) -> tuple[str, str] | None:
+    """(codec name as written, where) that the file or its `.editorconfig` declares."""
+    if path is not None:
+        charset = editorconfig_properties(path).get("charset")
+        if charset:
+            return charset, ".editorconfig"
+    if path is not None and path.suffix in (".py", ".pyw"):
+        first_two = b"\n".join(head.split(b"\n", 2)[:2])  # pragma: no mutate (any maxsplit >= 2)
+        m = _PEP263.search(first_two)
+        if m:
+            return m.group(1).decode(), "coding line"
+    m = _XML.match(head[:DECLARED_BYTES])
+    if m:
+        return m.group(1).decode(), "XML declaration"
+    m = _HTML.search(head[:DECLARED_BYTES])
+    if m:
+        return m.group(1).decode(), "HTML meta charset"
+    return None
+
+
+def editorconfig_properties(path: Path) -> dict[str, str]:
+    """The `.editorconfig` properties for ``path`` (EditorConfig's own core library); {} when
+    none apply or a file cannot be read."""
+    import editorconfig
+
+    try:
+        return dict(editorconfig.get_properties(str(path)))
+    except Exception:
+        return {}
+
+
+def decide(
+    head: bytes,
+    *,
+    size: int,
+    path: Path | None = None,
+    legacy: str | None = None,
+    chosen: tuple[str, str] | None = None,
+) -> FileCodec:
+    """The codec of a file whose first bytes (up to ``DETECT_BYTES``) are ``head``.
+
+    ``chosen``: (codec, source) the caller picked; ``legacy``: the server's
+    ``--legacy-encoding`` (a codec name or "auto")."""
+    bom = bom_codec(head)
+    if chosen is not None:
+        name = usable_codec(chosen[0])
+        if name is not None:
+            kept_bom = bom.bom if bom is not None and bom.name == name else b""
+            return FileCodec(name, kept_bom, chosen[1], chosen[0].lower())
+    if bom is not None:
+        return bom
+    if is_utf8(head, complete=len(head) >= size):
+        return UTF8
+    said = declared(head, path)
+    if said is not None and usable_codec(said[0]) is not None:
+        name = usable_codec(said[0])
+        assert name is not None
+        return FileCodec(name, b"", said[1], said[0].lower(), fallback=name == "utf-8")
+    if legacy == "auto":
+        guess = detected(head)
+        if guess is not None:
+            return FileCodec(guess, b"", "--legacy-encoding auto")
+    elif legacy:
+        name = usable_codec(legacy)
+        if name is not None:
+            return FileCodec(name, b"", "--legacy-encoding", legacy.lower())
+    return FileCodec(fallback=True)
+
+
+def decide_for_data(
+    data: bytes, path: Path | None, legacy: str | None = None, chosen: tuple[str, str] | None = None
+) -> FileCodec:
+    """The codec of a file whose whole content is ``data``."""
+    return decide(data[:DETECT_BYTES], size=len(data), path=path, legacy=legacy, chosen=chosen)
+
+
+# charset-normalizer's "mess" of its best guess: above this the guess is not trusted (its own
+# default threshold is 0.2; an agent's edit written in a wrong guess corrupts the file).
+MAX_CHAOS = 0.1
+
+
+def detected(head: bytes) -> str | None:
+    """charset-normalizer's guess for ``head`` when it is confident and usable, else None."""
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(head).best()
+    if best is None or best.chaos > MAX_CHAOS:  # pragma: no mutate (>= differs only at 0.1 itself)
+        return None
+    return usable_codec(best.encoding)
+
+
+def line_endings(text: str | bytes) -> Eol:
+    """The line-ending style of ``text`` (or of bytes whose line breaks are single bytes)."""
+    if isinstance(text, bytes):
+        crlf, lf_all, cr_all = text.count(b"\r\n"), text.count(b"\n"), text.count(b"\r")
+    else:
+        crlf, lf_all, cr_all = text.count("\r\n"), text.count("\n"), text.count("\r")
+    lf, cr = lf_all - crlf, cr_all - crlf
+    kinds = (crlf > 0) + (lf > 0) + (cr > 0)
+    if kinds > 1:
+        return "mixed"
+    return "crlf" if crlf else "lf" if lf else "cr" if cr else "none"
+
+
+def with_line_endings(text: str, style: Eol) -> str:
+    """``text`` with every line break written as ``style`` (CRLF or CR); other styles leave it."""
+    if style not in ("crlf", "cr"):
+        return text
+    lf = text.replace("\r\n", "\n")
+    return lf.replace("\n", "\r\n" if style == "crlf" else "\r")

@@ -1,0 +1,156 @@
+"""SPEC §8.1 through the real server: a file's own codec and line endings, read and written."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import call, connect, text, texts
+from tests.fakes import Answers
+
+LATIN1 = b"caf\xe9 au lait\r\n"
+
+
+async def read_then_edit(ws: Path, mode: str, name: str, edits: Any, read: dict[str, Any] | None = None,
+                         **kw: Any) -> tuple[list[str], Any]:  # fmt: skip
+    async with connect(ws, mode, **kw) as c:
+        r = await call(c, "ReadFile", path=name, **(read or {}))
+        assert not r.is_error, text(r)
+        e = await call(c, "StrReplaceFile", path=name, edit=edits)
+        return texts(r), e
+
+
+async def test_latin1_file_is_read_and_edited_in_its_own_codec(ws: Path, mode: str) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = windows-1252\n")
+    (ws / "menu.txt").write_bytes(LATIN1)
+    (out, msg), e = await read_then_edit(ws, mode, "menu.txt", {"old": "au lait", "new": "crème"})
+    assert out == "     1\tcafé au lait\n"
+    assert msg == (
+        "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached."
+        " Encoding: windows-1252 (from .editorconfig)."
+    )
+    assert not e.is_error, text(e)
+    assert (ws / "menu.txt").read_bytes() == b"caf\xe9 cr\xe8me\r\n"
+    assert "Encoding: windows-1252 (from .editorconfig); written in it." in text(e)
+
+
+async def test_legacy_encoding_flag_decodes_an_undeclared_file(ws: Path) -> None:
+    (ws / "menu.txt").write_bytes(LATIN1)
+    (out, msg), e = await read_then_edit(ws, "auto", "menu.txt", {"old": "au lait", "new": "crème"},
+                                         legacy_encoding="latin-1")  # fmt: skip
+    assert out == "     1\tcafé au lait\n" and msg.endswith(" Encoding: latin-1 (from --legacy-encoding).")
+    assert (ws / "menu.txt").read_bytes() == b"caf\xe9 cr\xe8me\r\n"
+
+
+async def test_undecodable_file_says_how_to_decode_it_and_edits_keep_its_bytes(ws: Path) -> None:
+    (ws / "menu.txt").write_bytes(LATIN1)
+    (out, msg), e = await read_then_edit(ws, "auto", "menu.txt", {"old": "lait", "new": "thé"})
+    assert out == "     1\tcaf\ufffd au lait\n"
+    assert "not valid UTF-8" in msg and "`encoding`" in msg and "--legacy-encoding" in msg
+    assert not e.is_error
+    assert (ws / "menu.txt").read_bytes() == b"caf\xe9 au th\xc3\xa9\r\n"  # today's behaviour, unchanged
+
+
+async def test_read_encoding_is_remembered_for_the_sessions_edits(ws: Path) -> None:
+    data = "東京の天気は晴れ\r\n".encode("shift_jis")
+    (ws / "jp.txt").write_bytes(data)
+    edits = {"old": "晴れ", "new": "雨"}
+    (out, msg), e = await read_then_edit(ws, "auto", "jp.txt", edits, {"encoding": "shift_jis"})
+    assert out == "     1\t東京の天気は晴れ\n" and msg.endswith(" Encoding: shift_jis (from encoding).")
+    assert not e.is_error, text(e)
+    assert (ws / "jp.txt").read_bytes() == "東京の天気は雨\r\n".encode("shift_jis")
+
+
+async def test_gb18030_declared_by_a_coding_line(ws: Path) -> None:
+    data = "# -*- coding: gb18030 -*-\nname = '北京'\n".encode("gb18030")
+    (ws / "city.py").write_bytes(data)
+    (out, msg), e = await read_then_edit(ws, "auto", "city.py", {"old": "北京", "new": "上海"})
+    assert "name = '北京'" in out and msg.endswith(" Encoding: gb18030 (from coding line).")
+    assert (ws / "city.py").read_bytes() == data.replace("北京".encode("gb18030"), "上海".encode("gb18030"))
+
+
+async def test_a_character_the_codec_cannot_hold_refuses_the_edit(ws: Path) -> None:
+    (ws / "menu.txt").write_bytes(LATIN1)
+    edits = [{"old": "caf", "new": "Caf"}, {"old": "lait", "new": "lait ☕"}]
+    _, e = await read_then_edit(ws, "auto", "menu.txt", edits, legacy_encoding="latin-1")
+    assert e.is_error
+    assert "`new` of edit 2 (of 2) holds U+2615" in text(e) and "latin-1" in text(e)
+    assert (ws / "menu.txt").read_bytes() == LATIN1
+
+
+@pytest.mark.usefixtures("read_guard_off")
+async def test_overwrite_keeps_codec_bom_and_crlf_and_says_so(ws: Path) -> None:
+    (ws / "u16.txt").write_bytes(codecs.BOM_UTF16_LE + "a\r\nb\r\n".encode("utf-16-le"))
+    (ws / "l1.txt").write_bytes(LATIN1)
+    (ws / "dos.txt").write_bytes(b"a\r\nb\r\n")
+    (ws / "mixed.txt").write_bytes(b"a\r\nb\n")
+    async with connect(ws, "auto", legacy_encoding="cp1252") as c:
+        r1 = await call(c, "WriteFile", path="u16.txt", content="x\ny\n")
+        r2 = await call(c, "WriteFile", path="l1.txt", content="thé\n")
+        r3 = await call(c, "WriteFile", path="dos.txt", content="é\nz\n")
+        r4 = await call(c, "WriteFile", path="mixed.txt", content="é\nz\n")
+    assert (ws / "dos.txt").read_bytes() == "é\r\nz\r\n".encode()
+    assert texts(r3)[0].endswith(
+        " Kept the file's CRLF line endings (the content's line breaks were written as CRLF)."
+    )
+    assert (ws / "mixed.txt").read_bytes() == "é\nz\n".encode()  # no one style to keep
+    assert texts(r4) == ["File successfully overwritten. Current size: 5 bytes. Lines: +2 -2."]
+    assert (ws / "u16.txt").read_bytes() == codecs.BOM_UTF16_LE + "x\r\ny\r\n".encode("utf-16-le")
+    assert "Kept the file's encoding utf-16-le, its byte order mark, its CRLF line endings" in text(r1)
+    assert (ws / "l1.txt").read_bytes() == b"th\xe9\r\n"
+    assert "Kept the file's encoding cp1252 (from --legacy-encoding), its CRLF" in text(r2)
+
+
+async def test_new_file_follows_gitattributes_then_editorconfig(ws: Path) -> None:
+    (ws / ".gitattributes").write_text("*.bat eol=crlf\n")
+    (ws / ".editorconfig").write_text(
+        "root = true\n[*.ini]\nend_of_line = crlf\ncharset = latin1\ninsert_final_newline = true\n"
+    )
+    async with connect(ws, "auto") as c:
+        r1 = await call(c, "WriteFile", path="run.bat", content="echo a\necho b\n")
+        r2 = await call(c, "WriteFile", path="app.ini", content="name=café\nx=1")
+        r3 = await call(c, "WriteFile", path="plain.txt", content="a\nb\n")
+    assert (ws / "run.bat").read_bytes() == b"echo a\r\necho b\r\n"
+    assert "Written as .gitattributes: *.bat eol=crlf asked." in text(r1)
+    assert (ws / "app.ini").read_bytes() == b"name=caf\xe9\r\nx=1\r\n"
+    assert ".editorconfig end_of_line = crlf; .editorconfig charset = latin1" in text(r2)
+    assert (ws / "plain.txt").read_bytes() == b"a\nb\n"
+    assert texts(r3) == [
+        "File successfully overwritten. Current size: 4 bytes. Created a new file. Lines: +2 -0."
+    ]
+
+
+async def test_the_question_and_dry_run_show_decoded_text_and_name_the_codec(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = windows-1252\n")
+    (ws / "menu.txt").write_bytes(LATIN1)
+    recorder = Answers("approve")
+    edits = {"old": "au lait", "new": "crème"}
+    async with connect(ws, "auto", client_elicitation_handler=recorder) as c:
+        await call(c, "ReadFile", path="menu.txt")
+        preview = await call(c, "StrReplaceFile", path="menu.txt", edit=edits, dry_run=True)
+        assert (ws / "menu.txt").read_bytes() == LATIN1
+        done = await call(c, "StrReplaceFile", path="menu.txt", edit=edits)
+    diff, msg = texts(preview)
+    assert "-café au lait" in diff and "+café crème" in diff
+    assert "Encoding: windows-1252 (from .editorconfig); written in it." in msg
+    (question,) = recorder.messages
+    assert "-café au lait" in question and "+café crème" in question
+    assert "Encoding: windows-1252 (from .editorconfig)" in question
+    assert not done.is_error and (ws / "menu.txt").read_bytes() == b"caf\xe9 cr\xe8me\r\n"
+
+
+@pytest.mark.parametrize("answer", ["reject", "approve"])
+async def test_a_sensitive_legacy_file_tells_no_codec_before_approval(ws: Path, answer: str) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*]\ncharset = windows-1252\n")
+    secret = b"PASSWORD=caf\xe9\r\n"
+    (ws / ".env").write_bytes(secret)
+    recorder = Answers(answer)
+    async with connect(ws, "auto", client_elicitation_handler=recorder) as c:
+        r = await call(c, "StrReplaceFile", path=".env", edit={"old": "caf", "new": "☕"})
+    shown = text(r) + "".join(recorder.messages)
+    for fact in ("windows-1252", "cp1252", "Encoding", "U+2615", "encoding"):
+        assert fact not in shown, shown
+    assert r.is_error and (ws / ".env").read_bytes() == secret
