@@ -142,6 +142,13 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="images with a longer side are downscaled to it (default: 2048)",
     )
+    a(
+        "--history",
+        choices=("on", "off"),
+        help="on (default): keep every write's previous content, so UndoWrite can restore it",
+    )
+    a("--history-max-bytes", metavar="SIZE", help="history bound, oldest evicted first (default 1G)")
+    a("--history-max-age", metavar="AGE", help="history bound: drop writes older than this (default 14d)")
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:

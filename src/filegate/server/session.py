@@ -12,6 +12,7 @@ import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
+from filegate.fsio.history import Limits, WriteHistory
 from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace, abbreviate
@@ -119,6 +120,7 @@ class SessionRuntime:
         self._reads: weakref.WeakKeyDictionary[Any, ReadLedger] = weakref.WeakKeyDictionary()
         scope = "in this session" if settings.transport == "stdio" else "through this server"
         self.process_reads = ReadLedger(scope, PROCESS_CAPACITY)
+        self.history = open_history(settings)
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen).
@@ -177,7 +179,15 @@ class SessionRuntime:
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
             reads=self.reads_for(call),
+            history=self.history,
         )
+
+
+def open_history(settings: Settings) -> WriteHistory | None:
+    """The write history of the state directory (SPEC §8.4); None: --history off."""
+    if settings.history == "off":
+        return None
+    return WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
 
 
 class RootsChanged(Middleware):

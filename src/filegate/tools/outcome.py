@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from filegate.errors import Refusal
+from filegate.fsio.history import WriteHistory
 from filegate.policy.workspace import Workspace
 from filegate.tools.readguard import ReadLedger
 
@@ -194,3 +195,5 @@ class ToolEnv:
     client: str = ""  # the client's own name (clientInfo.name), for the write log
     # What this session has read (SPEC §4 "Read before you change it"); None: the guard is off.
     reads: ReadLedger | None = None
+    # Where every write keeps its pre-image (SPEC §8.4); None: --history off.
+    history: WriteHistory | None = None

@@ -31,7 +31,8 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
+from filegate.fsio.history import HistoryError
 from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
@@ -156,6 +157,8 @@ class Change(Generic[T]):
     # changed the file: before start and after the ends both are the same, so the diff looks
     # only in between. None: the diff compares the whole of both.
     span: tuple[int, int, int] | None = None
+    mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
+    remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +201,7 @@ class Written(Generic[T]):
     route: Route
     facts: T
     sensitive: bool = False
+    write_id: str = ""  # its id in the write history ("" with --history off)
 
 
 @dataclass(slots=True)
@@ -219,7 +223,12 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
         if job.dry_run:
             return await _preview(job, env)
         written = await (_write_sensitive(job, env) if job.rp.sensitive else _write_ordinary(job, env))
-        return written if isinstance(written, Outcome) else job.done(written)
+        if isinstance(written, Outcome):
+            return written
+        outcome = job.done(written)
+        if written.write_id:  # SPEC §8.4: every write's message ends with its id
+            outcome.message += f" Write id: {written.write_id}."
+        return outcome
     except Refusal as exc:
         _log_failure(job, env, exc.message)
         raise
@@ -376,8 +385,9 @@ async def _finish(
         _log_refusal(job, env, decision)
         return Outcome.error(decision.message, "Rejected by user")
     known = env.reads if prepared.known else None
-    size = await _replace(job, env, prepared.change.new, prepared.current.snapshot, decision, known)
-    return Written(size, prepared.current.data is None, prepared.diff, decision.route, prepared.change.facts)
+    size, write_id = await _replace(job, env, prepared.change, prepared.current.snapshot, decision, known)
+    created = prepared.current.data is None
+    return Written(size, created, prepared.diff, decision.route, prepared.change.facts, write_id=write_id)
 
 
 async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
@@ -418,8 +428,9 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
                 "The file is sensitive, so filegate does not say why.",
                 "Change not applied",
             )
-        size = await _replace(job, env, change.new, current.snapshot, decision)
-    return Written(size, current.data is None, None, decision.route, change.facts, sensitive=True)
+        size, write_id = await _replace(job, env, change, current.snapshot, decision)
+    created = current.data is None
+    return Written(size, created, None, decision.route, change.facts, sensitive=True, write_id=write_id)
 
 
 def _load_and_transform(job: WriteJob[T], ticket: Ticket) -> tuple[Current, Change[T]]:
@@ -436,25 +447,41 @@ def _digest(tool: str, arguments: dict[str, object]) -> str:
 async def _replace(
     job: WriteJob[T],
     env: ToolEnv,
-    new: Content,
+    change: Change[T],
     expect: Snapshot,
     decision: Decision,
     reads: ReadLedger | None = None,
-) -> int:
-    """Write ``new`` over ``expect``; with ``reads``, the written file counts as read there."""
+) -> tuple[int, str]:
+    """Write ``change`` over ``expect``, kept in the history first; with ``reads``, the written
+    file counts as read there. Returns the bytes written and the write's id."""
     rp = job.rp
+    new = change.new
 
-    def write() -> int:
-        size = replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
-        if reads is not None:  # under the file's lock: no write of ours comes between
+    def write() -> tuple[int, str]:
+        write_id = _begin_history(job, env, change, expect, decision)
+        try:
+            if change.remove:
+                remove_file(rp.real, expect=expect, shown=rp.shown)
+                size = 0
+            else:
+                size = replace_file(
+                    rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs, mode=change.mode
+                )
+        except BaseException:
+            if write_id and env.history is not None:
+                env.history.finish(write_id, ok=False)
+            raise
+        if write_id and env.history is not None:
+            env.history.finish(write_id, ok=True)
+        if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
                 reads.saw(rp.real, identity_of(os.lstat(rp.real)))
-        return size
+        return size, write_id
 
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
-    size = await anyio.to_thread.run_sync(write)
+    size, write_id = await anyio.to_thread.run_sync(write)
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
         job.tool,
@@ -464,7 +491,36 @@ async def _replace(
         decision.route,
         escape(env.client) or "-",
     )
-    return size
+    return size, write_id
+
+
+def _begin_history(
+    job: WriteJob[T], env: ToolEnv, change: Change[T], expect: Snapshot, decision: Decision
+) -> str:
+    """The pre-image kept and the record appended, durably, before the rename (SPEC §8.4);
+    "" with --history off. A history that cannot keep it stops the write."""
+    if env.history is None:
+        return ""
+    rp = job.rp
+    try:
+        mode = None if not expect.exists else stat.S_IMODE(os.lstat(rp.real).st_mode)
+        return env.history.begin(
+            tool=job.tool,
+            path=str(rp.real),
+            client=env.client,
+            route=decision.route,
+            old=expect.content if expect.exists else None,
+            mode=mode,
+            new=None if change.remove else change.new,
+            sensitive=rp.sensitive,
+        )
+    except (OSError, HistoryError) as exc:
+        why = escape(str(exc.strerror if isinstance(exc, OSError) and exc.strerror else exc))
+        raise WriteError(
+            f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
+            "Nothing was written. `--history off` turns the history off.",
+            "History failed",
+        ) from None
 
 
 def _log_refusal(job: WriteJob[T], env: ToolEnv, decision: Decision) -> None:
