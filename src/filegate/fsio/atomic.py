@@ -299,9 +299,10 @@ def _replace_in(
         clear_pending(record)
 
 
-def remove_file(real: Path, *, expect: Snapshot, shown: str) -> None:
+def remove_file(real: Path, *, expect: Snapshot, shown: str) -> int:
     """Remove ``real`` if it is still as the caller read it (``expect``), and make the removal
-    durable (an undone creation). WriteError when it changed or cannot be removed."""
+    durable (an undone creation); 0, the bytes left. WriteError when it changed or cannot be
+    removed."""
     try:
         dfd = open_components(real.parent, os.O_RDONLY | platform.DIRECTORY) if platform.has_dir_fd() else None
     except OSError as exc:
@@ -314,6 +315,7 @@ def remove_file(real: Path, *, expect: Snapshot, shown: str) -> None:
         os.unlink(name, dir_fd=dfd)
         if dfd is not None:
             os.fsync(dfd)
+        return 0
     except WriteError:
         raise
     except OSError as exc:

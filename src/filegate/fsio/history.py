@@ -35,9 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.pending import state_dir
 from filegate.fsio.spliced import Content, content_pieces, content_sha256
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath
 
 log = logging.getLogger("filegate.history")
 
@@ -134,8 +137,25 @@ class WriteHistory:
     # --- a write ----------------------------------------------------------------------------
 
     def begin(
+        self, tool: str, rp: ResolvedPath, client: str, route: str, old: bytes | None, new: Content | None
+    ) -> str:
+        """Keep ``old`` (None: the file does not exist, or is sensitive) durably and append the
+        write's record; return its id. ``new`` None: the write removes the file. Blocking (call
+        in a thread, under the file's lock). WriteError when the history cannot keep it: then
+        the write must not happen (a crash must never lose both versions)."""
+        try:
+            mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
+            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive)
+        except (OSError, HistoryError) as exc:
+            why = escape(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+            raise WriteError(
+                f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
+                "Nothing was written. `--history off` turns the history off.",
+                "History failed",
+            ) from None
+
+    def _begin(
         self,
-        *,
         tool: str,
         path: str,
         client: str,
@@ -145,8 +165,6 @@ class WriteHistory:
         new: Content | None,
         sensitive: bool,
     ) -> str:
-        """Keep ``old`` (None: the file does not exist) durably and append the write's record;
-        return its id. ``new`` None: the write removes the file. Blocking: call in a thread."""
         with self._locked():
             self._refresh()
             write_id = self._new_id()
@@ -159,7 +177,9 @@ class WriteHistory:
             return write_id
 
     def finish(self, write_id: str, ok: bool) -> None:
-        """The write's outcome, after its rename (or its failure)."""
+        """The write's outcome, after its rename (or its failure); no-op for ``""``."""
+        if not write_id:
+            return
         outcome: State = "done" if ok else "failed"
         with contextlib.suppress(OSError), self._locked():
             self._append({"id": write_id, "outcome": outcome}, durable=False)

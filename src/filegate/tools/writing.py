@@ -32,7 +32,6 @@ import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
 from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
-from filegate.fsio.history import HistoryError
 from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
@@ -454,25 +453,27 @@ async def _replace(
 ) -> tuple[int, str]:
     """Write ``change`` over ``expect``, kept in the history first; with ``reads``, the written
     file counts as read there. Returns the bytes written and the write's id."""
-    rp = job.rp
-    new = change.new
+    rp, new = job.rp, change.new
 
     def write() -> tuple[int, str]:
-        write_id = _begin_history(job, env, change, expect, decision)
+        # SPEC §8.4: the pre-image and the record are durable before the rename.
+        old = expect.content if expect.exists and not rp.sensitive else None
+        kept = None if change.remove else new
+        write_id = (
+            env.history.begin(job.tool, rp, env.client, decision.route, old, kept) if env.history else ""
+        )
+        done = False
         try:
             if change.remove:
-                remove_file(rp.real, expect=expect, shown=rp.shown)
-                size = 0
+                size = remove_file(rp.real, expect=expect, shown=rp.shown)
             else:
                 size = replace_file(
                     rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs, mode=change.mode
                 )
-        except BaseException:
-            if write_id and env.history is not None:
-                env.history.finish(write_id, ok=False)
-            raise
-        if write_id and env.history is not None:
-            env.history.finish(write_id, ok=True)
+            done = True
+        finally:  # the outcome line: "failed" when the rename did not happen
+            if env.history is not None:
+                env.history.finish(write_id, ok=done)
         if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
@@ -492,35 +493,6 @@ async def _replace(
         escape(env.client) or "-",
     )
     return size, write_id
-
-
-def _begin_history(
-    job: WriteJob[T], env: ToolEnv, change: Change[T], expect: Snapshot, decision: Decision
-) -> str:
-    """The pre-image kept and the record appended, durably, before the rename (SPEC §8.4);
-    "" with --history off. A history that cannot keep it stops the write."""
-    if env.history is None:
-        return ""
-    rp = job.rp
-    try:
-        mode = None if not expect.exists else stat.S_IMODE(os.lstat(rp.real).st_mode)
-        return env.history.begin(
-            tool=job.tool,
-            path=str(rp.real),
-            client=env.client,
-            route=decision.route,
-            old=expect.content if expect.exists else None,
-            mode=mode,
-            new=None if change.remove else change.new,
-            sensitive=rp.sensitive,
-        )
-    except (OSError, HistoryError) as exc:
-        why = escape(str(exc.strerror if isinstance(exc, OSError) and exc.strerror else exc))
-        raise WriteError(
-            f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
-            "Nothing was written. `--history off` turns the history off.",
-            "History failed",
-        ) from None
 
 
 def _log_refusal(job: WriteJob[T], env: ToolEnv, decision: Decision) -> None:
