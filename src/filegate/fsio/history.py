@@ -89,7 +89,7 @@ class Entry:
     mode: int | None = None  # the permission bits before the write (None: created)
     created: bool = False  # the file did not exist before
     removed: bool = False  # the write removed the file (an undone creation)
-    why_not_kept: str = ""  # "sensitive file", "larger than --history-max-bytes"
+    not_kept: str = ""  # why not: "sensitive file", "larger than --history-max-bytes"
     state: State = "unconfirmed"
 
     def line(self) -> dict[str, object]:
@@ -169,6 +169,7 @@ class WriteHistory:
             self._refresh()
             write_id = self._new_id()
             entry = Entry(write_id, time.time(), client, tool, path, route, kept=not sensitive)
+            entry = dataclasses.replace(entry, not_kept="sensitive file") if sensitive else entry
             if not sensitive:
                 entry = self._kept(entry, old, mode, new)
             self._evict(incoming=entry)
@@ -198,7 +199,7 @@ class WriteHistory:
         before = content_sha256(old)
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
-            return dataclasses.replace(entry, kept=False, why_not_kept="larger than --history-max-bytes")
+            return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes")
         self._store(before, old)
         return entry
 

@@ -8,6 +8,7 @@ that write left it (its hash in the history) is stronger than a read.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Annotated
 
@@ -63,6 +64,7 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
         raise WriteError(_unknown(history, write_id), "Unknown write id")
     _check_undoable(entry)
     rp = resolve_for_write(env, entry.path, "write")
+    rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
     later = [
         e
         for e in await anyio.to_thread.run_sync(history.entries)
@@ -104,7 +106,7 @@ def _check_undoable(entry: Entry) -> None:
             f"Write {entry.id} failed and wrote nothing; there is nothing to undo.", "Nothing to undo"
         )
     if not entry.kept:
-        why = entry.why_not_kept or "the file is sensitive"
+        why = entry.not_kept
         raise WriteError(
             f"Write {entry.id} cannot be undone: its previous content was not kept ({why}).",
             "Not kept",
