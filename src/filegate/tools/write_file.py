@@ -14,6 +14,7 @@ from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.placeholders import find_placeholder
 from filegate.tools.writing import (
     MAX_FILE_BYTES,
     SENSITIVE_DONE,
@@ -46,6 +47,10 @@ class WriteFileParams(BaseModel):
         Field(description="Create missing parent directories (after approval)."),
     ] = False
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    allow_placeholders: Annotated[
+        bool,
+        Field(description='Overwrite even if `content` holds a "... rest of the code unchanged" comment.'),
+    ] = False
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -87,6 +92,8 @@ def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
 def _new_bytes(params: WriteFileParams, data: bytes | None) -> Change[None]:
     """The pure transformation: the file's bytes (None: absent) → the bytes to write."""
     if params.mode == "overwrite" or data is None:
+        if data is not None and not params.allow_placeholders:
+            _check_placeholders(params, data)
         encoding = Encoding()
         return Change(encoding.encode(params.content), encoding, None)
     # Appending to a UTF-16/32 file (BOM) appends in its encoding, not UTF-8 bytes.
@@ -101,6 +108,23 @@ def _new_bytes(params: WriteFileParams, data: bytes | None) -> Change[None]:
             "File too large",
         )
     return Change(new, encoding, None, span=(len(data), len(data), len(new)))
+
+
+def _check_placeholders(params: WriteFileParams, data: bytes) -> None:
+    """SPEC §8.4: an overwrite whose content stands a comment in for code it left out
+    ("// ... rest of the code unchanged") would destroy that code; refused."""
+    encoding = detect_encoding(data)
+    found = find_placeholder(params.content, data[len(encoding.bom) :].decode(encoding.codec, "replace"))
+    if found is None:
+        return
+    number, line = found
+    raise WriteError(
+        f"The content stands a placeholder in for left-out text (line {number}: `{escape(line)}`), "
+        f"which `{escape(params.path)}` does not hold: overwriting would replace that text with "
+        "the placeholder. Nothing was written. Write the whole content, or change only a part "
+        "with StrReplaceFile; pass `allow_placeholders: true` if the line belongs in the file.",
+        "Placeholder in content",
+    )
 
 
 def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
