@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"tools"},
     {"server"},
     {"flags"},
-    {"install"},
+    {"install", "history_cli"},
     {"cli", "__main__"},
 ]
 PROTOCOL = ("fastmcp", "mcp", "starlette", "sse_starlette", "uvicorn")

@@ -155,6 +155,7 @@ Route = Literal[
     "stale",  # 2026-07-28: the file kept changing under the user's answers
     "superseded",  # a newer question about the file was asked before this answer came
     "replayed",  # 2026-07-28: this answer was already used
+    "terminal",  # `filegate undo`: the user at the terminal (or --yes)
 ]
 
 
