@@ -93,16 +93,18 @@ class Entry:
     state: State = "unconfirmed"
 
     def line(self) -> dict[str, object]:
+        # Empty fields are left out: a sensitive file's line has no hash, size or mode at all.
         record = {k: v for k, v in dataclasses.asdict(self).items() if k != "state"}
-        if not self.kept:  # a sensitive file's line holds nothing derived from its content
-            for name in ("before", "after", "size_before", "size_after", "mode"):
-                record.pop(name)
-        return {k: v for k, v in record.items() if v not in ("", None, False) or k == "kept"}
+        return {k: v for k, v in record.items() if k in _REQUIRED or not (v is None or v == "" or v is False)}
 
     @classmethod
     def parse(cls, record: dict[str, object]) -> Entry:
         fields = {f.name for f in dataclasses.fields(cls)} - {"state"}
         return cls(**{k: v for k, v in record.items() if k in fields})  # type: ignore[arg-type]
+
+
+# Every record line has these; the others are there only when they say something.
+_REQUIRED = frozenset({"id", "time", "client", "tool", "path", "route", "kept"})
 
 
 def history_dir() -> Path:
@@ -307,7 +309,7 @@ class WriteHistory:
 
     def _new_id(self) -> str:
         for _ in range(ID_DRAWS):
-            write_id = f"w-{secrets.token_hex(3)}"
+            write_id = f"w-{draw_id()}"
             if write_id not in self._entries and write_id not in self._tombstones:
                 return write_id
         raise HistoryError("no free write id (the history is full)")
@@ -394,6 +396,11 @@ class WriteHistory:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+def draw_id() -> str:
+    """Six random hex digits: a write id's body."""
+    return secrets.token_hex(3)
 
 
 def _json_line(record: dict[str, object]) -> bytes:
