@@ -118,7 +118,7 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "--read-only",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="do not offer WriteFile and StrReplaceFile at all (default: off)",
+        help="do not offer WriteFile, StrReplaceFile and UndoWrite at all (default: off)",
     )
     a(
         "--read-guard",
@@ -145,10 +145,19 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a(
         "--history",
         choices=("on", "off"),
-        help="on (default): keep every write's previous content, so UndoWrite can restore it",
+        help="keep every write's previous content so UndoWrite can restore it, in the state "
+        "directory (README: Undo and history) (default: on)",
     )
-    a("--history-max-bytes", metavar="SIZE", help="history bound, oldest evicted first (default 1G)")
-    a("--history-max-age", metavar="AGE", help="history bound: drop writes older than this (default 14d)")
+    a(
+        "--history-max-bytes",
+        metavar="SIZE",
+        help="most bytes of kept contents (500M, 2G); the oldest writes go first (default: 1G)",
+    )
+    a(
+        "--history-max-age",
+        metavar="AGE",
+        help="writes older than this leave the history (36h, 30d) (default: 14d)",
+    )
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
