@@ -94,8 +94,10 @@ def test_everything_is_owner_only_whatever_the_umask(target: Path) -> None:
     try:
         history_dir().mkdir(parents=True, mode=0o755)
         os.chmod(history_dir(), 0o755)  # made by someone else, too open: narrowed
-        h = WriteHistory()
+        h = WriteHistory(limits=Limits(max_bytes=5))
         write(h, target, b"new\n")
+        write(h, target, b"newer\n")  # evicts the first: the history file is rewritten
+        assert [r for r in lines(h) if "evicted" in r]
     finally:
         os.umask(old)
     for root, dirs, files in os.walk(history_dir()):
@@ -113,11 +115,22 @@ def test_a_history_directory_that_is_a_symlink_stops_the_write(target: Path, tmp
     history_dir().symlink_to(elsewhere)
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
-    assert "Nothing was written. `--history off` turns the history off." in caught.value.message
-    assert caught.value.message.startswith(
-        "Failed to keep the previous content of `a.txt` in the write history ("
+    assert caught.value.message == (
+        f"Failed to keep the previous content of `a.txt` in the write history ({history_dir()} is not a "
+        "directory of this user). Nothing was written. `--history off` turns the history off."
     )
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_history_the_system_refuses_to_extend_stops_the_write_with_its_reason(target: Path) -> None:
+    history_dir().mkdir(parents=True)
+    (history_dir() / "history.jsonl").mkdir()  # where the file goes: EISDIR
+    with pytest.raises(WriteError) as caught:
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
+    assert caught.value.message == (
+        "Failed to keep the previous content of `a.txt` in the write history (Is a directory). "
+        "Nothing was written. `--history off` turns the history off."
+    )
 
 
 def test_an_unwritable_state_directory_stops_the_write_with_the_reason(target: Path) -> None:
@@ -182,6 +195,7 @@ def test_a_pre_image_over_the_byte_bound_is_not_kept_and_says_why(target: Path) 
     assert not entry.kept and entry.not_kept == "larger than --history-max-bytes"
     assert entry.before == sha(b"old\n")  # not sensitive: its hashes are told
     assert not (history_dir() / "objects").exists()
+    assert h.kept_bytes() == 0
 
 
 def test_a_damaged_copy_is_not_restored(target: Path) -> None:
@@ -338,7 +352,7 @@ def test_a_half_written_last_line_waits_and_a_damaged_line_is_skipped(
         )
     reader = WriteHistory()
     assert [e.id for e in reader.entries()] == [first]
-    assert "history: skipped a damaged line" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [f"history: skipped a damaged line in {h.log_path}"]
     with open(h.log_path, "ab") as f:
         f.write(b"}\n")
     assert [e.id for e in reader.entries()] == [first, "w-123456"]
@@ -355,3 +369,45 @@ def test_an_entry_line_round_trips(target: Path) -> None:
 def test_no_history_directory_reads_as_empty(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     assert WriteHistory().entries() == [] and WriteHistory().find("w-000000") is None
+
+
+def test_a_pre_image_already_kept_needs_no_room_and_nothing_is_evicted_at_the_bound(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=60))
+    a, b, c = _files(tmp_path, 3, 30)
+    c.write_bytes(a.read_bytes())  # c's pre-image is a's
+    ids = [write(h, a, b"x"), write(h, b, b"y")]  # 60 bytes: exactly the bound
+    ino = h.log_path.stat().st_ino
+    ids.append(write(h, c, b"z"))  # kept already: no room needed, nothing evicted
+    assert [e.id for e in h.entries()] == ids and h.kept_bytes() == 60
+    assert not caplog.records
+    assert h.log_path.stat().st_ino == ino  # appended to, not rewritten
+
+
+def test_eviction_and_rewrites_keep_outcomes_and_odd_names(tmp_path: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    odd = tmp_path / os.fsdecode(b"caf\xe9 \xff.txt")  # not UTF-8: a surrogate in the name
+    odd.write_bytes(b"D" * 30)
+    a, b, c, d = _files(tmp_path, 4, 30)
+    first = write(h, a, b"x")
+    failed = write(h, b, b"y", ok=False)
+    unfinished = h.begin("WriteFile", rp(odd), "cli", "auto", odd.read_bytes(), b"w")
+    assert tombstones(h) == []
+    h.object_path(sha(b"A" * 30)).unlink()  # a copy gone already: its eviction goes on
+    last = write(h, c, b"z")  # 120 > 100: the oldest goes, the file is rewritten
+    assert h.log_path.read_bytes().isascii()
+    fresh = WriteHistory()
+    states = {e.id: e.state for e in fresh.entries()}
+    assert states == {failed: "failed", unfinished: "unconfirmed", last: "done"}
+    assert fresh.evicted(first)
+    assert [e.path for e in fresh.entries() if e.id == unfinished] == [str(odd)]
+    # A reader that knew the tombstone only from the file: its next write judges its age.
+    reader = WriteHistory(limits=Limits(max_bytes=100))
+    write(reader, d, b"again")
+    assert reader.evicted(first)
+
+
+def tombstones(h: WriteHistory) -> list[str]:
+    """Tombstones so far (none before the first eviction)."""
+    return [r["id"] for r in lines(h) if "evicted" in r]

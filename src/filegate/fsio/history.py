@@ -184,11 +184,10 @@ class WriteHistory:
         if not write_id:
             return
         outcome: State = "done" if ok else "failed"
+        # Not fsynced, and a failure to append it is not the write's: a record without its
+        # outcome reads as "unconfirmed" (the next look at the file reads it back in).
         with contextlib.suppress(OSError), self._locked():
             self._append({"id": write_id, "outcome": outcome}, durable=False)
-        entry = self._entries.get(write_id)
-        if entry is not None:
-            self._entries[write_id] = dataclasses.replace(entry, state=outcome)
 
     def _kept(self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None) -> Entry:
         after = "" if new is None else content_sha256(new)
@@ -208,8 +207,8 @@ class WriteHistory:
     def _store(self, digest: str, data: bytes) -> None:
         """The pre-image, durable before the record that names it (and before the rename)."""
         target = self.object_path(digest)
-        if digest in self._blob_sizes and target.exists():
-            return  # content-addressed: already kept (and fsynced by whoever kept it)
+        if target.exists():
+            return  # content-addressed: already kept (renamed into place whole, once fsynced)
         _make_private_dir(target.parent)
         temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
@@ -297,7 +296,7 @@ class WriteHistory:
             self._blob_sizes[entry.before] = entry.size_before
 
     def _append(self, record: dict[str, object], *, durable: bool) -> None:
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+        line = _json_line(record)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         fd = os.open(self.log_path, flags, 0o600)
         try:
@@ -416,13 +415,12 @@ def _make_private_dir(path: Path) -> None:
         missing.append(here)
         here = here.parent
     for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, 0o700)
-            os.chmod(directory, 0o700)
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+            os.mkdir(directory, 0o700)  # a umask only narrows it
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
         raise HistoryError(f"{path} is not a directory of this user")
-    if stat.S_IMODE(st.st_mode) & 0o077:
+    if stat.S_IMODE(st.st_mode) != 0o700:
         os.chmod(path, 0o700)
 
 
