@@ -304,7 +304,8 @@ def remove_file(real: Path, *, expect: Snapshot, shown: str) -> int:
     durable (an undone creation); 0, the bytes left. WriteError when it changed or cannot be
     removed."""
     try:
-        dfd = open_components(real.parent, os.O_RDONLY | platform.DIRECTORY) if platform.has_dir_fd() else None
+        flags = os.O_RDONLY | platform.DIRECTORY
+        dfd = open_components(real.parent, flags) if platform.has_dir_fd() else None
     except OSError as exc:
         raise _failure(shown, exc) from None
     name = real.name if dfd is not None else str(real)

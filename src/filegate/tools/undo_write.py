@@ -9,6 +9,7 @@ that write left it (its hash in the history) is stronger than a read.
 from __future__ import annotations
 
 import dataclasses
+import stat
 import time
 from typing import Annotated
 
@@ -144,7 +145,9 @@ def _restore(
             raise WriteError(f"`{rp.shown}` does not exist: there is nothing to remove.", "Nothing to undo")
         note = f"Removes `{rp.shown}`: {entry.id} created it."
         return Change(b"", detect_encoding(data), None, notes=(note,), remove=True)
-    return Change(before, detect_encoding(before), None, mode=entry.mode)
+    # The permission bits it had, but setuid/setgid (a restore never hands out an owner's rights).
+    mode = None if entry.mode is None else entry.mode & ~(stat.S_ISUID | stat.S_ISGID)
+    return Change(before, detect_encoding(before), None, mode=mode)
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:
