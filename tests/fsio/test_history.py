@@ -96,6 +96,7 @@ def test_everything_is_owner_only_whatever_the_umask(target: Path) -> None:
         os.chmod(history_dir(), 0o755)  # made by someone else, too open: narrowed
         h = WriteHistory(limits=Limits(max_bytes=5))
         write(h, target, b"new\n")
+        assert stat.S_IMODE(h.log_path.stat().st_mode) == 0o600  # as appended to
         write(h, target, b"newer\n")  # evicts the first: the history file is rewritten
         assert [r for r in lines(h) if "evicted" in r]
     finally:
@@ -196,6 +197,22 @@ def test_a_pre_image_over_the_byte_bound_is_not_kept_and_says_why(target: Path) 
     assert entry.before == sha(b"old\n")  # not sensitive: its hashes are told
     assert not (history_dir() / "objects").exists()
     assert h.kept_bytes() == 0
+    assert lines(h)[0]["kept"] is False
+
+
+def test_a_pre_image_of_exactly_the_byte_bound_is_kept(target: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=4))
+    write(h, target, b"new\n")
+    assert h.entries()[0].kept and h.pre_image(h.entries()[0]) == b"old\n"
+
+
+def test_the_history_lives_in_the_state_directory_unless_told(tmp_path: Path) -> None:
+    assert history_dir() == Path(os.environ["XDG_STATE_HOME"]) / "filegate" / "history"
+    elsewhere = tmp_path / "elsewhere"
+    target = tmp_path / "t.txt"
+    target.write_bytes(b"x")
+    write(WriteHistory(elsewhere), target, b"y")
+    assert (elsewhere / "history.jsonl").is_file() and not history_dir().exists()
 
 
 def test_a_damaged_copy_is_not_restored(target: Path) -> None:
@@ -269,7 +286,9 @@ def test_the_byte_bound_evicts_oldest_first_down_to_nine_tenths(
     assert [e.id for e in h.entries()] == ids[1:]
     assert h.kept_bytes() == 90 and h.evicted(ids[0])
     assert not h.object_path(sha(b"A" * 30)).exists()
-    assert "history: evicted 1 write(s), oldest first (over --history-max-bytes)" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 1 write(s), oldest first (over --history-max-bytes)"
+    ]
     assert [e.id for e in WriteHistory().entries()] == ids[1:]  # rewritten on disk too
 
 
@@ -411,3 +430,35 @@ def test_eviction_and_rewrites_keep_outcomes_and_odd_names(tmp_path: Path) -> No
 def tombstones(h: WriteHistory) -> list[str]:
     """Tombstones so far (none before the first eviction)."""
     return [r["id"] for r in lines(h) if "evicted" in r]
+
+
+def test_eviction_frees_down_to_nine_tenths_of_the_bound_not_just_enough(tmp_path: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    sizes = [3, 30, 30, 35, 5]
+    paths = []
+    for k, size in enumerate(sizes):
+        p = tmp_path / f"g{k}"
+        p.write_bytes(bytes([97 + k]) * size)
+        paths.append(p)
+    ids = [write(h, p, b"x") for p in paths[:4]]  # 98 kept
+    ids.append(write(h, paths[4], b"x"))  # 5 more: 103 > 100; freeing 3 would do, 90 % needs 33
+    assert [e.id for e in h.entries()] == ids[2:]
+    assert h.kept_bytes() == 70
+
+
+def test_writes_evicted_for_age_make_room_before_any_is_evicted_for_bytes(
+    target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_bytes=100, max_age_s=10))
+    a, b, c = _files(tmp_path, 3, 40)
+    old = write(h, a, b"x")
+    clock[0] = 5
+    kept = write(h, b, b"y")
+    clock[0] = 12  # the first is too old now, and its 40 bytes make room for c's
+    newest = write(h, c, b"z")
+    assert [e.id for e in h.entries()] == [kept, newest] and h.evicted(old)
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 1 write(s), oldest first (older than --history-max-age)"
+    ]
