@@ -1,3 +1,4 @@
+# size: one job, the route of every write (load, transform, ask, keep, write, log) on one job and lock
 """The route of every write (SPEC §4, §6): load, transform, ask, write atomically, log.
 
 WriteFile and StrReplaceFile each give a pure transformation (the file's bytes → the bytes to
