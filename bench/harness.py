@@ -213,6 +213,8 @@ def server_log() -> Path:
 def _server_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FILEGATE_")}
     env["PYTHONUNBUFFERED"] = "1"
+    # The servers' state (write history, lock files) in the bench's cache, not the user's.
+    env["XDG_STATE_HOME"] = str(CACHE / "state")
     return env
 
 

@@ -515,6 +515,68 @@ async def codec_detect(cfg: Config) -> list[Row]:
     return rows
 
 
+HISTORY_SIZES = (("1 MB", 1 << 20), ("50 MB", 50 << 20))
+
+
+def _history_file(path: Path, size: int) -> None:
+    """C-like text of ``size`` bytes with the marker line in its middle (generated: no corpus)."""
+    line = b"    value = compute(value, 42); /* a line of filler, like code */\n"
+    half = line * (size // 2 // len(line))
+    path.write_bytes(half + data.MARKER_A.encode() + b"\n" + half)
+
+
+async def history_cost(cfg: Config) -> list[Row]:
+    """What the write history (SPEC §8.4) adds to one StrReplaceFile: a 1 MB and a 50 MB edit
+    with the history on (the pre-image written and fsynced before the rename) against the same
+    edit with --history off, alternated; the 50 MB edit with the history also against cp."""
+    work_dir = CACHE / "work" / "history"
+    history = CACHE / "state" / "filegate" / "history"  # the servers' (harness._server_env)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    shutil.rmtree(history, ignore_errors=True)
+    work_dir.mkdir(parents=True)
+    rows = []
+    flags = ("--approval", "auto", "--read-guard", "off")
+    async with (
+        connect(filegate_cmd(work_dir, *flags), "filegate") as on,
+        connect(filegate_cmd(work_dir, *flags, "--history", "off"), "filegate") as off,
+    ):
+        for label, size in HISTORY_SIZES:
+            edit_on = _flipping_edit(on, work_dir / f"on-{size}.c", size)
+            edit_off = _flipping_edit(off, work_dir / f"off-{size}.c", size)
+            p = await interleave(cfg.runs, edit_on, edit_off)
+            work = f"StrReplaceFile one edit in a {label} file, history on"
+            rows.append(time_ratio_row(work, p, "history off", 1.10, on.peak_kib()))
+            if size > 1 << 20:
+                source, copy = work_dir / f"on-{size}.c", work_dir / "copy.c"
+
+                async def cp(source: Path = source, copy: Path = copy) -> float:
+                    return run_cmd(["cp", str(source), str(copy)]).seconds
+
+                rows.append(
+                    time_ratio_row(work, await interleave(cfg.runs, edit_on, cp), "cp", 3.5, on.peak_kib())
+                )
+            kept = sum(f.stat().st_size for f in history.rglob("*") if f.is_file())
+            rows[-1].notes.append(
+                f"history kept {kept / (1 << 20):.0f} MB after the {label} edits (content-addressed)"
+            )
+    return rows
+
+
+def _flipping_edit(server: Any, path: Path, size: int) -> Callable[[], Awaitable[float]]:
+    """A timed StrReplaceFile that flips the marker of a generated ``size``-byte file."""
+    _history_file(path, size)
+    flip = [data.MARKER_A, data.MARKER_B]
+
+    async def edit() -> float:
+        old, new = flip
+        flip.reverse()
+        return float(
+            await server.timed("StrReplaceFile", {"path": path.name, "edit": {"old": old, "new": new}})
+        )
+
+    return edit
+
+
 async def cold(cfg: Config) -> list[Row]:
     small = data.small_file()
     fg_cmd, ref = filegate_cmd(small.parent), reference_cmd(small.parent)
@@ -616,6 +678,7 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "readfile-tail": readfile_tail,
     "readfile-middle": readfile_middle,
     "strreplace-50mb": strreplace_50mb,
+    "history": history_cost,
     "cold-start": cold,
     "opening": opening_item,
     "http-load": readfile_http_load,

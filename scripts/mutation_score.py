@@ -108,6 +108,12 @@ TARGETS: dict[str, Target] = {
         ),
         85.0,
     ),
+    # The write history store (SPEC §8.4, issue 37) against its own tests and UndoWrite's.
+    "history": Target(
+        ("src/filegate/fsio/history.py",),
+        ("tests/fsio/test_history.py", "tests/tools/test_undo_write.py"),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(

@@ -116,6 +116,22 @@ def text(result: Any) -> str:
     return "\n".join(texts(result))
 
 
+# How every write's message ends (SPEC §8.4).
+WRITE_ID = re.compile(r" Write id: (w-[0-9a-f]{6})\.$")
+
+
+def without_write_id(message: str) -> str:
+    """A write's message without its closing "Write id: w-xxxxxx." (which must be there)."""
+    assert WRITE_ID.search(message), message
+    return WRITE_ID.sub("", message)
+
+
+def write_id_of(message: str) -> str:
+    found = WRITE_ID.search(message)
+    assert found, message
+    return found.group(1)
+
+
 async def call(client: Client[Any], tool: str, **args: Any) -> Any:
     return await client.call_tool(tool, args, raise_on_error=False)
 

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"tools"},
     {"server"},
     {"flags"},
-    {"install"},
+    {"install", "history_cli"},
     {"cli", "__main__"},
 ]
 PROTOCOL = ("fastmcp", "mcp", "starlette", "sse_starlette", "uvicorn")
@@ -200,6 +200,7 @@ GUARDED = {
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
+    ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
 }
 
 
@@ -288,7 +289,7 @@ def test_the_token_is_compared_in_constant_time_only() -> None:
     assert not compared, compared
 
 
-TOOL_MODULES = ("read_file", "read_media", "glob", "grep", "write_file", "str_replace")
+TOOL_MODULES = ("read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write")
 
 
 def test_each_tool_is_declared_once_in_its_own_module() -> None:

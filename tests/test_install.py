@@ -109,7 +109,15 @@ async def test_every_client_configuration_starts_as_written(tmp_path: Path, proj
         key = (entry["command"], tuple(entry["args"]), json.dumps(entry.get("env")), str(cwd))
         if key not in started:
             started[key] = await start_as_client(entry, cwd)
-        assert started[key] == ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile"]
+        assert started[key] == [
+            "ReadFile",
+            "ReadMediaFile",
+            "Glob",
+            "Grep",
+            "WriteFile",
+            "StrReplaceFile",
+            "UndoWrite",
+        ]
     assert len(started) == 3, started  # apps with --workdir, agents without, Kimi with its preset
 
 

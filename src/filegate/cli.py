@@ -27,6 +27,8 @@ examples:
                                                     write Claude Desktop's configuration for you
   filegate install --help                           every client install knows
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
+  filegate history --since 2h                       the writes of the last two hours, with their ids
+  filegate undo w-3f9a2c                            put a file back as it was before that write
 
 Every flag also reads FILEGATE_<NAME> (FILEGATE_ADD_DIRS, FILEGATE_SECRET_PATTERNS, ...);
 flags win. Logs go to stderr; on stdio, stdout carries JSON-RPC only.
@@ -66,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.install.uninstall import main as uninstall
 
         return uninstall(args[1:])
+    if args[:1] in (["history"], ["undo"]):
+        from filegate.history_cli import main as history
+
+        return history(args)
     # Start-up builds a great many objects that live as long as the process (fastmcp, the
     # SDK's models, pydantic's validators) and little garbage, so the collector's passes over
     # them are wasted work (the bench's cold-start item measures it). serve() turns it back on

@@ -119,7 +119,7 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "--read-only",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="do not offer WriteFile and StrReplaceFile at all (default: off)",
+        help="do not offer WriteFile, StrReplaceFile and UndoWrite at all (default: off)",
     )
     a(
         "--read-guard",
@@ -148,6 +148,22 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "--image-max-side",
         metavar="N",
         help="images with a longer side are downscaled to it (default: 2048)",
+    )
+    a(
+        "--history",
+        choices=("on", "off"),
+        help="keep every write's previous content so UndoWrite can restore it, in the state "
+        "directory (README: Undo and history) (default: on)",
+    )
+    a(
+        "--history-max-bytes",
+        metavar="SIZE",
+        help="most bytes of kept contents (500M, 2G); the oldest writes go first (default: 1G)",
+    )
+    a(
+        "--history-max-age",
+        metavar="AGE",
+        help="writes older than this leave the history (36h, 30d) (default: 14d)",
     )
 
 

@@ -35,6 +35,30 @@ def _split_list(value: object, sep: str) -> object:
     return [part.strip() for part in value.split(sep) if part.strip()]
 
 
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _with_unit(value: object, units: dict[str, int]) -> object:
+    """``"500M"``, ``"2g"``, ``"36h"``, ``"14d"`` → a number (bytes, seconds); others as given."""
+    if not isinstance(value, str):
+        return value
+    text = (
+        value.strip().lower().removesuffix("ib").removesuffix("b")
+        if units is _BYTE_UNITS
+        else value.strip().lower()
+    )
+    unit = text[-1:] if text[-1:].isalpha() else ""
+    if unit not in units:
+        raise ValueError(f"unknown unit {unit!r} (use one of {', '.join(u for u in units if u)})")
+    number = text[: len(text) - len(unit)].strip()
+    try:
+        amount = float(number)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number with an optional unit") from None
+    return int(amount * units[unit]) if units is _BYTE_UNITS else amount * units[unit]
+
+
 class Settings(BaseSettings):
     """filegate's configuration. Flags win over environment variables."""
 
@@ -77,6 +101,20 @@ class Settings(BaseSettings):
     # at once, and one with no request in flight for this many seconds ends.
     max_sessions: int = Field(default=64, ge=1, le=100000)
     session_idle_timeout: float = Field(default=900.0, gt=0, le=7 * 86400)
+    # The write history (SPEC §8.4): pre-images kept in the state directory, bounded.
+    history: Literal["on", "off"] = "on"
+    history_max_bytes: int = Field(default=1 << 30, ge=0)
+    history_max_age: float = Field(default=14 * 86400.0, gt=0)
+
+    @field_validator("history_max_bytes", mode="before")
+    @classmethod
+    def _bytes_with_unit(cls, value: object) -> object:
+        return _with_unit(value, _BYTE_UNITS)
+
+    @field_validator("history_max_age", mode="before")
+    @classmethod
+    def _age_with_unit(cls, value: object) -> object:
+        return _with_unit(value, _AGE_UNITS)
 
     @field_validator("workdir", mode="before")
     @classmethod

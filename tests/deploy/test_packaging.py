@@ -22,7 +22,7 @@ from tests.conftest import text
 from tests.tooling import INSTALL_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile"]
+TOOLS = ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile", "UndoWrite"]
 
 # Fresh virtual environments installed from the package index (each run has a 900 s guard).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S)]

@@ -20,7 +20,7 @@ from fastmcp import Client
 from mcp.types import ElicitResult as WireElicitResult
 from mcp.types import InputRequiredResult
 
-from tests.conftest import text
+from tests.conftest import WRITE_ID, text, write_id_of
 from tests.stress.procs import HttpServer, http_server
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
@@ -140,3 +140,30 @@ async def test_concurrent_edits_of_one_file_over_three_processes_all_land(ws: Pa
 async def test_fifty_concurrent_edits_over_three_processes_lose_nothing(ws: Path, state_home: Path) -> None:
     errors, missing = await _run(ws, processes=3, edits=50)
     assert errors == [] and missing == [], (errors[:3], missing)
+
+
+# --- the write history, shared through the state directory (SPEC §8.4) ---------------------
+
+
+@pytest.mark.slow
+async def test_a_write_made_through_one_replica_is_undone_through_another(ws: Path, state_home: Path) -> None:
+    (ws / "a.txt").write_text("before\n")
+    with http_server(ws, "--approval", "auto") as one, http_server(ws, "--approval", "auto") as two:
+        async with Client(one.url) as c1, Client(two.url) as c2:
+            # Writes through both at once: every id is distinct, across the two processes.
+            calls = [
+                c.call_tool("WriteFile", {"path": f"f{k}.txt", "content": f"{k}\n"}, raise_on_error=False)
+                for k, c in enumerate([c1, c2] * 8)
+            ]
+            ids = [write_id_of(text(r)) for r in await asyncio.gather(*calls)]
+            assert len(set(ids)) == len(ids) == 16
+            written = await c1.call_tool(
+                "WriteFile", {"path": "a.txt", "content": "after\n"}, raise_on_error=False
+            )
+            undo = await c2.call_tool(
+                "UndoWrite", {"write_id": write_id_of(text(written))}, raise_on_error=False
+            )
+    assert not undo.is_error, text(undo)
+    assert WRITE_ID.search(text(undo))
+    assert (ws / "a.txt").read_text() == "before\n"
+    assert (state_home / "filegate" / "history" / "history.jsonl").is_file()

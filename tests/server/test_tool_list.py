@@ -20,7 +20,7 @@ async def test_read_tools_have_kimis_names_and_hints(ws: Path, mode: str) -> Non
     for name in READ_TOOLS:
         ann = tools[name].annotations
         assert ann.read_only_hint is True and ann.open_world_hint is False
-    for name in {"WriteFile", "StrReplaceFile"} & set(tools):
+    for name in {"WriteFile", "StrReplaceFile", "UndoWrite"} & set(tools):
         assert tools[name].annotations.destructive_hint is True
 
 
@@ -54,5 +54,5 @@ async def test_descriptions_stay_short(ws: Path, mode: str) -> None:
 
 async def test_read_only_mode_offers_no_write_tools(ws: Path, mode: str) -> None:
     tools = await tools_by_name(ws, mode, read_only=True)
-    assert not {"WriteFile", "StrReplaceFile"} & set(tools)
+    assert not {"WriteFile", "StrReplaceFile", "UndoWrite"} & set(tools)
     assert set(tools) >= READ_TOOLS

@@ -201,6 +201,7 @@ for line in control_in:
         sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8")
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.chdir(req["cwd"])
+        os.environ.update(req.get("env") or {})  # e.g. the test's own XDG_STATE_HOME
         if req.get("no_tmpfile"):  # the named-temp path, as on a file system without O_TMPFILE
             import filegate.fsio.atomic
             filegate.fsio.atomic._TMPFILE = 0
@@ -225,7 +226,12 @@ class Zygote:
         assert self.proc.stdout is not None and self.proc.stdout.readline() == b"ready\n"
 
     def spawn(
-        self, workdir: Path, *flags: str, no_tmpfile: bool = False, capabilities: dict[str, Any] | None = None
+        self,
+        workdir: Path,
+        *flags: str,
+        no_tmpfile: bool = False,
+        capabilities: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
     ) -> RawStdio:
         self.count += 1
         fin, fout = self.dir / f"in{self.count}", self.dir / f"out{self.count}"
@@ -233,7 +239,7 @@ class Zygote:
         os.mkfifo(fout)
         req = {"stdin": str(fin), "stdout": str(fout), "stderr": str(self.dir / "stderr.log"),
                "cwd": str(workdir), "args": ["--workdir", str(workdir), *_guard_flags(), *flags],
-               "no_tmpfile": no_tmpfile}  # fmt: skip
+               "no_tmpfile": no_tmpfile, "env": env or {}}  # fmt: skip
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import call, connect, text, texts
+from tests.conftest import call, connect, text, texts, without_write_id
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -25,7 +25,7 @@ async def test_single_edit_with_kimis_message(ws: Path, mode: str) -> None:
     (ws / "a.py").write_text("def f():\n    return 1\n")
     r = await edit(ws, mode, "a.py", {"old": "return 1", "new": "return 2"})
     assert not r.is_error
-    assert texts(r) == [
+    assert [without_write_id(t) for t in texts(r)] == [
         "File successfully edited. Applied 1 edit(s) with 1 total replacement(s). Lines: +1 -1."
     ]
     assert (ws / "a.py").read_text() == "def f():\n    return 2\n"

@@ -15,7 +15,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from tests.conftest import FILEGATE, call, connect, text, texts
+from tests.conftest import FILEGATE, call, connect, text, texts, without_write_id
 from tests.tooling import needs
 
 # Their writes are about something else: see tests/tools/test_read_guard.py for the guard.
@@ -32,7 +32,9 @@ async def test_overwrite_replaces_the_file_with_kimis_message(ws: Path, mode: st
     async with connect(ws, mode) as c:
         r = await call(c, "WriteFile", path="a.txt", content="new content\n")
     assert not r.is_error
-    assert texts(r) == ["File successfully overwritten. Current size: 12 bytes. Lines: +1 -1."]
+    assert [without_write_id(t) for t in texts(r)] == [
+        "File successfully overwritten. Current size: 12 bytes. Lines: +1 -1."
+    ]
     assert r.structured_content is None  # text only (SPEC §1)
     assert (ws / "a.txt").read_text() == "new content\n"
 

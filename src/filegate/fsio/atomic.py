@@ -299,6 +299,34 @@ def _replace_in(
         clear_pending(record)
 
 
+def remove_file(real: Path, *, expect: Snapshot, shown: str) -> int:
+    """Remove ``real`` if it is still as the caller read it (``expect``), and make the removal
+    durable (an undone creation); 0, the bytes left. WriteError when it changed or cannot be
+    removed."""
+    try:
+        flags = os.O_RDONLY | platform.DIRECTORY
+        dfd = open_components(real.parent, flags) if platform.has_dir_fd() else None
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    name = real.name if dfd is not None else str(real)
+    held = -1
+    try:
+        _check_target(_lstat_at(dfd, name), shown, dfd, name)
+        held = _check_unchanged(dfd, name, expect, shown)
+        os.unlink(name, dir_fd=dfd)
+        if dfd is not None:
+            os.fsync(dfd)
+        return 0
+    except WriteError:
+        raise
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    finally:
+        _release(held, expect.size)
+        if dfd is not None:
+            os.close(dfd)
+
+
 def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
     """Without dir_fd the temp was created by a path, which a symlink swapped into it since
     the check can redirect out of the workspace: before a byte is written, the temp's final

@@ -139,9 +139,17 @@ class Events(RootsChanged, NotableEvents):
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed: each
     declared once, as its module's ``SPEC``."""
-    from filegate.tools import glob, grep, read_file, read_media, str_replace, write_file
+    from filegate.tools import glob, grep, read_file, read_media, str_replace, undo_write, write_file
 
-    specs = [read_file.SPEC, read_media.SPEC, glob.SPEC, grep.SPEC, write_file.SPEC, str_replace.SPEC]
+    specs = [
+        read_file.SPEC,
+        read_media.SPEC,
+        glob.SPEC,
+        grep.SPEC,
+        write_file.SPEC,
+        str_replace.SPEC,
+        undo_write.SPEC,
+    ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
 
 

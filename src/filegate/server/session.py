@@ -12,6 +12,7 @@ import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
+from filegate.fsio.history import Limits, WriteHistory
 from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace, abbreviate
@@ -122,6 +123,7 @@ class SessionRuntime:
         # ReadFile's `encoding` per file, kept the same way (SPEC §8.1), guard or not.
         self._encodings: weakref.WeakKeyDictionary[Any, ChosenEncodings] = weakref.WeakKeyDictionary()
         self.process_encodings = ChosenEncodings(PROCESS_CAPACITY)
+        self.history = open_history(settings)
 
     async def workspace_for(self, call: CallContext) -> Workspace:
         """The workspace narrowed by the client's roots (handshake era; roots never widen).
@@ -191,7 +193,15 @@ class SessionRuntime:
             reads=self.reads_for(call),
             legacy_encoding=self.settings.legacy_encoding,
             encodings=self.encodings_for(call),
+            history=self.history,
         )
+
+
+def open_history(settings: Settings) -> WriteHistory | None:
+    """The write history of the state directory (SPEC §8.4); None: --history off."""
+    if settings.history == "off":
+        return None
+    return WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
 
 
 class RootsChanged(Middleware):

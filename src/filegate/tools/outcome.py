@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from filegate.errors import Refusal
 from filegate.fsio.codec import FileCodec, decide_for_data
+from filegate.fsio.history import WriteHistory
 from filegate.policy.workspace import Workspace
 from filegate.tools.readguard import ChosenEncodings, ReadLedger
 
@@ -155,6 +156,7 @@ Route = Literal[
     "stale",  # 2026-07-28: the file kept changing under the user's answers
     "superseded",  # a newer question about the file was asked before this answer came
     "replayed",  # 2026-07-28: this answer was already used
+    "terminal",  # `filegate undo`: the user at the terminal (or --yes)
 ]
 
 
@@ -208,3 +210,6 @@ class ToolEnv:
     def codec_of(self, data: bytes, real: Path) -> FileCodec:
         """The codec of a file whose whole content is ``data`` (SPEC §8.1's order)."""
         return decide_for_data(data, real, self.legacy_encoding, self.chosen_encoding(real))
+
+    # Where every write keeps its pre-image (SPEC §8.4); None: --history off.
+    history: WriteHistory | None = None

@@ -16,6 +16,7 @@ from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.placeholders import find_placeholder
 from filegate.tools.textstyle import new_file_style
 from filegate.tools.writing import (
     MAX_FILE_BYTES,
@@ -48,6 +49,10 @@ class WriteFileParams(BaseModel):
         Field(description="Create missing parent directories (after approval)."),
     ] = False
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    allow_placeholders: Annotated[
+        bool,
+        Field(description='Overwrite even if `content` holds a "... rest of the code unchanged" comment.'),
+    ] = False
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -100,6 +105,8 @@ def _new_bytes(params: WriteFileParams, data: bytes | None, rp: ResolvedPath, en
     text = with_line_endings(params.content, eol)
     kept = Kept(_kept(codec, eol, converted=text != params.content))
     if params.mode == "overwrite":
+        if not params.allow_placeholders:
+            _check_placeholders(params, data[len(codec.bom) :].decode(codec.name, "replace"))
         new = codec.bom + _encoded(params, codec, text.removeprefix("\ufeff") if codec.bom else text)
         return Change(new, codec, kept, kept.rules)
     # The old bytes and the appended ones as pieces: the file is not held twice (a copy of
@@ -155,6 +162,22 @@ def _encoded(params: WriteFileParams, codec: Encoding, text: str) -> bytes:
             f"{codec.shown} cannot store. Nothing was written.",
             "Character not in the file's encoding",
         ) from None
+
+
+def _check_placeholders(params: WriteFileParams, old: str) -> None:
+    """SPEC §8.4: an overwrite whose content stands a comment in for code it left out
+    ("// ... rest of the code unchanged") would destroy that code; refused."""
+    found = find_placeholder(params.content, old)
+    if found is None:
+        return
+    number, line = found
+    raise WriteError(
+        f"The content stands a placeholder in for left-out text (line {number}: `{escape(line)}`), "
+        f"which `{escape(params.path)}` does not hold: overwriting would replace that text with "
+        "the placeholder. Nothing was written. Write the whole content, or change only a part "
+        "with StrReplaceFile; pass `allow_placeholders: true` if the line belongs in the file.",
+        "Placeholder in content",
+    )
 
 
 def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:

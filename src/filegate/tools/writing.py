@@ -1,3 +1,4 @@
+# size: one job, the route of every write (load, transform, ask, keep, write, log) on one job and lock
 """The route of every write (SPEC §4, §6): load, transform, ask, write atomically, log.
 
 WriteFile and StrReplaceFile each give a pure transformation (the file's bytes → the bytes to
@@ -30,7 +31,7 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
@@ -132,6 +133,8 @@ class Change(Generic[T]):
     # changed the file: before start and after the ends both are the same, so the diff looks
     # only in between. None: the diff compares the whole of both.
     span: tuple[int, int, int] | None = None
+    mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
+    remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +177,7 @@ class Written(Generic[T]):
     route: Route
     facts: T
     sensitive: bool = False
+    write_id: str = ""  # its id in the write history ("" with --history off)
 
 
 @dataclass(slots=True)
@@ -195,7 +199,12 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
         if job.dry_run:
             return await _preview(job, env)
         written = await (_write_sensitive(job, env) if job.rp.sensitive else _write_ordinary(job, env))
-        return written if isinstance(written, Outcome) else job.done(written)
+        if isinstance(written, Outcome):
+            return written
+        outcome = job.done(written)
+        if written.write_id:  # SPEC §8.4: every write's message ends with its id
+            outcome.message += f" Write id: {written.write_id}."
+        return outcome
     except Refusal as exc:
         _log_failure(job, env, exc.message)
         raise
@@ -352,8 +361,9 @@ async def _finish(
         _log_refusal(job, env, decision)
         return Outcome.error(decision.message, "Rejected by user")
     known = env.reads if prepared.known else None
-    size = await _replace(job, env, prepared.change.new, prepared.current.snapshot, decision, known)
-    return Written(size, prepared.current.data is None, prepared.diff, decision.route, prepared.change.facts)
+    size, write_id = await _replace(job, env, prepared.change, prepared.current.snapshot, decision, known)
+    created = prepared.current.data is None
+    return Written(size, created, prepared.diff, decision.route, prepared.change.facts, write_id=write_id)
 
 
 async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
@@ -394,8 +404,9 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
                 "The file is sensitive, so filegate does not say why.",
                 "Change not applied",
             )
-        size = await _replace(job, env, change.new, current.snapshot, decision)
-    return Written(size, current.data is None, None, decision.route, change.facts, sensitive=True)
+        size, write_id = await _replace(job, env, change, current.snapshot, decision)
+    created = current.data is None
+    return Written(size, created, None, decision.route, change.facts, sensitive=True, write_id=write_id)
 
 
 def _load_and_transform(job: WriteJob[T], ticket: Ticket) -> tuple[Current, Change[T]]:
@@ -412,25 +423,43 @@ def _digest(tool: str, arguments: dict[str, object]) -> str:
 async def _replace(
     job: WriteJob[T],
     env: ToolEnv,
-    new: Content,
+    change: Change[T],
     expect: Snapshot,
     decision: Decision,
     reads: ReadLedger | None = None,
-) -> int:
-    """Write ``new`` over ``expect``; with ``reads``, the written file counts as read there."""
-    rp = job.rp
+) -> tuple[int, str]:
+    """Write ``change`` over ``expect``, kept in the history first; with ``reads``, the written
+    file counts as read there. Returns the bytes written and the write's id."""
+    rp, new = job.rp, change.new
 
-    def write() -> int:
-        size = replace_file(rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs)
-        if reads is not None:  # under the file's lock: no write of ours comes between
+    def write() -> tuple[int, str]:
+        # SPEC §8.4: the pre-image and the record are durable before the rename.
+        old = expect.content if expect.exists and not rp.sensitive else None
+        kept = None if change.remove else new
+        write_id = (
+            env.history.begin(job.tool, rp, env.client, decision.route, old, kept) if env.history else ""
+        )
+        done = False
+        try:
+            if change.remove:
+                size = remove_file(rp.real, expect=expect, shown=rp.shown)
+            else:
+                size = replace_file(
+                    rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs, mode=change.mode
+                )
+            done = True
+        finally:  # the outcome line: "failed" when the rename did not happen
+            if env.history is not None:
+                env.history.finish(write_id, ok=done)
+        if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
                 reads.saw(rp.real, identity_of(os.lstat(rp.real)))
-        return size
+        return size, write_id
 
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
     # A WriteError is logged by run_write.
-    size = await anyio.to_thread.run_sync(write)
+    size, write_id = await anyio.to_thread.run_sync(write)
     audit.info(
         "%s wrote %s to %s (%s workspace, approval: %s); client: %s",
         job.tool,
@@ -440,7 +469,7 @@ async def _replace(
         decision.route,
         escape(env.client) or "-",
     )
-    return size
+    return size, write_id
 
 
 def _log_refusal(job: WriteJob[T], env: ToolEnv, decision: Decision) -> None:

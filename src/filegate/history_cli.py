@@ -1,0 +1,143 @@
+"""``filegate history`` and ``filegate undo`` (SPEC §8.4): the write history from a terminal.
+
+``filegate undo ID`` goes through the very route an UndoWrite call takes (tools/undo_write.py:
+the same checks, the file's lock shared with running servers, its own history line), with the
+terminal as the approver: it prints the question (the diff) and asks y/N unless ``--yes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from filegate.flags import ArgumentParser
+from filegate.fsio.history import Entry, Limits, WriteHistory
+from filegate.policy.escape import escape
+from filegate.tools.outcome import Decision, WriteRequest
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(value: str, now: float | None = None) -> float:
+    """A time: ISO 8601 ("2026-11-27", "2026-11-27T14:00", local time unless it says) or an age
+    ("90m", "2h", "3d": that long ago). argparse.ArgumentTypeError otherwise."""
+    now = time.time() if now is None else now
+    text = value.strip()
+    unit = text[-1:].lower()
+    if unit in _DURATION_UNITS and text[:-1].replace(".", "", 1).isdigit():
+        return now - float(text[:-1]) * _DURATION_UNITS[unit]
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a date/time (2026-11-27T14:00) nor an age (90m, 2h, 3d)"
+        ) from None
+
+
+def _history() -> WriteHistory:
+    from filegate.settings import Settings
+
+    settings = Settings(workdir=Path.cwd())
+    return WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+
+
+def entry_line(entry: Entry) -> str:
+    """One write as ``filegate history`` lists it (the path escaped, SPEC §2.9)."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    if not entry.kept:
+        change = f"not kept ({entry.not_kept})"
+    elif entry.created:
+        change = f"created, {entry.size_after} bytes"
+    elif entry.removed:
+        change = f"removed, was {entry.size_before} bytes"
+    else:
+        change = f"{entry.size_before} -> {entry.size_after} bytes"
+    state = "" if entry.state == "done" else f", {entry.state}"
+    about = f"{change}; {entry.route}; {escape(entry.client) or '-'}{state}"
+    return f"{entry.id}  {when}  {entry.tool:<14} {escape(entry.path)}  ({about})"
+
+
+def list_history(path: str | None, since: float | None) -> list[Entry]:
+    entries = _history().entries()
+    if path is not None:
+        real = os.path.realpath(path)
+        entries = [e for e in entries if e.path == real or e.path.startswith(real.rstrip(os.sep) + os.sep)]
+    if since is not None:
+        entries = [e for e in entries if e.time >= since]
+    return entries
+
+
+class TerminalApprover:
+    """The user at the terminal: the question printed (the diff), then y/N unless ``yes``."""
+
+    def __init__(self, yes: bool) -> None:
+        self.yes = yes
+
+    def settle(self, request: WriteRequest) -> Decision | None:
+        return None  # always described: the diff is shown even with --yes
+
+    async def ask(self, request: WriteRequest) -> Decision:
+        from filegate.server.questions import approval_message
+
+        print(approval_message(request))
+        if self.yes:
+            return Decision(True, "terminal")
+        answer = input("Undo this write? [y/N] ").strip().lower() if sys.stdin.isatty() else ""
+        if answer in ("y", "yes"):
+            return Decision(True, "terminal")
+        return Decision(False, "terminal", "Not undone: the user did not confirm.")
+
+
+async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
+    """Undo ``write_id`` through UndoWrite's own route; (succeeded, the message)."""
+    from filegate.policy.secrets import SecretMatcher
+    from filegate.policy.workspace import Workspace
+    from filegate.settings import Settings
+    from filegate.tools.outcome import ToolEnv, answer
+    from filegate.tools.undo_write import UndoWriteParams, undo_write
+
+    settings = Settings(workdir=Path.cwd())
+    workspace = Workspace(
+        workdir=settings.workdir,
+        add_dirs=tuple(settings.add_dirs),
+        secrets=SecretMatcher(settings.secret_patterns),
+    )
+    history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+    env = ToolEnv(
+        workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
+    )
+    outcome = await answer(undo_write, UndoWriteParams(write_id=write_id, force=force), env)
+    message = outcome.message.replace("`force: true`", "`--force`")  # the terminal's spelling
+    text = message + (f"\n{outcome.output}" if outcome.output else "")
+    return not outcome.is_error, text
+
+
+def main(argv: Sequence[str]) -> int:
+    """``filegate history ...`` (argv[0] == "history") or ``filegate undo ...``."""
+    command, args = argv[0], argv[1:]
+    if command == "history":
+        p = ArgumentParser(
+            prog="filegate history", description="List the writes filegate kept (oldest first)."
+        )
+        p.add_argument("--path", metavar="P", help="only writes to this file (or under this directory)")
+        p.add_argument(
+            "--since", metavar="T", type=parse_since, help="only since T: 2026-11-27T14:00, or 2h, 3d"
+        )
+        ns = p.parse_args(args)
+        for entry in list_history(ns.path, ns.since):
+            print(entry_line(entry))
+        return 0
+    p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
+    p.add_argument("write_id", metavar="ID", help="the write's id (w-xxxxxx), as its message or history says")
+    p.add_argument("--yes", action="store_true", help="do not ask (the diff is still shown)")
+    p.add_argument("--force", action="store_true", help="undo even if the file changed since that write")
+    ns = p.parse_args(args)
+    ok, message = asyncio.run(undo(ns.write_id, ns.yes, ns.force))
+    (sys.stdout if ok else sys.stderr).write(message + "\n")
+    return 0 if ok else 1

@@ -1,0 +1,189 @@
+"""UndoWrite: put a file back as it was before one write, from the write history (SPEC §8.4).
+
+It is a write like the others: the same route (tools/writing.py), the same path rules and
+approval (the question shows the diff), logged, kept in the history (so an undo can be undone)
+and given its own write id. It needs no earlier ReadFile: the check that the file is still as
+that write left it (its hash in the history) is stronger than a read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import stat
+import time
+from typing import Annotated
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from filegate.errors import WriteError
+from filegate.fsio.history import Entry, WriteHistory
+from filegate.fsio.spliced import content_sha256
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath
+from filegate.tools.describe import load_description
+from filegate.tools.diffing import plural, unified_diff
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.writing import (
+    SENSITIVE_DONE,
+    Change,
+    WriteJob,
+    Written,
+    detect_encoding,
+    lines_sentence,
+    resolve_for_write,
+    run_write,
+)
+
+# Later writes to the same file named in a refusal, at most.
+MAX_LATER_NAMED = 5
+
+
+class UndoWriteParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    write_id: Annotated[
+        str,
+        Field(description='The id a write\'s message ended with ("Write id: w-3f9a2c.").', pattern=r"^\s*w-"),
+    ]
+    dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    force: Annotated[
+        bool,
+        Field(description="Restore even if the file changed since that write (its later changes are lost)."),
+    ] = False
+
+
+async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
+    history = env.history
+    if history is None:
+        raise WriteError(
+            "The write history is off (`--history off`), so no write can be undone.", "History off"
+        )
+    write_id = params.write_id.strip()
+    entry = await anyio.to_thread.run_sync(lambda: history.find(write_id))
+    if entry is None:
+        raise WriteError(_unknown(history, write_id), "Unknown write id")
+    _check_undoable(entry)
+    rp = resolve_for_write(env, entry.path, "write")
+    rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
+    later = [
+        e
+        for e in await anyio.to_thread.run_sync(history.entries)
+        if e.path == entry.path and e.time > entry.time
+    ]
+    before = None if entry.created else await anyio.to_thread.run_sync(lambda: _pre_image(history, entry, rp))
+    job = WriteJob(
+        tool="UndoWrite",
+        rp=rp,
+        transform=lambda data: _restore(entry, before, data, rp, params.force, later),
+        requested=f"Restores the content it had before write {entry.id} ({_when(entry)}).",
+        requested_unsafe=False,
+        arguments=params.model_dump(),
+        done=lambda written: _success(entry, rp, written),
+        unchanged=lambda size: Outcome(
+            message=f"`{rp.shown}` is already as it was before {entry.id}; nothing changed."
+        ),
+        dry_run=params.dry_run,
+        would=lambda _: f"Would undo {entry.id} ({entry.tool}, {_when(entry)}).",
+    )
+    return await run_write(job, env)
+
+
+def _unknown(history: WriteHistory, write_id: str) -> str:
+    if history.evicted(write_id):
+        return (
+            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
+            "or beyond --history-max-bytes), so it can no longer be undone."
+        )
+    return (
+        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
+        "(w- and 6 hex digits)."
+    )
+
+
+def _check_undoable(entry: Entry) -> None:
+    if entry.state == "failed":
+        raise WriteError(
+            f"Write {entry.id} failed and wrote nothing; there is nothing to undo.", "Nothing to undo"
+        )
+    if not entry.kept:
+        why = entry.not_kept
+        raise WriteError(
+            f"Write {entry.id} cannot be undone: its previous content was not kept ({why}).",
+            "Not kept",
+        )
+
+
+def _pre_image(history: WriteHistory, entry: Entry, rp: ResolvedPath) -> bytes:
+    try:
+        return history.pre_image(entry)
+    except (OSError, ValueError):
+        raise WriteError(
+            f"The kept copy of `{rp.shown}` before {entry.id} is missing or damaged, so it cannot "
+            "be restored.",
+            "Copy missing",
+        ) from None
+
+
+def _restore(
+    entry: Entry, before: bytes | None, data: bytes | None, rp: ResolvedPath, force: bool, later: list[Entry]
+) -> Change[None]:
+    """The file's bytes now → the bytes before ``entry`` (or its removal, for a creation)."""
+    if not force:
+        changed = _what_changed(entry, data, later)
+        if changed:
+            target = b"" if before is None else before
+            diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
+            raise WriteError(
+                f"`{rp.shown}` is no longer as {entry.id} left it: {changed}. Nothing was written. "
+                "`force: true` restores it anyway; below is what that would change.",
+                "File changed since",
+                output=diff,
+            )
+    if before is None:  # the write created the file: undoing it removes it
+        if data is None:
+            raise WriteError(f"`{rp.shown}` does not exist: there is nothing to remove.", "Nothing to undo")
+        note = f"Removes `{rp.shown}`: {entry.id} created it."
+        return Change(b"", detect_encoding(data), None, notes=(note,), remove=True)
+    # The permission bits it had, but setuid/setgid (a restore never hands out an owner's rights).
+    mode = None if entry.mode is None else entry.mode & ~(stat.S_ISUID | stat.S_ISGID)
+    return Change(before, detect_encoding(before), None, mode=mode)
+
+
+def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:
+    """Why the file is not as ``entry`` left it ("" when it is)."""
+    if entry.removed:
+        return "" if data is None else "it exists again"
+    if data is None:
+        return "it was deleted"
+    if content_sha256(data) == entry.after:
+        return ""
+    left = plural(entry.size_after or 0, "byte")
+    why = f"it changed since (now {plural(len(data), 'byte')}; that write left {left})"
+    if later:
+        names = ", ".join(f"{e.id} ({e.tool})" for e in later[-MAX_LATER_NAMED:])
+        why += f"; later writes through filegate: {names} — undo those first, newest first"
+    return why
+
+
+def _when(entry: Entry) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entry.time))
+
+
+def _success(entry: Entry, rp: ResolvedPath, w: Written[None]) -> Outcome:
+    if w.diff is None:  # a sensitive file (a name that became sensitive since): nothing told
+        return Outcome(message=f"Undid {entry.id}." + SENSITIVE_DONE)
+    if entry.created:
+        return Outcome(message=f"Undid {entry.id}: removed `{rp.shown}`, which it had created.")
+    message = f"Undid {entry.id}: `{rp.shown}` restored as it was before it. Current size: {w.size} bytes."
+    return Outcome(message=message + lines_sentence(w.diff))
+
+
+SPEC = ToolSpec(
+    name="UndoWrite",
+    title="Undo a write",
+    description=load_description("undo_write"),
+    params=UndoWriteParams,
+    handler=undo_write,
+    read_only=False,
+)

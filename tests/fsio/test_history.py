@@ -1,0 +1,464 @@
+"""The write history store (fsio/history.py, SPEC §8.4) on real files in a temp state directory:
+what a line holds, where a pre-image goes, who may read it, ids, bounds, several processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from filegate.errors import WriteError
+from filegate.fsio import history as store
+from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.spliced import Spliced
+from filegate.policy.workspace import ResolvedPath
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    path = tmp_path / "ws" / "a.txt"
+    path.parent.mkdir()
+    path.write_bytes(b"old\n")
+    path.chmod(0o640)
+    return path
+
+
+def rp(path: Path, sensitive: bool = False) -> ResolvedPath:
+    return ResolvedPath(shown=path.name, real=path, inside=True, sensitive=sensitive)
+
+
+def lines(h: WriteHistory) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in h.log_path.read_text().splitlines()]
+
+
+def write(h: WriteHistory, path: Path, new: bytes, ok: bool = True, **kw: Any) -> str:
+    """One write as tools/writing.py makes it: begin, the file replaced, finish."""
+    old = path.read_bytes() if path.exists() else None
+    write_id = h.begin(
+        kw.get("tool", "WriteFile"), rp(path, kw.get("sensitive", False)), "cli", "auto", old, new
+    )
+    if ok:
+        path.write_bytes(new)
+    h.finish(write_id, ok)
+    return write_id
+
+
+def test_a_write_keeps_its_pre_image_and_one_record_then_its_outcome(target: Path) -> None:
+    h = WriteHistory()
+    write_id = write(h, target, b"new content\n")
+    record, outcome = lines(h)
+    assert set(record) == {
+        "id", "time", "client", "tool", "path", "route", "kept", "before", "after", "size_before",
+        "size_after", "mode",
+    }  # fmt: skip
+    assert record["id"] == write_id and len(write_id) == 8 and write_id.startswith("w-")
+    assert (record["client"], record["tool"], record["path"], record["route"]) == (
+        "cli",
+        "WriteFile",
+        str(target),
+        "auto",
+    )
+    assert (record["before"], record["after"]) == (sha(b"old\n"), sha(b"new content\n"))
+    assert (record["size_before"], record["size_after"], record["mode"]) == (4, 12, 0o640)
+    assert record["kept"] is True
+    assert outcome == {"id": write_id, "outcome": "done"}
+    blob = history_dir() / "objects" / sha(b"old\n")[:2] / sha(b"old\n")[2:]
+    assert blob.read_bytes() == b"old\n"
+    (entry,) = h.entries()
+    assert entry.state == "done" and h.pre_image(entry) == b"old\n"
+    assert h.find(write_id) == entry and h.find("w-nothere") is None
+
+
+def test_the_outcome_of_a_write_that_failed_and_of_one_never_finished(target: Path) -> None:
+    h = WriteHistory()
+    failed = write(h, target, b"x", ok=False)
+    started = h.begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"y")
+    h.finish("", ok=True)  # no id (history off): nothing
+    states = {e.id: e.state for e in WriteHistory().entries()}  # as another process reads it
+    assert states == {failed: "failed", started: "unconfirmed"}
+    assert lines(h)[1] == {"id": failed, "outcome": "failed"}
+
+
+def test_everything_is_owner_only_whatever_the_umask(target: Path) -> None:
+    old = os.umask(0)
+    try:
+        history_dir().mkdir(parents=True, mode=0o755)
+        os.chmod(history_dir(), 0o755)  # made by someone else, too open: narrowed
+        h = WriteHistory(limits=Limits(max_bytes=5))
+        write(h, target, b"new\n")
+        assert stat.S_IMODE(h.log_path.stat().st_mode) == 0o600  # as appended to
+        write(h, target, b"newer\n")  # evicts the first: the history file is rewritten
+        assert [r for r in lines(h) if "evicted" in r]
+    finally:
+        os.umask(old)
+    for root, dirs, files in os.walk(history_dir()):
+        for name in dirs:
+            assert stat.S_IMODE(os.stat(Path(root) / name).st_mode) == 0o700, name
+        for name in files:
+            assert stat.S_IMODE(os.stat(Path(root) / name).st_mode) == 0o600, name
+    assert stat.S_IMODE(os.stat(history_dir()).st_mode) == 0o700
+
+
+def test_a_history_directory_that_is_a_symlink_stops_the_write(target: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    history_dir().parent.mkdir(parents=True, exist_ok=True)
+    history_dir().symlink_to(elsewhere)
+    with pytest.raises(WriteError) as caught:
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
+    assert caught.value.message == (
+        f"Failed to keep the previous content of `a.txt` in the write history ({history_dir()} is not a "
+        "directory of this user). Nothing was written. `--history off` turns the history off."
+    )
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_history_the_system_refuses_to_extend_stops_the_write_with_its_reason(target: Path) -> None:
+    history_dir().mkdir(parents=True)
+    (history_dir() / "history.jsonl").mkdir()  # where the file goes: EISDIR
+    with pytest.raises(WriteError) as caught:
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
+    assert caught.value.message == (
+        "Failed to keep the previous content of `a.txt` in the write history (Is a directory). "
+        "Nothing was written. `--history off` turns the history off."
+    )
+
+
+def test_an_unwritable_state_directory_stops_the_write_with_the_reason(target: Path) -> None:
+    if os.geteuid() == 0:
+        history_dir().parent.mkdir(parents=True, exist_ok=True)
+        history_dir().write_text("a file where the directory goes")
+    else:
+        history_dir().mkdir(parents=True)
+        history_dir().chmod(0o500)
+    with pytest.raises(WriteError) as caught:
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
+    assert caught.value.brief == "History failed"
+
+
+def test_a_sensitive_write_keeps_no_copy_hash_size_or_mode(target: Path) -> None:
+    h = WriteHistory()
+    write(h, target, b"TOKEN=secret\n", sensitive=True)
+    record = lines(h)[0]
+    assert record["kept"] is False and record["not_kept"] == "sensitive file"
+    assert not {"before", "after", "size_before", "size_after", "mode"} & set(record)
+    assert not (history_dir() / "objects").exists()
+    (entry,) = h.entries()
+    assert entry.before == entry.after == "" and entry.size_before is None
+
+
+def test_a_creation_and_a_removal_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "new.txt"
+    h = WriteHistory()
+    made = write(h, path, b"made\n")
+    gone = h.begin("UndoWrite", rp(path), "cli", "auto", b"made\n", None)
+    created, removed = (e for e in h.entries() if e.id in (made, gone))
+    assert created.created and not created.removed and created.before == "" and created.mode is None
+    assert created.after == sha(b"made\n") and created.size_after == 5
+    assert removed.removed and not removed.created and removed.after == "" and removed.size_after is None
+    assert h.pre_image(removed) == b"made\n"
+    assert "created" not in lines(h)[2] and lines(h)[2]["removed"] is True
+
+
+def test_identical_pre_images_are_kept_once(target: Path) -> None:
+    h = WriteHistory()
+    write(h, target, b"new\n")
+    target.write_bytes(b"old\n")
+    write(h, target, b"newer\n")
+    objects = [f for _, _, files in os.walk(history_dir() / "objects") for f in files]
+    assert objects == [sha(b"old\n")[2:]]
+    assert h.kept_bytes() == 4
+
+
+def test_a_spliced_new_content_is_hashed_as_its_bytes(target: Path) -> None:
+    base = b"0123456789"
+    spliced = Spliced(base, 2, 4, b"AB")
+    h = WriteHistory()
+    h.begin("StrReplaceFile", rp(target), "cli", "auto", b"old\n", spliced)
+    assert h.entries()[0].after == sha(bytes(spliced))
+    assert h.entries()[0].size_after == len(bytes(spliced))
+
+
+def test_a_pre_image_over_the_byte_bound_is_not_kept_and_says_why(target: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=3))
+    write(h, target, b"new\n")
+    (entry,) = h.entries()
+    assert not entry.kept and entry.not_kept == "larger than --history-max-bytes"
+    assert entry.before == sha(b"old\n")  # not sensitive: its hashes are told
+    assert not (history_dir() / "objects").exists()
+    assert h.kept_bytes() == 0
+    assert lines(h)[0]["kept"] is False
+
+
+def test_a_pre_image_of_exactly_the_byte_bound_is_kept(target: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=4))
+    write(h, target, b"new\n")
+    assert h.entries()[0].kept and h.pre_image(h.entries()[0]) == b"old\n"
+
+
+def test_the_history_lives_in_the_state_directory_unless_told(tmp_path: Path) -> None:
+    assert history_dir() == Path(os.environ["XDG_STATE_HOME"]) / "filegate" / "history"
+    elsewhere = tmp_path / "elsewhere"
+    target = tmp_path / "t.txt"
+    target.write_bytes(b"x")
+    write(WriteHistory(elsewhere), target, b"y")
+    assert (elsewhere / "history.jsonl").is_file() and not history_dir().exists()
+
+
+def test_a_damaged_copy_is_not_restored(target: Path) -> None:
+    h = WriteHistory()
+    write(h, target, b"new\n")
+    (entry,) = h.entries()
+    h.object_path(entry.before).write_bytes(b"olx\n")
+    with pytest.raises(ValueError, match="damaged"):
+        h.pre_image(entry)
+
+
+# --- ids --------------------------------------------------------------------------------------
+
+
+def test_ids_are_unique_across_processes_sharing_the_directory(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two stores on one directory (two processes): the second's view is stale when it draws,
+    and its first draw is the id the first just took; it looks again under the lock."""
+    a, b = WriteHistory(), WriteHistory()
+    b.entries()  # b has looked once, before a wrote
+    draws = iter(["aaaaaa", "aaaaaa", "bbbbbb"])
+    monkeypatch.setattr(store, "draw_id", lambda: next(draws))
+    first = a.begin("WriteFile", rp(target), "a", "auto", b"old\n", b"1")
+    second = b.begin("WriteFile", rp(target), "b", "auto", b"old\n", b"2")
+    assert (first, second) == ("w-aaaaaa", "w-bbbbbb")
+    assert [e.id for e in WriteHistory().entries()] == ["w-aaaaaa", "w-bbbbbb"]
+
+
+def test_an_evicted_id_is_never_drawn_again(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    draws = iter(["aaaaaa", "bbbbbb", "aaaaaa", "cccccc"])
+    monkeypatch.setattr(store, "draw_id", lambda: next(draws))
+    write(h, target, b"a")
+    clock[0] += 11
+    write(h, target, b"b")  # w-aaaaaa is evicted: its tombstone stays
+    assert h.evicted("w-aaaaaa") and not h.evicted("w-bbbbbb")
+    assert write(h, target, b"c") == "w-cccccc"
+
+
+def test_a_full_id_space_stops_the_write(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = WriteHistory()
+    monkeypatch.setattr(store, "draw_id", lambda: "aaaaaa")
+    write(h, target, b"a")
+    with pytest.raises(WriteError, match=r"\(no free write id \(the history is full\)\)"):
+        write(h, target, b"b")
+
+
+# --- bounds -----------------------------------------------------------------------------------
+
+
+def _files(tmp_path: Path, n: int, size: int) -> list[Path]:
+    paths = []
+    for k in range(n):
+        p = tmp_path / f"f{k}"
+        p.write_bytes(bytes([65 + k]) * size)
+        paths.append(p)
+    return paths
+
+
+def test_the_byte_bound_evicts_oldest_first_down_to_nine_tenths(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    paths = _files(tmp_path, 5, 30)
+    ids = [write(h, p, b"x") for p in paths[:3]]  # 90 bytes kept
+    assert h.kept_bytes() == 90 and not caplog.records
+    ids.append(write(h, paths[3], b"x"))  # 30 more: 120 > 100 -> the oldest go, down to <= 70
+    assert [e.id for e in h.entries()] == ids[1:]
+    assert h.kept_bytes() == 90 and h.evicted(ids[0])
+    assert not h.object_path(sha(b"A" * 30)).exists()
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 1 write(s), oldest first (over --history-max-bytes)"
+    ]
+    assert [e.id for e in WriteHistory().entries()] == ids[1:]  # rewritten on disk too
+
+
+def test_a_pre_image_another_write_still_names_is_kept(tmp_path: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=70))
+    a, b, c = _files(tmp_path, 3, 30)
+    b.write_bytes(a.read_bytes())  # same pre-image as a's
+    first = write(h, a, b"x")
+    second = write(h, b, b"y")
+    assert h.kept_bytes() == 30
+    third = write(h, c, b"z")  # 60: fits
+    fourth = write(h, a, b"w")  # a holds "x" now: one byte more, fits
+    assert [e.id for e in h.entries()] == [first, second, third, fourth]
+    assert h.kept_bytes() == 61
+
+
+def test_the_age_bound_evicts_old_writes_and_says_so(
+    target: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [5000.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=100))
+    old = write(h, target, b"one\n")
+    clock[0] += 100  # exactly the age: kept
+    kept = write(h, target, b"two\n")
+    assert [e.id for e in h.entries()] == [old, kept]
+    clock[0] += 0.5  # past it
+    newest = write(h, target, b"three\n")
+    assert [e.id for e in h.entries()] == [kept, newest]
+    assert "history: evicted 1 write(s), oldest first (older than --history-max-age)" in caplog.text
+    assert not h.object_path(sha(b"old\n")).exists()
+    assert {"id": old, "evicted": 5100.5} in lines(h)
+
+
+def test_tombstones_go_after_ten_times_the_age_bound(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    first = write(h, target, b"1")
+    clock[0] = 11
+    write(h, target, b"2")
+    assert h.evicted(first)
+    clock[0] = 11 + 100  # exactly ten times: still there
+    write(h, target, b"3")
+    assert h.evicted(first)
+    clock[0] = 11 + 100.5
+    write(h, target, b"4")
+    assert not h.evicted(first)
+    assert not [r for r in lines(h) if r.get("id") == first]
+
+
+def test_the_defaults_are_one_gibibyte_and_fourteen_days() -> None:
+    assert Limits() == Limits(1 << 30, 14 * 86400.0)
+
+
+# --- reading what other processes wrote ------------------------------------------------------
+
+
+def test_a_reader_sees_appends_and_rewrites_by_other_processes(tmp_path: Path) -> None:
+    reader = WriteHistory()
+    assert reader.entries() == []
+    writer = WriteHistory(limits=Limits(max_bytes=40))
+    a, b = _files(tmp_path, 2, 30)
+    first = write(writer, a, b"x")
+    assert [e.id for e in reader.entries()] == [first]
+    second = write(writer, b, b"y")  # evicts the first: the file is rewritten (a new inode)
+    assert [e.id for e in reader.entries()] == [second] and reader.evicted(first)
+    assert reader.kept_bytes() == 30
+
+
+def test_a_half_written_last_line_waits_and_a_damaged_line_is_skipped(
+    target: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = WriteHistory()
+    first = write(h, target, b"new\n")
+    with open(h.log_path, "ab") as f:
+        f.write(b"{not json}\n")
+        f.write(
+            b'{"id":"w-123456","time":1,"client":"","tool":"WriteFile","path":"/x","route":"auto","kept":false'
+        )
+    reader = WriteHistory()
+    assert [e.id for e in reader.entries()] == [first]
+    assert [r.getMessage() for r in caplog.records] == [f"history: skipped a damaged line in {h.log_path}"]
+    with open(h.log_path, "ab") as f:
+        f.write(b"}\n")
+    assert [e.id for e in reader.entries()] == [first, "w-123456"]
+
+
+def test_an_entry_line_round_trips(target: Path) -> None:
+    entry = Entry("w-abcdef", 1.5, "c", "WriteFile", "/p", "auto", True, "b", "a", 1, 2, 0o600)
+    assert Entry.parse(entry.line()) == entry
+    empty = Entry("w-abcdef", 0.0, "", "WriteFile", "/p", "auto", True, "b", "a", 0, 0, 0)  # zeros kept
+    assert Entry.parse(empty.line()) == empty
+    assert Entry.parse({**entry.line(), "future_field": 1}) == entry
+
+
+def test_no_history_directory_reads_as_empty(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    assert WriteHistory().entries() == [] and WriteHistory().find("w-000000") is None
+
+
+def test_a_pre_image_already_kept_needs_no_room_and_nothing_is_evicted_at_the_bound(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=60))
+    a, b, c = _files(tmp_path, 3, 30)
+    c.write_bytes(a.read_bytes())  # c's pre-image is a's
+    ids = [write(h, a, b"x"), write(h, b, b"y")]  # 60 bytes: exactly the bound
+    ino = h.log_path.stat().st_ino
+    ids.append(write(h, c, b"z"))  # kept already: no room needed, nothing evicted
+    assert [e.id for e in h.entries()] == ids and h.kept_bytes() == 60
+    assert not caplog.records
+    assert h.log_path.stat().st_ino == ino  # appended to, not rewritten
+
+
+def test_eviction_and_rewrites_keep_outcomes_and_odd_names(tmp_path: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    odd = tmp_path / os.fsdecode(b"caf\xe9 \xff.txt")  # not UTF-8: a surrogate in the name
+    odd.write_bytes(b"D" * 30)
+    a, b, c, d = _files(tmp_path, 4, 30)
+    first = write(h, a, b"x")
+    failed = write(h, b, b"y", ok=False)
+    unfinished = h.begin("WriteFile", rp(odd), "cli", "auto", odd.read_bytes(), b"w")
+    assert tombstones(h) == []
+    h.object_path(sha(b"A" * 30)).unlink()  # a copy gone already: its eviction goes on
+    last = write(h, c, b"z")  # 120 > 100: the oldest goes, the file is rewritten
+    assert h.log_path.read_bytes().isascii()
+    fresh = WriteHistory()
+    states = {e.id: e.state for e in fresh.entries()}
+    assert states == {failed: "failed", unfinished: "unconfirmed", last: "done"}
+    assert fresh.evicted(first)
+    assert [e.path for e in fresh.entries() if e.id == unfinished] == [str(odd)]
+    # A reader that knew the tombstone only from the file: its next write judges its age.
+    reader = WriteHistory(limits=Limits(max_bytes=100))
+    write(reader, d, b"again")
+    assert reader.evicted(first)
+
+
+def tombstones(h: WriteHistory) -> list[str]:
+    """Tombstones so far (none before the first eviction)."""
+    return [r["id"] for r in lines(h) if "evicted" in r]
+
+
+def test_eviction_frees_down_to_nine_tenths_of_the_bound_not_just_enough(tmp_path: Path) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    sizes = [3, 30, 30, 35, 5]
+    paths = []
+    for k, size in enumerate(sizes):
+        p = tmp_path / f"g{k}"
+        p.write_bytes(bytes([97 + k]) * size)
+        paths.append(p)
+    ids = [write(h, p, b"x") for p in paths[:4]]  # 98 kept
+    ids.append(write(h, paths[4], b"x"))  # 5 more: 103 > 100; freeing 3 would do, 90 % needs 33
+    assert [e.id for e in h.entries()] == ids[2:]
+    assert h.kept_bytes() == 70
+
+
+def test_writes_evicted_for_age_make_room_before_any_is_evicted_for_bytes(
+    target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_bytes=100, max_age_s=10))
+    a, b, c = _files(tmp_path, 3, 40)
+    old = write(h, a, b"x")
+    clock[0] = 5
+    kept = write(h, b, b"y")
+    clock[0] = 12  # the first is too old now, and its 40 bytes make room for c's
+    newest = write(h, c, b"z")
+    assert [e.id for e in h.entries()] == [kept, newest] and h.evicted(old)
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 1 write(s), oldest first (older than --history-max-age)"
+    ]

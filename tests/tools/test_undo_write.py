@@ -1,0 +1,205 @@
+"""UndoWrite and the write history (SPEC §8.4) through real fastmcp clients, both eras.
+
+Every test asserts what is on disk afterwards, and what the model reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from filegate.fsio.history import history_dir
+from tests.conftest import call, connect, text, write_id_of
+from tests.fakes import Answers
+
+ORIGINAL = b"line one\r\nline two \xff\r\n"  # CRLF and an undecodable byte: exact bytes, not text
+
+
+def _make(ws: Path, name: str = "a.txt", data: bytes = ORIGINAL, mode: int = 0o640) -> Path:
+    path = ws / name
+    path.write_bytes(data)
+    path.chmod(mode)
+    return path
+
+
+async def test_undo_restores_the_exact_bytes_and_mode_of_each_write_in_turn(ws: Path, mode: str) -> None:
+    path = _make(ws)
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        w1 = await call(c, "WriteFile", path="a.txt", content="rewritten\n")
+        w2 = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "rewritten", "new": "edited"})
+        path.chmod(0o600)  # a mode change is not a content change: the undo puts the mode back
+        u2 = await call(c, "UndoWrite", write_id=write_id_of(text(w2)))
+        assert not u2.is_error, text(u2)
+        assert path.read_bytes() == b"rewritten\r\n"  # WriteFile kept the file's CRLF (SPEC §8.1)
+        u1 = await call(c, "UndoWrite", write_id=write_id_of(text(w1)))
+    assert not u1.is_error, text(u1)
+    assert path.read_bytes() == ORIGINAL
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert text(u1).startswith(f"Undid {write_id_of(text(w1))}: `a.txt` restored as it was before it.")
+    # An undo is a write: its own id, different from the others.
+    ids = {write_id_of(text(r)) for r in (w1, w2, u1, u2)}
+    assert len(ids) == 4
+
+
+async def test_an_undo_can_itself_be_undone(ws: Path, mode: str) -> None:
+    path = _make(ws)
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="new\n")
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+        assert path.read_bytes() == ORIGINAL
+        redo = await call(c, "UndoWrite", write_id=write_id_of(text(u)))
+    assert not redo.is_error, text(redo)
+    assert path.read_bytes() == b"new\r\n"  # WriteFile kept the CRLF (SPEC §8.1)
+
+
+async def test_a_file_changed_since_is_refused_with_what_changed_and_force_overrides(
+    ws: Path, mode: str
+) -> None:
+    path = _make(ws)
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="model\n")
+        e = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "model", "new": "model too"})
+        path.write_bytes(b"model too\nhand edit\n")
+        refused = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+        assert refused.is_error
+        assert path.read_bytes() == b"model too\nhand edit\n"  # untouched
+        message = text(refused)
+        assert f"`a.txt` is no longer as {write_id_of(text(w))} left it: it changed since" in message
+        assert f"{write_id_of(text(e))} (StrReplaceFile)" in message  # the later write is named
+        assert "-hand edit" in message  # the diff force would apply
+        forced = await call(c, "UndoWrite", write_id=write_id_of(text(w)), force=True)
+    assert not forced.is_error, text(forced)
+    assert path.read_bytes() == ORIGINAL
+
+
+async def test_undoing_a_creation_removes_the_file_only_while_unchanged(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        w = await call(c, "WriteFile", path="new.txt", content="made\n")
+        write_id = write_id_of(text(w))
+        (ws / "new.txt").write_text("made\nand kept\n")
+        refused = await call(c, "UndoWrite", write_id=write_id)
+        assert refused.is_error and (ws / "new.txt").exists()
+        (ws / "new.txt").write_text("made\n")
+        removed = await call(c, "UndoWrite", write_id=write_id)
+        assert not removed.is_error, text(removed)
+        assert not (ws / "new.txt").exists()
+        assert text(removed).startswith(f"Undid {write_id}: removed `new.txt`, which it had created.")
+        # ... and undoing the removal puts it back.
+        back = await call(c, "UndoWrite", write_id=write_id_of(text(removed)))
+    assert not back.is_error, text(back)
+    assert (ws / "new.txt").read_text() == "made\n"
+
+
+async def test_dry_run_shows_the_diff_and_writes_nothing(ws: Path, mode: str) -> None:
+    path = _make(ws, data=b"before\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="after\n")
+        r = await call(c, "UndoWrite", write_id=write_id_of(text(w)), dry_run=True)
+    assert not r.is_error, text(r)
+    assert "-after\n+before" in text(r) and "nothing was written" in text(r)
+    assert path.read_bytes() == b"after\n"
+    assert "Write id" not in text(r)
+
+
+async def test_the_undo_is_asked_about_with_its_diff_and_a_rejection_writes_nothing(
+    ws: Path, mode: str
+) -> None:
+    path = _make(ws, data=b"before\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="after\n")
+    for decision, expected in (("reject", b"after\n"), ("approve", b"before\n")):
+        answers = Answers(decision)
+        async with connect(ws, mode, client_elicitation_handler=answers) as c:
+            r = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+        assert r.is_error == (decision == "reject"), text(r)
+        (question,) = answers.messages
+        assert question.splitlines()[0] == "Inside the workspace: UndoWrite wants to change `a.txt`."
+        assert "-after\n+before" in question
+        assert path.read_bytes() == expected
+
+
+async def test_undo_needs_no_read_of_the_file(ws: Path) -> None:
+    path = _make(ws, data=b"before\n")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="after\n")
+    async with connect(ws, approval="auto") as c:  # a new server: nothing read, guard on
+        r = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+    assert not r.is_error, text(r)
+    assert path.read_bytes() == b"before\n"
+
+
+async def test_read_only_offers_no_undo(ws: Path) -> None:
+    async with connect(ws, read_only=True) as c:
+        names = {t.name for t in await c.list_tools()}
+    assert "UndoWrite" not in names and "ReadFile" in names
+
+
+async def test_unknown_ids_and_history_off_are_refused_clearly(ws: Path) -> None:
+    async with connect(ws, approval="auto") as c:
+        r = await call(c, "UndoWrite", write_id="w-000000")
+    assert r.is_error and "No write w-000000 in the history" in text(r)
+    async with connect(ws, approval="auto", history="off") as c:
+        w = await call(c, "WriteFile", path="b.txt", content="x\n")
+        assert not w.is_error and "Write id" not in text(w)
+        r = await call(c, "UndoWrite", write_id="w-000000")
+    assert r.is_error and "--history off" in text(r)
+
+
+async def test_a_sensitive_file_leaves_no_byte_hash_or_size_in_the_state_directory(ws: Path) -> None:
+    """The canary: after writes to a sensitive file, nothing in the whole state directory holds
+    its content, a hash of it, or its size; its history line says "not kept"."""
+    old = b"API_KEY=CANARY-OLD-7f3a91\n"
+    new = "API_KEY=CANARY-NEW-0b2c55-longer\n"
+    (ws / ".env").write_bytes(old)
+    (ws / "plain.txt").write_text("ordinary\n")  # an ordinary write beside it is kept as usual
+    async with connect(
+        ws, approval="ask", read_guard=False, client_elicitation_handler=Answers("approve")
+    ) as c:
+        w = await call(c, "WriteFile", path=".env", content=new)
+        assert not w.is_error, text(w)
+        e = await call(c, "StrReplaceFile", path=".env", edit={"old": "-longer", "new": "-x"})
+        await call(c, "WriteFile", path="plain.txt", content="changed\n")
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+    assert u.is_error and "not kept (sensitive file)" in text(u)
+    assert not e.is_error, text(e)
+    edited = new.replace("-longer", "-x").encode()
+    assert (ws / ".env").read_bytes() == edited
+    forbidden = [old, new.encode(), edited, b"CANARY"]
+    for data in (old, new.encode(), edited):
+        forbidden += [hashlib.sha256(data).hexdigest().encode(), hashlib.sha1(data).hexdigest().encode()]
+    state = history_dir().parent
+    seen = 0
+    for root, _, files in os.walk(state):
+        for name in files:
+            blob = (Path(root) / name).read_bytes()
+            seen += 1
+            assert not [f for f in forbidden if f in blob], Path(root) / name
+    assert seen >= 3  # the history file, the lock, the ordinary file's pre-image
+    lines = (history_dir() / "history.jsonl").read_text().splitlines()
+    env_lines = [line for line in lines if ".env" in line]
+    assert env_lines and all(
+        '"kept":false' in line and '"not_kept":"sensitive file"' in line for line in env_lines
+    )
+    assert not [line for line in env_lines if "size" in line or "before" in line or "after" in line]
+
+
+@pytest.mark.parametrize("limit", ["40"])
+async def test_the_byte_bound_evicts_the_oldest_first_and_says_so(
+    ws: Path, limit: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    for name in "abc":
+        (ws / f"{name}.txt").write_bytes(name.encode() * 20)  # 20-byte pre-images
+    async with connect(ws, approval="auto", read_guard=False, history_max_bytes=limit) as c:
+        ids = [write_id_of(text(await call(c, "WriteFile", path=f"{n}.txt", content="x"))) for n in "abc"]
+        gone = await call(c, "UndoWrite", write_id=ids[0])
+        kept = await call(c, "UndoWrite", write_id=ids[2])
+    assert gone.is_error and f"Write {ids[0]} was evicted from the history" in text(gone)
+    assert not kept.is_error, text(kept)
+    assert "history: evicted 1 write(s), oldest first (over --history-max-bytes)" in caplog.text
+    objects = [f for _, _, files in os.walk(history_dir() / "objects") for f in files]
+    assert len(objects) <= 2
