@@ -191,6 +191,7 @@ class SessionRuntime:
             reads=self.reads_for(call),
             legacy_encoding=self.settings.legacy_encoding,
             encodings=self.encodings_for(call),
+            edit_match=self.settings.edit_match,
         )
 
 

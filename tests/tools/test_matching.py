@@ -1,0 +1,323 @@
+"""The matching ladder (SPEC §8.2) alone: a pure module, so a corpus of real shapes, the rules
+at every rung and properties, without a server. Mutation target: ``ladder``
+(scripts/mutation_score.py). Through the server: test_str_replace_ladder.py."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from filegate.tools.matching import (
+    LOOKALIKES,
+    Ladder,
+    find_tolerant,
+    indent_width,
+    infer_tab_width,
+    line_range,
+)
+
+
+def ladder(
+    data: str | bytes, old: str, new: str = "NEW", *, tab_width: int = 4, replace_all: bool = False
+) -> Ladder:
+    raw = data.encode() if isinstance(data, str) else data
+    return find_tolerant(raw, old, new, tab_width=tab_width, replace_all=replace_all)
+
+
+def applied(data: str, found: Ladder) -> str:
+    """The file after the ladder's spans were replaced (line breaks as each span says)."""
+    raw, out, at = data.encode(), b"", 0
+    for span in found.spans:
+        new = span.new.replace("\n", "\r\n") if span.crlf else span.new
+        out += raw[at : span.start] + new.encode()
+        at = span.end
+    return (out + raw[at:]).decode()
+
+
+# --- a corpus of real shapes ----------------------------------------------------------------
+
+GO = 'package main\n\nfunc main() {\n\tif ok {\n\t\tfmt.Println("hi")\n\t}\n}\n'
+
+
+def test_go_indented_with_tabs_takes_an_edit_written_with_four_spaces() -> None:
+    old = '    if ok {\n        fmt.Println("hi")\n    }\n'
+    new = '    if ok {\n        fmt.Println("bye")\n        return\n    }\n'
+    found = ladder(GO, old, new)
+    assert found.rung == 2 and found.lines == "lines 4-6"
+    assert found.detail == (
+        "the file indents with tabs, the old text with 4 spaces; the new text was written with tabs"
+    )
+    assert applied(GO, found) == (
+        'package main\n\nfunc main() {\n\tif ok {\n\t\tfmt.Println("bye")\n\t\treturn\n\t}\n}\n'
+    )
+
+
+def test_a_first_line_copied_without_its_indentation_starts_after_the_files() -> None:
+    found = ladder(GO, 'if ok {\n        fmt.Println("hi")', 'if ok {\n        fmt.Println("yo")')
+    assert found.rung == 2 and found.spans[0].first_line == 4
+    assert applied(GO, found) == GO.replace('"hi"', '"yo"')
+
+
+MAKEFILE = "all: build\n\nbuild:\n\tgo build ./...\n\tgo vet ./...\n\ntest:\n\tgo test ./...\n"
+
+
+def test_a_makefile_recipe_written_with_spaces_keeps_its_tabs() -> None:
+    found = ladder(
+        MAKEFILE, "build:\n    go build ./...\n    go vet ./...\n", "build:\n    go build -v ./...\n"
+    )
+    assert found.rung == 2
+    assert applied(MAKEFILE, found) == MAKEFILE.replace(
+        "\tgo build ./...\n\tgo vet ./...\n", "\tgo build -v ./...\n"
+    )
+
+
+CSHARP = "namespace App\n{\n\tpublic class A\n\t{\n\t\tpublic int X() => 1;\n\t}\n}\n"
+
+
+def test_csharp_with_tabs_and_crlf_matches_spaces_and_lf_and_writes_tabs_and_crlf() -> None:
+    crlf = CSHARP.replace("\n", "\r\n")
+    found = ladder(
+        crlf, "    {\n        public int X() => 1;\n    }", "    {\n        public int X() => 2;\n    }"
+    )
+    assert found.rung == 2 and found.spans[0].crlf
+    assert applied(crlf, found) == crlf.replace("=> 1", "=> 2")
+
+
+PYTHON = "class Cart:\n    def total(self):\n        s = 0\n        for p in self.items:\n            s += p\n        return s\n"
+
+
+def test_python_block_pasted_dedented_is_found_and_written_back_shifted() -> None:
+    old = "def total(self):\n    s = 0\n    for p in self.items:\n        s += p\n"
+    new = "def total(self):\n    s = 0\n    for p in self.items:\n        s += p.price\n"
+    found = ladder(PYTHON, old, new)
+    assert found.rung == 2 and found.lines == "lines 2-5"
+    assert found.detail == (
+        "the old text is indented 4 columns less than the file; the new text was written with spaces, "
+        "shifted 4 columns right"
+    )
+    assert applied(PYTHON, found) == PYTHON.replace("s += p\n", "s += p.price\n")
+
+
+def test_a_block_indented_more_than_the_file_shifts_left() -> None:
+    old = "        def total(self):\n            s = 0\n"
+    found = ladder(PYTHON, old, "        def total(self):\n            s = 1\n")
+    assert found.rung == 2 and "indented 4 columns more than the file" in found.detail
+    assert "shifted 4 columns left" in found.detail
+    assert applied(PYTHON, found) == PYTHON.replace("s = 0", "s = 1")
+
+
+YAML = "jobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"
+
+
+def test_yaml_with_two_space_steps_is_inferred_and_shifted() -> None:
+    assert infer_tab_width(YAML.encode()) == 2
+    old = "steps:\n  - uses: actions/checkout@v4\n"
+    new = "steps:\n  - uses: actions/checkout@v5\n  - run: make\n"
+    found = ladder(YAML, old, new, tab_width=2)
+    assert found.rung == 2
+    assert applied(YAML, found) == YAML.replace("checkout@v4\n", "checkout@v5\n      - run: make\n")
+
+
+WEB = "Say \u201chello\u201d\u00a0\u2014 it\u2019s free.\nNext line.\n"
+
+
+def test_typographic_quotes_nbsp_and_dashes_from_a_web_page_match_ascii() -> None:
+    found = ladder(WEB, 'Say "hello" - it\'s free.\nNext', 'Say "hi" - it\'s free.\nNext')
+    assert found.rung == 3 and found.lines == "lines 1-2"
+    assert (
+        "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022)"
+        in (found.detail)
+    )
+    assert "no-break space (U+00A0) where the old text has space (U+0020)" in found.detail
+    assert found.detail.endswith("; unchanged lines kept the file's characters")
+    assert applied(WEB, found) == 'Say "hi" - it\'s free.\nNext line.\n'
+
+
+def test_a_lookalike_inside_a_line_matches_just_that_part() -> None:
+    found = ladder("x = \u201ca\u201d + b\n", 'x = "a"', 'x = "z"')
+    assert (found.rung, found.spans[0].start, found.spans[0].end) == (3, 0, len("x = \u201ca\u201d".encode()))
+
+
+def test_trailing_whitespace_is_ignored_and_kept_on_lines_the_edit_keeps() -> None:
+    data = "a = 1   \nb = 2\t\nc = 3\n"
+    found = ladder(data, "a = 1\nb = 2\n", "a = 1\nb = 20\n")
+    assert (found.rung, found.detail, found.lines) == (1, "", "lines 1-2")
+    assert applied(data, found) == "a = 1   \nb = 20\nc = 3\n"
+
+
+def test_trailing_whitespace_of_old_that_the_file_lacks_is_ignored() -> None:
+    found = ladder("f(x)\ng(y)\n", "f(x)  \ng(y)", "f(x)\ng(z)")
+    assert found.rung == 1 and applied("f(x)\ng(y)\n", found) == "f(x)\ng(z)\n"
+
+
+def test_one_line_old_with_trailing_blanks_must_end_where_the_line_ends() -> None:
+    assert ladder("value = 10\n", "value = 1  ").rung == 0
+    found = ladder("value = 10\n", "value = 10  ", "value = 11")
+    assert found.rung == 1 and applied("value = 10\n", found) == "value = 11\n"
+
+
+def test_one_line_old_with_leading_blanks_must_start_at_the_line() -> None:
+    assert ladder("  x = f(y)\n", "\tf(y)").rung == 0
+    found = ladder("  x = f(y)\n", "\tx = f(y)", "\tx = g(y)")
+    assert found.rung == 2 and applied("  x = f(y)\n", found) == "  x = g(y)\n"
+
+
+def test_old_ending_in_a_line_break_needs_one_in_the_file() -> None:
+    assert ladder("a\n  b", "a\nb\n").rung == 0
+    assert ladder("a\n  b\n", "a\nb\n").rung == 2
+
+
+def test_old_longer_than_the_rest_of_the_file_matches_nothing() -> None:
+    assert ladder("x\n  y\n", "  y\nz\n").rung == 0
+    assert ladder("x\n  y", "  y\n  z").rung == 0
+
+
+# --- uniqueness at every rung ----------------------------------------------------------------
+
+
+def test_two_near_identical_blocks_are_both_listed_and_neither_taken() -> None:
+    data = "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n"
+    found = ladder(data, "    return 1\n}\n")
+    assert found.rung == 2 and len(found.spans) == 2
+    assert found.lines == "lines 2-3, lines 6-7"
+
+
+def test_replace_all_takes_every_match_at_the_rung() -> None:
+    data = "if a:\n\tx()\nif b:\n\tx()\n"
+    found = ladder(data, "    x()\n", "    y()\n", replace_all=True)
+    assert applied(data, found) == "if a:\n\ty()\nif b:\n\ty()\n"
+
+
+def test_replace_all_skips_a_match_overlapping_the_one_before() -> None:
+    data = "}  \n}  \n}  \n"
+    found = ladder(data, "}\n}\n", "]\n", replace_all=True)
+    assert found.rung == 1 and [s.first_line for s in found.spans] == [1]
+
+
+def test_the_first_rung_that_finds_any_decides() -> None:
+    # Rung 1 finds one (trailing blanks); rung 2 would find two: rung 1's one is taken.
+    data = "    x = 1  \n    y\n\tx = 1\n\ty\n"
+    found = ladder(data, "    x = 1\n    y\n", "    x = 2\n    y\n")
+    assert (found.rung, found.lines) == (1, "lines 1-2")
+
+
+@pytest.mark.parametrize(
+    ("data", "old"),
+    [
+        (GO, '    if ok {\n        fmt.Println("hj")\n    }\n'),  # one letter
+        (GO, '    if ok {\n        fmt.Println("hi");\n    }\n'),  # one added character
+        (PYTHON, "def total(self):\n    s = 0\n    for p in self.item:\n"),  # one removed
+        (WEB, 'Say "hello" - it\'s free!\nNext'),  # punctuation
+        (WEB, "Say `hello` - it's free.\nNext"),  # a backtick is not a quote
+        ("a b\n", "a  b"),  # whitespace inside a line is not indentation
+        ("a_b\n", "a b"),
+    ],
+)
+def test_one_non_whitespace_difference_never_matches(data: str, old: str) -> None:
+    assert ladder(data, old).rung == 0
+
+
+def test_nothing_to_anchor_on_matches_nothing() -> None:
+    assert ladder("  \n\t\n", "   \n").rung == 0
+    assert ladder("- - -\n", "\u2014 - -").rung == 0  # no token: not searched
+
+
+# --- the pieces ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("indent", "width"), [("", 0), ("  ", 2), ("\t", 4), ("  \t", 4), ("\t  ", 6), ("\t\t", 8), ("    \t", 8)]
+)
+def test_indent_width_expands_tabs_to_the_next_stop(indent: str, width: int) -> None:
+    assert indent_width(indent, 4) == width
+
+
+@pytest.mark.parametrize(
+    ("data", "width"),
+    [
+        (b"a:\n  b:\n    c\n", 2),
+        (b"def f():\n    pass\n", 4),
+        (b"x\n\ty\n\t\tz\n", 4),  # tabs: the default
+        (b"x\n" + b" " * 9 + b"y\n", 4),  # a step past 8 is alignment, not indentation
+        (b"x\n y\n", 4),  # so is one column
+        (b"a\n   b\n      c\n  \n      d\n", 3),  # a blank line does not count
+        (b"a\n        b\n\n  c\n", 8),
+    ],
+)
+def test_tab_width_is_the_most_common_indentation_step(data: bytes, width: int) -> None:
+    assert infer_tab_width(data) == width
+
+
+def test_a_file_with_undecodable_bytes_keeps_them() -> None:
+    data = b"\xff\xfe x\n\tif a {\n\t\tb()\n\t}\n"
+    found = find_tolerant(data, "if a {\n    b()\n}", "if a {\n    c()\n}", tab_width=4, replace_all=False)
+    assert found.rung == 2
+    span = found.spans[0]
+    assert data[: span.start] + span.new.encode("utf-8", "surrogateescape") + data[span.end :] == (
+        b"\xff\xfe x\n\tif a {\n\t\tc()\n\t}\n"
+    )
+
+
+def test_line_range_says_one_line_once() -> None:
+    assert (line_range(3, 3), line_range(3, 5)) == ("line 3", "lines 3-5")
+
+
+def test_lookalikes_map_one_character_to_one() -> None:
+    assert all(len(v) == 1 for v in LOOKALIKES.values())
+    assert "\u00a0\u2003\u2018\u2019\u201c\u201d\u2013\u2014".translate(LOOKALIKES) == "  ''\"\"--"
+
+
+# --- properties ------------------------------------------------------------------------------
+
+WORD = st.text(alphabet="abcdefgxyz_()=:.0123", min_size=1, max_size=8)
+LINE = st.lists(WORD, min_size=1, max_size=4).map(" ".join)
+LEVEL = st.integers(min_value=0, max_value=3)
+PROPERTY = settings(max_examples=40, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def indented_file(draw: st.DrawFn) -> tuple[list[int], list[str]]:
+    bodies = draw(st.lists(LINE, min_size=3, max_size=12, unique=True))
+    return [draw(LEVEL) for _ in bodies], bodies
+
+
+def render(levels: list[int], bodies: list[str], unit: str, trailing: str = "") -> str:
+    return "".join(unit * lvl + body + trailing + "\n" for lvl, body in zip(levels, bodies, strict=True))
+
+
+@PROPERTY
+@given(indented_file(), st.data())
+def test_any_block_rewritten_with_other_indentation_is_found_where_it_is(
+    shape: tuple[list[int], list[str]], data: st.DataObject
+) -> None:
+    levels, bodies = shape
+    text = render(levels, bodies, "\t")
+    first = data.draw(st.integers(0, len(bodies) - 2))
+    last = data.draw(st.integers(first + 1, len(bodies) - 1))
+    shift = data.draw(st.integers(0, 2))
+    old = render([lvl + shift for lvl in levels[first : last + 1]], bodies[first : last + 1], "    ", " ")
+    old_lines = old.split("\n")
+    new = "\n".join([old_lines[0].rstrip() + "!", *old_lines[1:]])
+    found = ladder(text, old, new)
+    assume(old not in text)
+    assert found.rung in (1, 2) and found.lines == f"lines {first + 1}-{last + 1}"
+    bodies[first] += "!"
+    assert applied(text, found) == render(levels, bodies, "\t")
+
+
+@PROPERTY
+@given(indented_file(), st.data())
+def test_a_changed_character_outside_whitespace_never_matches(
+    shape: tuple[list[int], list[str]], data: st.DataObject
+) -> None:
+    levels, bodies = shape
+    text = render(levels, bodies, "\t")
+    first = data.draw(st.integers(0, len(bodies) - 2))
+    block = bodies[first : first + 2]
+    which = data.draw(st.integers(0, 1))
+    at = data.draw(st.integers(0, len(block[which]) - 1))
+    assume(block[which][at] != " ")
+    block[which] = block[which][:at] + "#" + block[which][at + 1 :]
+    old = render(levels[first : first + 2], block, "  ")
+    assert ladder(text, old).rung == 0
