@@ -220,7 +220,7 @@ def test_one_non_whitespace_difference_never_matches(data: str, old: str) -> Non
 
 def test_nothing_to_anchor_on_matches_nothing() -> None:
     assert ladder("  \n\t\n", "   \n").rung == 0
-    assert ladder("- - -\n", "\u2014 - -").rung == 0  # no token: not searched
+    assert ladder("- - -\n", "\u2014 - -").rung == 0  # no anchor: not searched
 
 
 # --- the pieces ------------------------------------------------------------------------------

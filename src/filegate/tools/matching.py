@@ -13,7 +13,7 @@ match at that rung):
    hyphen.
 
 Nothing else may differ: no edit distance, no other character. Candidates are found from the
-longest run of ``old`` that no rung can change (a "token", which must then be in the file
+longest run of ``old`` that no rung can change (an "anchor", which must then be in the file
 verbatim), so a miss costs a few substring searches, not a pass per line of a large file.
 """
 
@@ -42,9 +42,9 @@ LOOKALIKES = str.maketrans(
         **dict.fromkeys(_DASHES, "-"),
     }
 )
-# What separates tokens: every character a rung may read as another, and what it reads them as.
-_NOT_TOKEN = re.compile("[\\s'\"\\-" + _SPACES + _SINGLE_QUOTES + _DOUBLE_QUOTES + _DASHES + "]+")
-# Searches for the rarest tokens before any candidate is looked at: enough to miss fast.
+# What separates anchors: every character a rung may read as another, and what it reads them as.
+_BETWEEN_ANCHORS = re.compile("[\\s'\"\\-" + _SPACES + _SINGLE_QUOTES + _DOUBLE_QUOTES + _DASHES + "]+")
+# Searches for the rarest anchors before any candidate is looked at: enough to miss fast.
 PRESENCE_CHECKS = 4
 DEFAULT_TAB_WIDTH = 4
 
@@ -137,13 +137,13 @@ def infer_tab_width(data: bytes) -> int:
     return steps.most_common(1)[0][0] if steps else DEFAULT_TAB_WIDTH
 
 
-def _tokens(old: str) -> list[tuple[str, int]]:
-    """(token, index of the line of ``old`` it is on), longest first."""
+def _anchors(old: str) -> list[tuple[str, int]]:
+    """(anchor, index of the line of ``old`` it is on), longest first."""
     found = {}
     for index, line in enumerate(old.split("\n")):
-        for token in _NOT_TOKEN.split(line):
-            if token and token not in found:
-                found[token] = index
+        for anchor in _BETWEEN_ANCHORS.split(line):
+            if anchor and anchor not in found:
+                found[anchor] = index
     return sorted(found.items(), key=lambda item: -len(item[0]))
 
 
@@ -168,9 +168,9 @@ def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
     return lines
 
 
-def _windows(data: bytes, token: str, index: int, count: int) -> Iterator[list[_FileLine]]:
-    """Every run of ``count`` file lines whose line ``index`` holds ``token``, each once."""
-    needle = _utf8(token)
+def _windows(data: bytes, anchor: str, index: int, count: int) -> Iterator[list[_FileLine]]:
+    """Every run of ``count`` file lines whose line ``index`` holds ``anchor``, each once."""
+    needle = _utf8(anchor)
     pos = data.find(needle)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
@@ -217,8 +217,8 @@ def _match_window(
     if last == 0 and not ends_nl:
         return _match_inside(window, files[0], olds[0], rung, tab_width)
     first_f, first_o = files[0], olds[0]
-    anchored_first = rung >= 2 and first_o.lead > 0
-    if anchored_first:
+    first_starts_line = rung >= 2 and first_o.lead > 0
+    if first_starts_line:
         if first_f.core != first_o.core:
             return []
         begin = 0
@@ -243,7 +243,7 @@ def _match_window(
     if ends_nl and window[-1].stop == window[-1].end:
         return []  # the old text ends with a line break the file's last line does not have
     pairs = enumerate(zip(files, olds, strict=True))
-    compared = [(f, o) for j, (f, o) in pairs if o.core and (j or anchored_first)]
+    compared = [(f, o) for j, (f, o) in pairs if o.core and (j or first_starts_line)]
     return _with_indents(window, begin, finish, compared, rung, tab_width)
 
 
@@ -297,11 +297,11 @@ def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_al
     """Where ``old`` matches ``data`` (UTF-8) at the first rung that finds it; ``Ladder(0)``
     when no rung does. Call only when ``old`` is not in ``data`` exactly."""
     shape = _Old(old)
-    tokens = _tokens(old)
-    if not tokens or any(_utf8(token) not in data for token, _ in tokens[:PRESENCE_CHECKS]):
+    anchors = _anchors(old)
+    if not anchors or any(_utf8(anchor) not in data for anchor, _ in anchors[:PRESENCE_CHECKS]):
         return Ladder(0)
-    token, index = tokens[0]
-    windows = list(_windows(data, token, index, len(shape.lines)))
+    anchor, index = anchors[0]
+    windows = list(_windows(data, anchor, index, len(shape.lines)))
     for rung in (1, 2, 3):
         olds = shape.shapes(rung)
         hits = [h for w in windows for h in _match_window(w, olds, rung, shape.ends_with_newline, tab_width)]
