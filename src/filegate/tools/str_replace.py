@@ -453,6 +453,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         done=lambda written: _success(params, rp, written),
         must_exist=True,
         guarded=True,
+        line_guard=True,
         dry_run=params.dry_run,
         would=lambda applied: (
             f"Would apply {len(edits)} edit(s) with {applied.replacements} total replacement(s)."
