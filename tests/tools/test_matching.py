@@ -321,3 +321,104 @@ def test_a_changed_character_outside_whitespace_never_matches(
     block[which] = block[which][:at] + "#" + block[which][at + 1 :]
     old = render(levels[first : first + 2], block, "  ")
     assert ladder(text, old).rung == 0
+
+
+# --- edges that pin each rule (found by mutation testing) --------------------------------------
+
+
+def test_a_lookalike_match_may_start_mid_line_and_be_found_twice_on_one_line() -> None:
+    found = ladder("f(x, \u201ca\u201d + b)\n", '"a" + b', '"z" + b')
+    assert found.rung == 3 and found.spans[0].start == len(b"f(x, ")
+    twice = ladder("f(\u201ca\u201d, \u201ca\u201d)\n", '"a"', '"z"')
+    assert [(s.start, s.end) for s in twice.spans] == [(2, 9), (11, 18)]
+    every = ladder("f(\u201ca\u201d, \u201ca\u201d)\n", '"a"', '"z"', replace_all=True)
+    assert applied("f(\u201ca\u201d, \u201ca\u201d)\n", every) == 'f("z", "z")\n'
+
+
+def test_one_line_old_with_trailing_blanks_may_start_mid_line() -> None:
+    found = ladder("total value = 10\n", "value = 10  ", "value = 11")
+    assert found.rung == 1 and applied("total value = 10\n", found) == "total value = 11\n"
+
+
+def test_a_first_line_indented_by_one_column_is_part_of_the_shift() -> None:
+    data = "  x = 1\n    y = 2\n"
+    found = ladder(data, " x = 1\n   y = 2\n", " x = 9\n   y = 2\n")
+    assert found.rung == 2 and found.spans[0].start == 0
+    assert applied(data, found) == "  x = 9\n    y = 2\n"
+
+
+def test_a_window_may_start_with_an_empty_first_line() -> None:
+    found = ladder("\n\ta\n", "\n    a\n", "\n    b\n")
+    assert found.rung == 2 and applied("\n\ta\n", found) == "\n\tb\n"
+
+
+def test_new_text_with_crlf_is_split_into_its_lines() -> None:
+    found = ladder("\ta\n", "    a\n", "    b\r\n    c\r\n")
+    assert found.spans[0].new == "\tb\n\tc\n" and not found.spans[0].crlf
+
+
+@pytest.mark.parametrize(
+    ("data", "old", "new", "detail", "after"),
+    [
+        (
+            "if a:\n    b()\n",
+            "if a:\n\tb()\n",
+            "if a:\n\tc()\n",
+            "the file indents with spaces, the old text with tabs; the new text was written with spaces",
+            "if a:\n    c()\n",
+        ),
+        (
+            "\tif a {\n\t\tb()\n\t}\n",
+            "if a {\n    b()\n}",
+            "if a {\n    c()\n}",
+            "the file indents with tabs, the old text with 4 spaces, the old text is indented 4 columns "
+            "less than the file; the new text was written with tabs, shifted 4 columns right",
+            "\tif a {\n\t\tc()\n\t}\n",
+        ),
+        (
+            "\tif a {\n\t\tb()\n\t}\n",
+            "  if a {\n    b()\n  }",
+            "  if a {\n    c()\n  }",
+            "the file indents with tabs, the old text with 2 spaces; the new text was written with tabs",
+            "\tif a {\n\t\tc()\n\t}\n",
+        ),
+    ],
+)
+def test_the_indentation_report_names_both_styles_and_the_shift(
+    data: str, old: str, new: str, detail: str, after: str
+) -> None:
+    found = ladder(data, old, new, tab_width=4 if "2 spaces" not in detail else 2)
+    assert (found.rung, found.detail) == (2, detail)
+    assert applied(data, found) == after
+
+
+def test_the_lookalike_report_names_each_pair_once_and_at_most_three() -> None:
+    found = ladder("it\u2019s \u2013 ok\u2019\n", "it's - ok'", "it is - ok")
+    assert found.detail == (
+        "the file has right single quotation mark (U+2019) where the old text has apostrophe (U+0027), "
+        "the file has en dash (U+2013) where the old text has hyphen-minus (U+002D); unchanged lines kept "
+        "the file's characters"
+    )
+    many = ladder("a\u2018b\u2019c\u201cd\u201de\n", "a'b'c\"d\"e", "x")
+    assert many.detail.count("the file has") == 3 and "right double" not in many.detail
+
+
+def test_the_lookalike_report_reads_a_mid_line_start_from_where_the_match_starts() -> None:
+    found = ladder("x = \u201ca\u201d\ny = 1\n", '"a"\ny = 1', '"b"\ny = 1')
+    assert found.rung == 3 and found.detail.startswith(
+        "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
+        "the file has right double quotation mark (U+201D)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "width"),
+    [
+        (b"a:\n  b:\n    c: 1\n  d: 2\ne: 3\n", 2),  # dedents count as steps too
+        (b"x\n\t\ty\n    z\n", 4),  # a tab-indented line is not a space step
+        (b"a\n   b\n\n   c\n      d\n", 3),
+        (b"a\n  b\n  c\n      d\n      e\n          f\n", 4),
+    ],
+)
+def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: int) -> None:
+    assert infer_tab_width(data) == width

@@ -24,7 +24,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 # Horizontal whitespace: what "trailing whitespace" and "indentation" are made of.
@@ -168,21 +168,27 @@ def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
     return lines
 
 
-def _windows(data: bytes, anchor: str, index: int, count: int) -> Iterator[list[_FileLine]]:
-    """Every run of ``count`` file lines whose line ``index`` holds ``anchor``, each once."""
+def _windows(
+    data: bytes, anchor: str, index: int, count: int, fits: Callable[[str], bool]
+) -> Iterator[list[_FileLine]]:
+    """Every run of ``count`` file lines whose line ``index`` holds ``anchor`` and ``fits``
+    (a line no rung could match is not looked around), each once."""
     needle = _utf8(anchor)
     pos = data.find(needle)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
-        for _ in range(index):
+        line_end = data.find(b"\n", pos)
+        line = data[start : len(data) if line_end < 0 else line_end].removesuffix(b"\r")
+        if not fits(line.decode("utf-8", "surrogateescape")):
+            start = -1
+        for _ in range(index if start >= 0 else 0):
             if start == 0:
                 break
             start = data.rfind(b"\n", 0, start - 1) + 1
         else:
-            lines = _lines_from(data, start, count)
+            lines = _lines_from(data, start, count) if start >= 0 else None
             if lines is not None:
                 yield lines
-        line_end = data.find(b"\n", pos)
         if line_end < 0:
             return
         pos = data.find(needle, line_end + 1)
@@ -297,11 +303,15 @@ def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_al
     """Where ``old`` matches ``data`` (UTF-8) at the first rung that finds it; ``Ladder(0)``
     when no rung does. Call only when ``old`` is not in ``data`` exactly."""
     shape = _Old(old)
-    anchors = _anchors(old)
-    if not anchors or any(_utf8(anchor) not in data for anchor, _ in anchors[:PRESENCE_CHECKS]):
+    # The rarest of the longest anchors: the fewest places to look at (none: a miss).
+    counted = sorted(
+        (data.count(_utf8(a)), n, a, i) for n, (a, i) in enumerate(_anchors(old)[:PRESENCE_CHECKS])
+    )
+    if not counted or counted[0][0] == 0:
         return Ladder(0)
-    anchor, index = anchors[0]
-    windows = list(_windows(data, anchor, index, len(shape.lines)))
+    _, _, anchor, index = counted[0]
+    fits = _anchor_line_test(shape, index)
+    windows = list(_windows(data, anchor, index, len(shape.lines), fits))
     for rung in (1, 2, 3):
         olds = shape.shapes(rung)
         hits = [h for w in windows for h in _match_window(w, olds, rung, shape.ends_with_newline, tab_width)]
@@ -310,6 +320,20 @@ def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_al
             spans = tuple(_to_span(data, h, shape, new, rung, tab_width) for h in chosen)
             return Ladder(rung, spans, _detail(rung, chosen, shape, tab_width))
     return Ladder(0)
+
+
+def _anchor_line_test(shape: _Old, index: int) -> Callable[[str], bool]:
+    """What the file line holding the anchor must be for any rung to match there (rung 3 is
+    the most tolerant: what no rung-3 comparison accepts, none accepts)."""
+    core = _shape(shape.lines[index], 3).core
+    last = len(shape.lines) - 1
+    if last == 0 and not shape.ends_with_newline:
+        return lambda line: core in _shape(line, 3).core
+    if index == 0:
+        return lambda line: _shape(line, 3).core.endswith(core)
+    if index == last and not shape.ends_with_newline:
+        return lambda line: _shape(line, 3).core.startswith(core)
+    return lambda line: _shape(line, 3).core == core
 
 
 def _without_overlaps(data: bytes, hits: list[_Hit]) -> list[_Hit]:

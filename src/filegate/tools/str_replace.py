@@ -286,22 +286,30 @@ def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
     anchor = _exact_anchor(data, old_lines, ranked[:3]) or _fuzzy_anchor(data, old_lines, ranked[0][1])
     if anchor is None:
         return None
-    file_line, old_index = anchor
+    file_line, old_index, pos = anchor
     first = max(1, file_line - old_index - 1)
     count = min(len(old_lines) + 2, CLOSEST_MAX_LINES)
-    return _numbered(data, first, count)
+    start = None
+    if pos >= 0:  # the start of line ``first``, walked back to from the anchor's byte
+        start = data.rfind(b"\n", 0, pos) + 1
+        for _ in range(file_line - first):
+            start = data.rfind(b"\n", 0, start - 1) + 1
+    return _numbered(data, first, count, start)
 
 
-def _exact_anchor(data: bytes, old_lines: list[str], ranked: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """A file line containing one of the longest lines of ``old`` (stripped), verbatim."""
+def _exact_anchor(
+    data: bytes, old_lines: list[str], ranked: list[tuple[int, int]]
+) -> tuple[int, int, int] | None:
+    """A file line containing one of the longest lines of ``old`` (stripped), verbatim: (its
+    number, the line of ``old``, the byte where it was found)."""
     for _, i in ranked:
         pos = data.find(_utf8(old_lines[i].strip()))
         if pos >= 0:
-            return data.count(b"\n", 0, pos) + 1, i
+            return data.count(b"\n", 0, pos) + 1, i, pos
     return None
 
 
-def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int] | None:
+def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int, int] | None:
     """The file line most like the longest line of ``old`` (difflib ratio), small files only."""
     if len(data) > FUZZY_MAX_BYTES:
         return None
@@ -314,15 +322,17 @@ def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int] 
             ratio = matcher.ratio()
             if ratio > best:
                 best, best_line = ratio, n
-    return (best_line, i) if best_line else None
+    return (best_line, i, -1) if best_line else None
 
 
-def _numbered(data: bytes, first: int, count: int) -> tuple[int, int, str] | None:
-    start = 0
-    for _ in range(first - 1):
-        start = data.find(b"\n", start) + 1
-        if start == 0:
-            return None
+def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> tuple[int, int, str] | None:
+    """``count`` numbered lines from line ``first`` (which starts at byte ``start`` if known)."""
+    if start is None:
+        start = 0
+        for _ in range(first - 1):
+            start = data.find(b"\n", start) + 1
+            if start == 0:
+                return None
     out: list[str] = []
     for n in range(first, first + count):
         if start >= len(data):
