@@ -593,7 +593,7 @@ async def ladder_tolerant_5mb(cfg: Config) -> list[Row]:
     block = "\tif err := r.ParseForm(); err != nil {\n\t\thttp.Error(w, err.Error(), http.StatusBadRequest)\n"
     # Two functions, one for each side: each call flips its own function between two states.
     flips: dict[str, list[str]] = {}
-    for kind, n in (("tolerant", 30000), ("exact", 30001)):
+    for kind, n in (("tolerant", 20000), ("exact", 20001)):
         one = f"func handle{n}(w http.ResponseWriter, r *http.Request) {{\n" + block
         flips[kind] = [one, one.replace("StatusBadRequest", "StatusTeapot")]
     async with connect(filegate_cmd(work, "--approval", "auto"), "filegate") as fg:

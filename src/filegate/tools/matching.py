@@ -44,8 +44,11 @@ LOOKALIKES = str.maketrans(
 )
 # What separates anchors: every character a rung may read as another, and what it reads them as.
 _BETWEEN_ANCHORS = re.compile("[\\s'\"\\-" + _SPACES + _SINGLE_QUOTES + _DOUBLE_QUOTES + _DASHES + "]+")
-# Searches for the rarest anchors before any candidate is looked at: enough to miss fast.
-PRESENCE_CHECKS = 4
+# Anchors counted, longest first, to find a rare one to look around (a miss shows at the
+# first anchor not in the file).
+ANCHORS_COUNTED = 16
+# An anchor found this often is common: its count stops there (the search is not worth it).
+COMMON = 64
 DEFAULT_TAB_WIDTH = 4
 
 RUNG_NAMES = {
@@ -107,7 +110,7 @@ class _Shape:
 
 
 def _shape(line: str, rung: int) -> _Shape:
-    seen = line.translate(LOOKALIKES) if rung >= 3 else line
+    seen = line.translate(LOOKALIKES) if rung >= 3 and not line.isascii() else line
     kept = seen.rstrip(BLANKS)
     core = kept.lstrip(BLANKS) if rung >= 2 else kept
     return _Shape(seen, len(kept) - len(core), core)
@@ -299,19 +302,36 @@ def _span_of(data: bytes, hit: _Hit) -> tuple[int, int]:
     return start, end
 
 
+def _rarest(data: bytes, anchors: list[tuple[str, int]]) -> tuple[str, int] | None:
+    """The least frequent of the longest anchors (its first when tied); None when one is not
+    in the file at all: then no rung can match."""
+    best: tuple[int, str, int] | None = None
+    for anchor, index in anchors[:ANCHORS_COUNTED]:
+        needle = _utf8(anchor)
+        count, pos = 0, data.find(needle)
+        while pos >= 0 and count < COMMON:
+            count += 1
+            pos = data.find(needle, pos + len(needle))
+        if count == 0:
+            return None
+        if best is None or count < best[0]:
+            best = (count, anchor, index)
+        if count == 1:
+            break
+    return None if best is None else (best[1], best[2])
+
+
 def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_all: bool) -> Ladder:
     """Where ``old`` matches ``data`` (UTF-8) at the first rung that finds it; ``Ladder(0)``
     when no rung does. Call only when ``old`` is not in ``data`` exactly."""
     shape = _Old(old)
-    # The rarest of the longest anchors: the fewest places to look at (none: a miss).
-    counted = sorted(
-        (data.count(_utf8(a)), n, a, i) for n, (a, i) in enumerate(_anchors(old)[:PRESENCE_CHECKS])
-    )
-    if not counted or counted[0][0] == 0:
+    found = _rarest(data, _anchors(old))
+    if found is None:
         return Ladder(0)
-    _, _, anchor, index = counted[0]
+    anchor, index = found
     fits = _anchor_line_test(shape, index)
-    windows = list(_windows(data, anchor, index, len(shape.lines), fits))
+    loosest = shape.shapes(3)
+    windows = [w for w in _windows(data, anchor, index, len(shape.lines), fits) if _may_match(w, loosest)]
     for rung in (1, 2, 3):
         olds = shape.shapes(rung)
         hits = [h for w in windows for h in _match_window(w, olds, rung, shape.ends_with_newline, tab_width)]
@@ -320,6 +340,25 @@ def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_al
             spans = tuple(_to_span(data, h, shape, new, rung, tab_width) for h in chosen)
             return Ladder(rung, spans, _detail(rung, chosen, shape, tab_width))
     return Ladder(0)
+
+
+def _may_match(window: list[_FileLine], olds: list[_Shape]) -> bool:
+    """Whether rung 3, the most tolerant, could match ``window`` (lines compared until one
+    differs; what rung 3 refuses, every rung refuses)."""
+    last = len(olds) - 1
+    for j, (line, old) in enumerate(zip(window, olds, strict=True)):
+        core = _shape(line.text, 3).core
+        if last == 0:
+            return old.core in core
+        if not (
+            core.endswith(old.core)
+            if j == 0
+            else core.startswith(old.core)
+            if j == last
+            else core == old.core
+        ):
+            return False
+    return True
 
 
 def _anchor_line_test(shape: _Old, index: int) -> Callable[[str], bool]:
