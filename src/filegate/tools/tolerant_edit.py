@@ -13,7 +13,7 @@ from filegate.tools.matching import RUNG_NAMES, Ladder, find_tolerant, infer_tab
 # The candidates an ambiguity lists: at most this many (and how many there were).
 MAX_LISTED_CANDIDATES = 20
 # The tab width is inferred from this much of the file: indentation shows early.
-TAB_SAMPLE_BYTES = 256 << 10
+TAB_SAMPLE_BYTES = 64 << 10
 
 
 @dataclass(frozen=True, slots=True)
