@@ -135,7 +135,8 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a(
         "--edit-match",
         choices=get_args(EditMatch),
-        help="tolerant (default): an edit's old text may differ in whitespace and lookalikes; exact: never",
+        help="exact: an edit's old text must match the file exactly; tolerant: it may differ in "
+        "whitespace and lookalikes, when the match is unique (default: tolerant)",
     )
     a(
         "--client",
