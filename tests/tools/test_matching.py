@@ -422,3 +422,126 @@ def test_the_lookalike_report_reads_a_mid_line_start_from_where_the_match_starts
 )
 def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: int) -> None:
     assert infer_tab_width(data) == width
+
+
+# --- the candidate search (its filters change only the speed, so they are tested directly) ---
+
+from filegate.tools.matching import (  # noqa: E402
+    COMMON,
+    _anchor_line_test,
+    _FileLine,
+    _may_match,
+    _Old,
+    _rarest,
+    _windows,
+)
+
+
+def test_the_rarest_anchor_is_looked_around_and_a_missing_one_is_a_miss() -> None:
+    data = b"aaa bbb aaa ccc aaa bbb\n"
+    assert _rarest(data, [("aaa", 0), ("bbb", 1), ("ccc", 2)]) == ("ccc", 2)
+    assert _rarest(data, [("aaa", 0), ("bbb", 1)]) == ("bbb", 1)
+    assert _rarest(data, [("aaa", 0), ("zzz", 1)]) is None
+    assert _rarest(data, [("ccc", 0), ("zzz", 1)]) == ("ccc", 0)  # one place: no need to count on
+    assert _rarest(data, [("bbb", 0), ("bb", 1)]) == ("bbb", 0)  # a tie keeps the longer
+    assert _rarest(b"", []) is None
+
+
+def test_a_common_anchor_is_counted_only_up_to_a_cap() -> None:
+    data = b"x " * (COMMON + 10) + b"y " * (COMMON + 5) + b"z z\n"
+    assert _rarest(data, [("x", 0), ("y", 1)]) == ("x", 0)  # both capped: the first
+    assert _rarest(data, [("x", 0), ("y", 1), ("z", 2)]) == ("z", 2)
+
+
+def _texts(windows: list[list[_FileLine]]) -> list[list[str]]:
+    return [[line.text for line in w] for w in windows]
+
+
+def test_windows_are_the_runs_of_lines_around_each_line_holding_the_anchor() -> None:
+    data = b"a\nkey key\nb\nkey\nc"
+    always = lambda line: True  # noqa: E731
+    assert _texts(list(_windows(data, "key", 1, 2, always))) == [["a", "key key"], ["b", "key"]]
+    assert _texts(list(_windows(data, "key", 0, 2, always))) == [["key key", "b"], ["key", "c"]]
+    assert _texts(list(_windows(data, "key", 2, 3, always))) == [
+        ["key key", "b", "key"]
+    ]  # none before line 1
+    assert _texts(list(_windows(data, "c", 0, 1, always))) == [["c"]]  # the last line, no line break
+    assert _texts(list(_windows(data, "key", 0, 1, lambda line: line == "key"))) == [["key"]]
+    assert _texts(list(_windows(b"x\r\nkey\r\n", "key", 1, 2, lambda line: line == "key"))) == [["x", "key"]]
+    assert _texts(list(_windows(b"\xffkey\n", "key", 0, 1, lambda line: True))) == [["\udcffkey"]]
+    assert list(_windows(b"key", "key", 0, 1, lambda line: line == "key")) != []
+
+
+def test_the_anchor_line_test_follows_where_the_line_is_in_old() -> None:
+    one = _anchor_line_test(_Old('say "hi"'), 0)
+    assert one("x = say \u201chi\u201d + y") and not one("say hi")
+    first = _anchor_line_test(_Old('say "hi"\nnext'), 0)
+    assert first("x = say \u201chi\u201d") and not first("say \u201chi\u201d x")
+    last = _anchor_line_test(_Old('before\nsay "hi"'), 1)
+    assert last("  say \u201chi\u201d + x") and not last("x say \u201chi\u201d")
+    whole = _anchor_line_test(_Old('before\nsay "hi"\n'), 1)
+    assert whole("\tsay \u201chi\u201d  ") and not whole("say \u201chi\u201d + x")
+    middle = _anchor_line_test(_Old('a\nsay "hi"\nb'), 1)
+    assert (
+        middle("  say \u201chi\u201d")
+        and not middle("say \u201chi\u201d x")
+        and not middle("x say \u201chi\u201d")
+    )
+
+
+def _lines(*texts: str) -> list[_FileLine]:
+    return [_FileLine(0, 0, 0, t) for t in texts]
+
+
+def test_may_match_compares_every_line_as_rung_3_would() -> None:
+    olds = _Old('b "c"\nd\ne').shapes(3)
+    assert _may_match(_lines("a b \u201cc\u201d", "\td", "e f"), olds)
+    assert not _may_match(_lines("a b \u201cc\u201d x", "d", "e"), olds)  # first: must end the line
+    assert not _may_match(_lines("b \u201cc\u201d", "d x", "e"), olds)  # middle: the whole line
+    assert not _may_match(_lines("b \u201cc\u201d", "d", "x e"), olds)  # last: must start it
+    assert _may_match(_lines("x \u2018y\u2019 z"), _Old("'y'").shapes(3))
+    assert not _may_match(_lines("x y z"), _Old("'y'").shapes(3))
+
+
+def test_more_edges_of_the_rungs() -> None:
+    # A one-line old with a line break may start mid-line.
+    found = ladder("x = value  \n", "value\n", "v2\n")
+    assert found.rung == 1 and applied("x = value  \n", found) == "x = v2\n"
+    # A last line with trailing blanks ends the match at the line's end, before its break.
+    found = ladder("a\nb\nc\n", "a\nb  ", "X")
+    assert found.rung == 1 and applied("a\nb\nc\n", found) == "X\nc\n"
+    # Both leading and trailing blanks: the whole line, and only the whole line.
+    found = ladder("  x = f(y)\n", "\tx = f(y)  ", "\tx = g(y)")
+    assert found.rung == 2 and applied("  x = f(y)\n", found) == "  x = g(y)\n"
+    assert ladder("  x = f(y) + 1\n", "\tx = f(y)  ").rung == 0
+    # Line numbers count the lines before, from the first byte.
+    assert ladder("\nx\n\ta\n", "    a\n").lines == "line 3"
+    # An old whose last line is blanks does not match past the end of the file.
+    assert ladder("\ta\n", "  a\n  ").rung == 0
+    # Undecodable bytes in any line of a window are kept as they are.
+    raw = b"a\xff\n\tx = 1\n"
+    found = find_tolerant(raw, "\n    x = 1\n", "\n    x = 2\n", tab_width=4, replace_all=False)
+    assert found.rung == 2 and found.spans[0].new == "\n\tx = 2\n"
+
+
+def test_overlapping_and_adjacent_candidates() -> None:
+    # Without replace_all every candidate counts, overlapping ones too.
+    assert len(ladder("}  \n}  \n}  \n", "}\n}\n").spans) == 2
+    # Side by side, both are replaced.
+    found = ladder("x  \nx  \n", "x\n", "y\n", replace_all=True)
+    assert applied("x  \nx  \n", found) == "y\ny\n"
+    # Overlapping and repeated matches inside one line are each a candidate.
+    assert len(ladder("\u2018a\u2019 \u2018a\u2019 \u2018a\u2019\n", "'a'", "x").spans) == 3
+
+
+def test_a_rung_3_match_keeps_the_new_texts_indentation_as_given() -> None:
+    data = "if a:\n    say(\u201chi\u201d)\n"
+    found = ladder(data, 'if a:\n    say("hi")\n', 'if a:\n\tsay("bye")\n')
+    assert found.rung == 3 and applied(data, found) == 'if a:\n\tsay("bye")\n'
+
+
+def test_an_old_text_without_indentation_is_named_so() -> None:
+    found = ladder("\tx = 1\n\ty = 2\n", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+    assert found.rung == 2 and found.detail.startswith(
+        "the file indents with tabs, the old text with no indentation, the old text is indented 4 columns less"
+    )

@@ -110,7 +110,7 @@ class _Shape:
 
 
 def _shape(line: str, rung: int) -> _Shape:
-    seen = line.translate(LOOKALIKES) if rung >= 3 and not line.isascii() else line
+    seen = line.translate(LOOKALIKES) if rung == 3 and not line.isascii() else line
     kept = seen.rstrip(BLANKS)
     core = kept.lstrip(BLANKS) if rung >= 2 else kept
     return _Shape(seen, len(kept) - len(core), core)
@@ -253,7 +253,7 @@ def _match_window(
         return []  # the old text ends with a line break the file's last line does not have
     pairs = enumerate(zip(files, olds, strict=True))
     compared = [(f, o) for j, (f, o) in pairs if o.core and (j or first_starts_line)]
-    return _with_indents(window, begin, finish, compared, rung, tab_width)
+    return _with_indents(window, begin, finish, compared, tab_width)
 
 
 def _match_inside(window: list[_FileLine], f: _Shape, o: _Shape, rung: int, tab_width: int) -> list[_Hit]:
@@ -275,7 +275,7 @@ def _match_inside(window: list[_FileLine], f: _Shape, o: _Shape, rung: int, tab_
             spans.append((pos, pos + len(o.core)))
             pos = f.text.find(o.core, pos + 1, content_end)
     compared = [(f, o)] if at_start else []
-    hits = (_with_indents(window, begin, finish, compared, rung, tab_width) for begin, finish in spans)
+    hits = (_with_indents(window, begin, finish, compared, tab_width) for begin, finish in spans)
     return [hit for found in hits for hit in found]
 
 
@@ -284,7 +284,6 @@ def _with_indents(
     begin: int,
     finish: int,
     compared: list[tuple[_Shape, _Shape]],
-    rung: int,
     tab_width: int,
 ) -> list[_Hit]:
     """The hit, when every compared line is shifted by the same number of columns."""
@@ -295,7 +294,7 @@ def _with_indents(
     return [_Hit(window, begin, finish, shifts.pop() if shifts else 0, indents)]
 
 
-def _span_of(data: bytes, hit: _Hit) -> tuple[int, int]:
+def _span_of(hit: _Hit) -> tuple[int, int]:
     first, last = hit.lines[0], hit.lines[-1]
     start = first.start + len(_utf8(first.text[: hit.begin]))
     end = last.stop if hit.finish < 0 else last.start + len(_utf8(last.text[: hit.finish]))
@@ -336,9 +335,9 @@ def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_al
         olds = shape.shapes(rung)
         hits = [h for w in windows for h in _match_window(w, olds, rung, shape.ends_with_newline, tab_width)]
         if hits:
-            chosen = _without_overlaps(data, hits) if replace_all else hits
+            chosen = _without_overlaps(hits) if replace_all else hits
             spans = tuple(_to_span(data, h, shape, new, rung, tab_width) for h in chosen)
-            return Ladder(rung, spans, _detail(rung, chosen, shape, tab_width))
+            return Ladder(rung, spans, _detail(rung, chosen, shape))
     return Ladder(0)
 
 
@@ -375,12 +374,12 @@ def _anchor_line_test(shape: _Old, index: int) -> Callable[[str], bool]:
     return lambda line: _shape(line, 3).core == core
 
 
-def _without_overlaps(data: bytes, hits: list[_Hit]) -> list[_Hit]:
+def _without_overlaps(hits: list[_Hit]) -> list[_Hit]:
     """The hits replace_all replaces: from the first, each one that starts after the last."""
     kept: list[_Hit] = []
     end = -1
-    for hit in sorted(hits, key=lambda h: _span_of(data, h)):
-        start, stop = _span_of(data, hit)
+    for hit in sorted(hits, key=_span_of):
+        start, stop = _span_of(hit)
         if start >= end:
             kept.append(hit)
             end = stop
@@ -388,7 +387,7 @@ def _without_overlaps(data: bytes, hits: list[_Hit]) -> list[_Hit]:
 
 
 def _to_span(data: bytes, hit: _Hit, shape: _Old, new: str, rung: int, tab_width: int) -> Span:
-    start, end = _span_of(data, hit)
+    start, end = _span_of(hit)
     first_line = data.count(b"\n", 0, start) + 1
     last_line = first_line + len(hit.lines) - 1
     crlf = any(line.stop - line.end == 2 for line in hit.lines)
@@ -436,23 +435,23 @@ def _indent(width: int, tabs: bool, tab_width: int) -> str:
     return "\t" * (width // tab_width) + " " * (width % tab_width) if tabs else " " * width
 
 
-def _detail(rung: int, hits: list[_Hit], shape: _Old, tab_width: int) -> str:
+def _detail(rung: int, hits: list[_Hit], shape: _Old) -> str:
     hit = hits[0]
     parts: list[str] = []
     if rung >= 2 and _reindents(hit):
-        parts.append(_indent_detail(hit, tab_width))
+        parts.append(_indent_detail(hit))
     if rung == 3:
         parts.append(_lookalike_detail(hit, shape))
     return "; ".join(parts)
 
 
-def _indent_detail(hit: _Hit, tab_width: int) -> str:
+def _indent_detail(hit: _Hit) -> str:
     file_tabs = _file_style_tabs(hit)
     old_tabs = any("\t" in o for _, o in hit.indents)
     said = []
     if file_tabs != old_tabs:
         old_unit = math.gcd(*(len(o) for _, o in hit.indents)) if not old_tabs else 0
-        old_says = "tabs" if old_tabs else f"{old_unit or tab_width} spaces"
+        old_says = "tabs" if old_tabs else f"{old_unit} spaces" if old_unit else "no indentation"
         file_says = "tabs" if file_tabs else "spaces"
         said.append(f"the file indents with {file_says}, the old text with {old_says}")
     if hit.shift:
