@@ -545,3 +545,43 @@ def test_an_old_text_without_indentation_is_named_so() -> None:
     assert found.rung == 2 and found.detail.startswith(
         "the file indents with tabs, the old text with no indentation, the old text is indented 4 columns less"
     )
+
+
+def test_reports_and_rules_at_their_last_edges() -> None:
+    # Both tolerances in one report, joined as two clauses.
+    found = ladder("\tsay(\u201chi\u201d)\n", '    say("hi")\n', '    say("yo")\n')
+    assert found.rung == 3 and found.detail.startswith(
+        "the file indents with tabs, the old text with 4 spaces; the new text was written with tabs; "
+        "the file has left double quotation mark"
+    )
+    # A one-column shift is named, and its direction.
+    shifted = ladder("  x = 1\n    y = 2\n", " x = 1\n   y = 2\n", " x = 9\n   y = 2\n")
+    assert "indented 1 columns less than the file" in shifted.detail
+    assert shifted.detail.endswith("shifted 1 columns right")
+    # An old text written with CRLF is matched line by line.
+    assert ladder("\ta\n\tb\n", "    a\r\n    b\r\n").rung == 2
+    # Form feeds and vertical tabs are not blanks: neither trailing whitespace nor indentation.
+    assert ladder("x = 1\x0c\ny\n", "x = 1\ny").rung == 0
+    assert ladder("a\n\x0bb\n", "a\nb").rung == 0
+    # A no-break space in the indentation is not reported as a lookalike of the text.
+    nbsp = ladder("\u00a0say \u201chi\u201d\n", ' say "hi"', ' say "yo"')
+    assert nbsp.rung == 3 and nbsp.detail == (
+        "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022); "
+        "unchanged lines kept the file's characters"
+    )
+    # Each line's lookalikes are read from that line's own start.
+    two = ladder("x = \u201ca\u201d\n\u2018b\u2019\n", "\"a\"\n'b'", "z")
+    assert "left single quotation mark (U+2018)" in two.detail
+
+
+@pytest.mark.parametrize(
+    ("data", "width"),
+    [
+        (b"a\n\n  b\n    c\n", 2),  # a blank line is skipped, not the end
+        (b"  a\n", 2),  # the first line steps from column 0
+        (b"a\n  b\n      \n  c\n", 2),  # a line of blanks has no indentation to count
+    ],
+)
+def test_tab_width_skips_blank_lines(data: bytes, width: int) -> None:
+    assert infer_tab_width(data) == width
