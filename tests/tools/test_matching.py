@@ -585,3 +585,13 @@ def test_reports_and_rules_at_their_last_edges() -> None:
 )
 def test_tab_width_skips_blank_lines(data: bytes, width: int) -> None:
     assert infer_tab_width(data) == width
+
+
+def test_lookalikes_in_the_old_text_and_uneven_shifts() -> None:
+    # The model's typographic quotes match the file's ASCII ones.
+    assert ladder('say "hi" now\n', "say \u201chi\u201d now", "x").rung == 3
+    # Two different shifts are not one indentation.
+    assert ladder("a\n    b\n    c\n", "a\n  b\n    c").rung == 0
+    # A match ending at the start of a blank last line stops before its line break.
+    found = ladder("a  \n\nb\n", "a\n  ", "X")
+    assert found.rung == 1 and applied("a  \n\nb\n", found) == "X\nb\n"
