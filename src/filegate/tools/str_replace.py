@@ -1,3 +1,4 @@
+# size: one job, StrReplaceFile: its params, byte-faithful edits in the file's codec, its errors
 """StrReplaceFile: exact, byte-faithful string replacement, after approval (SPEC §4, §6).
 
 The file is edited as bytes: line endings, a BOM and undecodable bytes outside the replaced
