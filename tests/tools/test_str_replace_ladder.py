@@ -182,3 +182,16 @@ def test_an_exact_miss_goes_down_the_ladder_only_when_tolerant(every: bool) -> N
     assert apply_edits(b"if x:\n\ty()\n", edits, "f").data == b"if x:\n\tz()\n"
     with pytest.raises(EditFailed):
         apply_edits(b"if x:\n\ty()\n", edits, "f", tolerant=False)
+
+
+async def test_a_legacy_codec_file_goes_down_the_ladder_in_its_decoded_text(ws: Path) -> None:
+    source = "func caf\u00e9() {\n\tif ok {\n\t\treturn \u201cn\u00e9\u201d\n\t}\n}\n"
+    (ws / "a.go").write_bytes(source.encode("cp1252"))
+    edit = {"old": 'if ok {\n        return "n\u00e9"', "new": 'if ok {\n        return "\u00e9t\u00e9"'}
+    async with connect(ws, "auto", legacy_encoding="cp1252") as c:
+        await call(c, "ReadFile", path="a.go")
+        r = await call(c, "StrReplaceFile", path="a.go", edit=edit)
+    assert not r.is_error, text(r)
+    assert "Edit 1 matched reading lookalike characters as plain ones at lines 2-3" in text(r)
+    after = source.replace("\t\treturn \u201cn\u00e9\u201d", '\t\treturn "\u00e9t\u00e9"')
+    assert (ws / "a.go").read_bytes() == after.encode("cp1252")
