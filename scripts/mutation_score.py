@@ -76,6 +76,8 @@ TARGETS: dict[str, Target] = {
     ),
     # The codec decision of SPEC §8.1 (issue 35), against its pure tests.
     "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
+    # StrReplaceFile's matching ladder (SPEC §8.2), a pure module tested alone.
+    "ladder": Target(("src/filegate/tools/matching.py",), ("tests/tools/test_matching.py",), 90.0),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
     "install": Target(
         ("src/filegate/install/*.py",),

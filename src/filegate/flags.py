@@ -15,7 +15,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from filegate.policy.escape import escape
-from filegate.settings import ApprovalMode, ClientPreset, LogLevel, Transport
+from filegate.settings import ApprovalMode, ClientPreset, EditMatch, LogLevel, Transport
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -131,6 +131,12 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="the codec of files that are not UTF-8 and declare none, e.g. cp1252, gb18030, "
         "shift_jis; auto: detect it (default: none, such bytes show as U+FFFD)",
+    )
+    a(
+        "--edit-match",
+        choices=get_args(EditMatch),
+        help="exact: an edit's old text must match the file exactly; tolerant: it may differ in "
+        "whitespace and lookalikes, when the match is unique (default: tolerant)",
     )
     a(
         "--client",

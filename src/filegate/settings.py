@@ -14,6 +14,7 @@ Transport = Literal["stdio", "http"]
 ApprovalMode = Literal["ask", "strict", "auto"]
 ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "generic"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+EditMatch = Literal["tolerant", "exact"]
 
 # Claude Desktop refuses a tool result over 1 MiB; base64 counts toward it.
 DEFAULT_RESULT_BUDGET = 1 << 20
@@ -91,6 +92,8 @@ class Settings(BaseSettings):
     # SPEC §8.1: how a file that is not UTF-8 and declares no charset is decoded: a codec name
     # (cp1252, gb18030, shift_jis, ...), "auto" (a detector's confident guess), or None (U+FFFD).
     legacy_encoding: str | None = None
+    # StrReplaceFile's matching ladder (SPEC §8.2); "exact" turns it off for the server.
+    edit_match: EditMatch = "tolerant"
     client: ClientPreset | None = None
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)

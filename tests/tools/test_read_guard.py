@@ -81,11 +81,16 @@ async def test_a_file_changed_by_another_program_after_the_read_must_be_read_aga
         await call(c, "ReadFile", path="a.txt")
         # Same size, and (keep_mtime) the mtime set back: the ctime still tells.
         _touch_later(p, b"uno\ntwo\n", keep_mtime)
-        r = await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)
-        assert r.is_error and text(r) == CHANGED
+        # An overwrite needs a fresh read; an edit may go ahead away from the changed line
+        # (SPEC §8.3: tests/tools/test_read_guard_lines.py).
+        r = await call(c, "WriteFile", path="a.txt", content="x\n")
+        assert r.is_error and text(r) == CHANGED.replace("edit it", "overwrite it")
+        assert p.read_bytes() == b"uno\ntwo\n"
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "uno", "new": "one"})
+        assert r.is_error and "(now different: line 1)" in text(r)
         assert p.read_bytes() == b"uno\ntwo\n"
         await call(c, "ReadFile", path="a.txt", line_offset=-1)
-        assert not (await call(c, "StrReplaceFile", path="a.txt", edit=EDIT)).is_error
+        assert not (await call(c, "WriteFile", path="a.txt", content="uno\nTWO\n")).is_error
     assert p.read_bytes() == b"uno\nTWO\n"
 
 

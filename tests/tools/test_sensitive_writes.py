@@ -33,6 +33,10 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
     ("StrReplaceFile", {"edit": {"old": "API_KEY=wrong-value", "new": "API_KEY=x"}}),
     # Found twice: "occurs 2 times (at lines 3, 4)" is an oracle.
     ("StrReplaceFile", {"edit": {"old": "region=eu", "new": "region=us"}}),
+    # The matching ladder (SPEC §8.2): "matches 2 places (line 3, line 4)" ignoring trailing
+    # blanks, "already there (line 1)" for a new text the file has, would each be an oracle.
+    ("StrReplaceFile", {"edit": {"old": "region=eu  ", "new": "region=us"}}),
+    ("StrReplaceFile", {"edit": {"old": "no such text", "new": "DB_PASSWORD="}}),
     # A type probe: StrReplaceFile names a non-text file's MIME type.
     ("StrReplaceFile", {"edit": [{"old": "DB_", "new": "db_"}, {"old": "db_", "new": "DB_"}]}),
     # Append nothing: the "current size" would be the file's size.
@@ -49,7 +53,8 @@ def leaks(text: str) -> list[str]:
         found.append("content")
     if re.search(rf"(?<![\d.]){SIZE}(?![\d.])", text):
         found.append(f"size {SIZE}")
-    for word in ("closest", "occurs", "at lines", "already had", "Size:", "lines:", "text file", "bytes"):
+    words = ("closest", "occurs", "at lines", "already", "places", "Size:", "lines:", "text file", "bytes")
+    for word in words:
         if word in text:
             found.append(word)
     return found

@@ -21,7 +21,7 @@ from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
-from filegate.tools.readguard import PROCESS_CAPACITY, ChosenEncodings, ReadLedger
+from filegate.tools.readguard import PROCESS_CAPACITY, PROCESS_INDEX_LINES, ChosenEncodings, ReadLedger
 
 log = logging.getLogger("filegate")
 
@@ -119,7 +119,7 @@ class SessionRuntime:
         # client of this process (no session: SPEC §4 "reads by any client ... count").
         self._reads: weakref.WeakKeyDictionary[Any, ReadLedger] = weakref.WeakKeyDictionary()
         scope = "in this session" if settings.transport == "stdio" else "through this server"
-        self.process_reads = ReadLedger(scope, PROCESS_CAPACITY)
+        self.process_reads = ReadLedger(scope, PROCESS_CAPACITY, PROCESS_INDEX_LINES)
         # ReadFile's `encoding` per file, kept the same way (SPEC §8.1), guard or not.
         self._encodings: weakref.WeakKeyDictionary[Any, ChosenEncodings] = weakref.WeakKeyDictionary()
         self.process_encodings = ChosenEncodings(PROCESS_CAPACITY)
@@ -194,6 +194,7 @@ class SessionRuntime:
             legacy_encoding=self.settings.legacy_encoding,
             encodings=self.encodings_for(call),
             history=self.history,
+            edit_match=self.settings.edit_match,
         )
 
 

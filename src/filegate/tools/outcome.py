@@ -13,6 +13,7 @@ from filegate.errors import Refusal
 from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
 from filegate.policy.workspace import Workspace
+from filegate.settings import EditMatch
 from filegate.tools.readguard import ChosenEncodings, ReadLedger
 
 
@@ -197,6 +198,8 @@ class ToolEnv:
     client: str = ""  # the client's own name (clientInfo.name), for the write log
     # What this session has read (SPEC §4 "Read before you change it"); None: the guard is off.
     reads: ReadLedger | None = None
+    # "exact": StrReplaceFile matches only exactly (--edit-match); "tolerant": the ladder (§8.2).
+    edit_match: EditMatch = "tolerant"
     # SPEC §8.1: the server's --legacy-encoding (a codec name or "auto"), and the codecs this
     # session's ReadFile calls named for files (None: not remembered).
     legacy_encoding: str | None = None

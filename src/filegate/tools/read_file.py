@@ -23,7 +23,7 @@ from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
-from filegate.tools.readguard import ReadLedger, identity_of
+from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, identity_of
 
 
 class ReadFileParams(BaseModel):
@@ -397,7 +397,7 @@ def _read(
                 f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
             )
         if reads is not None:  # any window counts: the file as it was when opened was read
-            reads.saw(rp.real, identity_of(st))
+            reads.saw(rp.real, identity_of(st), _whole_if_small(fd, st))
         codecs.remember(rp.real)
         return _format(params, window, budget, fc)
     finally:
@@ -408,6 +408,15 @@ def _decide(fd: int, st: os.stat_result, header: bytes, real: Path, codecs: _Cod
     """The file's codec (fsio/codec.py); at most its first DETECT_BYTES are read for it, once."""
     head = header if st.st_size <= len(header) else pread(fd, DETECT_BYTES, 0)
     return decide(head, size=st.st_size, path=real, legacy=codecs.legacy, chosen=codecs.for_file(real))
+
+
+def _whole_if_small(fd: int, st: os.stat_result) -> bytes | None:
+    """The whole file, for the read's line index (SPEC §8.3), when it is small enough and did
+    not change while it was read."""
+    if st.st_size > INDEX_MAX_BYTES:
+        return None
+    data = pread(fd, st.st_size, 0)
+    return data if identity_of(os.fstat(fd)) == identity_of(st) else None
 
 
 SPEC = ToolSpec(

@@ -20,6 +20,12 @@ before approval (SPEC §2.6). Approval, which is always asked for them, covers t
 
 Memory is bounded: a ledger keeps at most ``capacity`` files (the least recently seen go
 first), each as a 16-byte digest of its real path and five integers.
+
+A read guard that does not loop (SPEC §8.3): a file up to INDEX_MAX_BYTES also keeps a line
+index, one 8-byte hash per line (never the content), so that an edit of a file a formatter
+changed since the read can go ahead away from the lines that changed (tools/changed_lines.py).
+The indexes of one ledger hold at most ``index_budget`` lines in all; past it the least
+recently seen lose theirs (their file keeps the plain refusal).
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from array import array
 from collections import OrderedDict
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from filegate.errors import PathError
 from filegate.fsio.platform import pread
@@ -44,6 +51,24 @@ Verdict = Literal["read", "unread", "changed"]
 # the one ledger of a stdio process or of every 2026-07-28 client of an HTTP server.
 SESSION_CAPACITY = 1024
 PROCESS_CAPACITY = 4096
+# A file larger than this keeps no line index: a change to it is refused plainly.
+INDEX_MAX_BYTES = 2 << 20
+# Lines indexed per ledger in all (8 bytes each): 2 MiB for a session, 8 MiB for a process.
+SESSION_INDEX_LINES = 256 << 10
+PROCESS_INDEX_LINES = 1 << 20
+
+LineIndex: TypeAlias = "array[int]"  # of "q": one hash per line of the file as read (or written)
+
+
+def line_index(data: bytes) -> LineIndex:
+    """One hash per line (split at LF, so a CR stays in its line): what the ledger keeps of a
+    file's content. Python's hash of bytes: 64 bits, fast, and no use outside this process."""
+    return array("q", map(hash, data.split(b"\n")))
+
+
+def indexable(size: int, data: bytes) -> bool:
+    """Small enough, and lines that split at the byte LF (not UTF-16/32, which a BOM marks)."""
+    return size <= INDEX_MAX_BYTES and not data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
 
 def identity_of(st: os.stat_result) -> Identity:
@@ -58,20 +83,38 @@ class ReadLedger:
     """The files read (or written) through this server by one session, with their identity
     when it happened. Thread-safe: ReadFile records from a worker thread."""
 
-    def __init__(self, scope: str, capacity: int = SESSION_CAPACITY) -> None:
+    def __init__(
+        self, scope: str, capacity: int = SESSION_CAPACITY, index_budget: int = SESSION_INDEX_LINES
+    ) -> None:
         self.scope = scope  # how a refusal names who read: "in this session", …
         self.capacity = capacity
+        self.index_budget = index_budget
         self._seen: OrderedDict[bytes, Identity] = OrderedDict()
+        self._indexes: OrderedDict[bytes, LineIndex] = OrderedDict()
+        self._indexed_lines = 0
         self._lock = threading.Lock()
 
-    def saw(self, real: Path, identity: Identity) -> None:
-        """``real`` was read (or written) and looked like ``identity`` then."""
+    def saw(self, real: Path, identity: Identity, data: bytes | None = None) -> None:
+        """``real`` was read (or written) and looked like ``identity`` then; with ``data`` (its
+        whole content then), a line index is kept when it is small enough."""
         key = _key(real)
+        index = line_index(data) if data is not None and indexable(identity[2], data) else None
         with self._lock:
             self._seen[key] = identity
             self._seen.move_to_end(key)
+            self._drop_index(key)
+            if index is not None and len(index) <= self.index_budget:
+                self._indexes[key] = index
+                self._indexed_lines += len(index)
             while len(self._seen) > self.capacity:
-                self._seen.popitem(last=False)
+                self._drop_index(self._seen.popitem(last=False)[0])
+            while self._indexed_lines > self.index_budget:
+                self._drop_index(next(iter(self._indexes)))
+
+    def _drop_index(self, key: bytes) -> None:
+        old = self._indexes.pop(key, None)
+        if old is not None:
+            self._indexed_lines -= len(old)
 
     def verdict(self, real: Path, identity: Identity) -> Verdict:
         with self._lock:
@@ -79,6 +122,19 @@ class ReadLedger:
         if seen is None:
             return "unread"
         return "read" if seen == identity else "changed"
+
+    def index_since(self, real: Path, identity: Identity) -> LineIndex | None:
+        """The line index of the version read, when ``identity`` is the same file changed in
+        place (same device and inode; a replaced or recreated file has none to compare)."""
+        key = _key(real)
+        with self._lock:
+            seen = self._seen.get(key)
+            index = self._indexes.get(key)
+        return index if seen is not None and seen[:2] == identity[:2] else None
+
+    @property
+    def indexed_lines(self) -> int:
+        return self._indexed_lines
 
     def __len__(self) -> int:
         return len(self._seen)

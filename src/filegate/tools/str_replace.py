@@ -1,3 +1,4 @@
+# size: one job, StrReplaceFile: its params, byte-faithful edits in the file's codec, its errors
 """StrReplaceFile: exact, byte-faithful string replacement, after approval (SPEC §4, §6).
 
 The file is edited as bytes: line endings, a BOM and undecodable bytes outside the replaced
@@ -12,7 +13,7 @@ import difflib
 import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +25,7 @@ from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.tolerant_edit import already_applied, apply_tolerant
 from filegate.tools.writing import (
     SENSITIVE_DONE,
     Change,
@@ -54,6 +56,10 @@ class Edit(BaseModel):
     old: Annotated[str, Field(description="The old string to replace. Can be multi-line.")]
     new: Annotated[str, Field(description="The new string to replace with. Can be multi-line.")]
     replace_all: Annotated[bool, Field(description="Whether to replace all occurrences.")] = False
+    match: Annotated[
+        Literal["tolerant", "exact"],
+        Field(description='"exact": no whitespace or lookalike tolerance for this edit.'),
+    ] = "tolerant"
 
 
 class StrReplaceFileParams(BaseModel):
@@ -91,6 +97,8 @@ class Applied:
     kept_head: int = 0
     kept_tail: int = 0
     codec_notes: tuple[str, ...] = ()  # the codec it was written in, when not UTF-8
+    # What the matching ladder tolerated, per edit that used it (SPEC §8.2).
+    reports: list[str] = field(default_factory=list)
 
     def span(self, original: bytes) -> tuple[int, int, int]:
         """(start, end in ``original``, end in ``data``) of the part the edits touched."""
@@ -161,11 +169,12 @@ def _match(data: bytes, old: bytes, eols: _Eols, replace_all: bool) -> tuple[int
     return 0, -1, old, ""
 
 
-def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
+def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = True) -> Applied:
     """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
-    written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF.
+    written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
+    ``old`` found nowhere exactly goes down the matching ladder (unless ``tolerant`` is off).
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
@@ -173,6 +182,8 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, _utf8(edit.old), eols, edit.replace_all)
         if count == 0:
+            if tolerant and edit.match == "tolerant" and _tolerated(out, current, edit, number, len(edits)):
+                continue
             raise _not_found(current, edit, number, len(edits), shown)
         if count > 1 and not edit.replace_all:
             raise _ambiguous(current, old, count, number, len(edits), shown)
@@ -197,6 +208,21 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str) -> Applied:
     return out
 
 
+def _tolerated(out: Applied, current: bytes, edit: Edit, number: int, total: int) -> bool:
+    """The edit applied by the matching ladder (SPEC §8.2), or False when no rung matches."""
+    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, _which(number, total))
+    if done is None:
+        return False
+    out.data = done.data
+    out.kept_head = min(out.kept_head, done.head)
+    out.kept_tail = min(out.kept_tail, done.tail)
+    out.replacements += done.replacements
+    out.reports.append(done.report)
+    if done.crlf:
+        out.to_crlf.append(number)
+    return True
+
+
 def _which(number: int, total: int) -> str:
     return "the old string" if total == 1 else f"the old string of edit {number} (of {total})"
 
@@ -213,6 +239,9 @@ def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str) -> 
         f"No replacements were made: {_which(number, total)} was not found in `{shown}`."
         f"{_after(number)} Nothing was written."
     )
+    applied = already_applied(data, edit.new)
+    if applied is not None:
+        return EditFailed(message + applied, brief="Already applied")
     region = closest_region(data, edit.old)
     if region is None:
         message += " No similar text was found either; read the file again before editing it."
@@ -258,22 +287,30 @@ def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
     anchor = _exact_anchor(data, old_lines, ranked[:3]) or _fuzzy_anchor(data, old_lines, ranked[0][1])
     if anchor is None:
         return None
-    file_line, old_index = anchor
+    file_line, old_index, pos = anchor
     first = max(1, file_line - old_index - 1)
     count = min(len(old_lines) + 2, CLOSEST_MAX_LINES)
-    return _numbered(data, first, count)
+    start = None
+    if pos >= 0:  # the start of line ``first``, walked back to from the anchor's byte
+        start = data.rfind(b"\n", 0, pos) + 1
+        for _ in range(file_line - first):
+            start = data.rfind(b"\n", 0, start - 1) + 1
+    return _numbered(data, first, count, start)
 
 
-def _exact_anchor(data: bytes, old_lines: list[str], ranked: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """A file line containing one of the longest lines of ``old`` (stripped), verbatim."""
+def _exact_anchor(
+    data: bytes, old_lines: list[str], ranked: list[tuple[int, int]]
+) -> tuple[int, int, int] | None:
+    """A file line containing one of the longest lines of ``old`` (stripped), verbatim: (its
+    number, the line of ``old``, the byte where it was found)."""
     for _, i in ranked:
         pos = data.find(_utf8(old_lines[i].strip()))
         if pos >= 0:
-            return data.count(b"\n", 0, pos) + 1, i
+            return data.count(b"\n", 0, pos) + 1, i, pos
     return None
 
 
-def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int] | None:
+def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int, int] | None:
     """The file line most like the longest line of ``old`` (difflib ratio), small files only."""
     if len(data) > FUZZY_MAX_BYTES:
         return None
@@ -286,15 +323,17 @@ def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int] 
             ratio = matcher.ratio()
             if ratio > best:
                 best, best_line = ratio, n
-    return (best_line, i) if best_line else None
+    return (best_line, i, -1) if best_line else None
 
 
-def _numbered(data: bytes, first: int, count: int) -> tuple[int, int, str] | None:
-    start = 0
-    for _ in range(first - 1):
-        start = data.find(b"\n", start) + 1
-        if start == 0:
-            return None
+def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> tuple[int, int, str] | None:
+    """``count`` numbered lines from line ``first`` (which starts at byte ``start`` if known)."""
+    if start is None:
+        start = 0
+        for _ in range(first - 1):
+            start = data.find(b"\n", start) + 1
+            if start == 0:
+                return None
     out: list[str] = []
     for n in range(first, first + count):
         if start >= len(data):
@@ -349,7 +388,8 @@ def _edit_bytes(
     """The pure transformation: the file's bytes → the edited bytes, in its own encoding."""
     _check_text(rp, data)
     encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
-    applied = _edited(rp, data, edits, encoding)
+    tolerant = env is None or env.edit_match == "tolerant"
+    applied = _edited(rp, data, edits, encoding, tolerant)
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
@@ -357,15 +397,15 @@ def _edit_bytes(
             brief="No change",
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
-    notes = _eol_notes(applied) + applied.codec_notes
+    notes = _notes(applied) + applied.codec_notes
     return Change(applied.data, encoding, applied, notes, span)
 
 
-def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding) -> Applied:
+def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown)
+        return apply_edits(data, edits, rp.shown, tolerant=tolerant)
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -382,7 +422,7 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(_utf8(text), edits, rp.shown)
+    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:
@@ -424,6 +464,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         done=lambda written: _success(params, rp, written),
         must_exist=True,
         guarded=True,
+        line_guard=True,
         dry_run=params.dry_run,
         would=lambda applied: (
             f"Would apply {len(edits)} edit(s) with {applied.replacements} total replacement(s)."
@@ -436,8 +477,9 @@ def _numbers(numbers: list[int]) -> str:
     return ("edit " if len(numbers) == 1 else "edits ") + ", ".join(map(str, numbers))
 
 
-def _eol_notes(applied: Applied) -> tuple[str, ...]:
-    notes = []
+def _notes(applied: Applied) -> tuple[str, ...]:
+    """What the result, the question and a preview say about how the edits matched."""
+    notes = list(applied.reports)
     if applied.to_crlf:
         notes.append(
             f"Line endings: the file uses CRLF (\\r\\n); {_numbers(applied.to_crlf)} "
@@ -461,7 +503,7 @@ def _success(params: StrReplaceFileParams, rp: ResolvedPath, w: Written[Applied]
     message = (
         f"File successfully edited. Applied {n} edit(s) with {applied.replacements} total replacement(s)."
     )
-    for note in _eol_notes(applied) + applied.codec_notes:
+    for note in _notes(applied) + applied.codec_notes:
         message += " " + note
     message += lines_sentence(w.diff)
     return Outcome(message=message)

@@ -1,4 +1,4 @@
-# size: one job, the route of every write (load, transform, ask, keep, write, log) on one job and lock
+# size: one job, the route of every write in SPEC §6's order (guard, load, transform, ask, keep, write, log)
 """The route of every write (SPEC §4, §6): load, transform, ask, write atomically, log.
 
 WriteFile and StrReplaceFile each give a pure transformation (the file's bytes → the bytes to
@@ -41,9 +41,18 @@ from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
+from filegate.tools.changed_lines import settle, since_read
 from filegate.tools.diffing import Diff, binary_diff, change_summary, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
-from filegate.tools.readguard import Identity, ReadLedger, header_of, identity_of, reader_of, refusal
+from filegate.tools.readguard import (
+    INDEX_MAX_BYTES,
+    Identity,
+    ReadLedger,
+    header_of,
+    identity_of,
+    reader_of,
+    refusal,
+)
 
 # An edit holds the old and the new bytes at once (plus the diff's slices); this bounds it.
 MAX_FILE_BYTES = 128 << 20
@@ -163,6 +172,9 @@ class WriteJob(Generic[T]):
     # The change replaces what the model must have seen (an edit, an overwrite): an existing
     # file must have been read since it last changed (tools/readguard.py).
     guarded: bool = False
+    # A file changed in place since its read may still be changed away from the lines that
+    # changed (SPEC §8.3: StrReplaceFile; an overwrite needs a fresh read).
+    line_guard: bool = False
     # A preview (dry_run): the diff and counts a question would show; nothing written or asked.
     dry_run: bool = False
     # What the tool's own result would count, said in a preview ("Would apply 2 edit(s) ...").
@@ -178,6 +190,7 @@ class Written(Generic[T]):
     facts: T
     sensitive: bool = False
     write_id: str = ""  # its id in the write history ("" with --history off)
+    notice: str = ""  # what the result adds (the lines a formatter changed, left alone)
 
 
 @dataclass(slots=True)
@@ -190,6 +203,7 @@ class _Prepared(Generic[T]):
     # The model knows the file's content before the change (it read it, or there was none),
     # so it knows it after: the written file then counts as read.
     known: bool = False
+    notice: str = ""
 
 
 async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
@@ -202,6 +216,8 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
         if isinstance(written, Outcome):
             return written
         outcome = job.done(written)
+        if written.notice:
+            outcome.message += " " + written.notice
         if written.write_id:  # SPEC §8.4: every write's message ends with its id
             outcome.message += f" Write id: {written.write_id}."
         return outcome
@@ -277,14 +293,25 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         st = stat_target(rp)
         if st is not None and stat.S_ISREG(st.st_mode):  # not a file: load_current says so
             reader = reader_of(rp.real.name, header_of(rp))
-            if reader is not None:
-                _guard(job, env.reads, identity_of(st), reader)
+            identity = identity_of(st)
+            lines_kept = job.line_guard and env.reads.index_since(rp.real, identity) is not None
+            if reader is not None and not lines_kept:
+                _guard(job, env.reads, identity, reader)
     current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
     reader = None if current.data is None else reader_of(rp.real.name, current.data[:SNIFF_BYTES])
-    known = current.data is None or (
-        reader is not None and _guard(job, env.reads, _identity(current.snapshot), reader)
+    identity = _identity(current.snapshot)
+    changed = since_read(env.reads, rp.real, identity, current.data) if job.line_guard else None
+    known = (
+        current.data is None
+        or changed is not None
+        or (reader is not None and _guard(job, env.reads, identity, reader))
     )
-    change = job.transform(current.data)
+    notice = ""
+    if changed is None or env.reads is None or current.data is None:
+        change = job.transform(current.data)
+    else:  # SPEC §8.3: a change in place since the read, away from the edit, lets it through
+        args = (rp.real, identity, rp.shown, current.data, changed, env.result_budget, job.transform)
+        change, notice = settle(env.reads, *args)
     if job.unchanged is not None and change.new == current.data:  # a whole file compared only if needed
         return job.unchanged(len(change.new))
     old = current.data or b""
@@ -309,10 +336,10 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         new_lines=0,
         diff="",  # filled in by _described, for a question
         created=current.data is None,
-        notes=(*job.notes, *change.notes),
+        notes=(*job.notes, *change.notes, *((notice,) if notice else ())),
         binary=binary,
     )
-    return _Prepared(current, change, diff, request, known=known)
+    return _Prepared(current, change, diff, request, known=known, notice=notice)
 
 
 def _identity(snapshot: Snapshot) -> Identity:
@@ -362,8 +389,10 @@ async def _finish(
         return Outcome.error(decision.message, "Rejected by user")
     known = env.reads if prepared.known else None
     size, write_id = await _replace(job, env, prepared.change, prepared.current.snapshot, decision, known)
-    created = prepared.current.data is None
-    return Written(size, created, prepared.diff, decision.route, prepared.change.facts, write_id=write_id)
+    created, facts = prepared.current.data is None, prepared.change.facts
+    return Written(
+        size, created, prepared.diff, decision.route, facts, write_id=write_id, notice=prepared.notice
+    )
 
 
 async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcome:
@@ -454,7 +483,8 @@ async def _replace(
         if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
-                reads.saw(rp.real, identity_of(os.lstat(rp.real)))
+                small = len(new) <= INDEX_MAX_BYTES  # its line index (SPEC §8.3)
+                reads.saw(rp.real, identity_of(os.lstat(rp.real)), bytes(new) if small else None)
         return size, write_id
 
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
