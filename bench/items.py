@@ -513,6 +513,8 @@ async def codec_detect(cfg: Config) -> list[Row]:
     for f in files:
         f.unlink(missing_ok=True)
     return rows
+
+
 # --- the matching ladder (SPEC §8.2) ------------------------------------------------------
 
 
@@ -529,7 +531,7 @@ def _go_like(size: int) -> str:
             "\t\thttp.Error(w, err.Error(), http.StatusBadRequest)\n"
             "\t\treturn\n"
             "\t}\n"
-            f"\tfmt.Fprintf(w, \"handled %d\\n\", {n})\n"
+            f'\tfmt.Fprintf(w, "handled %d\\n", {n})\n'
             "}\n\n"
         )
         out.append(block)

@@ -216,8 +216,12 @@ def test_each_source_is_named_and_a_decided_legacy_codec_has_no_bom(tmp_path: Pa
     assert pyw == FileCodec("cp1252", b"", "coding line", "cp1252")
 
 
-def test_summaries_name_only_declared_configured_chosen_or_detected_codecs() -> None:
-    assert UTF8.summary() == "" and FileCodec("utf-16-le", codecs.BOM_UTF16_LE).summary() == ""
+def test_summaries_name_every_codec_but_utf8_and_where_it_came_from() -> None:
+    assert UTF8.summary() == "" and FileCodec("utf-8", codecs.BOM_UTF8).summary() == ""
+    assert (
+        FileCodec("utf-16-le", codecs.BOM_UTF16_LE).summary()
+        == " Encoding: utf-16-le (from its byte order mark)."
+    )
     assert (
         FileCodec("cp1251", source="--legacy-encoding auto").summary()
         == " Encoding: cp1251 (from --legacy-encoding auto)."

@@ -285,9 +285,12 @@ async def test_utf16_and_utf32_with_a_bom_are_decoded(ws: Path, mode: str, encod
         out, msg = texts(r)
         assert "\0" not in out and "\ufeff" not in out and "\r" not in out
         assert out == "".join(f"{i:6d}\tligne {i} — été ✓ {chr(0x10A0 + i)}\n" for i in range(1, 41))
+        # SPEC §8.1: a codec that is not UTF-8 is named, with where it came from.
+        named = "" if encoding == "utf-8-sig" else f" Encoding: {encoding} (from its byte order mark)."
         assert (
             msg
             == "40 lines read from file starting from line 1. Total lines in file: 40. End of file reached."
+            + named
         )
         r = await call(c, "ReadFile", path="u.txt", line_offset=-2)
         assert (

@@ -106,12 +106,12 @@ class FileCodec:
         return "surrogatepass" if self.unit > 1 or self.utf8 else "surrogateescape"
 
     def summary(self) -> str:
-        """ReadFile's sentence about a codec that is not UTF-8 and came from a declaration, a
-        flag, a parameter or a detector. "" for UTF-8, and for UTF-16/32 named by their BOM,
-        which ReadFile decoded silently before SPEC §8.1 (its tests keep that text)."""
-        if self.utf8 or not self.source:
+        """ReadFile's sentence about a codec that is not UTF-8 (SPEC §8.1) and where it came
+        from: a BOM, a declaration, a flag, a parameter or a detector. "" for UTF-8."""
+        source = self.source or ("its byte order mark" if self.bom else "")
+        if self.utf8 or not source:
             return ""
-        return f" Encoding: {self.shown} (from {self.source})."
+        return f" Encoding: {self.shown} (from {source})."
 
 
 UTF8 = FileCodec()
