@@ -27,11 +27,13 @@ from filegate.fsio.window import (
     rows_window,
     truncate_line,
 )
+from filegate.media.pdf import MAX_TEXT_PAGES
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.notebook import NotANotebook, read_notebook
 from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
+from filegate.tools.pdf_view import pdf_view
 from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, identity_of
 
 
@@ -81,6 +83,14 @@ class ReadFileParams(BaseModel):
                 "gb18030, shift_jis, euc-kr, utf-16-le)"
             )
         return v
+
+    pages: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[1-9][0-9]{0,6}(-[1-9][0-9]{0,6})?$",
+            description=f'For a PDF: the pages to read, e.g. "3" or "3-7" (at most {MAX_TEXT_PAGES} a call).',
+        ),
+    ] = None
 
     raw: Annotated[
         bool,
@@ -411,9 +421,17 @@ def _read(
         if small_only and st.st_size > SHARED_FROM_BYTES:
             raise _Large
         header = pread(fd, SNIFF_BYTES, 0)
+        document = document_kind(rp.real.name, header)
+        if document == "pdf":
+            if small_only:  # its worker may run for seconds: not on a READ_WORKERS thread
+                raise _Large
+            window, note = pdf_view(
+                rp, fd, params.pages, params.line_offset, params.n_lines, params.column_offset
+            )
+            return _format(params, window, budget, note=note)
         _check_readable_text(rp, header)
         note = ""
-        if not params.raw and document_kind(rp.real.name, header) == "notebook":
+        if not params.raw and document == "notebook":
             try:
                 view = read_notebook(fd, st.st_size)
             except NotANotebook as why:
@@ -460,7 +478,11 @@ SPEC = ToolSpec(
     name="ReadFile",
     title="Read file",
     description=load_description(
-        "read_file", MAX_LINES=MAX_LINES, MAX_BYTES=MAX_BYTES, MAX_LINE_LENGTH=MAX_LINE_LENGTH
+        "read_file",
+        MAX_LINES=MAX_LINES,
+        MAX_BYTES=MAX_BYTES,
+        MAX_LINE_LENGTH=MAX_LINE_LENGTH,
+        MAX_TEXT_PAGES=MAX_TEXT_PAGES,
     ),
     params=ReadFileParams,
     handler=read_file,
