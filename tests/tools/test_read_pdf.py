@@ -99,13 +99,15 @@ async def test_an_encrypted_pdf_is_refused(ws: Path) -> None:
     ]
 
 
-async def test_a_sensitive_pdf_is_refused_before_it_is_opened(ws: Path) -> None:
+async def test_a_sensitive_pdf_is_refused_like_any_other_file(ws: Path) -> None:
     pf.write_text_pdf(ws / "report.pdf", [["SALARY 1000000"]])
-    async with connect(ws, secret_patterns=["report.pdf"]) as c:
-        r = await call(c, "ReadFile", path="report.pdf")
-        denied = await call(c, "ReadFile", path="missing-report.pdf")
-    assert r.is_error and denied.is_error
-    (message,) = texts(r)
+    (ws / "report.txt").write_text("SALARY 1000000\n")
+    async with connect(ws, secret_patterns=["report.*"]) as c:
+        pdf = await call(c, "ReadFile", path="report.pdf", pages="1")
+        txt = await call(c, "ReadFile", path="report.txt")
+    assert pdf.is_error and txt.is_error
+    (message,) = texts(pdf)
+    assert message == texts(txt)[0].replace("report.txt", "report.pdf")
     assert "SALARY" not in message and "page" not in message and "sensitive" in message.lower()
 
 
