@@ -242,3 +242,52 @@ async def test_a_sensitive_notebook_is_refused_like_any_file(ws: Path) -> None:
         assert r.is_error
         (message,) = texts(r)
         assert "TOKEN" not in message and "cell" not in message and "sensitive" in message.lower()
+
+
+# A notebook of tens of MB, nearly all of it base64 images (what plotting notebooks are).
+BIG_NOTEBOOK_MB = 50
+# Its parse holds ~PARSE_COST_FACTOR times the file, then lets it all go; 32 MiB for the rest.
+BIG_PEAK_OVER_IDLE = notebook.PARSE_COST_FACTOR * (BIG_NOTEBOOK_MB << 20) + (32 << 20)
+
+
+def write_big_notebook(path: Path, megabytes: int) -> None:
+    image = base64.b64encode(os.urandom(750_000)).decode()  # 1 MB of base64 a cell
+    cells = [
+        cell(
+            [f"plot({i})\n", "show()"],
+            {"output_type": "display_data", "metadata": {}, "data": {"image/png": image}},
+        )
+        for i in range(megabytes)
+    ]
+    write_nb(path, *cells)
+
+
+@pytest.mark.slow
+async def test_a_big_notebook_with_images_is_parsed_within_the_load_budget(ws: Path) -> None:
+    import sys
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    from tests.stress.procs import server_pid, status
+
+    write_big_notebook(ws / "plots.ipynb", BIG_NOTEBOOK_MB)
+    write_nb(ws / "warm.ipynb", cell("x = 1"))
+    transport = StdioTransport(
+        sys.executable, ["-m", "filegate", "--workdir", str(ws)], cwd=str(ws), keep_alive=False
+    )
+    async with Client(transport) as c:
+        assert not (await call(c, "ReadFile", path="warm.ipynb")).is_error
+        pid = server_pid(ws)
+        idle = status(pid)["VmRSS"]
+        Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+        r = await call(c, "ReadFile", path="plots.ipynb", n_lines=4)
+        peak = status(pid)["VmHWM"]
+    assert not r.is_error
+    out, msg = texts(r)
+    assert (
+        out
+        == "     1\t# cell 1 · code · 1 output\n     2\tplot(0)\n     3\tshow()\n     4\t# out 1 · display_data\n"
+    )
+    assert msg.endswith(NOTE.format(BIG_NOTEBOOK_MB))
+    assert peak - idle < BIG_PEAK_OVER_IDLE, f"server peak {peak >> 20} MiB over an idle {idle >> 20} MiB"
