@@ -291,3 +291,10 @@ async def test_a_big_notebook_with_images_is_parsed_within_the_load_budget(ws: P
     )
     assert msg.endswith(NOTE.format(BIG_NOTEBOOK_MB))
     assert peak - idle < BIG_PEAK_OVER_IDLE, f"server peak {peak >> 20} MiB over an idle {idle >> 20} MiB"
+
+
+async def test_column_offset_reads_a_long_view_line_in_pieces(ws: Path) -> None:
+    write_nb(ws / "wide.ipynb", cell("x = '" + "ab" * 1500 + "'"))
+    _, (out, msg) = await read(ws, path="wide.ipynb", line_offset=2, n_lines=1, column_offset=2990)
+    assert out == "     2\tb" + "ab" * 7 + "'\n"  # characters 2990 to 3005 of the source line
+    assert "Notebook view of 1 cells" in msg
