@@ -168,11 +168,22 @@ async def test_pdf_bombs_are_refused_in_the_worker_and_the_server_stays_small(ws
         r = results[name]
         assert r.is_error, texts(r)
         assert texts(r)[0].startswith(f"Failed to read `{name}` as a PDF (application/pdf): {why}"), texts(r)
-    # A form that draws itself is drawn once; 10,000 pages are counted and 20 of them read.
+    # A form that draws itself is drawn once; 10,000 pages are counted and only the pages the
+    # window of 4 lines needs are read (2 view lines a page).
     assert texts(results["form.pdf"])[0] == "     1\t--- page 1 ---\n     2\tinside\n"
     many = texts(results["many.pdf"])
     assert many[1].endswith(
-        view_note(1, 20, 10_000) + ' Pages after 20 were not read in this call: pass pages="21-40" for more.'
+        view_note(1, 3, 10_000) + ' Pages after 3 were not read in this call: pass pages="4-23" for more.'
     )
     assert not after.is_error  # the server answers on
     assert peak - idle < PEAK_OVER_IDLE, f"server peak {peak >> 20} MiB, idle {idle >> 20} MiB; {seconds}"
+
+
+async def test_a_forward_window_reads_only_the_pages_it_needs(ws: Path) -> None:
+    pf.write_text_pdf(ws / "long.pdf", [[f"p{p} a", f"p{p} b"] for p in range(1, 31)])  # 3 view lines a page
+    _, (out, msg) = await read(ws, path="long.pdf", line_offset=4, n_lines=3)
+    assert out == "     4\t--- page 2 ---\n     5\tp2 a\n     6\tp2 b\n"
+    assert msg == (
+        "3 lines read from file starting from line 4. Total lines in file: 9." + view_note(1, 3, 30)
+        + ' Pages after 3 were not read in this call: pass pages="4-23" for more.'
+    )  # fmt: skip

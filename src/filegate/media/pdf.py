@@ -41,10 +41,13 @@ class PdfText:
     cut: bool  # the text stopped at MAX_TEXT_CHARS inside the last page listed
 
 
-def pdf_text(fd: int, first: int, last: int | None, *, timeout: float = DECODE_TIMEOUT_S) -> PdfText:
+def pdf_text(
+    fd: int, first: int, last: int | None, want_lines: int | None = None, *, timeout: float = DECODE_TIMEOUT_S
+) -> PdfText:
     """The text of pages ``first``..``last`` (1-based, inclusive; None: to the end), at most
-    MAX_TEXT_PAGES of them, read by pypdf in the worker from the open file ``fd``."""
-    request = {"op": "text", "first": first, "last": last, "timeout": timeout}
+    MAX_TEXT_PAGES of them, read by pypdf in the worker from the open file ``fd``; it stops
+    after the page that brings the view to ``want_lines`` lines (a marker line each page)."""
+    request = {"op": "text", "first": first, "last": last, "want_lines": want_lines, "timeout": timeout}
     answer = run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, PYPDF)
     return PdfText(answer["total"], [(int(n), str(t)) for n, t in answer["pages"]], bool(answer["cut"]))
 
@@ -56,7 +59,7 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
     """The pages' text as JSON, in the worker process (``worker.main``)."""
     deadline = Deadline(request["timeout"])
     try:
-        return _text(source, request["first"], request["last"], deadline)
+        return _text(source, request["first"], request["last"], request.get("want_lines"), deadline)
     except (MemoryError, RecursionError, DecodeTimeout, MediaError):
         raise
     except Exception as exc:  # pypdf's errors on a broken file are of many types; all refuse it
@@ -64,7 +67,9 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
         raise MediaError(f"pypdf could not read it ({detail}).") from None
 
 
-def _text(source: IO[bytes], first: int, last: int | None, deadline: Deadline) -> dict[str, Any]:
+def _text(
+    source: IO[bytes], first: int, last: int | None, want_lines: int | None, deadline: Deadline
+) -> dict[str, Any]:
     import pypdf  # under the worker's limits
 
     reader = pypdf.PdfReader(source, strict=False)
@@ -75,7 +80,7 @@ def _text(source: IO[bytes], first: int, last: int | None, deadline: Deadline) -
     total = len(reader.pages)
     end = min(total, last if last is not None else total, first + MAX_TEXT_PAGES - 1)
     pages: list[list[Any]] = []
-    chars = 0
+    chars = lines = 0
     for number in range(first, end + 1):
         deadline.check()
         text = reader.pages[number - 1].extract_text() or ""
@@ -84,4 +89,7 @@ def _text(source: IO[bytes], first: int, last: int | None, deadline: Deadline) -
             return {"total": total, "pages": pages, "cut": True}
         chars += len(text)
         pages.append([number, text])
+        lines += 1 + max(1, len(text.splitlines()))
+        if want_lines is not None and lines >= want_lines:
+            break
     return {"total": total, "pages": pages, "cut": False}

@@ -4,7 +4,7 @@ window of that view; the text comes from pypdf in the bounded worker (media/pdf.
 from __future__ import annotations
 
 from filegate.errors import MediaError, PathError
-from filegate.fsio.window import Window, rows_window
+from filegate.fsio.window import MAX_LINES, Window, rows_window
 from filegate.media.pdf import MAX_TEXT_CHARS, MAX_TEXT_PAGES, PdfText, pdf_text
 from filegate.policy.workspace import ResolvedPath
 
@@ -21,7 +21,9 @@ def pdf_view(
     if last is not None and last < first:
         raise PathError(f'pages="{pages}" ends before it starts.', "Invalid pages")
     try:
-        text = pdf_text(fd, first, last)
+        # A forward window needs the pages up to its last line only; a tail needs them all.
+        want = line_offset + min(n_lines, MAX_LINES) if line_offset > 0 else None
+        text = pdf_text(fd, first, last, want)
     except MediaError as exc:
         raise MediaError(f"Failed to read `{rp.shown}` as a PDF (application/pdf): {exc}") from None
     if first > text.total_pages:
