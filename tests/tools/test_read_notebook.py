@@ -298,3 +298,18 @@ async def test_column_offset_reads_a_long_view_line_in_pieces(ws: Path) -> None:
     _, (out, msg) = await read(ws, path="wide.ipynb", line_offset=2, n_lines=1, column_offset=2990)
     assert out == "     2\tb" + "ab" * 7 + "'\n"  # characters 2990 to 3005 of the source line
     assert "Notebook view of 1 cells" in msg
+
+
+async def test_reading_the_cell_view_counts_as_a_read_for_an_edit(ws: Path) -> None:
+    write_nb(ws / "n.ipynb", cell(["a = 1\n", "b = 2"]))
+    async with connect(ws) as c:
+        before = await call(
+            c, "StrReplaceFile", path="n.ipynb", edit={"old": "a = 1\nb = 2", "new": "a = 3\nb = 4"}
+        )
+        assert before.is_error and "read" in texts(before)[0].lower()  # the read guard (on here)
+        assert not (await call(c, "ReadFile", path="n.ipynb", n_lines=2)).is_error
+        after = await call(
+            c, "StrReplaceFile", path="n.ipynb", edit={"old": "a = 1\nb = 2", "new": "a = 3\nb = 4"}
+        )
+    assert not after.is_error, texts(after)
+    assert json.loads((ws / "n.ipynb").read_text())["cells"][0]["source"] == ["a = 3\n", "b = 4"]
