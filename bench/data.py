@@ -109,3 +109,64 @@ def small_file() -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"line {i:02d} of a small text file for the load test\n" for i in range(50)))
     return path
+
+
+PDF_PAGES = 200
+NOTEBOOK_MB = 50
+
+
+def text_pdf() -> Path:
+    """A 200-page text PDF (40 lines of prose a page, flate-compressed), written by hand."""
+    path = CACHE / "data" / "docs" / "book-200p.pdf"
+    if _ready(path):
+        return path
+    import zlib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(PDF_PAGES))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, PDF_PAGES),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for p in range(PDF_PAGES):
+        lines = [f"(page {p + 1}, line {i}: some ordinary prose of a report) Tj T*" for i in range(40)]
+        content = zlib.compress(("BT /F1 11 Tf 13 TL 60 760 Td " + " ".join(lines) + " ET").encode())
+        page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >>"
+        objects.append(page + b" /Contents %d 0 R >>" % (5 + 2 * p))
+        objects.append(
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content) + content + b"\nendstream"
+        )
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(
+        b"%010d 00000 n \n" % o for o in offsets
+    )
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def image_notebook() -> Path:
+    """A 50 MB notebook: 50 code cells, each with a 1 MB base64 PNG output (random bytes)."""
+    path = CACHE / "data" / "docs" / "plots-50mb.ipynb"
+    if _ready(path):
+        return path
+    import base64
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = base64.b64encode(os.urandom(750_000)).decode()
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": i, "source": [f"plot({i})\n", "show()"],
+         "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": image}}]}
+        for i in range(NOTEBOOK_MB)
+    ]  # fmt: skip
+    path.write_text(
+        json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}, indent=1)
+    )
+    return path

@@ -73,3 +73,43 @@ def test_the_one_piece_read_is_taken_for_plain_text_and_left_for_what_it_cannot_
         assert _same(path, 1000) is taken, data[:20]
     path.write_bytes(b"a\nb\nc\n")
     assert _same(path, 3) and not _same(path, 2)  # more lines than asked: line by line
+
+
+def _rows_file(rng: random.Random) -> list[str]:
+    """Lines with their breaks (a document's view): short, long, multi-byte, many or few."""
+    n = rng.choice([0, 1, 5, 40, 999, 1000, 1001, 1500])
+    width = rng.choice([10, 150, 400, 2500])
+    return [rng.choice(["é", "a", "xyz ", "😀"]) * rng.randrange(width) + "\n" for _ in range(n)]
+
+
+def test_a_window_over_rows_in_memory_matches_the_same_lines_read_from_a_file(tmp_path: Path) -> None:
+    """rows_window (a notebook's view) keeps ReadFile's window rules: offsets, columns, tails,
+    the line and byte caps, long lines cut, end of file; it is compared with the file reader's."""
+    rng = random.Random(20261128)
+    reasons = set()
+    cases = [([f"{i}\n" for i in range(1500)], 1, 2000, 0)]  # the line cap, surely
+    cases += [
+        (
+            _rows_file(rng),
+            rng.choice([1, 2, 37, 999, 1001, 2000, -1, -5, -400, -1000]),
+            rng.choice([1, 10, 300, 1000, 2000]),
+            rng.choice([0, 0, 0, 3, 1999, 3000]),
+        )
+        for _ in range(150)
+    ]
+    columns = set()
+    for i, (rows, start, n_lines, column) in enumerate(cases):
+        column = column if start > 0 else 0  # a column needs a forward read (ReadFile's rule)
+        path = tmp_path / f"{i}.txt"
+        path.write_text("".join(rows), encoding="utf-8")
+        src = _open(path)
+        try:
+            expected = rf.read_window(src, start, n_lines, column)
+        finally:
+            os.close(src.fd)
+        got = rf.rows_window(rows, start, n_lines, column)
+        assert got == expected, (i, start, n_lines, column, len(rows))
+        reasons.add(got.reason)
+        columns.add(bool(got.lines and 0 < column < len(rows[start - 1]) - 1))
+    assert reasons == {None, "max_lines", "max_bytes"}  # every cap was met
+    assert columns == {False, True}  # and reads that began inside a line

@@ -137,8 +137,12 @@ async def test_media_and_binary_files_are_refused_by_content(ws: Path, mode: str
     assert err and parts[0].startswith("`picture` is an image file (image/png). Use ReadMediaFile")
     err, parts, _ = await read(ws, mode, path="fake.png")
     assert not err and parts[0] == "     1\tjust text\n"
+    # A PDF is a document now (SPEC §8.6): a truncated one is refused by its reader.
     err, parts, _ = await read(ws, mode, path="doc.pdf")
-    assert err and parts[0].startswith("`doc.pdf` seems not readable")
+    assert err and parts[0].startswith("Failed to read `doc.pdf` as a PDF (application/pdf): pypdf could not")
+    (ws / "archive.zip").write_bytes(b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 4)
+    err, parts, _ = await read(ws, mode, path="archive.zip")
+    assert err and parts[0].startswith("`archive.zip` seems not readable")
 
 
 async def test_sensitive_files_are_refused_even_through_an_innocent_symlink(ws: Path, mode: str) -> None:

@@ -232,3 +232,56 @@ def _keep_tail(window: list[RawLine], w: Window, src: Source) -> bool:
         if was_cut:
             w.truncated.append(number)
     return max_bytes
+
+
+def rows_window(rows: list[str], start: int, n_lines: int, column: int = 0) -> Window:
+    """The same window over lines already in memory (a document's text view), each with its
+    line break: forward from ``start`` (at character ``column`` of its first line) or the last
+    ``-start`` lines, under the same caps."""
+    w = Window(total=len(rows), tail=start < 0)
+    if start > 0:
+        n_bytes = 0
+        for number in range(start, len(rows) + 1):
+            row = rows[number - 1]
+            if column and number == start:  # past its end: the line break alone, as in a file
+                body = row.rstrip("\n")
+                row = body[min(column, len(body)) :] + row[len(body) :]
+            n_bytes += _take_row(w, number, row)
+            if len(w.lines) >= n_lines:
+                break
+            if len(w.lines) >= MAX_LINES:
+                w.reason = "max_lines"
+                break
+            if n_bytes >= MAX_BYTES:
+                w.reason = "max_bytes"
+                break
+        w.eof = not w.lines or w.lines[-1][0] >= len(rows)
+        return w
+    first = max(1, len(rows) + start + 1)
+    limit = min(n_lines, MAX_LINES)
+    chosen = list(range(first, min(first + limit, len(rows) + 1)))
+    w.eof = not chosen or chosen[-1] >= len(rows)
+    kept: list[tuple[int, str, bool]] = []
+    total_bytes = 0
+    for number in reversed(chosen):
+        text = truncate_line(rows[number - 1])
+        size = len(text.encode("utf-8"))
+        if kept and total_bytes + size > MAX_BYTES:
+            w.reason = "max_bytes"
+            w.cut_before = len(chosen) - len(kept)
+            break
+        total_bytes += size
+        kept.append((number, text, text != rows[number - 1]))
+    for number, text, was_cut in reversed(kept):
+        w.lines.append((number, text))
+        if was_cut:
+            w.truncated.append(number)
+    return w
+
+
+def _take_row(w: Window, number: int, text: str) -> int:
+    cut = truncate_line(text)
+    if cut != text:
+        w.truncated.append(number)
+    w.lines.append((number, cut))
+    return len(cut.encode("utf-8"))

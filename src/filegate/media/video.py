@@ -4,7 +4,7 @@ Bytes in, frames out: no filegate import but the leaf errors module. Frames are 
 demux pass (packets, not pictures) and decoded at most a few at a time; a whole video is
 never decoded. FFmpeg decodes frames while it opens a container (to find a stream's size) and
 a stream's frames may outgrow its header, so no check before the decode can bound its memory:
-PyAV runs only in a child process (``video_worker``) under an address-space and CPU limit and a
+PyAV runs only in a child process (``worker``) under an address-space and CPU limit and a
 wall-clock timeout, holding the whole decode gate (``bounds.DECODES``) while it runs. In the
 child, the frames' size is still checked before the first sample is decoded, each frame is
 converted to RGB already scaled down, and the work stops at its deadline.
@@ -16,9 +16,6 @@ import base64
 import bisect
 import importlib
 import importlib.util
-import json
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -30,15 +27,14 @@ from filegate.errors import MediaError
 
 from .bounds import (
     DECODE_TIMEOUT_S,
-    DECODES,
     MAX_DECODE_BYTES,
     MAX_FRAMES,
     MAX_UNKNOWN_CHARS,
     Deadline,
-    DecodeTimeout,
     check_decoded_size,
 )
 from .image import FittedImage, encode_to_fit, fit_box
+from .worker import Decoder, WorkerStopped, run_worker
 
 # At most MAX_FRAMES frames (in bounds.py, which Pillow-free callers import) ...
 # ... each getting at least this many base64 characters (≈ 12 KB JPEG, ~480 px of video).
@@ -61,10 +57,6 @@ UNDECODABLE = (
 # threads (their VmPeak on a small clip stays under it), and the rest for one frame at the
 # decode budget and its scaled copy. A frame larger than the budget fails to allocate.
 WORKER_ADDRESS_SPACE = (320 << 20) + 2 * MAX_DECODE_BYTES
-# glibc reserves 64 MiB of address space per thread arena: two keep FFmpeg's threads within it.
-WORKER_ENV = {"MALLOC_ARENA_MAX": "2", "LC_ALL": "C"}
-# Seconds for the child to start (Python, Pillow, PyAV) on top of the decode's own budget.
-WORKER_START_S = 10.0
 
 
 def load_av() -> Any | None:
@@ -294,63 +286,36 @@ def _fit_frame(frame: Any, at: float, room: int, max_side: int, deadline: Deadli
     return VideoFrame(at, FittedImage(out, mime, size[0], size[1], ow, oh, True))
 
 
-# --- the server's side: the worker process ----------------------------------------------------
+# --- the worker process: its side and the server's ------------------------------------------
+
+# Who decodes a video in the worker, for the sentences that say why it was stopped.
+FFMPEG = Decoder(
+    "video",
+    "FFmpeg's decode of it",
+    "FFmpeg decoded its frames (it does so before their size is known) and needed more than the "
+    "{mib} MiB this server lets one video decode use, so the decode was stopped (in a separate process).",
+)
 
 
-class _Stopped(MediaError):
-    """The worker was stopped (limit, timeout or crash): what was refused, in words."""
+def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, Any]:
+    """A probe's or a sample's answer, as JSON, in the worker process (``worker.main``)."""
+    if request["op"] == "probe":
+        return {"info": probe_here(source, request["demuxer"]).as_dict()}
+    kf = sample_here(source, request["room"], request["max_side"], request["timeout"], request["demuxer"])
+    frames = [
+        {
+            "time": f.time,
+            "data": base64.b64encode(f.image.data).decode("ascii"),
+            "mime": f.image.mime,
+            "size": [f.image.width, f.image.height, f.image.out_width, f.image.out_height],
+        }
+        for f in kf.frames
+    ]
+    return {"info": kf.info.as_dict(), "frames": frames}
 
 
 def _run_worker(fd: int, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run one request in the worker under its limits, holding the whole decode gate (its
-    memory is the process's decode memory, counted at its cap); its JSON answer."""
-    deadline = Deadline(timeout)
-    mib = WORKER_ADDRESS_SPACE >> 20
-    request = {**request, "address_space": WORKER_ADDRESS_SPACE, "cpu_seconds": max(1, int(timeout))}
-    # -I: no current directory (the workspace) or PYTHON* variable on the child's import path.
-    args = [sys.executable, "-I", "-m", "filegate.media.video_worker", json.dumps(request)]
-    with DECODES.hold(DECODES.capacity, deadline):
-        try:
-            done = subprocess.run(
-                args, stdin=fd, capture_output=True, cwd="/", env=WORKER_ENV,
-                timeout=max(1.0, deadline.left()) + WORKER_START_S, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise _Stopped(
-                f"FFmpeg's decode of it ran past the {timeout:g} s this server allows for one file, "
-                "so it was stopped (in a separate process)."
-            ) from None
-    if done.returncode < 0:
-        sig = -done.returncode
-        if sig == signal.SIGXCPU:
-            raise _Stopped(
-                f"FFmpeg's decode of it used more than the {timeout:g} s of CPU this server allows "
-                "for one file, so it was stopped (in a separate process)."
-            )
-        if sig == signal.SIGKILL:  # the CPU limit's hard stop, or the system's OOM killer
-            raise _Stopped(
-                "FFmpeg's decode of it was killed (in a separate process): it ran past its CPU "
-                f"limit of {timeout:g} s or the system ran out of memory."
-            )
-        raise _Stopped(
-            f"FFmpeg's decode of it crashed ({signal.Signals(sig).name}; it may have hit the "
-            f"{mib} MiB memory limit of its separate process)."
-        )
-    try:
-        answer: dict[str, Any] = json.loads(done.stdout)
-    except ValueError:
-        answer = {"refused": "memory"} if b"MemoryError" in done.stderr else {}
-    if answer.get("refused") == "memory":
-        raise _Stopped(
-            f"FFmpeg decoded its frames (it does so before their size is known) and needed more "
-            f"than the {mib} MiB this server lets one video decode use, so the decode was stopped "
-            "(in a separate process)."
-        )
-    if "error" in answer:
-        raise (DecodeTimeout if answer.get("timeout") else MediaError)(answer["error"])
-    if "info" not in answer:
-        raise _Stopped(f"the video decoder's process failed (exit status {done.returncode}).")
-    return answer
+    return run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, FFMPEG)
 
 
 def probe_video(fd: int, demuxer: str, *, timeout: float = DECODE_TIMEOUT_S) -> VideoInfo:
@@ -371,7 +336,7 @@ def extract_keyframes(
     request = {"op": "frames", "room": room, "max_side": max_side, "timeout": timeout, "demuxer": demuxer}
     try:
         answer = _run_worker(fd, request, timeout)
-    except _Stopped as exc:
+    except WorkerStopped as exc:
         raise MediaError(f"{exc} No frames are sent; make a smaller or shorter copy and read that.") from None
     frames = []
     for f in answer["frames"]:

@@ -183,6 +183,21 @@ def _looks_like_text(h: bytes) -> bool:
     return True
 
 
+# A PDF's header may follow other bytes within its first KiB (ISO 32000-1, 7.5.2 and Annex H).
+PDF_HEADER_WITHIN = 1024
+
+
+def document_kind(name: str, header: bytes) -> Literal["notebook", "pdf"] | None:
+    """A document ReadFile shows as a view (SPEC §8.6): a PDF by its content; a ``.ipynb`` file
+    whose content begins as a JSON object is a notebook candidate (whether it parses as
+    notebook JSON is found when it is read: a file that does not is read as text)."""
+    if b"%PDF-" in header[:PDF_HEADER_WITHIN]:
+        return "pdf"
+    if PurePath(name).suffix.lower() == ".ipynb" and header.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{":
+        return "notebook"
+    return None
+
+
 def detect_file_type(name: str, header: bytes) -> FileType:
     """Classify a file by its first bytes (``header``); its name only breaks a tie."""
     if not header:

@@ -18,11 +18,22 @@ from filegate.fsio.codec import DETECT_BYTES, FileCodec, decide, usable_codec
 from filegate.fsio.lines import ReadCancelled, Scan, Source, line_codec
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
-from filegate.fsio.window import MAX_BYTES, MAX_LINE_LENGTH, MAX_LINES, Window, read_window, truncate_line
-from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
+from filegate.fsio.window import (
+    MAX_BYTES,
+    MAX_LINE_LENGTH,
+    MAX_LINES,
+    Window,
+    read_window,
+    rows_window,
+    truncate_line,
+)
+from filegate.media.pdf import MAX_TEXT_PAGES
+from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
+from filegate.tools.notebook import NotANotebook, read_notebook
 from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
+from filegate.tools.pdf_view import pdf_view
 from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, identity_of
 
 
@@ -73,6 +84,19 @@ class ReadFileParams(BaseModel):
             )
         return v
 
+    pages: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[1-9][0-9]{0,6}(-[1-9][0-9]{0,6})?$",
+            description=f'For a PDF: the pages to read, e.g. "3" or "3-7" (at most {MAX_TEXT_PAGES} a call).',
+        ),
+    ] = None
+
+    raw: Annotated[
+        bool,
+        Field(description="For a Jupyter notebook: its JSON as text instead of the cell view."),
+    ] = False
+
     @field_validator("line_offset")
     @classmethod
     def _offset(cls, v: int) -> int:
@@ -111,6 +135,13 @@ def _check_readable_text(rp: ResolvedPath, header: bytes) -> None:
         )
 
 
+# What a notebook's cell view adds to the summary: its line numbers are the view's, not the file's.
+NOTEBOOK_NOTE = (
+    " Notebook view of %d cells: lines are numbered in this view (cell headers and outputs"
+    " included), not in the file; raw=true shows the JSON."
+)
+
+
 # --- the result, fitted to the client's budget ----------------------------------------------
 
 
@@ -129,9 +160,12 @@ def _result_chars(o: Outcome) -> int:
     return len(o.output) + len(o.message) + 2 * (BLOCK_FRAME_CHARS + 1)
 
 
-def _format(params: ReadFileParams, w: Window, budget: int, fc: FileCodec | None = None) -> Outcome:
-    """The result with as many whole lines as fit ``budget``; the summary is always there."""
-    full = _outcome(params, w, w.lines, None, fc)
+def _format(
+    params: ReadFileParams, w: Window, budget: int, fc: FileCodec | None = None, note: str = ""
+) -> Outcome:
+    """The result with as many whole lines as fit ``budget``; the summary (and ``note`` after
+    it) is always there."""
+    full = _outcome(params, w, w.lines, None, fc, note)
     if _result_chars(full) <= budget:
         return full
     rows = [len(_row(n, t)) for n, t in w.lines]
@@ -144,7 +178,7 @@ def _format(params: ReadFileParams, w: Window, budget: int, fc: FileCodec | None
         k += 1
     while True:
         kept = _kept(w, k, budget - overhead)
-        out = _outcome(params, w, kept, budget, fc)
+        out = _outcome(params, w, kept, budget, fc, note)
         if _result_chars(out) <= budget or k == 0:
             return out
         k -= 1
@@ -169,6 +203,7 @@ def _outcome(
     lines: list[tuple[int, str]],
     budget: int | None,
     fc: FileCodec | None = None,
+    note: str = "",
 ) -> Outcome:
     """Kimi's summary for ``lines`` (all of ``w.lines``, or the part that fits ``budget``)."""
     k = len(lines)
@@ -189,6 +224,7 @@ def _outcome(
     msg += _columns_sentence(params, lines, truncated)
     if fc is not None:
         msg += _codec_sentence(fc, lines)
+    msg += note
     output = "".join([ROW % line for line in lines])
     return Outcome(output=output, message=msg)
 
@@ -385,7 +421,26 @@ def _read(
         if small_only and st.st_size > SHARED_FROM_BYTES:
             raise _Large
         header = pread(fd, SNIFF_BYTES, 0)
+        document = document_kind(rp.real.name, header)
+        if document == "pdf":
+            if small_only:  # its worker may run for seconds: not on a READ_WORKERS thread
+                raise _Large
+            window, note = pdf_view(
+                rp, fd, params.pages, params.line_offset, params.n_lines, params.column_offset
+            )
+            return _format(params, window, budget, note=note)
         _check_readable_text(rp, header)
+        note = ""
+        if not params.raw and document == "notebook":
+            try:
+                view = read_notebook(fd, st.st_size)
+            except NotANotebook as why:
+                note = f" Shown as text: this .ipynb file is not read as a notebook ({why})."
+            else:
+                if reads is not None:
+                    reads.saw(rp.real, identity_of(st))
+                window = rows_window(view.rows, params.line_offset, params.n_lines, params.column_offset)
+                return _format(params, window, budget, note=NOTEBOOK_NOTE % view.cells)
         fc = _decide(fd, st, header, rp.real, codecs)
         src = Source(fd, st, line_codec(fc, header), Scan.start(cancel=cancel))
         try:
@@ -399,7 +454,7 @@ def _read(
         if reads is not None:  # any window counts: the file as it was when opened was read
             reads.saw(rp.real, identity_of(st), _whole_if_small(fd, st))
         codecs.remember(rp.real)
-        return _format(params, window, budget, fc)
+        return _format(params, window, budget, fc, note)
     finally:
         os.close(fd)
 
@@ -423,7 +478,11 @@ SPEC = ToolSpec(
     name="ReadFile",
     title="Read file",
     description=load_description(
-        "read_file", MAX_LINES=MAX_LINES, MAX_BYTES=MAX_BYTES, MAX_LINE_LENGTH=MAX_LINE_LENGTH
+        "read_file",
+        MAX_LINES=MAX_LINES,
+        MAX_BYTES=MAX_BYTES,
+        MAX_LINE_LENGTH=MAX_LINE_LENGTH,
+        MAX_TEXT_PAGES=MAX_TEXT_PAGES,
     ),
     params=ReadFileParams,
     handler=read_file,

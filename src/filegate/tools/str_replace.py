@@ -20,10 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import EditFailed
 from filegate.fsio.codec import Unencodable
 from filegate.fsio.spliced import Content, Spliced
-from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
+from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
+from filegate.tools.notebook_edit import edit_cells
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.tolerant_edit import already_applied, apply_tolerant
 from filegate.tools.writing import (
@@ -388,6 +389,13 @@ def _edit_bytes(
     """The pure transformation: the file's bytes → the edited bytes, in its own encoding."""
     _check_text(rp, data)
     encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
+    if document_kind(rp.real.name, data[:SNIFF_BYTES]) == "notebook":
+        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown)
+        if by_cell is not None:
+            applied = Applied(
+                by_cell.data, by_cell.replacements, kept_head=by_cell.kept_head, kept_tail=by_cell.kept_tail
+            )
+            return Change(applied.data, encoding, applied, (), applied.span(data))
     tolerant = env is None or env.edit_match == "tolerant"
     applied = _edited(rp, data, edits, encoding, tolerant)
     if applied.data == data:

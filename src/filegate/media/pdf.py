@@ -1,0 +1,95 @@
+"""A PDF's text, page by page, with pypdf in the bounded worker (SPEC §8.6).
+
+pypdf is pure Python, but a PDF's streams inflate (a flate bomb), its page tree and object graph
+can be deep or circular, and its xref can be broken so that the whole file is scanned: none of
+that can be bounded before parsing starts. So pypdf runs only in the worker process
+(``worker.py``) under its memory, CPU and time limits, and the work it is asked for is capped
+too: at most ``MAX_TEXT_PAGES`` pages and ``MAX_TEXT_CHARS`` characters a call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, Any
+
+from filegate.errors import MediaError
+
+from .bounds import DECODE_TIMEOUT_S, MAX_DECODE_BYTES, Deadline, DecodeTimeout
+from .worker import Decoder, run_worker
+
+# Pages one ReadFile extracts, at most: more than a window of 1000 lines holds for a text PDF,
+# few enough that the first page of a long document answers quickly.
+MAX_TEXT_PAGES = 20
+# Characters of text one call brings back from the worker, at most (ReadFile's window then
+# takes at most 100 KiB of it): a page that claims more is cut, and the answer says so.
+MAX_TEXT_CHARS = 4 << 20
+# The worker's address space: Python and pypdf (well under half of it) and room for one
+# stream inflated at the decode budget; a flate bomb fails to allocate past it.
+WORKER_ADDRESS_SPACE = (256 << 20) + 2 * MAX_DECODE_BYTES
+PYPDF = Decoder(
+    "pdf",
+    "pypdf's reading of it",
+    "reading it needed more than the {mib} MiB this server lets one PDF use (a stream that "
+    "inflates past it, or an object graph nested too deep), so it was stopped (in a separate process).",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PdfText:
+    total_pages: int
+    pages: list[tuple[int, str]]  # (page number, its text), in order
+    cut: bool  # the text stopped at MAX_TEXT_CHARS inside the last page listed
+
+
+def pdf_text(
+    fd: int, first: int, last: int | None, want_lines: int | None = None, *, timeout: float = DECODE_TIMEOUT_S
+) -> PdfText:
+    """The text of pages ``first``..``last`` (1-based, inclusive; None: to the end), at most
+    MAX_TEXT_PAGES of them, read by pypdf in the worker from the open file ``fd``; it stops
+    after the page that brings the view to ``want_lines`` lines (a marker line each page)."""
+    request = {"op": "text", "first": first, "last": last, "want_lines": want_lines, "timeout": timeout}
+    answer = run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, PYPDF)
+    return PdfText(answer["total"], [(int(n), str(t)) for n, t in answer["pages"]], bool(answer["cut"]))
+
+
+# --- in the worker ------------------------------------------------------------------------------
+
+
+def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, Any]:
+    """The pages' text as JSON, in the worker process (``worker.main``)."""
+    deadline = Deadline(request["timeout"])
+    try:
+        return _text(source, request["first"], request["last"], request.get("want_lines"), deadline)
+    except (MemoryError, RecursionError, DecodeTimeout, MediaError):
+        raise
+    except Exception as exc:  # pypdf's errors on a broken file are of many types; all refuse it
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        raise MediaError(f"pypdf could not read it ({detail}).") from None
+
+
+def _text(
+    source: IO[bytes], first: int, last: int | None, want_lines: int | None, deadline: Deadline
+) -> dict[str, Any]:
+    import pypdf  # under the worker's limits
+
+    reader = pypdf.PdfReader(source, strict=False)
+    if reader.is_encrypted:
+        raise MediaError(
+            "it is encrypted; filegate does not decrypt PDFs. Ask the user for a decrypted copy."
+        )
+    total = len(reader.pages)
+    end = min(total, last if last is not None else total, first + MAX_TEXT_PAGES - 1)
+    pages: list[list[Any]] = []
+    chars = lines = 0
+    for number in range(first, end + 1):
+        deadline.check()
+        text = reader.pages[number - 1].extract_text() or ""
+        if chars + len(text) > MAX_TEXT_CHARS:
+            pages.append([number, text[: MAX_TEXT_CHARS - chars]])
+            return {"total": total, "pages": pages, "cut": True}
+        chars += len(text)
+        pages.append([number, text])
+        lines += 1 + max(1, len(text.splitlines()))
+        if want_lines is not None and lines >= want_lines:
+            break
+    return {"total": total, "pages": pages, "cut": False}

@@ -1,0 +1,110 @@
+"""PDFs written by hand, byte by byte, for the tests: text pages, blank pages, and the bombs
+SPEC §8.6 names (a flate bomb, many pages, a broken xref, a recursive object graph)."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def content_of(lines: list[str]) -> bytes:
+    """A content stream that shows ``lines`` one under another in Helvetica."""
+    ops = ["BT /F1 12 Tf 14 TL 72 760 Td"] + [f"({_escape(line)}) Tj T*" for line in lines] + ["ET"]
+    return "\n".join(ops).encode("latin-1")
+
+
+def build(objects: list[bytes], root: int = 1, *, xref: bool = True, trailer_extra: bytes = b"") -> bytes:
+    """A PDF of ``objects`` (object i+1 is objects[i]), with a correct xref unless told not."""
+    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    start = len(out)
+    if xref:
+        out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+        out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    else:
+        out += b"xref\n0 %d\n" % (len(objects) + 1) + b"garbage garbage\n" * 3
+    out += b"trailer\n<< /Size %d /Root %d 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, root, trailer_extra, start,
+    )  # fmt: skip
+    return bytes(out)
+
+
+def stream(data: bytes, *, flate: bool = False, extra: bytes = b"") -> bytes:
+    if flate:
+        data = zlib.compress(data, 9)
+        extra += b" /Filter /FlateDecode"
+    return b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream"
+
+
+def text_pdf(pages: list[list[str] | None], *, flate: bool = False) -> bytes:
+    """One page per item: its lines of text, or None for a page with no text layer."""
+    n = len(pages)
+    # 1 catalog, 2 pages, 3 font, then per page: the page and its content stream.
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(n))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for i, lines in enumerate(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
+        )
+        objects.append(stream(content_of(lines or []), flate=flate))
+    return build(objects)
+
+
+def write_text_pdf(path: Path, pages: list[list[str] | None], **kw: bool) -> Path:
+    path.write_bytes(text_pdf(pages, **kw))
+    return path
+
+
+def _one_page(content: bytes, resources: bytes = b"/Font << /F1 3 0 R >>") -> list[bytes]:
+    return [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << %s >> /Contents 5 0 R >>"
+        % resources,
+        content,
+    ]
+
+
+def flate_bomb(inflated: int = 1 << 30) -> bytes:
+    """One page whose content stream is ~1 MB of flate that inflates to ``inflated`` zeros."""
+    packer = zlib.compressobj(9)
+    block = b"\0" * (1 << 20)
+    data = b"".join(packer.compress(block) for _ in range(inflated >> 20)) + packer.flush()
+    return build(
+        _one_page(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(data) + data + b"\nendstream")
+    )
+
+
+def cyclic_page_tree() -> bytes:
+    """A page tree whose node lists itself among its kids."""
+    objects = _one_page(stream(content_of(["hi"])))
+    objects[1] = b"<< /Type /Pages /Kids [2 0 R 4 0 R] /Count 2 >>"
+    return build(objects)
+
+
+def self_drawing_form() -> bytes:
+    """A page drawing a form XObject that draws itself, forever."""
+    form = stream(
+        b"BT /F1 12 Tf (inside) Tj ET /X1 Do",
+        extra=b" /Type /XObject /Subtype /Form /BBox [0 0 10 10]"
+        b" /Resources << /Font << /F1 3 0 R >> /XObject << /X1 6 0 R >> >>",
+    )
+    return build([*_one_page(stream(b"/X1 Do"), b"/Font << /F1 3 0 R >> /XObject << /X1 6 0 R >>"), form])
+
+
+def broken_xref() -> bytes:
+    """A PDF whose xref table is garbage and whose objects cannot be found by a scan either."""
+    return build([b"<< /Type /Catalog /Pages 2 0 R >>"], xref=False)
