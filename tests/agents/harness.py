@@ -22,6 +22,7 @@ DISTINCTIVE = "the heron flies at 7731 hours"
 GREP_LINE = "SIGNAL = 'grep-target-5521'"
 CANARY = "canary-ZX81-d0n0tleak"
 WRITTEN = "written by the agent\n"
+NOTES = f"first line\nsecond line\n{DISTINCTIVE}\nlast line\n"
 
 # One call per turn, in this order; a result's position in the conversation names its step.
 READ, GLOB, GREP, ENV, MEDIA, WRITE, EDIT = range(7)
@@ -36,6 +37,42 @@ STEPS = [
 ]
 # An unattended run's writes: the edited file is read first (the read guard, SPEC §4).
 WRITE_STEPS = [STEPS[READ], *STEPS[WRITE:]]
+
+# A tab-indented Go file, and the edit a model typically sends for it: the lines it read,
+# indented with 4 spaces a level (SPEC §8.2, the ladder's indentation rung).
+GO_FILE = (
+    'package main\n\nimport "fmt"\n\n'
+    "func greet(name string) string {\n"
+    '\tif name == "" {\n\t\treturn "hello, world"\n\t}\n'
+    '\treturn "hello, " + name\n}\n\n'
+    'func main() {\n\tfmt.Println(greet(""))\n}\n'
+)
+GO_OLD = '    if name == "" {\n        return "hello, world"\n    }\n'
+GO_NEW = '    if name == "" {\n        name = "world"\n    }\n'
+GO_EDITED = GO_FILE.replace('\t\treturn "hello, world"', '\t\tname = "world"')
+GO_REPORT = (
+    "matched ignoring indentation at lines 6-8: the file indents with tabs, the old text with"
+    " 4 spaces; the new text was written with tabs."
+)
+LADDER_STEPS = [
+    Step("ReadFile", {"path": "main.go"}),
+    Step("StrReplaceFile", {"path": "main.go", "edit": {"old": GO_OLD, "new": GO_NEW}}),
+]
+LADDER_EDIT = 1
+
+WRITE_ID = re.compile(r"Write id: (w-[0-9a-f]+)\.")
+
+
+def undo_args(received: list[Seen]) -> dict[str, str]:
+    """UndoWrite of the write the model was just told about, by the id its message ended with."""
+    found = WRITE_ID.search(received[UNDONE].text)
+    assert found, f"no write id in what the model received: {received[UNDONE].text[:2000]}"
+    return {"write_id": found.group(1)}
+
+
+# A write, then its undo by the id the model received from it.
+UNDO_STEPS = [STEPS[READ], STEPS[EDIT], Step("UndoWrite", undo_args)]
+UNDONE, UNDO = 1, 2
 
 
 def png(width: int, height: int, noise: bool = False) -> bytes:
@@ -59,9 +96,10 @@ def png(width: int, height: int, noise: bool = False) -> bytes:
 def workspace(root: Path, image: bytes | None = None) -> Path:
     ws = root / "ws"
     (ws / "src").mkdir(parents=True)
-    (ws / "notes.txt").write_text(f"first line\nsecond line\n{DISTINCTIVE}\nlast line\n")
+    (ws / "notes.txt").write_text(NOTES)
     (ws / "src" / "a.py").write_text(f"import os\n{GREP_LINE}\n")
     (ws / ".env").write_text(f"API_KEY={CANARY}\n")
+    (ws / "main.go").write_text(GO_FILE)
     (ws / "pic.png").write_bytes(image if image is not None else png(64, 48))
     return ws
 
@@ -172,3 +210,22 @@ def check_written(r: Run, first: int = 0, told: bool = True) -> None:
         assert not seen.error, seen.text
         if told:
             assert "successfully" in seen.text, seen.text
+
+
+def check_ladder_edit(r: Run) -> None:
+    """The space-indented edit landed on the first try, in tabs, and the model got the report."""
+    seen = r.seen(LADDER_EDIT)
+    assert not seen.error, seen.text
+    assert (r.ws / "main.go").read_text() == GO_EDITED, seen.text
+    assert GO_REPORT in seen.text, seen.text
+
+
+def check_undone(r: Run) -> None:
+    """The edit happened, its undo put the file back byte for byte, and the model was told."""
+    edited, undone = r.seen(UNDONE), r.seen(UNDO)
+    assert not edited.error and "successfully" in edited.text, edited.text
+    assert not undone.error, undone.text
+    write_id = undo_args(r.rec.results)["write_id"]
+    assert f"Undid {write_id}: `notes.txt` restored as it was before it." in undone.text, undone.text
+    assert WRITE_ID.search(undone.text), undone.text  # the undo is itself a write, undoable
+    assert (r.ws / "notes.txt").read_bytes() == NOTES.encode()

@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,8 +25,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Step:
+    """One call of the script. ``args`` may be a function of the results the model has received
+    so far (by step), for a call that uses one: an UndoWrite of the id a write's message ended with."""
+
     tool: str  # filegate's name: ReadFile, Glob, …
-    args: dict[str, Any]
+    args: dict[str, Any] | Callable[[list[Seen]], dict[str, Any]]
+
+    def arguments(self, received: list[Seen]) -> dict[str, Any]:
+        return self.args(received) if callable(self.args) else self.args
 
 
 @dataclass
@@ -260,7 +267,7 @@ class Handler(BaseHTTPRequestHandler):
         name = _tool_name(names, step.tool)
         if name is None:
             raise AssertionError(f"the agent lists no tool for {step.tool}: {names}")
-        return f"call_{len(results)}_{uuid.uuid4().hex[:8]}", name, step.args
+        return f"call_{len(results)}_{uuid.uuid4().hex[:8]}", name, step.arguments(results)
 
     def reply_anthropic(self, body: dict[str, Any]) -> None:
         call = self.next_call(*anthropic_state(body))

@@ -108,6 +108,8 @@ def kimi_cli(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h
     env = h.scratch_env(home)
     h.install("kimi", env, ws, *install_flags)
     # An MCP tool named like a built-in replaces it in Kimi CLI: the calls go to filegate.
+    # Its scripted provider replays a script fixed before the run: no step can use a result.
+    assert not any(callable(s.args) for s in steps), "Kimi CLI's script cannot use a result"
     scripts = [
         "tool_call: " + json.dumps({"id": f"call_{i}", "name": s.tool, "arguments": json.dumps(s.args)})
         for i, s in enumerate(steps)

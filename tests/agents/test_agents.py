@@ -62,6 +62,24 @@ def auto_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) ->
     return agent.start(tmp, *agent.install_flags, "--approval", "auto", steps=h.WRITE_STEPS)
 
 
+def unattended(agent: AgentUnderTest) -> tuple[str, ...]:
+    """Install flags for a run whose writes must land: an asking agent's headless run declines
+    filegate's question, so it gets --approval auto."""
+    return (*agent.install_flags, *(("--approval", "auto") if agent.name in ASKING else ()))
+
+
+@pytest.fixture(scope="module")
+def ladder_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-ladder")
+    return agent.start(tmp, *unattended(agent), steps=h.LADDER_STEPS)
+
+
+@pytest.fixture(scope="module")
+def undo_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-undo")
+    return agent.start(tmp, *unattended(agent), steps=h.UNDO_STEPS)
+
+
 # --- every agent ----------------------------------------------------------------------------
 
 
@@ -149,6 +167,22 @@ def test_writes_under_approval_auto(auto_run: h.Run) -> None:
 @for_agents(*ASKING)
 def test_the_model_is_told_the_writes_happened(auto_run: h.Run) -> None:
     h.check_written(auto_run, 1)
+
+
+# --- edits that land, and undo (SPEC §8.2, §8.4) ---------------------------------------------
+
+
+@for_agents("claude-code", "codex")
+def test_space_indented_edit_of_a_tab_indented_file_lands(ladder_run: h.Run) -> None:
+    # A model's usual edit of a Go file: the lines it read, indented with spaces. It lands on
+    # the first try, written with tabs, and the model is told what was tolerated and where.
+    h.check_ladder_edit(ladder_run)
+
+
+@for_agents("claude-code", "kimi-code")
+def test_undo_restores_the_write_and_the_model_is_told(undo_run: h.Run) -> None:
+    # The model undoes its edit by the write id the edit's message ended with.
+    h.check_undone(undo_run)
 
 
 # --- Kimi Code: its own built-ins off, text blocks and budgets --------------------------------
