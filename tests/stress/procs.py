@@ -255,3 +255,6 @@ class Zygote:
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # else left to the collector (ResourceWarning)
+            if pipe is not None:
+                pipe.close()
