@@ -122,13 +122,7 @@ def _forward(src: Source, start: int, n_lines: int, counting: PendingCount, colu
                 pos = offset_of_column(src, pos, column)
             for raw in iter_lines_from(src, pos, start):
                 n_bytes += _take(w, raw, src)
-                if len(w.lines) >= n_lines:
-                    break
-                if len(w.lines) >= MAX_LINES:
-                    w.reason = "max_lines"
-                    break
-                if n_bytes >= MAX_BYTES:
-                    w.reason = "max_bytes"
+                if _full(w, n_bytes, n_lines):
                     break
             else:
                 exhausted = True
@@ -247,13 +241,7 @@ def rows_window(rows: list[str], start: int, n_lines: int, column: int = 0) -> W
                 body = row.rstrip("\n")
                 row = body[min(column, len(body)) :] + row[len(body) :]
             n_bytes += _take_row(w, number, row)
-            if len(w.lines) >= n_lines:
-                break
-            if len(w.lines) >= MAX_LINES:
-                w.reason = "max_lines"
-                break
-            if n_bytes >= MAX_BYTES:
-                w.reason = "max_bytes"
+            if _full(w, n_bytes, n_lines):
                 break
         w.eof = not w.lines or w.lines[-1][0] >= len(rows)
         return w
@@ -285,3 +273,16 @@ def _take_row(w: Window, number: int, text: str) -> int:
         w.truncated.append(number)
     w.lines.append((number, cut))
     return len(cut.encode("utf-8"))
+
+
+def _full(w: Window, n_bytes: int, n_lines: int) -> bool:
+    """Whether a forward window is complete: the lines asked for, or a cap (named in ``reason``)."""
+    if len(w.lines) >= n_lines:
+        return True
+    if len(w.lines) >= MAX_LINES:
+        w.reason = "max_lines"
+        return True
+    if n_bytes >= MAX_BYTES:
+        w.reason = "max_bytes"
+        return True
+    return False
