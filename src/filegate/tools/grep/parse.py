@@ -178,7 +178,6 @@ class Parser:
         lstat = os.stat
         if not platform.has_dir_fd():  # Windows: by path (the pinned directory cannot move there)
             fd, lstat = None, functools.partial(_stat_in, os.fsencode(target.cwd))
-        start = len(self.dated)
         for raw in records:
             if not raw:
                 continue
@@ -190,9 +189,6 @@ class Parser:
             except OSError:
                 mtime = 0
             dated((-mtime, shown))
-        # Each read's names sorted while rg still runs: the sort at rg's end then merges sorted
-        # runs (11,063 names: ~3 ms → ~0.8 ms after rg's end).
-        self.dated[start:] = sorted(self.dated[start:])
 
     def _rows(self, rows: list[bytes]) -> None:
         counting = self.mode == "count_matches"
