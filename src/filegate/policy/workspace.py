@@ -154,6 +154,7 @@ class Workspace:
         """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
         if not raw:
             raise PathError("File path cannot be empty.", "Empty file path")
+        self.check_client_rules()
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         paths = self.rules.module
@@ -207,9 +208,22 @@ class Workspace:
                 brief,
             )
 
+    def check_client_rules(self) -> None:
+        """Each call starts here: the client rules reloaded where their files changed, and a
+        PathError while one of them cannot be used (SPEC §8.5: fail closed)."""
+        if self.secrets.client is not None:
+            self.secrets.client.check()
+
     def resolve_for_read(self, raw: str) -> ResolvedPath:
         """A path a reader (ReadFile, ReadMediaFile) may open: the rules, and never a secret."""
         rp = self.resolve(raw, "read")
+        source = self.secrets.hidden_by(self.rules.secret_key(str(rp.real))) if rp.sensitive else None
+        if source is not None:  # the rule's file is named, never the rule itself
+            raise PathError(
+                f"`{rp.shown}` is hidden from AI tools by a rule in `{source}`. Reading this file "
+                "is blocked; the user can change that rule file to allow it.",
+                "Hidden by client rule",
+            )
         if rp.sensitive:
             raise PathError(
                 f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
@@ -220,6 +234,7 @@ class Workspace:
 
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
+        self.check_client_rules()
         if raw is None:
             if not self.contains(str(self.workdir)):  # client roots narrowed it away
                 raise PathError(

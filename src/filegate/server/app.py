@@ -16,6 +16,7 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
+from filegate.policy.clientrules import client_rules_of
 from filegate.policy.escape import escape, escape_log
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
@@ -158,7 +159,7 @@ def build_server(settings: Settings) -> FastMCP:
         workdir=settings.workdir,
         add_dirs=tuple(settings.add_dirs),
         confine=settings.confined,
-        secrets=SecretMatcher(settings.secret_patterns),
+        secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)),
     )
     runtime = SessionRuntime(settings, workspace)
     server = FastMCP(

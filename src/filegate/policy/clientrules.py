@@ -1,0 +1,411 @@
+"""The rules users already wrote for their agents, as filegate's verdicts (SPEC §8.5).
+
+Sources: the AI ignore files (:data:`IGNORE_FILES`, gitignore syntax, each applying to its own
+directory's subtree, nested ones included, judged with policy/gitignore.py, the matcher Glob
+uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.ask`` rules with
+``Read(...)``, ``Edit(...)``, ``Write(...)`` in the workspace's `.claude/settings.json`,
+`.claude/settings.local.json` and the user's `~/.claude/settings.json`.
+
+Verdicts, on a resolved (real) path:
+
+- :meth:`ClientRules.read_source`: hidden for reading (an ignore file, or a ``Read`` deny rule):
+  the path is sensitive — refused, left out of searches and counted.
+- :meth:`ClientRules.write_rule`: ``deny`` (an ``Edit``/``Write`` deny rule: refused without a
+  question) or ``ask`` (an ``ask`` rule, or a rule file itself: always asked).
+
+A rule file that cannot be used (a symlink, not a regular file, over :data:`MAX_RULE_BYTES`, not
+JSON of the documented shape) fails closed: :meth:`ClientRules.check` raises on every tool call
+until it is fixed, and an ignore file found broken mid-walk hides its whole subtree meanwhile.
+
+Reloading: each call starts with :meth:`check`, which forgets which ignore files each directory
+holds; a file is re-read only when its (dev, ino, size, mtime_ns, ctime_ns) changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from filegate.errors import PathError
+from filegate.policy.escape import escape
+from filegate.policy.gitignore import RuleSet, compile_ignore
+from filegate.settings import Settings
+
+IGNORE_FILES = (".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore")
+CLAUDE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
+USER_SETTINGS = ".claude/settings.json"  # under the user's home
+# A rule file larger than this is not a list of rules someone wrote: it fails closed.
+MAX_RULE_BYTES = 1 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+Verdict = Literal["deny", "ask"]
+Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
+
+
+class RuleFileError(Exception):
+    """A rule file that cannot be used; ``str()`` says what is wrong (never its content)."""
+
+
+def signature(st: os.stat_result) -> Signature:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def read_rule_file(path: str, *, follow: bool = False) -> tuple[Signature, bytes] | None:
+    """The file's bytes and signature; None when it does not exist. RuleFileError when it is a
+    symlink (unless ``follow``), not a regular file, or over the size cap. Opened non-blocking,
+    so a FIFO cannot hang the call."""
+    try:
+        before = os.stat(path, follow_symlinks=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RuleFileError(f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(before.st_mode):
+        raise RuleFileError("is a symlink; a rule file must be a regular file")
+    if not stat.S_ISREG(before.st_mode):
+        raise RuleFileError("is not a regular file")
+    if before.st_size > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    try:
+        fd = os.open(path, _OPEN_FLAGS | (0 if follow else _NOFOLLOW))
+    except OSError as exc:
+        raise RuleFileError(f"cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) and os.path.samestat(st, before)):
+            raise RuleFileError("changed while it was opened")
+        data = os.read(fd, MAX_RULE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    return signature(st), data
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One rule file: where it is, and how a message names it."""
+
+    path: str  # real, absolute
+    shown: str  # workdir-relative or ~/…, escaped
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeRule:
+    """One ``Read``/``Edit``/``Write`` rule, as a gitignore line under ``base``."""
+
+    tool: Literal["Read", "Edit", "Write"]
+    verdict: Verdict
+    text: str  # as written in the file (for `filegate rules` only: never in a tool's message)
+    base: str  # the directory the pattern is relative to
+    rules: RuleSet | None
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreFile:
+    source: Source
+    rules: RuleSet | None  # None: no rule in it
+    broken: bool = False  # could not be used: its whole subtree is hidden
+
+    def hides(self, rel: str) -> bool:
+        """Whether the path ``rel`` (relative to the file's folder) is ignored by it, git's way:
+        the path or a folder it is under; nothing under an ignored folder comes back."""
+        if self.broken:
+            return True
+        if self.rules is None:
+            return False
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            decided = decide(self.rules, "/".join(parts[:i]), parts[i - 1], i < len(parts))
+            if decided:
+                return True
+        return False
+
+
+def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
+    """The last matching line's verdict on one entry (True: ignored, False: re-included by
+    ``!``, None: no line matches)."""
+    for rule in rs.rules:  # last line first
+        if rule.dirs_only and not is_dir:
+            continue
+        if rule.regex.fullmatch(name if rule.on_name else path):
+            return not rule.negated
+    return None
+
+
+class ClientRules:
+    """The client rules of one workspace (its directories, workdir and the user's home)."""
+
+    def __init__(self, dirs: Iterable[Path], workdir: Path, home: Path | None) -> None:
+        self.dirs = tuple(str(d) for d in dirs)
+        self.workdir = str(workdir)
+        self.home = os.path.realpath(home) if home is not None else None
+        self._lock = threading.Lock()
+        self._ignore_cache: dict[str, tuple[Signature, IgnoreFile]] = {}
+        self._settings_cache: dict[str, tuple[Signature | None, tuple[ClaudeRule, ...]]] = {}
+        self._claude: tuple[ClaudeRule, ...] = ()
+        self._broken: dict[str, str] = {}  # shown source → what is wrong
+        self._dir_memo: dict[str, tuple[IgnoreFile, ...]] = {}  # per call: a folder's own files
+
+    # --- per call ---------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Start of a tool call: reload what changed; PathError naming each unusable rule file."""
+        self._dir_memo = {}  # the next look at a folder stats its ignore files again
+        files = self.settings_files()
+        self._claude = tuple(
+            rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
+        )
+        for path in [p for p, _ in self._ignore_cache.items()]:
+            self._ignore_file(path)  # a broken one that was fixed (or removed) is forgotten
+        if self._broken:
+            what = "; ".join(f"`{shown}` {why}" for shown, why in sorted(self._broken.items()))
+            raise PathError(
+                f"A client rule file cannot be used: {what}. filegate refuses every call until it "
+                "is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the server "
+                "runs with `--client-rules off`.",
+                "Client rule file unusable",
+            )
+
+    def settings_files(self) -> list[tuple[str, str, bool]]:
+        """(path, shown, follow symlinks) of each Claude Code settings file, in precedence
+        order: the workspace's local, then its shared, then the user's."""
+        found = []
+        for d in self.dirs:
+            for rel in reversed(CLAUDE_SETTINGS):
+                found.append((os.path.join(d, rel), self.shown(os.path.join(d, rel)), False))
+        if self.home is not None:
+            # The user's own file may be a dotfile manager's symlink: it is not a cloned repo's.
+            found.append((os.path.join(self.home, USER_SETTINGS), "~/" + USER_SETTINGS, True))
+        return found
+
+    def fingerprint(self) -> int:
+        """Changes whenever a rule file filegate knows of changes, appears or goes (a remembered
+        walk of a tree is only reused under the same fingerprint)."""
+        sigs: list[tuple[str, Signature | None]] = []
+        for path in sorted([*self._ignore_cache, *self._settings_cache]):
+            try:
+                sigs.append((path, signature(os.stat(path, follow_symlinks=False))))
+            except OSError:
+                sigs.append((path, None))
+        return hash(tuple(sigs))
+
+    # --- verdicts ---------------------------------------------------------------------------
+
+    def read_source(self, real: str) -> str | None:
+        """The rule file that hides ``real`` from reading (shown), or None."""
+        hit = self._ignored_by(real)
+        if hit is not None:
+            return hit
+        rule = self._claude_match(real, ("Read",), ("deny",))
+        return rule.source.shown if rule is not None else None
+
+    def write_rule(self, real: str) -> tuple[Verdict, str] | None:
+        """``("deny", source)``, ``("ask", source)`` or None for a write to ``real``."""
+        denied = self._claude_match(real, ("Edit", "Write"), ("deny",))
+        if denied is not None:
+            return "deny", denied.source.shown
+        asked = self._claude_match(real, ("Edit", "Write"), ("ask",))
+        if asked is not None:
+            return "ask", asked.source.shown
+        own = self.rule_file(real)
+        return ("ask", own) if own is not None else None
+
+    def rule_file(self, real: str) -> str | None:
+        """``real`` shown, if it is a rule file itself (a write to it could unhide what it hides)."""
+        name = os.path.basename(real)
+        parent = os.path.dirname(real)
+        if name in IGNORE_FILES and self._home_dir(real) is not None:
+            return self.shown(real)
+        settings = name in ("settings.json", "settings.local.json") and os.path.basename(parent) == ".claude"
+        if settings and (
+            self._home_dir(real) is not None or real == os.path.join(self.home or "\0", USER_SETTINGS)
+        ):
+            return self.shown(real)
+        return None
+
+    def claude_rules(self) -> tuple[ClaudeRule, ...]:
+        return self._claude
+
+    def shown(self, real: str) -> str:
+        """A rule file's name in messages: workdir-relative inside it, ~/… in the home, escaped."""
+        if real.startswith(self.workdir + "/"):
+            return escape(real[len(self.workdir) + 1 :])
+        if self.home is not None and real.startswith(self.home + "/"):
+            return escape("~/" + real[len(self.home) + 1 :])
+        return escape(real)
+
+    # --- ignore files -----------------------------------------------------------------------
+
+    def _home_dir(self, real: str) -> str | None:
+        """The workspace directory ``real`` is inside of (component-wise), or None."""
+        for d in self.dirs:
+            if real.startswith(d.rstrip("/") + "/"):
+                return d
+        return None
+
+    def _ignored_by(self, real: str) -> str | None:
+        top = self._home_dir(real)
+        if top is None:
+            return None  # ignore files bind their own subtree, and only inside the workspace
+        rel = real[len(top.rstrip("/")) + 1 :]
+        folder = top.rstrip("/")
+        parts = rel.split("/")
+        for i in range(len(parts)):
+            for f in self._files_in(folder or "/"):
+                if f.hides("/".join(parts[i:])):
+                    return f.source.shown
+            folder = f"{folder}/{parts[i]}"
+        return None
+
+    def _files_in(self, folder: str) -> tuple[IgnoreFile, ...]:
+        memo = self._dir_memo
+        found = memo.get(folder)
+        if found is None:
+            each = (self._ignore_file(f"{folder}/{name}") for name in IGNORE_FILES)
+            found = tuple(f for f in each if f is not None)
+            memo[folder] = found
+        return found
+
+    def _ignore_file(self, path: str) -> IgnoreFile | None:
+        shown = self.shown(path)
+        cached = self._ignore_cache.get(path)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            with self._lock:
+                self._ignore_cache.pop(path, None)
+                self._broken.pop(shown, None)
+            return None
+        except OSError:
+            st = None
+        if cached is not None and st is not None and cached[0] == signature(st):
+            return cached[1]
+        source = Source(path, shown)
+        try:
+            read = read_rule_file(path)
+        except RuleFileError as exc:
+            with self._lock:
+                self._broken[shown] = str(exc)
+                self._ignore_cache[path] = ((-1, -1, -1, -1, -1), IgnoreFile(source, None, broken=True))
+            return self._ignore_cache[path][1]
+        if read is None:
+            return None
+        sig, data = read
+        lines = data.decode("utf-8", "surrogateescape").splitlines()
+        found = IgnoreFile(source, compile_ignore(lines) if lines else None)
+        with self._lock:
+            self._broken.pop(shown, None)
+            self._ignore_cache[path] = (sig, found)
+        return found
+
+    # --- Claude Code settings ---------------------------------------------------------------
+
+    def _settings(self, path: str, shown: str, follow: bool) -> tuple[ClaudeRule, ...]:
+        try:
+            st = os.stat(path, follow_symlinks=follow)
+            sig: Signature | None = signature(st)
+        except OSError:
+            sig = None
+        cached = self._settings_cache.get(path)
+        if cached is not None and cached[0] == sig and sig is not None:
+            return cached[1]
+        try:
+            read = read_rule_file(path, follow=follow)
+            rules = () if read is None else self._parse_settings(path, shown, read[1])
+        except RuleFileError as exc:
+            self._broken[shown] = str(exc)
+            self._settings_cache.pop(path, None)
+            return ()
+        self._broken.pop(shown, None)
+        if read is None:
+            self._settings_cache.pop(path, None)
+        else:
+            self._settings_cache[path] = (read[0], rules)
+        return rules
+
+    def _parse_settings(self, path: str, shown: str, data: bytes) -> tuple[ClaudeRule, ...]:
+        try:
+            doc = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise RuleFileError(
+                f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
+        except ValueError:  # not UTF-8
+            raise RuleFileError("is not valid JSON (not UTF-8 text)") from None
+        if not isinstance(doc, dict):
+            raise RuleFileError("is not a JSON object")
+        perms = doc.get("permissions", {})
+        if not isinstance(perms, dict):
+            raise RuleFileError("has a `permissions` that is not an object")
+        # The folder a `/path` rule is relative to: the project a `.claude` folder belongs to.
+        root = os.path.dirname(os.path.dirname(path))
+        source = Source(path, shown)
+        out: list[ClaudeRule] = []
+        for verdict in ("deny", "ask"):
+            entries = perms.get(verdict, [])
+            if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+                raise RuleFileError(f"has a `permissions.{verdict}` that is not a list of strings")
+            for entry in entries:
+                rule = self._claude_rule(entry, verdict, root, source)
+                if rule is not None:
+                    out.append(rule)
+        return tuple(out)
+
+    def _claude_rule(self, entry: str, verdict: Verdict, root: str, source: Source) -> ClaudeRule | None:
+        tool, _, rest = entry.strip().partition("(")
+        tool = tool.strip()
+        if tool not in ("Read", "Edit", "Write"):
+            return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
+        if not rest:
+            pattern = "**"  # the bare tool name: every path
+        elif rest.endswith(")"):
+            pattern = rest[:-1].strip() or "**"
+        else:
+            raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
+        base, line = self.anchor(pattern, root)
+        rules = compile_ignore([line]) if line else None
+        return ClaudeRule(tool, verdict, entry, base, rules, source)  # type: ignore[arg-type]
+
+    def anchor(self, pattern: str, root: str) -> tuple[str, str]:
+        """Claude Code's path forms → (base directory, gitignore line relative to it):
+        ``//abs`` from the file system's root, ``~/p`` from the home, ``/p`` from the project
+        the settings file belongs to, ``./p`` and a bare ``p`` from the working directory (a
+        bare name without '/' matches at any depth, gitignore's rule)."""
+        if pattern.startswith("//"):
+            return "/", "/" + pattern[2:].lstrip("/")
+        if pattern.startswith("~/"):
+            return (self.home or "/\0"), "/" + pattern[2:]
+        if pattern.startswith("/"):
+            return root, pattern
+        if pattern.startswith("./"):
+            return self.workdir, "/" + pattern[2:]
+        return self.workdir, pattern
+
+    def _claude_match(
+        self, real: str, tools: tuple[str, ...], verdicts: tuple[str, ...]
+    ) -> ClaudeRule | None:
+        for rule in self._claude:
+            if rule.tool not in tools or rule.verdict not in verdicts or rule.rules is None:
+                continue
+            base = rule.base.rstrip("/")
+            if not real.startswith(base + "/"):
+                continue
+            if IgnoreFile(rule.source, rule.rules).hides(real[len(base) + 1 :]):
+                return rule
+        return None
+
+
+def client_rules_of(settings: Settings) -> ClientRules | None:
+    """The client rules a server with these settings honours (None: ``--client-rules off``)."""
+    if not settings.client_rules:
+        return None
+    return ClientRules((settings.workdir, *settings.add_dirs), settings.workdir, Path.home())
