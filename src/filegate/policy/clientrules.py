@@ -164,8 +164,10 @@ class ClientRules:
         self._claude = tuple(
             rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
         )
-        for path in [p for p, _ in self._ignore_cache.items()]:
+        for path in list(self._ignore_cache):
             self._ignore_file(path)  # a broken one that was fixed (or removed) is forgotten
+        for top in self.dirs:
+            self._files_in(top.rstrip("/"))  # the workspace's own files: a broken one is said now
         if self._broken:
             what = "; ".join(f"`{shown}` {why}" for shown, why in sorted(self._broken.items()))
             raise PathError(
@@ -320,7 +322,7 @@ class ClientRules:
             return cached[1]
         try:
             read = read_rule_file(path, follow=follow)
-            rules = () if read is None else self._parse_settings(path, shown, read[1])
+            rules = () if read is None else self.parse_settings(path, shown, read[1])
         except RuleFileError as exc:
             self._broken[shown] = str(exc)
             self._settings_cache.pop(path, None)
@@ -332,7 +334,7 @@ class ClientRules:
             self._settings_cache[path] = (read[0], rules)
         return rules
 
-    def _parse_settings(self, path: str, shown: str, data: bytes) -> tuple[ClaudeRule, ...]:
+    def parse_settings(self, path: str, shown: str, data: bytes) -> tuple[ClaudeRule, ...]:
         try:
             doc = json.loads(data)
         except json.JSONDecodeError as exc:

@@ -219,6 +219,7 @@ class Workspace:
         rp = self.resolve(raw, "read")
         source = self.secrets.hidden_by(self.rules.secret_key(str(rp.real))) if rp.sensitive else None
         if source is not None:  # the rule's file is named, never the rule itself
+            self.check_client_rules()  # a rule file found unusable on the way: that is the answer
             raise PathError(
                 f"`{rp.shown}` is hidden from AI tools by a rule in `{source}`. Reading this file "
                 "is blocked; the user can change that rule file to allow it.",
