@@ -154,12 +154,14 @@ class ClientRules:
         self._claude: tuple[ClaudeRule, ...] = ()
         self._broken: dict[str, str] = {}  # shown source → what is wrong
         self._dir_memo: dict[str, tuple[IgnoreFile, ...]] = {}  # per call: a folder's own files
+        self._hidden_memo: dict[str, str | None] = {}  # per call: a folder hidden, and by what
 
     # --- per call ---------------------------------------------------------------------------
 
     def check(self) -> None:
         """Start of a tool call: reload what changed; PathError naming each unusable rule file."""
         self._dir_memo = {}  # the next look at a folder stats its ignore files again
+        self._hidden_memo = {}
         files = self.settings_files()
         self._claude = tuple(
             rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
@@ -258,15 +260,38 @@ class ClientRules:
         top = self._home_dir(real)
         if top is None:
             return None  # ignore files bind their own subtree, and only inside the workspace
-        rel = real[len(top.rstrip("/")) + 1 :]
-        folder = top.rstrip("/")
-        parts = rel.split("/")
-        for i in range(len(parts)):
+        folder, name = real.rsplit("/", 1)
+        top = top.rstrip("/")
+        return self._dir_hidden(folder, top) or self._last_part_hidden(folder, top, name, False)
+
+    def _dir_hidden(self, folder: str, top: str) -> str | None:
+        """The file that hides ``folder`` itself or a folder above it (up to ``top``), once per
+        folder per call: a file below is then judged by its own name only (git's rule that
+        nothing under an ignored folder comes back)."""
+        memo = self._hidden_memo
+        chain = []
+        while folder != top and folder not in memo and len(folder) > len(top):
+            chain.append(folder)
+            folder = folder.rsplit("/", 1)[0]
+        hit = memo.get(folder)
+        for below in reversed(chain):
+            if hit is None:
+                parent, name = below.rsplit("/", 1)
+                hit = self._last_part_hidden(parent, top, name, True)
+            memo[below] = hit
+        return hit
+
+    def _last_part_hidden(self, parent: str, top: str, name: str, is_dir: bool) -> str | None:
+        """The file that ignores the entry ``name`` of ``parent`` by the entry's own path."""
+        folder = parent
+        while True:
+            rel = f"{parent[len(folder) + 1 :]}/{name}" if folder != parent else name
             for f in self._files_in(folder or "/"):
-                if f.hides("/".join(parts[i:])):
+                if f.broken or (f.rules is not None and decide(f.rules, rel, name, is_dir)):
                     return f.source.shown
-            folder = f"{folder}/{parts[i]}"
-        return None
+            if folder == top or len(folder) <= len(top):
+                return None
+            folder = folder.rsplit("/", 1)[0]
 
     def _files_in(self, folder: str) -> tuple[IgnoreFile, ...]:
         memo = self._dir_memo
