@@ -241,6 +241,8 @@ class ClientRules:
 
     def shown(self, real: str) -> str:
         """A rule file's name in messages: workdir-relative inside it, ~/… in the home, escaped."""
+        if real == self.workdir:
+            return "."
         if real.startswith(self.workdir + "/"):
             return escape(real[len(self.workdir) + 1 :])
         if self.home is not None and real.startswith(self.home + "/"):
@@ -393,7 +395,7 @@ class ClientRules:
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
         if not rest:
-            pattern = "**"  # the bare tool name: every path
+            pattern = "//**"  # the bare tool name: every path
         elif rest.endswith(")"):
             pattern = rest[:-1].strip() or "**"
         else:

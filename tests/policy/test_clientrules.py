@@ -1,0 +1,296 @@
+"""policy/clientrules.py on real files (SPEC §8.5): each source, Claude Code's path forms as its
+documentation gives them (//abs, ~/, / from the project, ./ and bare from the working
+directory, **), precedence, reloading on a stat change, and unusable files failing closed.
+The tools' side (every tool, both eras) is tests/security/test_client_rules.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from filegate.errors import PathError
+from filegate.policy.clientrules import (
+    MAX_RULE_BYTES,
+    ClientRules,
+    RuleFileError,
+    client_rules_of,
+    read_rule_file,
+)
+from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.settings import Settings
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = Path(os.path.realpath(tmp_path)) / "home"
+    (h / ".claude").mkdir(parents=True)
+    return h
+
+
+def rules_in(ws: Path, home: Path, *, extra: tuple[Path, ...] = ()) -> ClientRules:
+    r = ClientRules((ws, *extra), ws, home)
+    r.check()
+    return r
+
+
+def settings(path: Path, deny: list[str] = (), ask: list[str] = ()) -> None:  # type: ignore[assignment]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"permissions": {"deny": list(deny), "ask": list(ask), "allow": ["Read"]}}))
+
+
+# --- ignore files -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore"])
+def test_each_ignore_file_hides_in_its_own_subtree_only(ws: Path, home: Path, name: str) -> None:
+    (ws / "a").mkdir()
+    (ws / "a" / name).write_text("# a comment\n*.yml\n!keep.yml\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/a/prod.yml") == f"a/{name}"
+    assert r.read_source(f"{ws}/a/deep/er/prod.yml") == f"a/{name}"
+    assert r.read_source(f"{ws}/a/keep.yml") is None  # the file's own last matching line wins
+    assert r.read_source(f"{ws}/b/prod.yml") is None  # a sibling's tree is not its own
+    assert r.read_source(f"{ws}/prod.yml") is None
+    assert r.read_source(f"{ws}/a/prod.txt") is None
+
+
+def test_gitignore_forms_anchored_directory_and_double_star(ws: Path, home: Path) -> None:
+    (ws / ".cursorignore").write_text("/top.txt\nbuild/\nlogs/**/*.log\nsecret?\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/top.txt") == ".cursorignore"
+    assert r.read_source(f"{ws}/x/top.txt") is None  # anchored to the file's folder
+    assert r.read_source(f"{ws}/x/build/out.o") == ".cursorignore"  # a folder and all under it
+    assert r.read_source(f"{ws}/build") is None  # `build/` names folders: a file so named is not one
+    assert r.read_source(f"{ws}/logs/a/b/x.log") == ".cursorignore"
+    assert r.read_source(f"{ws}/logs/x.txt") is None
+    assert r.read_source(f"{ws}/secret1") == ".cursorignore"
+    assert r.read_source(f"{ws}/secret12") is None
+
+
+def test_nothing_under_a_hidden_folder_comes_back(ws: Path, home: Path) -> None:
+    (ws / ".aiignore").write_text("private/\n")
+    (ws / "private").mkdir()
+    (ws / "private" / ".aiignore").write_text("!open.txt\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/private/open.txt") == ".aiignore"
+
+
+def test_a_deeper_file_adds_to_what_a_higher_one_hides(ws: Path, home: Path) -> None:
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / ".cursorignore").write_text("*.key1\n")
+    (ws / "a" / "b" / ".geminiignore").write_text("*.key2\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/a/b/c/x.key1") == ".cursorignore"
+    assert r.read_source(f"{ws}/a/b/c/x.key2") == "a/b/.geminiignore"
+    assert r.read_source(f"{ws}/a/x.key2") is None
+
+
+def test_ignore_files_bind_only_inside_the_workspace(ws: Path, home: Path, tmp_path: Path) -> None:
+    (ws / ".cursorignore").write_text("*\n")
+    other = Path(os.path.realpath(tmp_path)) / "other"
+    other.mkdir()
+    (other / ".cursorignore").write_text("*\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{other}/x") is None
+    assert r.read_source(f"{ws}x/y") is None  # component-wise: /ws-x is not in /ws
+    assert r.read_source(f"{ws}/y") == ".cursorignore"
+
+
+def test_an_add_dir_has_its_own_ignore_files(ws: Path, home: Path, tmp_path: Path) -> None:
+    extra = Path(os.path.realpath(tmp_path)) / "extra"
+    extra.mkdir()
+    (extra / ".codeiumignore").write_text("x\n")
+    r = rules_in(ws, home, extra=(extra,))
+    assert r.read_source(f"{extra}/x") == escape_abs(extra / ".codeiumignore")
+
+
+def escape_abs(p: Path) -> str:
+    return str(p)
+
+
+# --- Claude Code settings ---------------------------------------------------------------------
+
+
+def test_claude_code_path_forms(ws: Path, home: Path, tmp_path: Path) -> None:
+    settings(
+        ws / ".claude" / "settings.json",
+        deny=[
+            "Read(./dot/x.txt)",  # the working directory
+            "Read(bare.txt)",  # no '/': any depth (gitignore)
+            "Read(rel/y.txt)",  # with '/': from the working directory
+            "Read(/proj/**)",  # from the project the settings file belongs to
+            "Read(~/h/*.pdf)",  # from the home
+            f"Read(/{tmp_path}/abs/z.txt)",  # //abs: from the file system's root
+            "Read(src/**/*.ts)",
+        ],
+    )
+    r = rules_in(ws, home)
+    src = ".claude/settings.json"
+    assert r.read_source(f"{ws}/dot/x.txt") == src
+    assert r.read_source(f"{ws}/sub/dot/x.txt") is None
+    assert r.read_source(f"{ws}/bare.txt") == src and r.read_source(f"{ws}/q/bare.txt") == src
+    assert r.read_source(f"{ws}/rel/y.txt") == src and r.read_source(f"{ws}/q/rel/y.txt") is None
+    assert r.read_source(f"{ws}/proj/a/b") == src
+    assert r.read_source(f"{home}/h/doc.pdf") == src and r.read_source(f"{home}/doc.pdf") is None
+    assert r.read_source(f"{tmp_path}/abs/z.txt") == src
+    assert r.read_source(f"{ws}/src/a/b/c.ts") == src and r.read_source(f"{ws}/src/c.js") is None
+
+
+def test_bare_tool_name_covers_everything_and_other_tools_are_not_paths(ws: Path, home: Path) -> None:
+    settings(ws / ".claude" / "settings.local.json", deny=["Bash(cat *)", "WebFetch", "mcp__x__y", "Edit"])
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/anything") is None
+    assert r.write_rule(f"{ws}/anything") == ("deny", ".claude/settings.local.json")
+    assert r.write_rule(f"{home}/elsewhere") == ("deny", ".claude/settings.local.json")
+
+
+def test_deny_wins_over_ask_and_edit_and_write_both_bind_writes(ws: Path, home: Path) -> None:
+    settings(ws / ".claude" / "settings.json", deny=["Write(./w/**)"], ask=["Edit(./w/**)", "Edit(./e.txt)"])
+    settings(home / ".claude" / "settings.json", ask=["Write(~/notes.md)"])
+    r = rules_in(ws, home)
+    assert r.write_rule(f"{ws}/w/x") == ("deny", ".claude/settings.json")
+    assert r.write_rule(f"{ws}/e.txt") == ("ask", ".claude/settings.json")
+    assert r.write_rule(f"{home}/notes.md") == ("ask", "~/.claude/settings.json")
+    assert r.write_rule(f"{ws}/other.txt") is None
+    assert r.read_source(f"{ws}/w/x") is None  # a write rule hides nothing from reading
+
+
+def test_rule_files_themselves_are_asked(ws: Path, home: Path) -> None:
+    r = rules_in(ws, home)
+    for rel in (".cursorignore", "a/b/.aiexclude", ".claude/settings.json", ".claude/settings.local.json"):
+        assert r.write_rule(f"{ws}/{rel}") == ("ask", rel), rel
+    assert r.write_rule(f"{home}/.claude/settings.json") == ("ask", "~/.claude/settings.json")
+    assert r.write_rule(f"{ws}/.claude/other.json") is None
+    assert r.write_rule(f"{ws}/settings.json") is None
+    assert r.write_rule(f"{home}/.cursorignore") is None  # outside the workspace: not one it honours
+    assert r.rule_file(f"{ws}/x/.codeiumignore") == "x/.codeiumignore"
+
+
+def test_the_users_settings_may_be_a_dotfile_managers_symlink(ws: Path, home: Path, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles.json"
+    settings(dotfiles, deny=["Read(./x)"])
+    os.symlink(dotfiles, home / ".claude" / "settings.json")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/x") == "~/.claude/settings.json"
+
+
+# --- reload and fail closed -------------------------------------------------------------------
+
+
+def test_a_changed_file_is_read_again_on_the_next_check(ws: Path, home: Path) -> None:
+    (ws / ".cursorignore").write_text("a\n")
+    settings(ws / ".claude" / "settings.json", deny=["Read(./c)"])
+    r = rules_in(ws, home)
+    before = r.fingerprint()
+    assert r.read_source(f"{ws}/a") and not r.read_source(f"{ws}/b")
+    (ws / ".cursorignore").write_text("b\n")  # same size
+    settings(ws / ".claude" / "settings.json", deny=["Read(./d)"])
+    assert r.fingerprint() != before
+    r.check()
+    assert not r.read_source(f"{ws}/a") and r.read_source(f"{ws}/b")
+    assert not r.read_source(f"{ws}/c") and r.read_source(f"{ws}/d")
+    same = r.fingerprint()
+    r.check()
+    assert r.fingerprint() == same
+    os.unlink(ws / ".cursorignore")
+    assert r.fingerprint() != same
+    r.check()
+    assert not r.read_source(f"{ws}/b")
+
+
+@pytest.mark.parametrize(
+    ("rel", "content", "why"),
+    [
+        (".claude/settings.json", "[1, 2]", "is not a JSON object"),
+        (".claude/settings.json", '{"permissions": []}', "has a `permissions` that is not an object"),
+        (".claude/settings.json", '{"permissions": {"ask": [1]}}', "has a `permissions.ask` that is not a list"),
+        (".claude/settings.json", '{"permissions": {"deny": ["Read(x"]}}', "no closing parenthesis"),
+        (".claude/settings.json", b'{"a": "\xff"}', "not UTF-8"),
+        (".claude/settings.local.json", "{", "is not valid JSON (Expecting property name"),
+    ],
+)
+def test_a_malformed_settings_file_fails_every_check(ws: Path, home: Path, rel: str, content: str | bytes, why: str) -> None:
+    (ws / ".claude").mkdir()
+    p = ws / rel
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    r = ClientRules((ws,), ws, home)
+    for _ in range(2):
+        with pytest.raises(PathError) as raised:
+            r.check()
+        assert f"`{rel}` " in raised.value.message and why in raised.value.message
+    p.write_text("{}")
+    r.check()
+
+
+def test_a_broken_nested_ignore_file_hides_its_subtree_then_fails_the_next_call(ws: Path, home: Path) -> None:
+    (ws / "a").mkdir()
+    os.mkfifo(ws / "a" / ".cursorignore")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/a/x") == "a/.cursorignore"
+    assert r.read_source(f"{ws}/b") is None
+    with pytest.raises(PathError, match=r"`a/.cursorignore` is not a regular file"):
+        r.check()
+    os.unlink(ws / "a" / ".cursorignore")
+    r.check()
+    assert r.read_source(f"{ws}/a/x") is None
+
+
+def test_read_rule_file_limits(tmp_path: Path) -> None:
+    assert read_rule_file(str(tmp_path / "absent")) is None
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (MAX_RULE_BYTES + 1))
+    with pytest.raises(RuleFileError, match="larger than 1024 KiB"):
+        read_rule_file(str(big))
+    ok = tmp_path / "ok"
+    ok.write_bytes(b"x" * MAX_RULE_BYTES)
+    assert read_rule_file(str(ok)) is not None
+    os.symlink(ok, tmp_path / "link")
+    with pytest.raises(RuleFileError, match="symlink"):
+        read_rule_file(str(tmp_path / "link"))
+    assert read_rule_file(str(tmp_path / "link"), follow=True) is not None
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(RuleFileError, match="not a regular file"):
+        read_rule_file(str(tmp_path / "dir"))
+
+
+def test_client_rules_off_and_on(ws: Path) -> None:
+    assert client_rules_of(Settings(workdir=ws, client_rules=False)) is None
+    on = client_rules_of(Settings(workdir=ws))
+    assert on is not None and on.dirs == (str(ws),)
+
+
+# --- `filegate rules` ------------------------------------------------------------------------
+
+
+def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path) -> None:
+    (ws / "a").mkdir()
+    (ws / "a" / ".cursorignore").write_text("# c\nprod.yml\n")
+    (ws / "node_modules").mkdir()
+    (ws / "node_modules" / ".aiignore").write_text("x\n")  # not walked into
+    settings(ws / ".claude" / "settings.json", deny=["Read(./s)"], ask=["Edit(./e)"])
+    os.symlink("/nowhere", ws / ".aiexclude")
+    said = describe(ClientRules((ws,), ws, home))
+    assert "Precedence" in said
+    assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
+    assert ".claude/settings.json (Claude Code settings" in said
+    assert "  deny  Read(./s)" in said and "  ask   Edit(./e)" in said
+    assert "Unusable rule files" in said and ".aiexclude is a symlink" in said
+    assert "node_modules" not in said
+    assert ignore_files_under(str(ws), max_dirs=1)[1] is False
+    empty = Path(str(ws) + "-empty")
+    empty.mkdir()
+    assert "No client rule file found." in describe(ClientRules((empty,), empty, home))
+
+
+def test_filegate_rules_command(ws: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from filegate.cli import main
+
+    monkeypatch.setenv("HOME", str(home))
+    (ws / ".geminiignore").write_text("*.csv\n")
+    assert main(["rules", "--workdir", str(ws)]) == 0
+    assert ".geminiignore (Gemini CLI; hides from reading under ./)\n  *.csv" in capsys.readouterr().out
+    assert main(["rules", "--workdir", str(ws), "--client-rules", "off"]) == 0
+    assert "Client rules are off" in capsys.readouterr().out
