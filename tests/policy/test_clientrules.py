@@ -12,15 +12,10 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import PathError
-from filegate.policy.clientrules import (
-    MAX_RULE_BYTES,
-    ClientRules,
-    RuleFileError,
-    client_rules_of,
-    read_rule_file,
-)
+from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError
 from filegate.policy.rulelisting import describe, ignore_files_under
 from filegate.settings import Settings
+from filegate.tools.ignores import client_rules_of, read_rule_file
 
 
 @pytest.fixture
@@ -31,7 +26,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def rules_in(ws: Path, home: Path, *, extra: tuple[Path, ...] = ()) -> ClientRules:
-    r = ClientRules((ws, *extra), ws, home)
+    r = ClientRules((ws, *extra), ws, home, read_rule_file)
     r.check()
     return r
 
@@ -44,7 +39,9 @@ def settings(path: Path, deny: list[str] = (), ask: list[str] = ()) -> None:  # 
 # --- ignore files -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore"])
+@pytest.mark.parametrize(
+    "name", [".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore"]
+)
 def test_each_ignore_file_hides_in_its_own_subtree_only(ws: Path, home: Path, name: str) -> None:
     (ws / "a").mkdir()
     (ws / "a" / name).write_text("# a comment\n*.yml\n!keep.yml\n")
@@ -206,17 +203,23 @@ def test_a_changed_file_is_read_again_on_the_next_check(ws: Path, home: Path) ->
     [
         (".claude/settings.json", "[1, 2]", "is not a JSON object"),
         (".claude/settings.json", '{"permissions": []}', "has a `permissions` that is not an object"),
-        (".claude/settings.json", '{"permissions": {"ask": [1]}}', "has a `permissions.ask` that is not a list"),
+        (
+            ".claude/settings.json",
+            '{"permissions": {"ask": [1]}}',
+            "has a `permissions.ask` that is not a list",
+        ),
         (".claude/settings.json", '{"permissions": {"deny": ["Read(x"]}}', "no closing parenthesis"),
         (".claude/settings.json", b'{"a": "\xff"}', "not UTF-8"),
         (".claude/settings.local.json", "{", "is not valid JSON (Expecting property name"),
     ],
 )
-def test_a_malformed_settings_file_fails_every_check(ws: Path, home: Path, rel: str, content: str | bytes, why: str) -> None:
+def test_a_malformed_settings_file_fails_every_check(
+    ws: Path, home: Path, rel: str, content: str | bytes, why: str
+) -> None:
     (ws / ".claude").mkdir()
     p = ws / rel
     p.write_bytes(content if isinstance(content, bytes) else content.encode())
-    r = ClientRules((ws,), ws, home)
+    r = ClientRules((ws,), ws, home, read_rule_file)
     for _ in range(2):
         with pytest.raises(PathError) as raised:
             r.check()
@@ -250,7 +253,7 @@ def test_read_rule_file_limits(tmp_path: Path) -> None:
     os.symlink(ok, tmp_path / "link")
     with pytest.raises(RuleFileError, match="symlink"):
         read_rule_file(str(tmp_path / "link"))
-    assert read_rule_file(str(tmp_path / "link"), follow=True) is not None
+    assert read_rule_file(str(tmp_path / "link"), True) is not None
     (tmp_path / "dir").mkdir()
     with pytest.raises(RuleFileError, match="not a regular file"):
         read_rule_file(str(tmp_path / "dir"))
@@ -272,7 +275,7 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     (ws / "node_modules" / ".aiignore").write_text("x\n")  # not walked into
     settings(ws / ".claude" / "settings.json", deny=["Read(./s)"], ask=["Edit(./e)"])
     os.symlink("/nowhere", ws / ".aiexclude")
-    said = describe(ClientRules((ws,), ws, home))
+    said = describe(ClientRules((ws,), ws, home, read_rule_file))
     assert "Precedence" in said
     assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
     assert ".claude/settings.json (Claude Code settings" in said
@@ -282,10 +285,12 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     assert ignore_files_under(str(ws), max_dirs=1)[1] is False
     empty = Path(str(ws) + "-empty")
     empty.mkdir()
-    assert "No client rule file found." in describe(ClientRules((empty,), empty, home))
+    assert "No client rule file found." in describe(ClientRules((empty,), empty, home, read_rule_file))
 
 
-def test_filegate_rules_command(ws: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filegate_rules_command(
+    ws: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from filegate.cli import main
 
     monkeypatch.setenv("HOME", str(home))

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -35,18 +34,18 @@ from typing import Literal
 from filegate.errors import PathError
 from filegate.policy.escape import escape
 from filegate.policy.gitignore import RuleSet, compile_ignore
-from filegate.settings import Settings
 
 IGNORE_FILES = (".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore")
 CLAUDE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 USER_SETTINGS = ".claude/settings.json"  # under the user's home
 # A rule file larger than this is not a list of rules someone wrote: it fails closed.
 MAX_RULE_BYTES = 1 << 20
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Verdict = Literal["deny", "ask"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
+# Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
+# exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/ignores.py).
+Reader = Callable[[str, bool], "tuple[Signature, bytes] | None"]
 
 
 class RuleFileError(Exception):
@@ -55,38 +54,6 @@ class RuleFileError(Exception):
 
 def signature(st: os.stat_result) -> Signature:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def read_rule_file(path: str, *, follow: bool = False) -> tuple[Signature, bytes] | None:
-    """The file's bytes and signature; None when it does not exist. RuleFileError when it is a
-    symlink (unless ``follow``), not a regular file, or over the size cap. Opened non-blocking,
-    so a FIFO cannot hang the call."""
-    try:
-        before = os.stat(path, follow_symlinks=follow)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise RuleFileError(f"cannot be read ({exc.strerror})") from None
-    if stat.S_ISLNK(before.st_mode):
-        raise RuleFileError("is a symlink; a rule file must be a regular file")
-    if not stat.S_ISREG(before.st_mode):
-        raise RuleFileError("is not a regular file")
-    if before.st_size > MAX_RULE_BYTES:
-        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
-    try:
-        fd = os.open(path, _OPEN_FLAGS | (0 if follow else _NOFOLLOW))
-    except OSError as exc:
-        raise RuleFileError(f"cannot be opened ({exc.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not (stat.S_ISREG(st.st_mode) and os.path.samestat(st, before)):
-            raise RuleFileError("changed while it was opened")
-        data = os.read(fd, MAX_RULE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_RULE_BYTES:
-        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
-    return signature(st), data
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +111,8 @@ def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
 class ClientRules:
     """The client rules of one workspace (its directories, workdir and the user's home)."""
 
-    def __init__(self, dirs: Iterable[Path], workdir: Path, home: Path | None) -> None:
+    def __init__(self, dirs: Iterable[Path], workdir: Path, home: Path | None, read: Reader) -> None:
+        self.read = read
         self.dirs = tuple(str(d) for d in dirs)
         self.workdir = str(workdir)
         self.home = os.path.realpath(home) if home is not None else None
@@ -320,7 +288,7 @@ class ClientRules:
             return cached[1]
         source = Source(path, shown)
         try:
-            read = read_rule_file(path)
+            read = self.read(path, False)
         except RuleFileError as exc:
             with self._lock:
                 self._broken[shown] = str(exc)
@@ -348,7 +316,7 @@ class ClientRules:
         if cached is not None and cached[0] == sig and sig is not None:
             return cached[1]
         try:
-            read = read_rule_file(path, follow=follow)
+            read = self.read(path, follow)
             rules = () if read is None else self.parse_settings(path, shown, read[1])
         except RuleFileError as exc:
             self._broken[shown] = str(exc)
@@ -431,10 +399,3 @@ class ClientRules:
             if IgnoreFile(rule.source, rule.rules).hides(real[len(base) + 1 :]):
                 return rule
         return None
-
-
-def client_rules_of(settings: Settings) -> ClientRules | None:
-    """The client rules a server with these settings honours (None: ``--client-rules off``)."""
-    if not settings.client_rules:
-        return None
-    return ClientRules((settings.workdir, *settings.add_dirs), settings.workdir, Path.home())

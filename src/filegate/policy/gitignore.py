@@ -78,7 +78,7 @@ def compile_ignore(lines: list[str]) -> RuleSet | None:
     """git's gitignore(5) lines as rules; None when there are none (or too many to honour)."""
     rules: list[Rule] = []
     for line in lines:
-        rule = _rule(line)
+        rule = rule_of(line)
         if rule is not None:
             rules.append(rule)
     if not rules or len(rules) > MAX_FILE_RULES:
@@ -92,7 +92,7 @@ def compile_ignore(lines: list[str]) -> RuleSet | None:
     )
 
 
-def _rule(line: str) -> Rule | None:
+def rule_of(line: str) -> Rule | None:
     # Trailing spaces are dropped unless escaped with a backslash.
     while line.endswith(" ") and not line.endswith("\\ "):
         line = line[:-1]

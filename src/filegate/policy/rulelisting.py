@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from filegate.policy.clientrules import IGNORE_FILES, ClientRules, RuleFileError, read_rule_file
+from filegate.policy.clientrules import IGNORE_FILES, ClientRules, RuleFileError
 from filegate.policy.escape import escape
 
 SOURCE_KINDS = {
@@ -57,7 +57,7 @@ def describe(rules: ClientRules) -> str:
     problems: list[str] = []
     for path, shown, follow in rules.settings_files():
         try:
-            read = read_rule_file(path, follow=follow)
+            read = rules.read(path, follow)
         except RuleFileError as exc:
             problems.append(f"  {shown} {exc}")
             continue
@@ -76,7 +76,7 @@ def describe(rules: ClientRules) -> str:
         for path in paths:
             shown = rules.shown(path)
             try:
-                read = read_rule_file(path)
+                read = rules.read(path, False)
             except RuleFileError as exc:
                 problems.append(f"  {shown} {exc}")
                 continue

@@ -16,7 +16,6 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
-from filegate.policy.clientrules import client_rules_of
 from filegate.policy.escape import escape, escape_log
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
@@ -26,6 +25,7 @@ from filegate.server.render import render
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
 from filegate.server.state import defer_session_state
 from filegate.settings import Settings
+from filegate.tools.ignores import client_rules_of
 from filegate.tools.outcome import ToolSpec, answer
 
 log = logging.getLogger("filegate")

@@ -25,8 +25,10 @@ from pathlib import Path
 
 from filegate.fsio import platform
 from filegate.fsio.safeopen import open_then_verify
-from filegate.policy.gitignore import MAX_FILE_RULES, Ignores, Layer, RuleSet, compile_ignore
+from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, Signature, signature
+from filegate.policy.gitignore import MAX_FILE_RULES, Ignores, Layer, RuleSet, compile_ignore, rule_of
 from filegate.policy.workspace import Workspace
+from filegate.settings import Settings
 
 __all__ = ["MAX_FILE_RULES", "Ignores", "Layer", "RuleSet", "compile_ignore"]
 
@@ -244,7 +246,52 @@ def _is_real_dir(p: Path) -> bool:
 def pattern_matches(pattern: str, rel: str) -> bool:
     """Whether one gitignore-style ``pattern`` (as `.gitattributes` lines use them) matches the
     file ``rel`` ('/'-separated, relative to the pattern file's folder)."""
-    rule = _rule(pattern)
+    rule = rule_of(pattern)
     if rule is None or rule.negated or rule.dirs_only:  # gitattributes has neither
         return False
     return rule.regex.fullmatch(rel.rsplit("/", 1)[-1] if rule.on_name else rel) is not None
+
+
+# --- the client rules' files (SPEC §8.5) --------------------------------------------------------
+
+
+def read_rule_file(path: str, follow: bool = False) -> tuple[Signature, bytes] | None:
+    """The file's bytes and signature; None when it does not exist. RuleFileError when it is a
+    symlink (unless ``follow``), not a regular file, or over the size cap. Opened non-blocking,
+    so a FIFO cannot hang the call."""
+    try:
+        before = os.stat(path, follow_symlinks=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RuleFileError(f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(before.st_mode):
+        raise RuleFileError("is a symlink; a rule file must be a regular file")
+    if not stat.S_ISREG(before.st_mode):
+        raise RuleFileError("is not a regular file")
+    if before.st_size > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | platform.NONBLOCK | platform.CLOEXEC | (0 if follow else platform.NOFOLLOW)
+        )
+    except OSError as exc:
+        raise RuleFileError(f"cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) and os.path.samestat(st, before)):
+            raise RuleFileError("changed while it was opened")
+        data = os.read(fd, MAX_RULE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    return signature(st), data
+
+
+def client_rules_of(settings: Settings) -> ClientRules | None:
+    """The client rules a server with these settings honours (None: ``--client-rules off``)."""
+    if not settings.client_rules:
+        return None
+    dirs = (settings.workdir, *settings.add_dirs)
+    return ClientRules(dirs, settings.workdir, Path.home(), read_rule_file)
