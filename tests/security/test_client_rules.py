@@ -300,7 +300,7 @@ BROKEN: dict[str, tuple[str, Any, str]] = {
         ".claude/settings.local.json",
         lambda p: p.write_text('{"permissions": {"deny": "Read"}}'),
         "has a `permissions.deny` that is not a list of strings",
-    ),  # fmt: skip
+    ),
     "symlinked settings": (".claude/settings.json", lambda p: os.symlink("/etc/hostname", p), "is a symlink"),
 }
 
