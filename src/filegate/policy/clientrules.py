@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ USER_SETTINGS = ".claude/settings.json"  # under the user's home
 # A rule file larger than this is not a list of rules someone wrote: it fails closed.
 MAX_RULE_BYTES = 1 << 20
 
+# A folder changed this recently may change again within one timestamp tick: not remembered.
+RACY_NS = 2_000_000_000
 Verdict = Literal["deny", "ask"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
 # Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
@@ -123,6 +126,9 @@ class ClientRules:
         self._broken: dict[str, str] = {}  # shown source → what is wrong
         self._dir_memo: dict[str, tuple[IgnoreFile, ...]] = {}  # per call: a folder's own files
         self._hidden_memo: dict[str, str | None] = {}  # per call: a folder hidden, and by what
+        self._stack_memo: dict[str, tuple[tuple[str, IgnoreFile], ...]] = {}  # per call
+        # A folder's stat → the ignore file names it holds (kept across calls).
+        self._names_cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 
     # --- per call ---------------------------------------------------------------------------
 
@@ -130,12 +136,14 @@ class ClientRules:
         """Start of a tool call: reload what changed; PathError naming each unusable rule file."""
         self._dir_memo = {}  # the next look at a folder stats its ignore files again
         self._hidden_memo = {}
+        self._stack_memo = {}
         files = self.settings_files()
         self._claude = tuple(
             rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
         )
-        for path in list(self._ignore_cache):
-            self._ignore_file(path)  # a broken one that was fixed (or removed) is forgotten
+        for path, (_, known) in list(self._ignore_cache.items()):
+            if known.broken:
+                self._ignore_file(path)  # fixed (or removed): forgotten
         for top in self.dirs:
             self._files_in(top.rstrip("/"))  # the workspace's own files: a broken one is said now
         if self._broken:
@@ -253,39 +261,70 @@ class ClientRules:
 
     def _last_part_hidden(self, parent: str, top: str, name: str, is_dir: bool) -> str | None:
         """The file that ignores the entry ``name`` of ``parent`` by the entry's own path."""
-        folder = parent
-        while True:
-            rel = f"{parent[len(folder) + 1 :]}/{name}" if folder != parent else name
-            for f in self._files_in(folder or "/"):
-                if f.broken or (f.rules is not None and decide(f.rules, rel, name, is_dir)):
-                    return f.source.shown
-            if folder == top or len(folder) <= len(top):
-                return None
-            folder = folder.rsplit("/", 1)[0]
+        for folder, f in reversed(self._stack(parent, top)):  # the deepest file is named
+            rel = name if folder == parent else f"{parent[len(folder) + 1 :]}/{name}"
+            if f.broken or (f.rules is not None and decide(f.rules, rel, name, is_dir)):
+                return f.source.shown
+        return None
+
+    def _stack(self, folder: str, top: str) -> tuple[tuple[str, IgnoreFile], ...]:
+        """The ignore files in force in ``folder``: those of it and each folder above it up to
+        ``top``, outermost first; worked out once per folder per call."""
+        memo = self._stack_memo
+        chain = []
+        at = folder
+        while at not in memo:
+            chain.append(at)
+            if len(at) <= len(top):
+                break
+            at = at.rsplit("/", 1)[0]
+        stack = memo.get(at, ())
+        for below in reversed(chain):
+            stack = (*stack, *((below, f) for f in self._files_in(below or "/")))
+            memo[below] = stack
+        return stack
 
     def _files_in(self, folder: str) -> tuple[IgnoreFile, ...]:
         memo = self._dir_memo
         found = memo.get(folder)
         if found is None:
-            each = (self._ignore_file(f"{folder}/{name}") for name in IGNORE_FILES)
+            each = (self._ignore_file(f"{folder}/{name}") for name in self._names_in(folder))
             found = tuple(f for f in each if f is not None)
             memo[folder] = found
         return found
 
+    def _names_in(self, folder: str) -> tuple[str, ...]:
+        """Which ignore file names ``folder`` holds: one stat of the folder when it did not
+        change (an entry added, removed or renamed changes its mtime and ctime) instead of one
+        per name. A folder changed within the file system's timestamp tick is looked at anew."""
+        try:
+            st = os.stat(folder, follow_symlinks=False)
+        except OSError:
+            return ()  # not there (a write's new folders): it holds nothing
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        cached = self._names_cache.get(folder)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        names = tuple(n for n in IGNORE_FILES if os.path.lexists(f"{folder}/{n}"))
+        if time.time_ns() - st.st_ctime_ns > RACY_NS:
+            self._names_cache[folder] = (key, names)
+        return names
+
     def _ignore_file(self, path: str) -> IgnoreFile | None:
-        shown = self.shown(path)
         cached = self._ignore_cache.get(path)
         try:
             st = os.stat(path, follow_symlinks=False)
         except FileNotFoundError:
-            with self._lock:
-                self._ignore_cache.pop(path, None)
-                self._broken.pop(shown, None)
+            if cached is not None:
+                with self._lock:
+                    self._ignore_cache.pop(path, None)
+                    self._broken.pop(cached[1].source.shown, None)
             return None
         except OSError:
             st = None
         if cached is not None and st is not None and cached[0] == signature(st):
             return cached[1]
+        shown = self.shown(path)
         source = Source(path, shown)
         try:
             read = self.read(path, False)
