@@ -299,3 +299,102 @@ def test_filegate_rules_command(
     assert ".geminiignore (Gemini CLI; hides from reading under ./)\n  *.csv" in capsys.readouterr().out
     assert main(["rules", "--workdir", str(ws), "--client-rules", "off"]) == 0
     assert "Client rules are off" in capsys.readouterr().out
+
+
+# --- the bookkeeping a mutation run found untested ----------------------------------------------
+
+
+def test_two_unusable_files_are_both_named_and_a_rewrite_fixes_one(ws: Path, home: Path) -> None:
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text("{")
+    os.symlink("x", ws / ".aiignore")
+    r = ClientRules((ws,), ws, home, read_rule_file)
+    with pytest.raises(PathError) as raised:
+        r.check()
+    message = raised.value.message
+    assert "`.aiignore` is a symlink" in message and "`.claude/settings.json` is not valid JSON" in message
+    assert message.index("`.aiignore`") < message.index("`.claude/settings.json`")  # sorted, one sentence
+    os.unlink(ws / ".aiignore")
+    (ws / ".aiignore").write_text("hidden\n")  # a regular file now: used, no longer named
+    with pytest.raises(PathError) as raised:
+        r.check()
+    assert "`.aiignore`" not in raised.value.message
+    (ws / ".claude" / "settings.json").write_text("{}")
+    r.check()
+    assert r.read_source(f"{ws}/hidden") == ".aiignore"
+
+
+def test_the_local_settings_are_named_before_the_shared_and_the_users(ws: Path, home: Path) -> None:
+    for path in (
+        ws / ".claude" / "settings.json",
+        ws / ".claude" / "settings.local.json",
+        home / ".claude" / "settings.json",
+    ):
+        settings(path, deny=["Read(./x)", "Edit(./x)"])
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/x") == ".claude/settings.local.json"
+    assert r.write_rule(f"{ws}/x") == ("deny", ".claude/settings.local.json")
+    (ws / ".claude" / "settings.local.json").unlink()
+    r.check()
+    assert r.read_source(f"{ws}/x") == ".claude/settings.json"
+    assert [shown for _, shown, _ in r.settings_files()] == [
+        ".claude/settings.local.json",
+        ".claude/settings.json",
+        "~/.claude/settings.json",
+    ]
+
+
+def test_a_hidden_folder_hides_every_file_below_it_and_no_sibling(ws: Path, home: Path) -> None:
+    (ws / ".cursorignore").write_text("a/b/\n")
+    r = rules_in(ws, home)
+    for rel in ("a/b/x", "a/b/c/d/e/y", "a/b/c/z"):
+        assert r.read_source(f"{ws}/{rel}") == ".cursorignore", rel
+    for rel in ("a/bx/y", "a/c/b", "b/x", "a/x"):
+        assert r.read_source(f"{ws}/{rel}") is None, rel
+    assert r.read_source(f"{ws}/a/b") is None  # `b/` names a folder; a file so named is not one
+
+
+def test_a_claude_rule_on_a_folder_covers_what_is_below_it(ws: Path, home: Path) -> None:
+    settings(ws / ".claude" / "settings.json", deny=["Read(./conf)", "Read(~/keys)"])
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/conf/prod/x.yml") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/conf") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/confx") is None
+    assert r.read_source(f"{home}/keys/a") == ".claude/settings.json"
+    assert r.read_source(f"{home}x/keys/a") is None
+
+
+def test_without_a_home_a_home_rule_matches_nothing(ws: Path) -> None:
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(~/x)"]}}))
+    r = ClientRules((ws,), ws, None, read_rule_file)
+    r.check()
+    assert r.read_source(f"{ws}/x") is None and r.read_source("/x") is None
+    assert r.shown(f"{ws}/a") == "a" and r.shown("/etc/x") == "/etc/x" and r.shown(str(ws)) == "."
+
+
+def test_the_home_is_taken_by_its_real_path(ws: Path, home: Path, tmp_path: Path) -> None:
+    link = tmp_path / "home-link"
+    os.symlink(home, link)
+    settings(home / ".claude" / "settings.json", deny=["Read(~/k)"])
+    r = ClientRules((ws,), ws, link, read_rule_file)
+    r.check()
+    assert r.read_source(f"{home}/k") == "~/.claude/settings.json"
+    assert r.rule_file(f"{home}/.claude/settings.json") == "~/.claude/settings.json"
+
+
+def test_the_fingerprint_follows_every_known_rule_file(ws: Path, home: Path) -> None:
+    (ws / "a").mkdir()
+    (ws / "a" / ".geminiignore").write_text("x\n")
+    settings(home / ".claude" / "settings.json", deny=["Read(./y)"])
+    r = rules_in(ws, home)
+    first = r.fingerprint()
+    assert r.fingerprint() == first
+    assert r.read_source(f"{ws}/a/x") == "a/.geminiignore"  # now known
+    known = r.fingerprint()
+    assert known != first
+    (ws / "a" / ".geminiignore").write_text("z\n")
+    assert r.fingerprint() != known
+    edited = r.fingerprint()
+    settings(home / ".claude" / "settings.json", deny=["Read(./w)"])
+    assert r.fingerprint() != edited

@@ -233,6 +233,25 @@ class Workspace:
             )
         return rp
 
+    def resolve_for_write(self, raw: str, action: Literal["write", "edit"]) -> ResolvedPath:
+        """A path a write may go to, with the client rules' verdict (SPEC §8.5): a deny rule
+        refuses it; an ask rule, or a rule file itself, makes it asked every time whatever
+        --approval says, the way a sensitive file is (so `--approval auto` cannot let a model
+        unhide what a rule hides)."""
+        rp = self.resolve(raw, action)
+        client = self.secrets.client
+        verdict = client.write_rule(self.rules.secret_key(str(rp.real))) if client is not None else None
+        if verdict is None:
+            return rp
+        kind, source = verdict
+        if kind == "deny":
+            raise PathError(
+                f"`{rp.shown}` is denied for writing by a rule in `{source}`. Nothing was written; "
+                "the user can change that rule file to allow it.",
+                "Denied by client rule",
+            )
+        return replace(rp, sensitive=True)
+
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
         self.check_client_rules()

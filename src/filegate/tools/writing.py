@@ -30,7 +30,7 @@ from typing import Generic, Literal, TypeVar
 
 import anyio
 
-from filegate.errors import Busy, PathError, Refusal, WriteError
+from filegate.errors import Busy, Refusal, WriteError
 from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import take, ticket_held
@@ -83,21 +83,7 @@ class Current:
 def resolve_for_write(env: ToolEnv, raw: str, action: Literal["write", "edit"]) -> ResolvedPath:
     """The path rules for a write; the path as shown in every later message escaped (SPEC §2.9:
     a name cannot forge a line of a result, a question or the log)."""
-    rp = env.workspace.resolve(raw, action)  # rp.shown is escaped once, by the resolver
-    client = env.workspace.secrets.client
-    verdict = client.write_rule(str(rp.real)) if client is not None else None
-    if verdict is None:
-        return rp
-    kind, source = verdict
-    if kind == "deny":  # SPEC §8.5: refused for every write, with no question
-        raise PathError(
-            f"`{rp.shown}` is denied for writing by a rule in `{source}`. Nothing was written; "
-            "the user can change that rule file to allow it.",
-            "Denied by client rule",
-        )
-    # An `ask` rule, or a rule file itself: asked every time whatever --approval says, the way
-    # a sensitive file is (so `--approval auto` cannot let a model unhide what a rule hides).
-    return dataclasses.replace(rp, sensitive=True)
+    return env.workspace.resolve_for_write(raw, action)  # rp.shown is escaped once, by the resolver
 
 
 def load_current(rp: ResolvedPath, *, must_exist: bool, ticket: Ticket | None = None) -> Current:
