@@ -398,3 +398,9 @@ def test_the_fingerprint_follows_every_known_rule_file(ws: Path, home: Path) -> 
     edited = r.fingerprint()
     settings(home / ".claude" / "settings.json", deny=["Read(./w)"])
     assert r.fingerprint() != edited
+    changed = r.fingerprint()
+    (ws / "a" / ".geminiignore").write_text("x\n")  # back to its first text (a new stat)
+    os.utime(ws / "a" / ".geminiignore", ns=(1, 1))
+    (ws / "a" / ".geminiignore").unlink()
+    gone = r.fingerprint()
+    assert gone not in (changed, known, first)

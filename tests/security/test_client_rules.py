@@ -269,6 +269,8 @@ async def test_an_edit_of_cursorignore_binds_the_next_call(ws: Path, home: Path)
         assert "b.txt" not in text(r).split("Skipped")[0]
         os.unlink(ws / ".cursorignore")
         assert not (await call(c, "ReadFile", path="b.txt")).is_error
+        r = await call(c, "Grep", pattern="plain", output_mode="count_matches")  # a remembered walk
+        assert "b.txt:1" in text(r) and "Skipped" not in text(r), text(r)
 
 
 async def test_client_rules_off_reads_nothing_of_them(

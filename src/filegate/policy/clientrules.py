@@ -120,6 +120,8 @@ class ClientRules:
         self.workdir = str(workdir)
         self.home = os.path.realpath(home) if home is not None else None
         self._lock = threading.Lock()
+        self._last_seen: int | None = None  # the rule files' stats at the last fingerprint
+        self._generation = 0  # how many times they were seen to change
         self._ignore_cache: dict[str, tuple[Signature, IgnoreFile]] = {}
         self._settings_cache: dict[str, tuple[Signature | None, tuple[ClaudeRule, ...]]] = {}
         self._claude: tuple[ClaudeRule, ...] = ()
@@ -168,15 +170,21 @@ class ClientRules:
         return found
 
     def fingerprint(self) -> int:
-        """Changes whenever a rule file filegate knows of changes, appears or goes (a remembered
-        walk of a tree is only reused under the same fingerprint)."""
+        """Changes whenever a rule file filegate knows of changes, appears or goes, and never
+        comes back to an earlier value (a remembered walk of a tree is only reused under the
+        same fingerprint, and one made under rules since changed back must not be)."""
         sigs: list[tuple[str, Signature | None]] = []
         for path in sorted([*self._ignore_cache, *self._settings_cache]):
             try:
                 sigs.append((path, signature(os.stat(path, follow_symlinks=False))))
             except OSError:
                 sigs.append((path, None))
-        return hash(tuple(sigs))
+        seen = hash(tuple(sigs))
+        with self._lock:
+            if seen != self._last_seen:
+                self._last_seen = seen
+                self._generation += 1
+            return hash((seen, self._generation))
 
     # --- verdicts ---------------------------------------------------------------------------
 

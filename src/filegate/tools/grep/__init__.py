@@ -148,20 +148,21 @@ async def _plan(params: GrepParams, target: Target, env: ToolEnv) -> IgnorePlan:
     the caller closes its rules file."""
     matcher = env.workspace.secrets
     client = matcher.client
-    while True:
+    for walk in range(2):
         # Client rules (SPEC §8.5) are judged on every file's whole path; a remembered walk is
         # reused only while no rule file it knows changed, and a walk that met a new or changed
         # rule file is done again under the new fingerprint (its remembered parts were judged
-        # without it).
+        # without it). The second walk is a fresh one: it is used whatever changes meanwhile.
         before = client.fingerprint() if client is not None else 0
         key = hash((matcher.patterns, before))
         secrets = Secrets(str(target.cwd), matcher.is_sensitive, key, matcher.patterns, client is not None)
         made = await anyio.to_thread.run_sync(
             plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
         )
-        if client is None or client.fingerprint() == before:
+        if walk == 1 or client is None or client.fingerprint() == before:
             return made
         made.close()
+    raise AssertionError("unreachable: the second walk is always returned")
 
 
 async def _run(
