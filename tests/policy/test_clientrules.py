@@ -224,6 +224,7 @@ def test_a_malformed_settings_file_fails_every_check(
         with pytest.raises(PathError) as raised:
             r.check()
         assert f"`{rel}` " in raised.value.message and why in raised.value.message
+        assert raised.value.brief == "Client rule file unusable"
     p.write_text("{}")
     r.check()
 
@@ -404,3 +405,81 @@ def test_the_fingerprint_follows_every_known_rule_file(ws: Path, home: Path) -> 
     (ws / "a" / ".geminiignore").unlink()
     gone = r.fingerprint()
     assert gone not in (changed, known, first)
+
+
+def test_the_fail_closed_message_in_full(ws: Path, home: Path) -> None:
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text("[]")
+    (ws / ".claude" / "settings.local.json").write_text('{"permissions": 1}')
+    (home / ".claude" / "settings.json").write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(PathError) as raised:
+        ClientRules((ws,), ws, home, read_rule_file).check()
+    assert raised.value.message == (
+        "A client rule file cannot be used: `.claude/settings.json` is not a JSON object; "
+        "`.claude/settings.local.json` has a `permissions` that is not an object; "
+        "`~/.claude/settings.json` is not valid JSON (not UTF-8 text). filegate refuses every call "
+        "until it is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the "
+        "server runs with `--client-rules off`."
+    )
+
+
+def test_a_symlinked_settings_file_in_the_workspace_fails_closed(
+    ws: Path, home: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "s.json"
+    settings(elsewhere, deny=["Read(./x)"])
+    (ws / ".claude").mkdir()
+    os.symlink(elsewhere, ws / ".claude" / "settings.json")
+    with pytest.raises(PathError, match="`.claude/settings.json` is a symlink"):
+        ClientRules((ws,), ws, home, read_rule_file).check()
+
+
+def test_directory_only_and_name_rules_of_claude_code(ws: Path, home: Path) -> None:
+    settings(
+        ws / ".claude" / "settings.json", deny=["Read(./build/)", "Read(conf)", "Read()"], ask=["Edit(/out/)"]
+    )
+    r = rules_in(ws, home)
+    claude = next(rule for rule in r.claude_rules() if rule.text == "Read(./build/)")
+    assert claude.base == str(ws)
+    # Read() names every path, so each read is hidden; the two other rules are judged alone.
+    only = ClientRules((ws,), ws, home, read_rule_file)
+    settings(ws / ".claude" / "settings.json", deny=["Read(./build/)", "Read(conf)"], ask=["Edit(/out/)"])
+    only.check()
+    assert only.read_source(f"{ws}/build/x") == ".claude/settings.json"
+    assert only.read_source(f"{ws}/build") is None  # `build/` names a folder, not this file
+    assert only.read_source(f"{ws}/a/conf/x.yml") == ".claude/settings.json"  # a name at any depth
+    assert only.read_source(f"{ws}/a/conf") == ".claude/settings.json"
+    assert only.read_source(f"{ws}/a/confx/y") is None
+    assert only.write_rule(f"{ws}/out/f") == ("ask", ".claude/settings.json")
+    assert only.write_rule(f"{ws}/out") is None
+    assert r.read_source(f"{ws}/anything/at/all") == ".claude/settings.json"
+
+
+def test_an_add_dirs_settings_are_relative_to_it(ws: Path, home: Path, tmp_path: Path) -> None:
+    extra = Path(os.path.realpath(tmp_path)) / "extra"
+    settings(extra / ".claude" / "settings.json", deny=["Read(/p/**)"])
+    r = rules_in(ws, home, extra=(extra,))
+    assert r.read_source(f"{extra}/p/x") == f"{extra}/.claude/settings.json"
+    assert r.read_source(f"{ws}/p/x") is None
+
+
+def test_a_new_ignore_file_in_a_remembered_folder_is_seen(
+    ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from filegate.policy import clientrules
+
+    monkeypatch.setattr(clientrules, "RACY_NS", -(10**12))  # remember every folder at once
+    (ws / "a").mkdir()
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/a/x") is None
+    r.check()
+    assert r.read_source(f"{ws}/a/x") is None  # the folder's names now come from the cache
+    (ws / "a" / ".aiexclude").write_text("x\n")  # the folder's mtime and ctime change
+    r.check()
+    assert r.read_source(f"{ws}/a/x") == "a/.aiexclude"
+
+
+def test_an_ignore_file_that_is_not_utf8_is_used(ws: Path, home: Path) -> None:
+    (ws / ".cursorignore").write_bytes(b"caf\xe9\n*.pem2\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/k.pem2") == ".cursorignore"

@@ -61,9 +61,8 @@ def signature(st: os.stat_result) -> Signature:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One rule file: where it is, and how a message names it."""
+    """One rule file, as a message names it."""
 
-    path: str  # real, absolute
     shown: str  # workdir-relative or ~/…, escaped
 
 
@@ -75,7 +74,7 @@ class ClaudeRule:
     verdict: Verdict
     text: str  # as written in the file (for `filegate rules` only: never in a tool's message)
     base: str  # the directory the pattern is relative to
-    rules: RuleSet | None
+    rules: RuleSet
     source: Source
 
 
@@ -88,10 +87,8 @@ class IgnoreFile:
     def hides(self, rel: str) -> bool:
         """Whether the path ``rel`` (relative to the file's folder) is ignored by it, git's way:
         the path or a folder it is under; nothing under an ignored folder comes back."""
-        if self.broken:
-            return True
-        if self.rules is None:
-            return False
+        if self.broken or self.rules is None:  # a broken file hides its whole subtree
+            return self.broken
         parts = rel.split("/")
         for i in range(1, len(parts) + 1):
             decided = decide(self.rules, "/".join(parts[:i]), parts[i - 1], i < len(parts))
@@ -333,7 +330,7 @@ class ClientRules:
         if cached is not None and st is not None and cached[0] == signature(st):
             return cached[1]
         shown = self.shown(path)
-        source = Source(path, shown)
+        source = Source(shown)
         try:
             read = self.read(path, False)
         except RuleFileError as exc:
@@ -392,7 +389,7 @@ class ClientRules:
             raise RuleFileError("has a `permissions` that is not an object")
         # The folder a `/path` rule is relative to: the project a `.claude` folder belongs to.
         root = os.path.dirname(os.path.dirname(path))
-        source = Source(path, shown)
+        source = Source(shown)
         out: list[ClaudeRule] = []
         for verdict in ("deny", "ask"):
             entries = perms.get(verdict, [])
@@ -416,7 +413,9 @@ class ClientRules:
         else:
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
         base, line = self.anchor(pattern, root)
-        rules = compile_ignore([line]) if line else None
+        rules = compile_ignore([line])
+        if rules is None:  # a pattern that names nothing (`/` alone)
+            return None
         return ClaudeRule(tool, verdict, entry, base, rules, source)  # type: ignore[arg-type]
 
     def anchor(self, pattern: str, root: str) -> tuple[str, str]:
@@ -438,7 +437,7 @@ class ClientRules:
         self, real: str, tools: tuple[str, ...], verdicts: tuple[str, ...]
     ) -> ClaudeRule | None:
         for rule in self._claude:
-            if rule.tool not in tools or rule.verdict not in verdicts or rule.rules is None:
+            if rule.tool not in tools or rule.verdict not in verdicts:
                 continue
             base = rule.base.rstrip("/")
             if not real.startswith(base + "/"):
