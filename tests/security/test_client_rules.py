@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import call, connect, stdio_transport, text
+from tests.conftest import call, connect, stdio_transport, text, write_id_of
 from tests.fakes import Answers
 
 CANARY = "Qz7-RULE-CANARY"
@@ -249,6 +249,26 @@ async def test_a_model_cannot_write_a_rule_file_without_the_user(
     assert r.is_error and CANARY not in text(r)
     assert (ws / ".cursorignore").read_text() == "hidden.txt\n"
     assert not (ws / ".claude" / "settings.local.json").exists() and not (ws / "x").exists()
+
+
+async def test_undo_write_meets_the_rules_made_after_the_write(ws: Path, home: Path, mode: str) -> None:
+    """A write the rules allowed, then rules that hide or lock the file: UndoWrite is held to
+    them like any write (no question for a deny; a hidden file's content never shown)."""
+    (ws / "u.txt").write_text(f"{CANARY} before\n")
+    (ws / "v.txt").write_text("before\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:  # no elicitation
+        hidden = write_id_of(text(await call(c, "WriteFile", path="u.txt", content=f"{CANARY} after\n")))
+        locked = write_id_of(text(await call(c, "WriteFile", path="v.txt", content="after\n")))
+        (ws / ".cursorignore").write_text("u.txt\n")  # the user, by hand
+        (ws / ".claude").mkdir()
+        (ws / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"deny": ["Write(./v.txt)"]}})
+        )
+        r = await call(c, "UndoWrite", write_id=hidden)
+        assert r.is_error and CANARY not in text(r) and "before" not in text(r), text(r)
+        r = await call(c, "UndoWrite", write_id=locked)
+        assert r.is_error and "denied for writing by a rule in `.claude/settings.json`" in text(r), text(r)
+    assert (ws / "u.txt").read_text() == f"{CANARY} after\n" and (ws / "v.txt").read_text() == "after\n"
 
 
 # --- reloading, off, fail closed --------------------------------------------------------------
