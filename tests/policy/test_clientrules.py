@@ -483,3 +483,44 @@ def test_an_ignore_file_that_is_not_utf8_is_used(ws: Path, home: Path) -> None:
     (ws / ".cursorignore").write_bytes(b"caf\xe9\n*.pem2\n")
     r = rules_in(ws, home)
     assert r.read_source(f"{ws}/k.pem2") == ".cursorignore"
+
+
+def test_an_unchanged_rule_file_is_not_read_again(ws: Path, home: Path) -> None:
+    """The stat key at work: a call pays a stat per rule file, a read only after a change."""
+    reads: list[str] = []
+
+    def counting(path: str, follow: bool) -> tuple[tuple[int, int, int, int, int], bytes] | None:
+        found = read_rule_file(path, follow)
+        if found is not None:
+            reads.append(path.removeprefix(str(ws) + "/").removeprefix(str(home) + "/"))
+        return found
+
+    (ws / ".aiignore").write_text("x\n")
+    settings(ws / ".claude" / "settings.json", deny=["Read(./y)"])
+    settings(home / ".claude" / "settings.json", deny=["Read(./z)"])
+    r = ClientRules((ws,), ws, home, counting)
+    for _ in range(3):
+        r.check()
+        assert (
+            r.read_source(f"{ws}/x") == ".aiignore" and r.read_source(f"{ws}/y") and r.read_source(f"{ws}/z")
+        )
+    assert sorted(reads) == [".aiignore", ".claude/settings.json", ".claude/settings.json"]
+    (ws / ".aiignore").write_text("w\n")
+    settings(ws / ".claude" / "settings.json", deny=["Read(./v)"])
+    r.check()
+    assert r.read_source(f"{ws}/w") == ".aiignore" and r.read_source(f"{ws}/v") == ".claude/settings.json"
+    assert len(reads) == 5
+
+
+def test_an_edit_behind_the_users_symlinked_settings_changes_the_fingerprint(
+    ws: Path, home: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "dotfiles.json"
+    settings(target, deny=["Read(./a)"])
+    os.symlink(target, home / ".claude" / "settings.json")
+    r = rules_in(ws, home)
+    before = r.fingerprint()
+    settings(target, deny=["Read(./a)", "Read(./bb)"])
+    assert r.fingerprint() != before
+    r.check()
+    assert r.read_source(f"{ws}/bb") == "~/.claude/settings.json"

@@ -89,12 +89,17 @@ class IgnoreFile:
         the path or a folder it is under; nothing under an ignored folder comes back."""
         if self.broken or self.rules is None:  # a broken file hides its whole subtree
             return self.broken
-        parts = rel.split("/")
-        for i in range(1, len(parts) + 1):
-            decided = decide(self.rules, "/".join(parts[:i]), parts[i - 1], i < len(parts))
-            if decided:
-                return True
-        return False
+        return hides(self.rules, rel)
+
+
+def hides(rs: RuleSet, rel: str) -> bool:
+    """Whether ``rs`` ignores the path ``rel`` (relative to its folder), git's way: the path or
+    a folder it is under; nothing under an ignored folder comes back."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        if decide(rs, "/".join(parts[:i]), parts[i - 1], i < len(parts)):
+            return True
+    return False
 
 
 def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
@@ -119,7 +124,7 @@ class ClientRules:
         self._lock = threading.Lock()
         self._last_seen: int | None = None  # the rule files' stats at the last fingerprint
         self._generation = 0  # how many times they were seen to change
-        self._ignore_cache: dict[str, tuple[Signature, IgnoreFile]] = {}
+        self._ignore_cache: dict[str, tuple[Signature | None, IgnoreFile]] = {}
         self._settings_cache: dict[str, tuple[Signature | None, tuple[ClaudeRule, ...]]] = {}
         self._claude: tuple[ClaudeRule, ...] = ()
         self._broken: dict[str, str] = {}  # shown source → what is wrong
@@ -144,7 +149,7 @@ class ClientRules:
             if known.broken:
                 self._ignore_file(path)  # fixed (or removed): forgotten
         for top in self.dirs:
-            self._files_in(top.rstrip("/"))  # the workspace's own files: a broken one is said now
+            self._files_in(top)  # the workspace's own files: a broken one is said now
         if self._broken:
             what = "; ".join(f"`{shown}` {why}" for shown, why in sorted(self._broken.items()))
             raise PathError(
@@ -173,7 +178,8 @@ class ClientRules:
         sigs: list[tuple[str, Signature | None]] = []
         for path in sorted([*self._ignore_cache, *self._settings_cache]):
             try:
-                sigs.append((path, signature(os.stat(path, follow_symlinks=False))))
+                # The user's settings may be a symlink, whose target's edits count.
+                sigs.append((path, signature(os.stat(path, follow_symlinks=path in self._settings_cache))))
             except OSError:
                 sigs.append((path, None))
         seen = hash(tuple(sigs))
@@ -212,7 +218,8 @@ class ClientRules:
             return self.shown(real)
         settings = name in ("settings.json", "settings.local.json") and os.path.basename(parent) == ".claude"
         if settings and (
-            self._home_dir(real) is not None or real == os.path.join(self.home or "\0", USER_SETTINGS)
+            self._home_dir(real) is not None
+            or (self.home is not None and real == os.path.join(self.home, USER_SETTINGS))
         ):
             return self.shown(real)
         return None
@@ -235,7 +242,7 @@ class ClientRules:
     def _home_dir(self, real: str) -> str | None:
         """The workspace directory ``real`` is inside of (component-wise), or None."""
         for d in self.dirs:
-            if real.startswith(d.rstrip("/") + "/"):
+            if real.startswith(d + "/"):
                 return d
         return None
 
@@ -244,7 +251,6 @@ class ClientRules:
         if top is None:
             return None  # ignore files bind their own subtree, and only inside the workspace
         folder, name = real.rsplit("/", 1)
-        top = top.rstrip("/")
         return self._dir_hidden(folder, top) or self._last_part_hidden(folder, top, name, False)
 
     def _dir_hidden(self, folder: str, top: str) -> str | None:
@@ -336,7 +342,7 @@ class ClientRules:
         except RuleFileError as exc:
             with self._lock:
                 self._broken[shown] = str(exc)
-                self._ignore_cache[path] = ((-1, -1, -1, -1, -1), IgnoreFile(source, None, broken=True))
+                self._ignore_cache[path] = (None, IgnoreFile(source, None, broken=True))  # read again
             return self._ignore_cache[path][1]
         if read is None:
             return None
@@ -414,11 +420,11 @@ class ClientRules:
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
         base, line = self.anchor(pattern, root)
         rules = compile_ignore([line])
-        if rules is None:  # a pattern that names nothing (`/` alone)
+        if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home
             return None
         return ClaudeRule(tool, verdict, entry, base, rules, source)  # type: ignore[arg-type]
 
-    def anchor(self, pattern: str, root: str) -> tuple[str, str]:
+    def anchor(self, pattern: str, root: str) -> tuple[str | None, str]:
         """Claude Code's path forms → (base directory, gitignore line relative to it):
         ``//abs`` from the file system's root, ``~/p`` from the home, ``/p`` from the project
         the settings file belongs to, ``./p`` and a bare ``p`` from the working directory (a
@@ -426,7 +432,7 @@ class ClientRules:
         if pattern.startswith("//"):
             return "/", "/" + pattern[2:].lstrip("/")
         if pattern.startswith("~/"):
-            return (self.home or "/\0"), "/" + pattern[2:]
+            return self.home, "/" + pattern[2:]
         if pattern.startswith("/"):
             return root, pattern
         if pattern.startswith("./"):
@@ -439,9 +445,7 @@ class ClientRules:
         for rule in self._claude:
             if rule.tool not in tools or rule.verdict not in verdicts:
                 continue
-            base = rule.base.rstrip("/")
-            if not real.startswith(base + "/"):
-                continue
-            if IgnoreFile(rule.source, rule.rules).hides(real[len(base) + 1 :]):
+            under = rule.base if rule.base.endswith("/") else rule.base + "/"
+            if real.startswith(under) and hides(rule.rules, real[len(under) :]):
                 return rule
         return None
