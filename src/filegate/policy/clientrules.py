@@ -84,13 +84,6 @@ class IgnoreFile:
     rules: RuleSet | None  # None: no rule in it
     broken: bool = False  # could not be used: its whole subtree is hidden
 
-    def hides(self, rel: str) -> bool:
-        """Whether the path ``rel`` (relative to the file's folder) is ignored by it, git's way:
-        the path or a folder it is under; nothing under an ignored folder comes back."""
-        if self.broken or self.rules is None:  # a broken file hides its whole subtree
-            return self.broken
-        return hides(self.rules, rel)
-
 
 def hides(rs: RuleSet, rel: str) -> bool:
     """Whether ``rs`` ignores the path ``rel`` (relative to its folder), git's way: the path or
