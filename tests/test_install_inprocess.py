@@ -111,7 +111,10 @@ def test_each_json_client_gets_its_file_with_exactly_this_entry(
 # The one thing left to do, per client (issue 42): restart, a new session, or trusting the folder.
 NEXT_STEPS = {
     "claude-desktop": "quit Claude Desktop (not just its window) and open it again",
-    "claude-code": "start a new Claude Code session (claude mcp list shows filegate)",
+    # SPEC §8.5: its deny rules bind filegate's tools too, and the next step says so.
+    "claude-code": "start a new Claude Code session (claude mcp list shows filegate); its "
+    "permissions.deny/ask rules (Read, Edit, Write) now bind filegate's tools too: "
+    "`filegate rules` lists them",
     "cursor": "restart Cursor to load it",
     "kimi": "start a new Kimi CLI session",
     "kimi-code": "start a new Kimi Code session",

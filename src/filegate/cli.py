@@ -29,6 +29,8 @@ examples:
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
   filegate undo w-3f9a2c                            put a file back as it was before that write
+  filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
+                                                    that bind the tools there, with sources
 
 Every flag also reads FILEGATE_<NAME> (FILEGATE_ADD_DIRS, FILEGATE_SECRET_PATTERNS, ...);
 flags win. Logs go to stderr; on stdio, stdout carries JSON-RPC only.
@@ -72,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.history_cli import main as history
 
         return history(args)
+    if args[:1] == ["rules"]:
+        return print_rules(args[1:])
     # Start-up builds a great many objects that live as long as the process (fastmcp, the
     # SDK's models, pydantic's validators) and little garbage, so the collector's passes over
     # them are wasted work (the bench's cold-start item measures it). serve() turns it back on
@@ -91,6 +95,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     finally:
         gc.enable()
+    return 0
+
+
+def print_rules(argv: Sequence[str]) -> int:
+    """``filegate rules``: the client rules (SPEC §8.5) this server would honour, with their
+    sources and precedence. Takes the server's flags (--workdir, --add-dir, --client-rules)."""
+    from filegate.policy.rulelisting import describe
+    from filegate.tools.ignores import client_rules_of
+
+    parser = ArgumentParser(prog="filegate rules", description=print_rules.__doc__)
+    add_server_flags(parser)
+    settings = settings_from(parser, parser.parse_args(argv))
+    rules = client_rules_of(settings)
+    if rules is None:
+        print("Client rules are off (--client-rules off): no agent's rule file binds filegate.")
+        return 0
+    print(describe(rules))
     return 0
 
 

@@ -139,6 +139,13 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "whitespace and lookalikes, when the match is unique (default: tolerant)",
     )
     a(
+        "--client-rules",
+        choices=("on", "off"),
+        help="the rules users wrote for their agents (.cursorignore, .geminiignore, .aiexclude, "
+        ".aiignore, .codeiumignore, Claude Code's permissions.deny/ask) bind these tools too; "
+        "`filegate rules` lists them (default: on)",
+    )
+    a(
         "--client",
         choices=get_args(ClientPreset),
         help="result-budget preset (default: from the client's name)",

@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     legacy_encoding: str | None = None
     # StrReplaceFile's matching ladder (SPEC §8.2); "exact" turns it off for the server.
     edit_match: EditMatch = "tolerant"
+    # The rules users wrote for their agents bind filegate too (SPEC §8.5): .cursorignore & co.,
+    # Claude Code's permissions.deny/ask. Off: none of them is read.
+    client_rules: bool = True
     client: ClientPreset | None = None
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)

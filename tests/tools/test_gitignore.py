@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools.ignores import Ignores, RuleSet, _Layer, compile_ignore, read_rules
+from filegate.tools.ignores import Ignores, Layer, RuleSet, compile_ignore, read_rules
 
 
 def ignores(*lines: str) -> Ignores:
     rs = compile_ignore(list(lines))
     assert isinstance(rs, RuleSet)
-    return Ignores((_Layer(rs, "", 0),))
+    return Ignores((Layer(rs, "", 0),))
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_deeper_files_and_leads() -> None:
     below = compile_ignore(["!keep.tmp"])
     assert top and below
     # walk rooted at <top>/sub: the top file sees paths with the lead "sub/"
-    ign = Ignores((_Layer(below, "", 0), _Layer(top, "sub/", 0)))
+    ign = Ignores((Layer(below, "", 0), Layer(top, "sub/", 0)))
     assert ign.ignored("gen", "gen", False)
     assert ign.ignored("x.tmp", "x.tmp", False)
     assert not ign.ignored("keep.tmp", "keep.tmp", False)

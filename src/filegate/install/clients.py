@@ -69,7 +69,11 @@ CLIENTS: dict[str, Client] = {
             "Claude Code",
             starts_in_project=True,
             typed=True,
-            next_step="start a new Claude Code session (claude mcp list shows filegate)",
+            # SPEC §8.5: its deny rules do not bind MCP tools (anthropics/claude-code#28595);
+            # filegate applies them itself.
+            next_step="start a new Claude Code session (claude mcp list shows filegate); its "
+            "permissions.deny/ask rules (Read, Edit, Write) now bind filegate's tools too: "
+            "`filegate rules` lists them",
         ),
         Client("cursor", "Cursor", project_file=".cursor/mcp.json", next_step="restart Cursor to load it"),
         Client("kimi", "Kimi CLI", starts_in_project=True, next_step="start a new Kimi CLI session"),

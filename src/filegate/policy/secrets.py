@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from filegate.policy.clientrules import ClientRules
 
 # SPEC §2.6: Kimi's list plus the keys, dot-files and tool configs it missed.
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
@@ -260,27 +263,47 @@ class _Rules:
 class SecretMatcher:
     """Decides whether a path names a sensitive file. User patterns only ever add."""
 
-    def __init__(self, extra_patterns: Sequence[str] = ()) -> None:
+    def __init__(self, extra_patterns: Sequence[str] = (), client: ClientRules | None = None) -> None:
         self._default = _Rules(DEFAULT_SECRET_PATTERNS)
         self._extra = _Rules(extra_patterns)
         self.patterns: tuple[str, ...] = (*DEFAULT_SECRET_PATTERNS, *extra_patterns)
+        # The rules users wrote for their agents (SPEC §8.5): what they hide is sensitive too.
+        self.client = client
 
     def is_sensitive(self, path: str) -> bool:
-        """``path`` is a '/'-separated path (absolute or relative); its last part is the file."""
+        """``path`` is a '/'-separated path (absolute or relative); its last part is the file.
+        The client rules judge absolute (resolved) paths only: a bare name is not located."""
+        if self.client is not None and path.startswith("/") and self.client.read_source(path) is not None:
+            return True
         path = _nfc(path)
         if not path.startswith("/"):
             path = "/" + path
         return self._default.match(path) or self._extra.match(path)
 
+    def hidden_by(self, path: str) -> str | None:
+        """The client rule file (shown) that hides ``path``, if that is why it is sensitive."""
+        if self.client is None or not path.startswith("/"):
+            return None
+        return self.client.read_source(path)
 
-def skipped_secrets_warning(names: Iterable[str]) -> str:
-    """Kimi's warning sentence for files left out of a search."""
+    def rule_sources(self, paths: Iterable[str]) -> list[str]:
+        """The client rule files that hide any of ``paths`` (absolute), sorted, for a count."""
+        return sorted({s for p in paths if (s := self.hidden_by(p)) is not None})
+
+
+def skipped_secrets_warning(names: Iterable[str], rule_sources: Sequence[str] = ()) -> str:
+    """Kimi's warning sentence for files left out of a search; with the client rule files that
+    hid some of them (SPEC §8.5: the source is named, never the rule)."""
     unique = sorted(set(names))
     n = len(unique)
     shown = ", ".join(unique[:5])
     if n > 5:
         shown += f", ... ({n} files total)"
-    return (
+    said = (
         f"Skipped {n} sensitive file(s) ({shown}) to protect secrets. "
         "These files may contain credentials or private keys."
     )
+    if rule_sources:
+        named = ", ".join(f"`{s}`" for s in rule_sources)
+        said += f" Some are hidden from AI tools by rules in {named}."
+    return said

@@ -154,6 +154,7 @@ class Workspace:
         """Apply SPEC §2.1–2.5 to a caller's path, or raise PathError with Kimi's sentence."""
         if not raw:
             raise PathError("File path cannot be empty.", "Empty file path")
+        self.check_client_rules()
         _check_encodable(raw)
         full = os.path.expanduser(raw) if raw.startswith("~") else raw
         paths = self.rules.module
@@ -207,9 +208,23 @@ class Workspace:
                 brief,
             )
 
+    def check_client_rules(self) -> None:
+        """Each call starts here: the client rules reloaded where their files changed, and a
+        PathError while one of them cannot be used (SPEC §8.5: fail closed)."""
+        if self.secrets.client is not None:
+            self.secrets.client.check()
+
     def resolve_for_read(self, raw: str) -> ResolvedPath:
         """A path a reader (ReadFile, ReadMediaFile) may open: the rules, and never a secret."""
         rp = self.resolve(raw, "read")
+        source = self.secrets.hidden_by(self.rules.secret_key(str(rp.real))) if rp.sensitive else None
+        if source is not None:  # the rule's file is named, never the rule itself
+            self.check_client_rules()  # a rule file found unusable on the way: that is the answer
+            raise PathError(
+                f"`{rp.shown}` is hidden from AI tools by a rule in `{source}`. Reading this file "
+                "is blocked; the user can change that rule file to allow it.",
+                "Hidden by client rule",
+            )
         if rp.sensitive:
             raise PathError(
                 f"`{rp.shown}` appears to contain secrets (matched sensitive file pattern). "
@@ -218,8 +233,28 @@ class Workspace:
             )
         return rp
 
+    def resolve_for_write(self, raw: str, action: Literal["write", "edit"]) -> ResolvedPath:
+        """A path a write may go to, with the client rules' verdict (SPEC §8.5): a deny rule
+        refuses it; an ask rule, or a rule file itself, makes it asked every time whatever
+        --approval says, the way a sensitive file is (so `--approval auto` cannot let a model
+        unhide what a rule hides)."""
+        rp = self.resolve(raw, action)
+        client = self.secrets.client
+        verdict = client.write_rule(self.rules.secret_key(str(rp.real))) if client is not None else None
+        if verdict is None:
+            return rp
+        kind, source = verdict
+        if kind == "deny":
+            raise PathError(
+                f"`{rp.shown}` is denied for writing by a rule in `{source}`. Nothing was written; "
+                "the user can change that rule file to allow it.",
+                "Denied by client rule",
+            )
+        return replace(rp, sensitive=True)
+
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""
+        self.check_client_rules()
         if raw is None:
             if not self.contains(str(self.workdir)):  # client roots narrowed it away
                 raise PathError(

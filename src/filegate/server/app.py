@@ -25,6 +25,7 @@ from filegate.server.render import render
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
 from filegate.server.state import defer_session_state
 from filegate.settings import Settings
+from filegate.tools.ignores import client_rules_of
 from filegate.tools.outcome import ToolSpec, answer
 
 log = logging.getLogger("filegate")
@@ -158,7 +159,7 @@ def build_server(settings: Settings) -> FastMCP:
         workdir=settings.workdir,
         add_dirs=tuple(settings.add_dirs),
         confine=settings.confined,
-        secrets=SecretMatcher(settings.secret_patterns),
+        secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)),
     )
     runtime = SessionRuntime(settings, workspace)
     server = FastMCP(

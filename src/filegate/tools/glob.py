@@ -217,6 +217,7 @@ class _Walk:
     reader: IgnoreReader | None  # None: include_ignored
     matches: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    rule_sources: set[str] = field(default_factory=set)  # client rule files that hid some (shown)
     unreadable: int = 0
     ignored: int = 0  # entries a pattern reached that .gitignore rules left out
     more: bool = False
@@ -407,6 +408,9 @@ class _Walk:
             return
         if not is_dir and self.workspace.secrets.is_sensitive(real):
             self.skipped.append(path.rsplit("/", 1)[-1])
+            source = self.workspace.secrets.hidden_by(real)
+            if source is not None:
+                self.rule_sources.add(source)
             return
         if self.passed < self.skip:  # counted, never held: any offset costs no memory
             self.passed += 1
@@ -455,7 +459,7 @@ def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: thre
         found=len(walk.matches), more=walk.more, offset=params.offset, cap=cap,
         paged=params.head_limit is not None or params.offset > 0, passed=walk.passed,
         timed_out=walk.timed_out, unreadable=walk.unreadable, ignored=walk.ignored,
-        skipped=walk.skipped, budget_s=WALK_BUDGET_S,
+        skipped=walk.skipped, rule_sources=sorted(walk.rule_sources), budget_s=WALK_BUDGET_S,
     )  # fmt: skip
     lines, msg = fit([escape(m) for m in walk.matches], report, params.pattern, budget)
     return Outcome(output="\n".join(lines), message=msg, skipped_sensitive=len(walk.skipped),

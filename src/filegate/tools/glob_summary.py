@@ -28,6 +28,7 @@ class WalkReport:
     unreadable: int = 0
     ignored: int = 0
     skipped: list[str] = field(default_factory=list)  # sensitive names left out
+    rule_sources: list[str] = field(default_factory=list)  # client rule files that hid some (shown)
     budget_s: float = 20.0
 
 
@@ -58,7 +59,7 @@ def summary(report: WalkReport, pattern: str, shown: int) -> str:
         msg += (f" {report.ignored} path(s) ignored by .gitignore were not searched "
                 "(include_ignored=true searches them).")  # fmt: skip
     if report.skipped:
-        msg += " " + skipped_secrets_warning(abbreviate(s) for s in report.skipped)
+        msg += " " + skipped_secrets_warning((abbreviate(s) for s in report.skipped), report.rule_sources)
     return msg
 
 

@@ -18,7 +18,6 @@ nothing under an excluded directory can be re-included.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +25,12 @@ from pathlib import Path
 
 from filegate.fsio import platform
 from filegate.fsio.safeopen import open_then_verify
+from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, Signature, signature
+from filegate.policy.gitignore import MAX_FILE_RULES, Ignores, Layer, RuleSet, compile_ignore, rule_of
 from filegate.policy.workspace import Workspace
+from filegate.settings import Settings
+
+__all__ = ["MAX_FILE_RULES", "Ignores", "Layer", "RuleSet", "compile_ignore"]
 
 IGNORE_NAME = ".gitignore"
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -34,69 +38,7 @@ VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 MAX_RULES_BYTES = 1 << 20
 
 EXCLUDE_FILE = ".git/info/exclude"
-MAX_FILE_RULES = 4000  # GitHub's longest .gitignore templates have a few hundred
 MAX_WALK_BYTES = 8 << 20
-# A name no file can have: only a rule that matches every name (`*`) matches it.
-_PROBE = "\0"
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    regex: re.Pattern[str]
-    negated: bool
-    dirs_only: bool
-    on_name: bool  # no '/' in the pattern: it matches a name at any depth
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSet:
-    """The lines of one ignore file, last first, with one regex per kind to rule most paths out."""
-
-    rules: tuple[Rule, ...]  # last line first: the first that matches decides
-    any_name: re.Pattern[str] | None
-    any_path: re.Pattern[str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Layer:
-    rules: RuleSet
-    lead: str  # prepended to a walk-relative path: the walk root relative to the file's folder
-    strip: int  # characters cut from a walk-relative path: the file's folder below the root
-
-
-@dataclass(frozen=True, slots=True)
-class Ignores:
-    """The ignore files in force in one directory of the walk, deepest first."""
-
-    layers: tuple[_Layer, ...] = ()
-
-    def ignored(self, rel: str, name: str, is_dir: bool) -> bool:
-        """Whether the entry ``rel`` (relative to the walk's root, last component ``name``) is ignored."""
-        for layer in self.layers:
-            rs = layer.rules
-            path = None
-            if rs.any_name is None or not rs.any_name.fullmatch(name):
-                if rs.any_path is None:
-                    continue
-                path = layer.lead + rel[layer.strip :]
-                if not rs.any_path.fullmatch(path):
-                    continue
-            for rule in rs.rules:
-                if rule.dirs_only and not is_dir:
-                    continue
-                if rule.on_name:
-                    if rule.regex.fullmatch(name):
-                        return not rule.negated
-                else:
-                    if path is None:
-                        path = layer.lead + rel[layer.strip :]
-                    if rule.regex.fullmatch(path):
-                        return not rule.negated
-        return False
-
-    def ignores_everything_in(self, rel: str) -> bool:
-        """Whether every name in the directory ``rel`` ('' or ending in '/') is ignored (`*`)."""
-        return self.ignored(rel + _PROBE, _PROBE, False) and self.ignored(rel + _PROBE, _PROBE, True)
 
 
 @dataclass
@@ -133,8 +75,8 @@ class IgnoreReader:
 
     def _layers(
         self, prefix: str, lead: str, strip: int, has_ignore_file: bool | None, has_git_dir: bool | None
-    ) -> list[_Layer]:
-        return [_Layer(rs, lead, strip) for rs in self._rulesets(prefix, has_ignore_file, has_git_dir)]
+    ) -> list[Layer]:
+        return [Layer(rs, lead, strip) for rs in self._rulesets(prefix, has_ignore_file, has_git_dir)]
 
     def _rulesets(self, prefix: str, has_ignore_file: bool | None, has_git_dir: bool | None) -> list[RuleSet]:
         """The folder's own .gitignore, then its repository's exclude file (lower precedence)."""
@@ -176,103 +118,8 @@ def _seen_from(folder: Path, found: list[tuple[Path, list[RuleSet]]]) -> Ignores
     layers = []
     for ancestor, rulesets in reversed(found):
         lead = "" if ancestor == folder else folder.relative_to(ancestor).as_posix() + "/"
-        layers += [_Layer(rs, lead, 0) for rs in rulesets]
+        layers += [Layer(rs, lead, 0) for rs in rulesets]
     return Ignores(tuple(layers))
-
-
-def compile_ignore(lines: list[str]) -> RuleSet | None:
-    """git's gitignore(5) lines as rules; None when there are none (or too many to honour)."""
-    rules: list[Rule] = []
-    for line in lines:
-        rule = _rule(line)
-        if rule is not None:
-            rules.append(rule)
-    if not rules or len(rules) > MAX_FILE_RULES:
-        return None
-    names = [r.regex.pattern for r in rules if r.on_name]
-    paths = [r.regex.pattern for r in rules if not r.on_name]
-    return RuleSet(
-        tuple(reversed(rules)),
-        re.compile("|".join(f"(?:{p})" for p in names), re.DOTALL) if names else None,
-        re.compile("|".join(f"(?:{p})" for p in paths), re.DOTALL) if paths else None,
-    )
-
-
-def _rule(line: str) -> Rule | None:
-    # Trailing spaces are dropped unless escaped with a backslash.
-    while line.endswith(" ") and not line.endswith("\\ "):
-        line = line[:-1]
-    if not line or line.startswith("#"):
-        return None
-    negated = line.startswith("!")
-    if negated:
-        line = line[1:]
-    dirs_only = line.endswith("/") and not line.endswith("\\/")
-    if dirs_only:
-        line = line.rstrip("/")
-    on_name = "/" not in line
-    line = line.removeprefix("/")
-    if not line:
-        return None
-    return Rule(re.compile(_translate(line), re.DOTALL), negated, dirs_only, on_name)
-
-
-def _translate(pat: str) -> str:
-    """A gitignore glob as a regex over a '/'-separated path (`*`, `?` and `[..]` stay within
-    one component; `**/`, `/**/` and a final `/**` cross components)."""
-    out: list[str] = []
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        if c == "*":
-            j = i
-            while j < n and pat[j] == "*":
-                j += 1
-            whole = (i == 0 or pat[i - 1] == "/") and j - i == 2
-            if whole and j == n:
-                out.append(".*")
-            elif whole and pat[j] == "/":
-                out.append("(?:.*/)?")
-                j += 1
-            else:
-                out.append("[^/]*")
-            i = j
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            cls, i = _bracket(pat, i)
-            out.append(cls)
-        elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pat[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
-
-
-def _bracket(pat: str, i: int) -> tuple[str, int]:
-    """The character class at ``pat[i] == '['`` and the index after it; a lone '[' is literal."""
-    j = i + 1
-    negated = j < len(pat) and pat[j] in "!^"
-    if negated:
-        j += 1
-    body: list[str] = []
-    first = True
-    while j < len(pat):
-        c = pat[j]
-        if c == "]" and not first:
-            head = "[^/" if negated else "(?!/)["
-            return head + "".join(body) + "]", j + 1
-        if c == "\\" and j + 1 < len(pat):
-            body.append(re.escape(pat[j + 1]))
-            j += 2
-        else:
-            body.append(c if c == "-" else re.escape(c))
-            j += 1
-        first = False
-    return re.escape("["), i + 1
 
 
 # --- rules handed to rg: rewritten relative to the searched directory -------------------
@@ -399,7 +246,52 @@ def _is_real_dir(p: Path) -> bool:
 def pattern_matches(pattern: str, rel: str) -> bool:
     """Whether one gitignore-style ``pattern`` (as `.gitattributes` lines use them) matches the
     file ``rel`` ('/'-separated, relative to the pattern file's folder)."""
-    rule = _rule(pattern)
+    rule = rule_of(pattern)
     if rule is None or rule.negated or rule.dirs_only:  # gitattributes has neither
         return False
     return rule.regex.fullmatch(rel.rsplit("/", 1)[-1] if rule.on_name else rel) is not None
+
+
+# --- the client rules' files (SPEC §8.5) --------------------------------------------------------
+
+
+def read_rule_file(path: str, follow: bool = False) -> tuple[Signature, bytes] | None:
+    """The file's bytes and signature; None when it does not exist. RuleFileError when it is a
+    symlink (unless ``follow``), not a regular file, or over the size cap. Opened non-blocking,
+    so a FIFO cannot hang the call."""
+    try:
+        before = os.stat(path, follow_symlinks=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RuleFileError(f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(before.st_mode):
+        raise RuleFileError("is a symlink; a rule file must be a regular file")
+    if not stat.S_ISREG(before.st_mode):
+        raise RuleFileError("is not a regular file")
+    if before.st_size > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | platform.NONBLOCK | platform.CLOEXEC | (0 if follow else platform.NOFOLLOW)
+        )
+    except OSError as exc:
+        raise RuleFileError(f"cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) and os.path.samestat(st, before)):
+            raise RuleFileError("changed while it was opened")
+        data = os.read(fd, MAX_RULE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULE_BYTES:
+        raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
+    return signature(st), data
+
+
+def client_rules_of(settings: Settings) -> ClientRules | None:
+    """The client rules a server with these settings honours (None: ``--client-rules off``)."""
+    if not settings.client_rules:
+        return None
+    dirs = (settings.workdir, *settings.add_dirs)
+    return ClientRules(dirs, settings.workdir, Path.home(), read_rule_file)

@@ -83,8 +83,7 @@ class Current:
 def resolve_for_write(env: ToolEnv, raw: str, action: Literal["write", "edit"]) -> ResolvedPath:
     """The path rules for a write; the path as shown in every later message escaped (SPEC §2.9:
     a name cannot forge a line of a result, a question or the log)."""
-    rp = env.workspace.resolve(raw, action)
-    return rp  # rp.shown is escaped once, by the resolver
+    return env.workspace.resolve_for_write(raw, action)  # rp.shown is escaped once, by the resolver
 
 
 def load_current(rp: ResolvedPath, *, must_exist: bool, ticket: Ticket | None = None) -> Current:

@@ -111,7 +111,7 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
     ignores: IgnorePlan | None = None
     try:
         if target.single_file and target.sensitive:  # not searched: nothing said depends on it
-            return _result(_unsearched(params, target), params, env, RgRun(RgOutput(), returncode=1), 0)
+            return _result(_unsearched(params, target, env), params, env, RgRun(RgOutput(), returncode=1), 0)
         if not target.single_file:
             ignores = await _plan(params, target, env)  # 2. walk -> plan
         parser = Parser(params, target, env)
@@ -124,6 +124,7 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)  # 4.
         in_scope = await _in_scope(exe, params, ignores.sensitive) if ignores else []
         parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in in_scope]
+        parsed.rule_sources = env.workspace.secrets.rule_sources(f"{target.cwd}/{rel}" for rel in in_scope)
         return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
     finally:
         target.close()
@@ -131,12 +132,13 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
             ignores.close()
 
 
-def _unsearched(params: GrepParams, target: Target) -> Parsed:
+def _unsearched(params: GrepParams, target: Target, env: ToolEnv) -> Parsed:
     """The result of a single sensitive file, which is not searched: it is said to be skipped."""
     parsed = Parsed(rows=None if params.output_mode != "content" else [])
     if params.output_mode == "count_matches":
         parsed.total_matches, parsed.files = 0, 0
     parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
+    parsed.rule_sources = env.workspace.secrets.rule_sources([str(target.real)] if target.real else [])
     return parsed
 
 
@@ -145,10 +147,22 @@ async def _plan(params: GrepParams, target: Target, env: ToolEnv) -> IgnorePlan:
     abandoned when the call is cancelled (its own budget bounds it): the plan comes back and
     the caller closes its rules file."""
     matcher = env.workspace.secrets
-    secrets = Secrets(str(target.cwd), matcher.is_sensitive, hash(matcher.patterns), matcher.patterns)
-    return await anyio.to_thread.run_sync(
-        plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
-    )
+    client = matcher.client
+    for walk in range(2):
+        # Client rules (SPEC §8.5) are judged on every file's whole path; a remembered walk is
+        # reused only while no rule file it knows changed, and a walk that met a new or changed
+        # rule file is done again under the new fingerprint (its remembered parts were judged
+        # without it). The second walk is a fresh one: it is used whatever changes meanwhile.
+        before = client.fingerprint() if client is not None else 0
+        key = hash((matcher.patterns, before))
+        secrets = Secrets(str(target.cwd), matcher.is_sensitive, key, matcher.patterns, client is not None)
+        made = await anyio.to_thread.run_sync(
+            plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
+        )
+        if walk == 1 or client is None or client.fingerprint() == before:
+            return made
+        made.close()
+    raise AssertionError("unreachable: the second walk is always returned")
 
 
 async def _run(
@@ -203,7 +217,7 @@ def _result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe
     page, page_length = page_lines(parsed, params)
     notes: list[str] = []  # after the paging sentence
     if parsed.skipped:
-        notes.append(skipped_secrets_warning(parsed.skipped))
+        notes.append(skipped_secrets_warning(parsed.skipped, parsed.rule_sources))
     if unsafe_ignores:
         notes.append(
             f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks, not regular files "

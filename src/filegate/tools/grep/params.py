@@ -95,6 +95,7 @@ class Target:
     prefix: str  # printed before each path rg reports: the searched directory, workdir-relative
     name: str = ""  # a single file's printed path, in place of rg's "<stdin>"
     sensitive: bool = False  # a single file that may hold secrets: searched, never shown
+    real: Path | None = None  # a single file's resolved path
 
     def close(self) -> None:
         os.close(self.fd)
@@ -119,5 +120,5 @@ def resolve_target(params: GrepParams, env: ToolEnv) -> Target:
         return Target(rp.shown, rp.real, ".", False, open_directory(rp), prefix)
     if stat.S_ISREG(st.st_mode):
         fd = open_regular(rp)
-        return Target(rp.shown, rp.real.parent, "-", True, fd, "", ws.display(rp.real), rp.sensitive)
+        return Target(rp.shown, rp.real.parent, "-", True, fd, "", ws.display(rp.real), rp.sensitive, rp.real)
     raise PathError(f"`{rp.shown}` is not a file.")

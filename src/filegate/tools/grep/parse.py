@@ -44,6 +44,7 @@ class Parsed:
     rows: list[_Row] | None = None  # content mode
     lines: list[str] = field(default_factory=list)  # the other modes
     skipped: list[str] = field(default_factory=list)  # names of the files that may hold secrets
+    rule_sources: list[str] = field(default_factory=list)  # client rule files that hid some (shown)
     total_matches: int | None = None
     files: int | None = None
 

@@ -49,6 +49,8 @@ class Secrets:
     is_sensitive: Callable[[str], bool]
     key: int
     patterns: tuple[str, ...] = ()
+    # Client rules are on (SPEC §8.5): a rule can hide any path, so every file is judged whole.
+    check_all: bool = False
 
     @functools.cached_property
     def _tails(self) -> re.Pattern[str] | None:
@@ -69,7 +71,7 @@ class Secrets:
     def dir_may_hold(self, base: str) -> bool:
         """Whether a pattern could match any file in the directory ``base`` (ending in '/') by
         its directory part alone: the directory itself is sensitive, or a `dir/` rule."""
-        return self.is_sensitive(base + "\x01")
+        return self.check_all or self.is_sensitive(base + "\x01")
 
     def may_be(self, name: str) -> bool:
         """False only for a name no pattern can match in a directory where ``dir_may_hold``
