@@ -443,9 +443,8 @@ def _create_temp(
         raise
 
 
-# What one write(2) asks for. A single 50 MB write on ext4 in this VM sometimes spends 60-250 ms
-# of kernel CPU copying into the page cache (6 of 40 writes over 40 ms; perf: all of it in
-# copy_folio_from_iter_atomic), where 1 MiB writes took 11-16 ms every time (0 of 97).
+# What one write(2) asks for: a whole large file in one write can stall in the kernel's copy
+# into the page cache (copy_folio_from_iter_atomic); 1 MiB writes keep each call short.
 _WRITE_CHUNK = 1 << 20
 
 
@@ -517,10 +516,11 @@ def _hash(fd: int) -> str:
     return h.hexdigest()
 
 
-# rename(2) over a file frees its blocks in the call when no one holds it open (~12 ms for
-# 50 MB on ext4). The write holds the replaced file open across the rename and closes it in a
-# background thread, after the call's answer; small files are closed at once. On Windows an
-# open file cannot be renamed over, so it is not held there.
+# rename(2) over a file frees its blocks in the call when no one holds it open (a large file's
+# blocks take a noticeable part of the edit: docs/ARCHITECTURE.md, "Speed devices"). The write
+# holds the replaced file open across the rename and closes it in a background thread, after
+# the call's answer; small files are closed at once. On Windows an open file cannot be renamed
+# over, so it is not held there.
 _HOLD_ACROSS_RENAME = os.name == "posix"
 _RELEASE_IN_BACKGROUND_BYTES = 1 << 20
 _RELEASER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="filegate-release")

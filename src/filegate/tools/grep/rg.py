@@ -41,11 +41,10 @@ RG_MEMORY_LIMIT = 512 << 20
 # rg's complaints are counted, never shown: this much is kept to count them.
 MAX_STDERR_BYTES = 64_000
 # rg writes one block per file, often a few hundred bytes: after a read shorter than
-# SMALL_READ, wait so the next read takes several (1,800 reads became ~300 on the bench's
-# content search, saving ~80 ms of event-loop time). The wait grows with the search's age
-# (1/COALESCE_SHARE of it, from COALESCE_MIN_S up to COALESCE_MAX_S): a long search is read in
-# a few dozen large reads (files_with_matches over the kernel: ~330 wake-ups became ~90, about
-# 30 ms less event-loop CPU); rg's exit cuts the wait short (its pidfd, where there is one).
+# SMALL_READ, wait so the next read takes several (each wake-up costs the event loop a pass).
+# The wait grows with the search's age (1/COALESCE_SHARE of it, from COALESCE_MIN_S up to
+# COALESCE_MAX_S), so a long search is read in a few dozen large reads; rg's exit cuts the wait
+# short (its pidfd, where there is one). Gains: docs/ARCHITECTURE.md, "Speed devices".
 SMALL_READ = 16 << 10
 PIPE_BYTES = 1 << 20  # the pipe's size (Linux's default pipe-max-size for a user)
 PIPE_READ = PIPE_BYTES  # one read takes what the pipe holds
@@ -189,9 +188,7 @@ class RgOutput:
                 if len(take) < len(chunk):
                     self.overflow = True
                 # Each read parsed as it comes (the reads are coalesced below): at rg's end only
-                # its last read is left, where 64 KiB batches left up to ~1,800 names to check
-                # and date after rg had finished (files_with_matches over the kernel: 38 -> 17 ms
-                # from rg's end to the answer, load 10).
+                # its last read is left to check and date, not a backlog of names.
                 parser.feed_from(self.chunks)
                 if len(chunk) < SMALL_READ:  # let rg's small writes pile up: fewer reads
                     age = time.monotonic() - start
