@@ -459,7 +459,7 @@ def test_the_user_wide_entry_says_which_folder_it_serves(
         assert (f"run `filegate install {client} --project` in each" in said) == hint, said
     for client in ("claude-code", "codex"):  # started in the agent's project: nothing pinned
         assert main([client]) == 0
-        said = capsys.readouterr().out.splitlines()
+        said = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("note: ")]
         assert len(said) == 2 and said[1].startswith("next: "), said  # the written line, the next step
 
 
@@ -470,3 +470,16 @@ def test_project_is_refused_where_the_client_has_no_project_file(tmp_path: Path,
     assert done.stderr == ("filegate install: error: Windsurf reads no per-project file; --project is for "
                            "cursor, vscode\n")  # fmt: skip
     assert not (tmp_path / "home").exists() and not (project / ".windsurf").exists()
+
+
+def test_an_entry_that_runs_a_clones_filegate_says_moving_the_clone_breaks_it(
+    tmp_path: Path, project: Path
+) -> None:
+    """Issue 42: the entry names this venv's `filegate`; where that venv sits in a source
+    checkout (as the README's clone route and CI make it), install says what moving it does."""
+    venv = Path(FILEGATE).parent.parent
+    clone = venv.parent
+    assert venv.name in (".venv", "venv") and (clone / "pyproject.toml").is_file(), FILEGATE
+    done = install("claude-code", "--config", str(tmp_path / "c.json"), env=client_env(tmp_path), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert f"note: this entry runs the filegate inside the clone {clone}: moving" in done.stdout

@@ -24,6 +24,7 @@ from filegate.install.clients import (
     CLIENTS,
     Client,
     OSName,
+    clone_of,
     config_location,
     config_path,
     detect_os,
@@ -286,10 +287,21 @@ def main(argv: Sequence[str]) -> int:
             also = f"; for per-project entries, run `filegate install {client.name} --project` in each"
         print(f"this entry serves {served} whatever {client.title} has open{also}")
     if written.changed or (sibling is not None and done.changed):
+        clone = clone_of(server_command())
+        if clone is not None:
+            print(CLONE_NOTE.format(clone=escape(str(clone))))
         print(f"next: {client.next_step}")
     if client.name == "kimi":
         print(KIMI_CODE_NOTE)
     return 0
+
+
+# An entry names the filegate it was written by: one inside a clone's virtual environment
+# stops working when the clone moves (the README's first screen offers the tool installs).
+CLONE_NOTE = (
+    "note: this entry runs the filegate inside the clone {clone}: moving or deleting that folder "
+    "breaks it; `pipx install filegate` or `uv tool install filegate` gives a path that stays"
+)
 
 
 # Kimi CLI is archived; its successor reads another file, which `install kimi` does not write.

@@ -177,6 +177,15 @@ def server_command() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "filegate"]
 
 
+def clone_of(command: Sequence[str]) -> Path | None:
+    """The source checkout whose virtual environment ``command`` runs from (a `.venv`/`venv`
+    folder beside a `pyproject.toml`), or None: an entry naming it breaks when the clone moves."""
+    for folder in Path(command[0]).parents:
+        if folder.name in (".venv", "venv") and (folder.parent / "pyproject.toml").is_file():
+            return folder.parent
+    return None
+
+
 # --- entries -------------------------------------------------------------------------------
 
 
