@@ -133,3 +133,19 @@ def test_an_http_variable_over_stdio_is_named_in_the_start_up_line(
     assert "t0ken" not in startup_line(settings)
     served = parse_settings(["--workdir", str(tmp_path), "--transport", "http"])
     assert "ignored" not in startup_line(served, "http://127.0.0.1:9000/mcp")
+
+
+def test_http_flags_after_an_explicit_stdio_are_named_in_the_start_up_line(tmp_path: Path) -> None:
+    """`docker run … filegate --transport stdio`: the image's entrypoint gives --host/--port for
+    HTTP, the user chose stdio; the flags are named as ignored, never silently dropped."""
+    from filegate.server import startup
+
+    try:
+        settings = parse_settings(
+            ["--transport", "http", "--host", "0.0.0.0", "--port", "8000", "--workdir", str(tmp_path),
+             "--transport", "stdio"]
+        )  # fmt: skip
+        assert settings.transport == "stdio"
+        assert startup_line(settings).endswith("; ignored over stdio (for --transport http): --host, --port")
+    finally:
+        startup.ignore_flags([])

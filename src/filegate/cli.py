@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from filegate import __version__
-from filegate.flags import ArgumentParser, add_server_flags, settings_from
+from filegate.flags import ArgumentParser, add_server_flags, ignored_http_flags, settings_from
 
 EXAMPLES = """\
 examples:
@@ -55,9 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_settings(argv: Sequence[str] | None = None) -> Any:
-    """Parse flags over the environment; exit 2 with one line on any bad value."""
+    """Parse flags over the environment; exit 2 with one line on any bad value. HTTP-only flags
+    that an explicit `--transport stdio` leaves unused are kept for the start-up line."""
     parser = build_parser()
-    return settings_from(parser, parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    settings = settings_from(parser, args)
+    ignored = ignored_http_flags(parser, args, settings)
+    if ignored:
+        from filegate.server.startup import ignore_flags
+
+        ignore_flags(ignored)
+    return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

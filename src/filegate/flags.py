@@ -201,7 +201,10 @@ def settings_from(parser: argparse.ArgumentParser, args: argparse.Namespace, ski
     except ValidationError as exc:
         parser.exit(2, f"filegate: error: {escape(_one_line(exc, given, flag_names(parser)))}\n")
     unused = [field for field in HTTP_ONLY if field in given]
-    if settings.transport != "http" and unused:
+    # An explicit `--transport stdio` chose stdio over flags given for HTTP (a container's
+    # entrypoint serves HTTP; `docker run … --transport stdio` switches): those are named in
+    # the start-up line (ignored_http_flags). Without it, such a flag is a mistake: refused.
+    if settings.transport != "http" and unused and given.get("transport") != "stdio":
         flag = flag_names(parser)[unused[0]]
         parser.exit(
             2,
@@ -209,6 +212,16 @@ def settings_from(parser: argparse.ArgumentParser, args: argparse.Namespace, ski
             f"Add --transport http, or leave {flag} out\n",
         )
     return settings
+
+
+def ignored_http_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: Any) -> list[str]:
+    """The HTTP-only flags an explicit `--transport stdio` leaves unused (see settings_from)."""
+    from filegate.settings import HTTP_ONLY
+
+    if settings.transport == "http":
+        return []
+    names = flag_names(parser)
+    return [names[field] for field in HTTP_ONLY if getattr(args, field, None) is not None]
 
 
 def _one_line(exc: ValidationError, given: dict[str, Any], flags: dict[str, str]) -> str:

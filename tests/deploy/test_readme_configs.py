@@ -98,7 +98,9 @@ def server_entries(block: str, servers: dict[str, Any]) -> list[Entry]:
 
 
 def sh_lines(sec: str) -> list[list[str]]:
-    return [shlex.split(line) for b in blocks(sec, "sh") for line in b.splitlines() if line.strip()]
+    """Each command line of the section's sh blocks, as the shell splits it (comments dropped)."""
+    lines = [shlex.split(line, comments=True) for b in blocks(sec, "sh") for line in b.splitlines()]
+    return [words for words in lines if words]
 
 
 def cli_entries(sec: str) -> list[Entry]:

@@ -12,6 +12,14 @@ from filegate import __version__
 from filegate.policy.escape import escape
 from filegate.settings import HTTP_ONLY, Settings
 
+# HTTP-only flags that an explicit `--transport stdio` left unused (cli.parse_settings).
+_IGNORED_FLAGS: list[str] = []
+
+
+def ignore_flags(flags: list[str]) -> None:
+    """Name ``flags`` in the start-up line as ignored over stdio."""
+    _IGNORED_FLAGS[:] = flags
+
 
 def startup_line(settings: Settings, url: str | None = None, stdin_is_terminal: bool = False) -> str:
     """What a user sees first on stderr: version, workspace, transport (URL), approval, reach.
@@ -30,6 +38,7 @@ def startup_line(settings: Settings, url: str | None = None, stdin_is_terminal: 
     if url and settings.token is None:
         line += "; no token: any local process can connect (set --token or FILEGATE_TOKEN)"
     unused = [v for v in (f"FILEGATE_{f.upper()}" for f in HTTP_ONLY) if not url and v in os.environ]
+    unused = [*_IGNORED_FLAGS, *unused] if not url else unused
     if unused:
         # A flag for HTTP is refused over stdio (flags.py); a variable may be set for other
         # servers in the same environment, so it is named here rather than refused.
