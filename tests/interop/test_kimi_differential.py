@@ -131,11 +131,13 @@ def _validation(t: str, root: Path) -> str:
 RULES = [
     Rule(
         "intended: SPEC §4 WriteFile/StrReplaceFile — the message adds a short diff stat "
-        "(and says when a file was created, already had the content, or kept CRLF)",
+        "(and says when a file was created, already had the content, or kept CRLF); SPEC §8.1 "
+        "says what of the file's style an overwrite kept; SPEC §8.4 ends it with the write's id",
         ("WriteFile", "StrReplaceFile"),
         ours=lambda t, root: re.sub(
             r"( Created a new file\.| Line endings: [^\n]*? written with CRLF\.| Lines: \+\d+ -\d+\."
-            r"| The file already had this content; nothing changed\.)",
+            r"| The file already had this content; nothing changed\.| Kept the file's .*?(?= Write id: |$)"
+            r"| Write id: w-[0-9a-f]{6}\.$)",
             "",
             t,
         ),
