@@ -206,3 +206,134 @@ def test_touched_lines_and_ranges() -> None:
     assert list(touched_lines(data, 4, 4)) == [2]
     assert ranges([3]) == "line 3" and ranges([1, 2, 3, 7, 9, 10]) == "lines 1-3, 7, 9-10"
     assert ranges(list(range(1, 40, 2))).endswith(", …")
+
+
+# --- what each part of a refusal or notice shows (the mutation target `guardlines`) ---------
+
+
+async def edit_after_in_place_change(
+    ws: Path, before: bytes, now: bytes, old: str, new: str, **server: object
+) -> tuple[str, bool, bytes]:
+    """Read ``before``, rewrite it in place to ``now``, then one StrReplaceFile: its text,
+    whether it was an error, and the file after it."""
+    p = ws / "a.txt"
+    p.write_bytes(before)
+    async with connect(ws, "auto", approval="auto", **server) as c:
+        await call(c, "ReadFile", path="a.txt")
+        with open(p, "r+b") as f:
+            f.write(now)
+            f.truncate()
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": old, "new": new})
+    return text(r) if r.is_error else without_write_id(text(r)), r.is_error, p.read_bytes()
+
+
+async def test_a_change_among_many_repeated_lines_names_only_the_line_that_changed(ws: Path) -> None:
+    # Past 200 lines difflib's "autojunk" heuristic would treat the frequent lines as junk and
+    # call the ten lines after the change changed too.
+    lines = ["}" if n % 2 else "" for n in range(200)] + [f"v{n}" for n in range(5)] + ["}", ""] * 5
+    before = "\n".join(lines).encode()
+    now = before.replace(b"v4", b"}")
+    said, error, _ = await edit_after_in_place_change(ws, before, now, "v0", "V0")
+    assert not error and "(now different: line 205)" in said
+
+
+async def test_an_edit_below_a_changed_first_blank_line_is_applied(ws: Path) -> None:
+    said, error, after = await edit_after_in_place_change(ws, b"\na\nb\n", b"\nA\nb\n", "b", "B")
+    assert not error and "(now different: line 2)" in said and after == b"\nA\nB\n"
+
+
+async def test_ten_changed_ranges_are_all_named(ws: Path) -> None:
+    before = "".join(f"{n}\n" for n in range(1, 31)).encode()
+    now = "".join(f"{n}{' x' if n % 3 == 0 else ''}\n" for n in range(1, 31)).encode()
+    said, error, _ = await edit_after_in_place_change(ws, before, now, "1\n2\n", "one\n2\n")
+    assert not error
+    assert "(now different: lines 3, 6, 9, 12, 15, 18, 21, 24, 27, 30);" in said
+
+
+async def test_an_edit_whose_first_line_changed_is_refused(ws: Path) -> None:
+    before = SOURCE.encode()
+    now = SOURCE.replace("line 6\n", "line 6 # fmt\n").encode()
+    said, error, after = await edit_after_in_place_change(ws, before, now, "# fmt\nline 7", "#\nseven")
+    assert error and "(it touches line 6)" in said and after == now
+
+
+async def test_a_file_rewritten_in_place_unchanged_is_edited_with_no_notice(ws: Path) -> None:
+    said, error, _ = await edit_after_in_place_change(ws, SOURCE.encode(), SOURCE.encode(), "line 9\n", "9\n")
+    assert not error
+    assert said == "File successfully edited. Applied 1 edit(s) with 1 total replacement(s). Lines: +1 -1."
+
+
+async def test_changed_lines_are_shown_as_they_are_in_a_crlf_file(ws: Path) -> None:
+    before = SOURCE.replace("\n", "\r\n").encode()
+    now = before.replace(b"line 4\r\n", b"limit = MAX\r\n").replace(b"line 5\r\n", b"pad  \r\n")
+    said, error, _ = await edit_after_in_place_change(ws, before, now, "MAX\r\npad", "M\r\np")
+    assert error and said.endswith("\n     4\tlimit = MAX\n     5\tpad  ")
+
+
+@pytest.mark.parametrize("length", [2000, 2001])
+async def test_a_changed_line_longer_than_readfile_shows_is_cut_and_is_not_a_read(
+    ws: Path, length: int
+) -> None:
+    long_line = "x" * (length - 1) + "y"
+    now = SOURCE.replace("line 4\n", long_line + "\n").encode()
+    said, error, _ = await edit_after_in_place_change(ws, SOURCE.encode(), now, "line 3\n" + long_line, "z")
+    assert error
+    if length == 2000:
+        assert said.endswith(f"\n     4\t{long_line}") and "this counts as reading them" in said
+    else:
+        assert said.endswith(f"\n     4\t{long_line[:2000]}...") and "Only some of the changed lines" in said
+
+
+@pytest.mark.parametrize("spare", [0, -1])
+async def test_the_changed_lines_shown_fill_the_result_budget_exactly(ws: Path, spare: int) -> None:
+    # Each row is "NNNNNN\t" + the line, plus its line break; REFUSAL_OVERHEAD is kept aside.
+    row = 7 + 1500 + 1
+    long = ["a" * 1499 + str(n) for n in (1, 2)]
+    before = "".join(f"{n}\n" for n in range(1, 6)).encode()
+    now = before.replace(b"1\n", long[0].encode() + b"\n", 1).replace(
+        b"\n2\n", b"\n" + long[1].encode() + b"\n"
+    )
+    said, error, _ = await edit_after_in_place_change(
+        ws, before, now, "a1\n", "b1\n", result_budget=1000 + 2 * row + spare
+    )
+    assert error
+    head = (
+        "`a.txt` changed on disk since it was read (now different: lines 1-2), and the edit does not "
+        "apply away from those lines (it touches line 1). Nothing was written. "
+    )
+    if spare == 0:
+        assert said.startswith(head + "The changed lines are shown below")
+        assert said.endswith(f"\n     1\t{long[0]}\n     2\t{long[1]}")
+    else:
+        assert said == (
+            head + 'Only some of the changed lines fit below; read it again with ReadFile(path="a.txt") '
+            f"before you edit it.\n\n     1\t{long[0]}"
+        )
+
+
+async def test_a_refusal_shown_whole_keeps_the_lines_for_the_next_change(ws: Path) -> None:
+    """The refusal counts as a read with the lines' index: a second in-place change away from
+    the edit is still told apart."""
+    p = ws / "a.py"
+    p.write_text(SOURCE)
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.py")
+        rewrite_in_place(p, SOURCE.replace("line 7\n", "line 7 #\n"))
+        refused = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 7\n", "new": "seven\n"})
+        rewrite_in_place(p, p.read_text().replace("line 2\n", "line 2 #\n"))
+        r = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 7 #\n", "new": "seven\n"})
+    assert refused.is_error
+    assert not r.is_error and "(now different: line 2)" in text(r)
+
+
+async def test_changed_lines_of_a_legacy_encoded_file_are_shown_in_its_codec(ws: Path) -> None:
+    """The changed lines "as they are now" (SPEC §8.3) are the text ReadFile would show, so the
+    next edit can be written against them; outside UTF-8 every line counts as touched."""
+    before = ("café\n" + SOURCE).encode("cp1252")
+    now = before.replace(b"line 1\n", b"line \xe9 1\n").replace(b"line 20\n", b"line 20 \xe9\n")
+    said, error, after = await edit_after_in_place_change(
+        ws, before, now, "line 10\n", "ten\n", legacy_encoding="cp1252"
+    )
+    assert error and after == now
+    assert "(it touches lines 2, 21)" in said
+    assert said.endswith("\n     2\tline é 1\n    21\tline 20 é")

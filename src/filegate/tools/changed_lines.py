@@ -64,15 +64,17 @@ def applied_notice(shown: str, changed: list[int]) -> str:
     )
 
 
-def refusal(shown: str, data: bytes, changed: list[int], why: str, budget: int) -> tuple[EditFailed, bool]:
-    """The refusal of an edit touching changed lines, with those lines as they are now,
-    numbered, within ``budget`` characters; and whether all of them were shown (then it counts
-    as a read of this version)."""
+def refusal(
+    shown: str, data: bytes, changed: list[int], why: str, budget: int, codec: str
+) -> tuple[EditFailed, bool]:
+    """The refusal of an edit touching changed lines, with those lines as they are now (in the
+    file's ``codec``, as ReadFile shows them), numbered, within ``budget`` characters; and
+    whether all of them were shown (then it counts as a read of this version)."""
     lines = data.split(b"\n")
     shown_lines: list[str] = []
     used = REFUSAL_OVERHEAD
     for n in changed:
-        text = lines[n - 1].rstrip(b"\r").decode("utf-8", "replace")
+        text = lines[n - 1].rstrip(b"\r").decode(codec, "replace")
         cut = text if len(text) <= SHOWN_LINE_CHARS else text[:SHOWN_LINE_CHARS] + "..."
         row = f"{n:6d}\t{cut}"
         if used + len(row) + 1 > budget:
@@ -124,6 +126,7 @@ def settle(
     data: bytes,
     changed: list[int],
     budget: int,
+    codec: str,
     transform: Callable[[bytes], C],
 ) -> tuple[C, str]:
     """``transform`` of a file changed since its read, when it matched and left the changed
@@ -144,7 +147,7 @@ def settle(
         if not hit:
             return change, applied_notice(shown, changed)
         why = f"it touches {ranges(hit)}"
-    error, whole = refusal(shown, data, changed, why, budget)
+    error, whole = refusal(shown, data, changed, why, budget, codec)
     if whole:
         reads.saw(real, identity, data)
     raise error

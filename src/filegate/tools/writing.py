@@ -309,7 +309,8 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
     if changed is None or env.reads is None or current.data is None:
         change = job.transform(current.data)
     else:  # SPEC §8.3: a change in place since the read, away from the edit, lets it through
-        args = (rp.real, identity, rp.shown, current.data, changed, env.result_budget, job.transform)
+        codec = env.codec_of(current.data, rp.real).codec  # the changed lines shown as ReadFile would
+        args = (rp.real, identity, rp.shown, current.data, changed, env.result_budget, codec, job.transform)
         change, notice = settle(env.reads, *args)
     if job.unchanged is not None and change.new == current.data:  # a whole file compared only if needed
         return job.unchanged(len(change.new))
