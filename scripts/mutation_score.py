@@ -120,6 +120,17 @@ TARGETS: dict[str, Target] = {
         ("tests/fsio/test_history.py", "tests/tools/test_undo_write.py"),
         90.0,
     ),
+    # The read guard's change tracking (SPEC §8.3): which lines changed since the read, and the
+    # refusal or notice an edit gets; its tests drive StrReplaceFile through in-memory clients.
+    "guardlines": Target(
+        ("src/filegate/tools/changed_lines.py",),
+        (
+            "tests/tools/test_read_guard_lines.py",
+            # StrReplaceFile with no ledger at all (--no-read-guard): the line guard stays out.
+            "tests/tools/test_read_guard.py::test_read_guard_off_restores_writing_without_a_read",
+        ),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(
