@@ -131,6 +131,11 @@ TARGETS: dict[str, Target] = {
         ),
         90.0,
     ),
+    # The documents' notebook view (SPEC §8.6): ReadFile's cells of an .ipynb, against its
+    # in-process tests (the slow one left out).
+    "notebook": Target(
+        ("src/filegate/tools/notebook.py",), ("tests/tools/test_read_notebook.py", "-m", "not slow"), 90.0
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(

@@ -313,3 +313,31 @@ async def test_reading_the_cell_view_counts_as_a_read_for_an_edit(ws: Path) -> N
         )
     assert not after.is_error, texts(after)
     assert json.loads((ws / "n.ipynb").read_text())["cells"][0]["source"] == ["a = 3\n", "b = 4"]
+
+
+async def test_missing_fields_line_breaks_and_the_trim_boundaries_read_as_documented(ws: Path) -> None:
+    """Every optional field left out, old line breaks, and outputs exactly at the trim limits
+    (the mutation target `notebook` found these unchecked)."""
+    twenty = "".join(f"o{n}\n" for n in range(20))
+    six = [f"t{n}" for n in range(6)]
+    write_nb(
+        ws / "odd.ipynb",
+        {"source": "no type"},
+        cell("a\r\nb\rc", {"text": "what"}, {"output_type": "stream", "text": twenty}),
+        cell("s", {"output_type": "stream", "stream": "stderr", "text": "old"}),
+        cell("e", {"output_type": "error", "traceback": six}),
+        {"cell_type": "heading", "source": "H"},
+        {"cell_type": "markdown", "source": "m", "outputs": [{"output_type": "stream", "text": "x"}]},
+    )
+    err, (out, _) = await read(ws, path="odd.ipynb")
+    assert not err
+    rows = [
+        "# cell 1 · unknown", "no type",
+        "# cell 2 · code · 2 outputs", "a", "b", "c", "# out 1 · unknown", "what",
+        "# out 2 · stdout", *(f"o{n}" for n in range(20)),
+        "# cell 3 · code · 1 output", "s", "# out 1 · stderr", "old",
+        "# cell 4 · code · 1 output", "e", "# out 1 · error", "Error: ", *six,
+        "# cell 5 · heading · level 1", "H",
+        "# cell 6 · markdown", "m",
+    ]  # fmt: skip
+    assert out == "".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1))
