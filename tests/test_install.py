@@ -290,7 +290,7 @@ async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: P
         done = install(client, "--transport", "http", "--port", str(port), *by, *extra,
                        env={**env, "FILEGATE_TOKEN": "tok-123"} if not by else env, cwd=project)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        start_lines[client] = done.stdout.split("start the server with: ", 1)[1].strip()
+        start_lines[client] = done.stdout.split("start the server with: ", 1)[1].splitlines()[0].strip()
     kimi = start_lines.pop("kimi")  # with its result-budget preset
     assert len(set(start_lines.values())) == 1, start_lines  # the same server for every other client
     assert kimi == start_lines["codex"] + " --client kimi"
@@ -360,7 +360,7 @@ def test_the_inspector_reads_the_generic_http_entry_as_http(tmp_path: Path, proj
     done = install("generic-http", "--port", str(port), "--config", str(config), env=env, cwd=project)
     assert done.returncode == 0, done.stderr
     assert json.loads(config.read_text())["mcpServers"]["filegate"]["type"] == "http"
-    words = shlex.split(done.stdout.split("start the server with: ", 1)[1].strip())
+    words = shlex.split(done.stdout.split("start the server with: ", 1)[1].splitlines()[0].strip())
     with serve(words[1:], tmp_path, port, env={"FILEGATE_TOKEN": "tok-123"}, cwd=project):
         listed = run_inspector("--config", str(config), "--server", "filegate", "--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
@@ -454,7 +454,7 @@ def test_the_user_wide_entry_says_which_folder_it_serves(
     }
     for client, hint in [("cursor", True), ("vscode", True), ("windsurf", False), ("claude-desktop", False)]:
         assert main([client]) == 0
-        said = capsys.readouterr().out.splitlines()[1]
+        said = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("note: ")][1]
         assert said.startswith(f"this entry serves {project} whatever {title[client]} has open"), said
         assert (f"run `filegate install {client} --project` in each" in said) == hint, said
     for client in ("claude-code", "codex"):  # started in the agent's project: nothing pinned

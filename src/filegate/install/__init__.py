@@ -269,6 +269,9 @@ def main(argv: Sequence[str]) -> int:
     else:
         kept = f" (the old file is kept as {escape(str(written.backup))})" if written.backup else ""
         print(f"{client.title}: wrote '{ns.name}' into {shown}{kept}")
+        clone = clone_of(server_command())
+        if clone is not None:
+            print(CLONE_NOTE.format(clone=escape(str(clone))))
     if sibling is not None:
         try:
             done = write_merged(sibling, merged_disabled_tools)
@@ -287,9 +290,6 @@ def main(argv: Sequence[str]) -> int:
             also = f"; for per-project entries, run `filegate install {client.name} --project` in each"
         print(f"this entry serves {served} whatever {client.title} has open{also}")
     if written.changed or (sibling is not None and done.changed):
-        clone = clone_of(server_command())
-        if clone is not None:
-            print(CLONE_NOTE.format(clone=escape(str(clone))))
         print(f"next: {client.next_step}")
     if client.name == "kimi":
         print(KIMI_CODE_NOTE)
