@@ -124,6 +124,8 @@ def check_drop_mid_grep(url: str, mode: str, marker: str) -> None:
     finally:
         client.kill()
         client.wait()
+        if client.stdout is not None:
+            client.stdout.close()
 
 
 @pytest.mark.slow
@@ -201,8 +203,12 @@ def test_a_handshake_question_is_cancelled_when_its_clients_stream_closes(ws: Pa
         gone = b"(approval: client-gone)"
         assert wait_until(lambda: gone in log_path.read_bytes(), GONE_S), log_path.read_text()[-2000:]
     finally:
-        if client is not None and client.poll() is None:
-            client.kill()
+        if client is not None:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+            if client.stdout is not None:
+                client.stdout.close()
         server.terminate()
         server.wait(15)
     assert not (ws / "f.txt").exists()

@@ -203,8 +203,12 @@ async def test_a_region_of_a_bomb_is_still_a_bomb(ws: Path) -> None:
     async with connect(ws) as c:
         png = await call(c, "ReadMediaFile", path="bomb.png", region=region)
         jpg = await call(c, "ReadMediaFile", path="prog.jpg", region=region, full_resolution=True)
-    assert png.is_error and "353440000 bytes once decoded, over the " in text(png)
-    assert jpg.is_error and f"265080000 bytes once decoded, over the {MAX_DECODE_BYTES}" in text(jpg)
+    assert png.is_error and "706880000 bytes once decoded, over the " in text(
+        png
+    )  # RGBA: 8 B/px (issue 41.9)
+    assert jpg.is_error and f"706880000 bytes once decoded, over the {MAX_DECODE_BYTES}" in text(
+        jpg
+    )  # RGB 4 + crop 4
 
 
 async def test_region_over_stdio_from_the_installed_server(ws: Path, diagram: Image.Image) -> None:

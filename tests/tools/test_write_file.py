@@ -231,7 +231,9 @@ async def test_full_disk_gives_a_clear_error_and_keeps_the_old_file(tmp_path: Pa
 async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     (ws / "a.txt").write_text("original\n")
     # `ulimit -f` (512-byte blocks in sh): the server may not write a file over 64 KiB.
-    command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto"
+    # --history off: the write itself meets the limit (with the history, keeping the 200 KB
+    # pre-image would meet it first, and that refusal names the history).
+    command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto --history off"
     transport = StdioTransport("sh", ["-c", command], cwd=str(ws), keep_alive=False)
     async with Client(transport) as c:
         await call(c, "ReadFile", path="a.txt")  # its own server: read before the overwrite
