@@ -286,8 +286,8 @@ class Handler(BaseHTTPRequestHandler):
             msg = {"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model"),
                    "content": [full], "stop_reason": stop, "stop_sequence": None, "usage": usage}  # fmt: skip
             return self._send(200, json.dumps(msg).encode())
-        start = {"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model"),
-                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
+        start: dict[str, Any] = {"id": msg_id, "type": "message", "role": "assistant",
+                                 "model": body.get("model"), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
         self._sse([
             ("message_start", {"type": "message_start", "message": start}),
             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
