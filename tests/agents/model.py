@@ -41,6 +41,10 @@ class Seen:
 
     text: str = ""
     images: list[bytes] = field(default_factory=list)
+    # The result came marked as an error: read for Claude Code (is_error) and Kimi CLI (its
+    # ERROR line). Codex sends no marker (responses_state), so for Codex this stays False and
+    # a test of a failure checks the text the model got; the Gemini and chat formats are not
+    # read for one here.
     error: bool = False
 
 
@@ -135,6 +139,11 @@ def _all_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def responses_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
+    """Codex's conversation. Its ``function_call_output`` for an MCP call carries no error
+    marker: Codex 0.169 records a failed call (``isError: true``) as ``status: "failed"`` in its
+    own session log, but sends the model the same item as for a success (``type``, ``id``,
+    ``call_id``, and ``output``: a "Wall time: …\\nOutput:" text part, then the result's
+    blocks), so ``Seen.error`` stays False and only the text says the call failed."""
     names = _responses_names(body.get("tools") or [])
     if any(t.get("type") == "tool_search" for t in body.get("tools") or []):
         names.append(TOOL_SEARCH)

@@ -80,6 +80,12 @@ def undo_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) ->
     return agent.start(tmp, *unattended(agent), steps=h.UNDO_STEPS)
 
 
+@pytest.fixture(scope="module")
+def document_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-documents")
+    return agent.start(tmp, *agent.install_flags, steps=h.DOCUMENT_STEPS)
+
+
 # --- every agent ----------------------------------------------------------------------------
 
 
@@ -183,6 +189,22 @@ def test_space_indented_edit_of_a_tab_indented_file_lands(ladder_run: h.Run) -> 
 def test_undo_restores_the_write_and_the_model_is_told(undo_run: h.Run) -> None:
     # The model undoes its edit by the write id the edit's message ended with.
     h.check_undone(undo_run)
+
+
+# --- documents (SPEC §8.6) ----------------------------------------------------------------
+
+
+@for_agents()
+def test_a_notebook_reaches_the_model_as_cells(document_run: h.Run) -> None:
+    # Cell headers and sources, the error's last line without its colour codes, and the
+    # image output as one line: not the JSON, not the base64.
+    h.check_notebook(document_run)
+
+
+@for_agents()
+def test_one_pdf_page_reaches_the_model_as_its_text(document_run: h.Run) -> None:
+    # pages="2": page 2's text under its marker, nothing of pages 1 and 3.
+    h.check_pdf_page(document_run)
 
 
 # --- Kimi Code: its own built-ins off, text blocks and budgets --------------------------------
