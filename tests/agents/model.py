@@ -41,10 +41,9 @@ class Seen:
 
     text: str = ""
     images: list[bytes] = field(default_factory=list)
-    # The result came marked as an error: read for Claude Code (is_error) and Kimi CLI (its
-    # ERROR line). Codex sends no marker (responses_state), so for Codex this stays False and
-    # a test of a failure checks the text the model got; the Gemini and chat formats are not
-    # read for one here.
+    # The result came marked as a failed call: Claude Code's is_error, Gemini CLI's "error" in
+    # place of "output", Kimi CLI's and Kimi Code's ERROR line. Codex sends no marker
+    # (responses_state): for Codex this stays False, and a test of a failure reads the text.
     error: bool = False
 
 
@@ -169,6 +168,7 @@ def chat_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
         if msg.get("role") == "tool":
             seen = Seen()
             collect(msg.get("content"), seen)
+            seen.error = KIMI_ERROR in seen.text
             results.append(seen)
         elif msg.get("role") == "user" and results and isinstance(msg.get("content"), list):
             for part in msg["content"]:
@@ -185,7 +185,9 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
             continue
         for part in content.get("parts") or []:
             if "functionResponse" in part:
-                seen = Seen()
+                # A failed call's response holds "error" (the result's text inside it) where a
+                # success holds "output".
+                seen = Seen(error="error" in (part["functionResponse"].get("response") or {}))
                 collect(part["functionResponse"].get("response"), seen)
                 collect(part["functionResponse"].get("parts"), seen)
                 results.append(seen)
@@ -197,6 +199,8 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
     return names, results
 
 
+# How Kimi CLI and Kimi Code begin a failed call's result (KIMI-REFERENCE).
+KIMI_ERROR = "<system>ERROR:"
 # Codex defers MCP tools behind a client-side tool search: the model searches first.
 TOOL_SEARCH = "<tool_search>"
 NAMESPACE = "__"  # a namespaced tool's name here; sent back as {"namespace": …, "name": …}

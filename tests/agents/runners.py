@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from tests.agents import harness as h
-from tests.agents.model import ModelServer, Recorder, Seen, Step, collect
+from tests.agents.model import KIMI_ERROR, ModelServer, Recorder, Seen, Step, collect
 
 # 4 MB that does not compress. filegate sends it whole to Kimi Code (10 MB a media part), and
 # Kimi Code 2.1.0 itself re-encodes any image over 3.75 MiB before its model sees it (keeping
@@ -136,7 +136,7 @@ def kimi_cli(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.R
         if msg.get("role") == "tool":
             seen = Seen()
             collect(msg.get("content"), seen)
-            seen.error = "<system>ERROR:" in seen.text
+            seen.error = KIMI_ERROR in seen.text
             by_id[msg["tool_call_id"]] = seen
     rec.results = [by_id[f"call_{i}"] for i in range(len(steps)) if f"call_{i}" in by_id]
     return h.Run(rec, proc, ws)

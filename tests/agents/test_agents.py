@@ -114,6 +114,17 @@ def test_image(run: h.Run) -> None:
     h.check_image(run)
 
 
+# The agents whose model is told, beside the text, that a call failed. Codex 0.169 tells it by
+# the text alone (tests/agents/model.py responses_state).
+MARK_FAILURES = ["claude-code", "gemini-cli", "kimi-cli", "kimi-code"]
+
+
+@for_agents(*MARK_FAILURES)
+def test_a_refused_read_reaches_the_model_as_a_failed_call(run: h.Run) -> None:
+    assert run.seen(h.ENV).error, run.seen(h.ENV).text
+    assert not run.seen(h.READ).error, run.seen(h.READ).text
+
+
 # How each agent names filegate's ReadFile to its model.
 READ_FILE_NAMES = {
     "claude-code": "mcp__filegate__ReadFile",
