@@ -125,6 +125,19 @@ def test_a_refused_read_reaches_the_model_as_a_failed_call(run: h.Run) -> None:
     assert not run.seen(h.READ).error, run.seen(h.READ).text
 
 
+@for_agents("codex")
+def test_codex_sends_a_failed_call_like_a_success(run: h.Run) -> None:
+    # Why Codex is not in MARK_FAILURES: the refused read's item has the same fields as the
+    # successful read's, and its text parts only. A Codex that adds a marker fails here, and
+    # model.responses_state should then read it.
+    last = [r["body"] for r in run.rec.requests if r["path"].endswith("/responses")][-1]
+    outputs = [i for i in last["input"] if i.get("type") == "function_call_output"]
+    read, refused = outputs[h.READ], outputs[h.ENV]
+    assert set(refused) == set(read) == {"type", "id", "call_id", "output"}, (read, refused)
+    assert {part["type"] for part in refused["output"]} == {"input_text"}, refused
+    assert "blocked to protect credentials" in refused["output"][-1]["text"], refused
+
+
 # How each agent names filegate's ReadFile to its model.
 READ_FILE_NAMES = {
     "claude-code": "mcp__filegate__ReadFile",
