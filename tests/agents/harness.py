@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -11,9 +13,11 @@ import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import pdf_factory
 from tests.agents import installs
 from tests.agents.model import Recorder, Seen, Step
 
@@ -93,6 +97,61 @@ def png(width: int, height: int, noise: bool = False) -> bytes:
     )
 
 
+# Documents (SPEC §8.6): a notebook read as its cells, and one page of a PDF.
+NOTEBOOK_PROSE = "The heron notebook counts 4417 birds."
+NOTEBOOK_CODE = "ratio = herons / 0"
+# IPython colours its tracebacks: the codes must not reach the model.
+RED, GREEN, RESET = "\x1b[0;31m", "\x1b[0;32m", "\x1b[0m"
+NOTEBOOK_ERROR = "ZeroDivisionError: division by zero"
+# An image output: its base64 (of a PNG that does not compress) must not reach the model.
+NOTEBOOK_PNG = base64.b64encode(png(40, 40, noise=True)).decode()
+PDF_PAGES = [
+    ["Page one: the lowland survey", "marker-P1-lowland"],
+    ["Page two: the upland survey", "marker-P2-upland"],
+    ["Page three: the coastal survey", "marker-P3-coastal"],
+]
+READ_NOTEBOOK, READ_PDF_PAGE = range(2)
+DOCUMENT_STEPS = [
+    Step("ReadFile", {"path": "survey.ipynb"}),
+    Step("ReadFile", {"path": "survey.pdf", "pages": "2"}),
+]
+
+
+def code_cell(source: str, *outputs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {},
+        "source": source,
+        "outputs": list(outputs),
+    }
+
+
+def notebook() -> str:
+    """A real nbformat 4 notebook: prose, code, an output, an error with a coloured traceback,
+    and an image output."""
+    traceback = [
+        f"{RED}---------------------------------------------------------------------------{RESET}",
+        f"{RED}ZeroDivisionError{RESET}                         Traceback (most recent call last)",
+        f"Cell {GREEN}In[2], line 1{RESET}\n{GREEN}----> 1{RESET} ratio {RED}={RESET} herons {RED}/{RESET} 0",
+        f"{RED}ZeroDivisionError{RESET}: division by zero",
+    ]
+    error = {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
+             "traceback": traceback}  # fmt: skip
+    image = {"output_type": "display_data", "metadata": {},
+             "data": {"image/png": NOTEBOOK_PNG, "text/plain": ["<Figure size 40x40>"]}}  # fmt: skip
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Survey\n", NOTEBOOK_PROSE]},
+        code_cell(
+            "herons = 4417\nprint(herons)", {"output_type": "stream", "name": "stdout", "text": ["4417\n"]}
+        ),
+        code_cell(NOTEBOOK_CODE, error),
+        code_cell("plot(herons)", image),
+    ]
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3"}}, "cells": cells}
+    return json.dumps(nb, indent=1)
+
+
 def workspace(root: Path, image: bytes | None = None) -> Path:
     ws = root / "ws"
     (ws / "src").mkdir(parents=True)
@@ -101,6 +160,8 @@ def workspace(root: Path, image: bytes | None = None) -> Path:
     (ws / ".env").write_text(f"API_KEY={CANARY}\n")
     (ws / "main.go").write_text(GO_FILE)
     (ws / "pic.png").write_bytes(image if image is not None else png(64, 48))
+    (ws / "survey.ipynb").write_text(notebook())
+    pdf_factory.write_text_pdf(ws / "survey.pdf", list(PDF_PAGES), flate=True)
     return ws
 
 
@@ -229,3 +290,35 @@ def check_undone(r: Run) -> None:
     assert f"Undid {write_id}: `notes.txt` restored as it was before it." in undone.text, undone.text
     assert WRITE_ID.search(undone.text), undone.text  # the undo is itself a write, undoable
     assert (r.ws / "notes.txt").read_bytes() == NOTES.encode()
+
+
+def check_notebook(r: Run) -> None:
+    """The model got the notebook's cells (headers, sources, the error's last line), without
+    the traceback's colour codes or the image's base64."""
+    seen = r.seen(READ_NOTEBOOK)
+    assert not seen.error, seen.text[:2000]
+    for cell in (
+        "# cell 1 · markdown",
+        "# cell 2 · code · 1 output",
+        "# cell 3 · code · 1 output",
+        "# cell 4 · code · 1 output",
+    ):
+        assert cell in seen.text, seen.text[:3000]
+    for shown in (NOTEBOOK_PROSE, NOTEBOOK_CODE, NOTEBOOK_ERROR, "[image/png output not shown]"):
+        assert shown in seen.text, seen.text[:3000]
+    assert "Notebook view of 4 cells" in seen.text, seen.text[-1000:]
+    assert "\x1b" not in seen.text and "[0;31m" not in seen.text, repr(seen.text[:3000])
+    # Not in this result, nor anywhere the agent sent its model.
+    assert NOTEBOOK_PNG[:64].encode() not in r.rec.all_bytes(), seen.text[:3000]
+
+
+def check_pdf_page(r: Run) -> None:
+    """The model got page 2's text under its marker, and nothing of pages 1 and 3."""
+    seen = r.seen(READ_PDF_PAGE)
+    assert not seen.error, seen.text[:2000]
+    assert re.search(r"(^|\n)\s*1\t--- page 2 ---\n", seen.text), seen.text[:2000]
+    for line in PDF_PAGES[1]:
+        assert line in seen.text, seen.text[:2000]
+    for other in (*PDF_PAGES[0], *PDF_PAGES[2], "--- page 1 ---", "--- page 3 ---"):
+        assert other not in seen.text, seen.text[:2000]
+    assert "PDF view of page 2 of 3" in seen.text, seen.text[-1000:]

@@ -41,6 +41,9 @@ class Seen:
 
     text: str = ""
     images: list[bytes] = field(default_factory=list)
+    # The result came marked as a failed call: Claude Code's is_error, Gemini CLI's "error" in
+    # place of "output", Kimi CLI's and Kimi Code's ERROR line. Codex sends no marker
+    # (responses_state): for Codex this stays False, and a test of a failure reads the text.
     error: bool = False
 
 
@@ -135,6 +138,11 @@ def _all_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def responses_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
+    """Codex's conversation. Its ``function_call_output`` for an MCP call carries no error
+    marker: Codex 0.169 records a failed call (``isError: true``) as ``status: "failed"`` in its
+    own session log, but sends the model the same item as for a success (``type``, ``id``,
+    ``call_id``, and ``output``: a "Wall time: …\\nOutput:" text part, then the result's
+    blocks), so ``Seen.error`` stays False and only the text says the call failed."""
     names = _responses_names(body.get("tools") or [])
     if any(t.get("type") == "tool_search" for t in body.get("tools") or []):
         names.append(TOOL_SEARCH)
@@ -160,6 +168,7 @@ def chat_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
         if msg.get("role") == "tool":
             seen = Seen()
             collect(msg.get("content"), seen)
+            seen.error = KIMI_ERROR in seen.text
             results.append(seen)
         elif msg.get("role") == "user" and results and isinstance(msg.get("content"), list):
             for part in msg["content"]:
@@ -176,7 +185,9 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
             continue
         for part in content.get("parts") or []:
             if "functionResponse" in part:
-                seen = Seen()
+                # A failed call's response holds "error" (the result's text inside it) where a
+                # success holds "output".
+                seen = Seen(error="error" in (part["functionResponse"].get("response") or {}))
                 collect(part["functionResponse"].get("response"), seen)
                 collect(part["functionResponse"].get("parts"), seen)
                 results.append(seen)
@@ -188,6 +199,8 @@ def gemini_state(body: dict[str, Any]) -> tuple[list[str], list[Seen]]:
     return names, results
 
 
+# How Kimi CLI and Kimi Code begin a failed call's result (KIMI-REFERENCE).
+KIMI_ERROR = "<system>ERROR:"
 # Codex defers MCP tools behind a client-side tool search: the model searches first.
 TOOL_SEARCH = "<tool_search>"
 NAMESPACE = "__"  # a namespaced tool's name here; sent back as {"namespace": …, "name": …}
@@ -286,8 +299,8 @@ class Handler(BaseHTTPRequestHandler):
             msg = {"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model"),
                    "content": [full], "stop_reason": stop, "stop_sequence": None, "usage": usage}  # fmt: skip
             return self._send(200, json.dumps(msg).encode())
-        start = {"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model"),
-                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
+        start: dict[str, Any] = {"id": msg_id, "type": "message", "role": "assistant",
+                                 "model": body.get("model"), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
         self._sse([
             ("message_start", {"type": "message_start", "message": start}),
             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from tests.agents import harness as h
-from tests.agents.model import ModelServer, Recorder, Seen, collect
+from tests.agents.model import KIMI_ERROR, ModelServer, Recorder, Seen, Step, collect
 
 # 4 MB that does not compress. filegate sends it whole to Kimi Code (10 MB a media part), and
 # Kimi Code 2.1.0 itself re-encodes any image over 3.75 MiB before its model sees it (keeping
@@ -26,7 +26,7 @@ from tests.agents.model import ModelServer, Recorder, Seen, collect
 BIG = h.png(1000, 1000, noise=True)
 
 
-def claude(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
+def claude(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
     agent = h.need("claude-code")
     ws = h.workspace(tmp)
     home = tmp / "home"
@@ -50,7 +50,7 @@ def claude(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.R
     return h.Run(model.recorder, proc, ws)
 
 
-def codex(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
+def codex(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
     agent = h.need("codex")
     ws = h.workspace(tmp)
     home = tmp / "home"
@@ -77,7 +77,7 @@ def codex(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Ru
     return h.Run(model.recorder, proc, ws)
 
 
-def gemini(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
+def gemini(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
     agent = h.need("gemini-cli")
     ws = h.workspace(tmp)
     home = tmp / "home"
@@ -101,7 +101,7 @@ def gemini(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.R
     return h.Run(model.recorder, proc, ws)
 
 
-def kimi_cli(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
+def kimi_cli(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
     agent = h.need("kimi-cli")
     ws = h.workspace(tmp)
     home = tmp / "home"
@@ -136,13 +136,13 @@ def kimi_cli(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h
         if msg.get("role") == "tool":
             seen = Seen()
             collect(msg.get("content"), seen)
-            seen.error = "<system>ERROR:" in seen.text
+            seen.error = KIMI_ERROR in seen.text
             by_id[msg["tool_call_id"]] = seen
     rec.results = [by_id[f"call_{i}"] for i in range(len(steps)) if f"call_{i}" in by_id]
     return h.Run(rec, proc, ws)
 
 
-def kimi_code(tmp: Path, *install_flags: str, steps: list[h.Step] = h.STEPS) -> h.Run:
+def kimi_code(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
     agent = h.need("kimi-code")
     ws = h.workspace(tmp, image=BIG)
     home = tmp / "home"

@@ -80,6 +80,12 @@ def undo_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) ->
     return agent.start(tmp, *unattended(agent), steps=h.UNDO_STEPS)
 
 
+@pytest.fixture(scope="module")
+def document_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-documents")
+    return agent.start(tmp, *agent.install_flags, steps=h.DOCUMENT_STEPS)
+
+
 # --- every agent ----------------------------------------------------------------------------
 
 
@@ -106,6 +112,30 @@ def test_env_refused(run: h.Run) -> None:
 @for_agents()
 def test_image(run: h.Run) -> None:
     h.check_image(run)
+
+
+# The agents whose model is told, beside the text, that a call failed. Codex 0.169 tells it by
+# the text alone (tests/agents/model.py responses_state).
+MARK_FAILURES = ["claude-code", "gemini-cli", "kimi-cli", "kimi-code"]
+
+
+@for_agents(*MARK_FAILURES)
+def test_a_refused_read_reaches_the_model_as_a_failed_call(run: h.Run) -> None:
+    assert run.seen(h.ENV).error, run.seen(h.ENV).text
+    assert not run.seen(h.READ).error, run.seen(h.READ).text
+
+
+@for_agents("codex")
+def test_codex_sends_a_failed_call_like_a_success(run: h.Run) -> None:
+    # Why Codex is not in MARK_FAILURES: the refused read's item has the same fields as the
+    # successful read's, and its text parts only. A Codex that adds a marker fails here, and
+    # model.responses_state should then read it.
+    last = [r["body"] for r in run.rec.requests if r["path"].endswith("/responses")][-1]
+    outputs = [i for i in last["input"] if i.get("type") == "function_call_output"]
+    read, refused = outputs[h.READ], outputs[h.ENV]
+    assert set(refused) == set(read) == {"type", "id", "call_id", "output"}, (read, refused)
+    assert {part["type"] for part in refused["output"]} == {"input_text"}, refused
+    assert "blocked to protect credentials" in refused["output"][-1]["text"], refused
 
 
 # How each agent names filegate's ReadFile to its model.
@@ -183,6 +213,22 @@ def test_space_indented_edit_of_a_tab_indented_file_lands(ladder_run: h.Run) -> 
 def test_undo_restores_the_write_and_the_model_is_told(undo_run: h.Run) -> None:
     # The model undoes its edit by the write id the edit's message ended with.
     h.check_undone(undo_run)
+
+
+# --- documents (SPEC §8.6) ----------------------------------------------------------------
+
+
+@for_agents()
+def test_a_notebook_reaches_the_model_as_cells(document_run: h.Run) -> None:
+    # Cell headers and sources, the error's last line without its colour codes, and the
+    # image output as one line: not the JSON, not the base64.
+    h.check_notebook(document_run)
+
+
+@for_agents()
+def test_one_pdf_page_reaches_the_model_as_its_text(document_run: h.Run) -> None:
+    # pages="2": page 2's text under its marker, nothing of pages 1 and 3.
+    h.check_pdf_page(document_run)
 
 
 # --- Kimi Code: its own built-ins off, text blocks and budgets --------------------------------
