@@ -75,6 +75,21 @@ def test_nothing_under_a_hidden_folder_comes_back(ws: Path, home: Path) -> None:
     assert r.read_source(f"{ws}/private/open.txt") == ".aiignore"
 
 
+def test_a_deeper_file_cannot_re_include_what_a_higher_one_hides(ws: Path, home: Path) -> None:
+    """Unlike git (where a nested `.gitignore`'s `!keep.yml` takes back a parent's `*.yml`),
+    a client rule hides a path whichever rule file on the way hides it: fail closed (README,
+    "One policy for every agent"). Within one file, `!` works git's way."""
+    (ws / "sub").mkdir()
+    (ws / ".cursorignore").write_text("*.yml\n")
+    (ws / ".geminiignore").write_text("*.cfg\n!open.cfg\n")
+    (ws / "sub" / ".cursorignore").write_text("!keep.yml\n!*.cfg\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/sub/keep.yml") == ".cursorignore"
+    assert r.read_source(f"{ws}/sub/a.cfg") == ".geminiignore"
+    assert r.read_source(f"{ws}/open.cfg") is None  # the same file's `!` re-includes
+    assert r.read_source(f"{ws}/sub/open.cfg") is None
+
+
 def test_a_deeper_file_adds_to_what_a_higher_one_hides(ws: Path, home: Path) -> None:
     (ws / "a" / "b").mkdir(parents=True)
     (ws / ".cursorignore").write_text("*.key1\n")
