@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import PathError
-from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError
+from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
 from filegate.policy.rulelisting import describe, ignore_files_under
 from filegate.settings import Settings
 from filegate.tools.ignores import client_rules_of, read_rule_file
@@ -539,3 +539,50 @@ def test_an_edit_behind_the_users_symlinked_settings_changes_the_fingerprint(
     assert r.fingerprint() != before
     r.check()
     assert r.read_source(f"{ws}/bb") == "~/.claude/settings.json"
+
+
+# --- the per-folder short cut (issue 38: no per-call cost that shows) ---------------------------
+
+
+def test_a_folder_no_rule_can_reach_needs_no_check_of_its_files(ws: Path, home: Path) -> None:
+    """`may_hide_in` is False only where no ignore file is in force and no `Read` deny rule's
+    literal start can lead: there a search clears files by name. Wherever a rule hides a file,
+    its folder says it may (the short cut never lets a hidden file through)."""
+    for d in ("plain/deep", "ign/sub", "cl/a", "clx", "other", "w/z"):
+        (ws / d).mkdir(parents=True)
+    (ws / "ign" / ".cursorignore").write_text("*.x\n")
+    settings(
+        ws / ".claude" / "settings.json",
+        deny=["Read(./cl/a/f.txt)", "Read(/other/exact)", "Edit(./plain/**)", "Read(./w/*/q)"],
+        ask=["Read(./plain/deep/**)"],
+    )
+    r = rules_in(ws, home)
+    assert not r.may_hide_in(str(ws)) and not r.may_hide_in(f"{ws}/plain/deep")  # Edit, ask: not read rules
+    assert r.may_hide_in(f"{ws}/ign") and r.may_hide_in(f"{ws}/ign/sub")  # in force below its folder
+    assert r.may_hide_in(f"{ws}/cl/a") and not r.may_hide_in(f"{ws}/cl") and not r.may_hide_in(f"{ws}/clx")
+    assert r.may_hide_in(f"{ws}/cl/a/f.txt/in")  # under a hidden path (a folder so named)
+    assert r.may_hide_in(f"{ws}/other") and r.may_hide_in(f"{ws}/w/z") and not r.may_hide_in(f"{ws}/v")
+    assert not r.may_hide_in(str(home))  # outside every rule's base
+    assert r.read_source(f"{ws}/ign/sub/a.x") == "ign/.cursorignore"
+    assert r.read_source(f"{ws}/cl/a/f.txt") == r.read_source(f"{ws}/other/exact") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/w/z/q") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/cl/f.txt") is None and r.read_source(f"{ws}/plain/deep/f") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "lead"),
+    [("/a/b/c.txt", "a/b/c.txt"), ("/a/*/c", "a/"), ("a/b?", "a/b"), ("/a/[bc]", "a/"), ("name", ""),
+     ("name/", ""), ("**/x", ""), ("/a/b/", "a/b"), ("/a/b  ", "a/b"), ("/a\\*b/c", "a"), ("/x", "x")],
+)  # fmt: skip
+def test_literal_start_is_what_every_hidden_path_begins_with(line: str, lead: str) -> None:
+    assert literal_start(line) == lead
+
+
+def test_a_new_ignore_file_ends_the_short_cut_on_the_next_call(ws: Path, home: Path) -> None:
+    (ws / "a").mkdir()
+    r = rules_in(ws, home)
+    assert not r.may_hide_in(f"{ws}/a") and r.read_source(f"{ws}/a/f.key") is None
+    (ws / "a" / ".aiignore").write_text("*.key\n")
+    assert not r.may_hide_in(f"{ws}/a")  # the same call: remembered
+    r.check()
+    assert r.may_hide_in(f"{ws}/a") and r.read_source(f"{ws}/a/f.key") == "a/.aiignore"

@@ -76,6 +76,19 @@ class ClaudeRule:
     base: str  # the directory the pattern is relative to
     rules: RuleSet
     source: Source
+    # The pattern's literal start (base-relative): every path it hides starts with it ("" for a
+    # name pattern, which matches at any depth, or one that starts with a wildcard).
+    lead: str = ""
+
+    def may_match_in(self, folder: str) -> bool:
+        """Whether the rule could hide a file directly in ``folder`` (a real path): the folder
+        is under its base, and its files' paths can start with the pattern's literal start."""
+        under = self.base if self.base.endswith("/") else self.base + "/"
+        if not (folder + "/").startswith(under):
+            return False
+        files = (folder + "/")[len(under) :]  # "" for the base itself, else "rel/"
+        lead = self.lead
+        return files.startswith(lead) or (lead.startswith(files) and "/" not in lead[len(files) :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +111,30 @@ def hides(rs: RuleSet, rel: str) -> bool:
 def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
     """The last matching line's verdict on one entry (True: ignored, False: re-included by
     ``!``, None: no line matches)."""
+    if not (rs.any_name is not None and rs.any_name.fullmatch(name)) and not (
+        rs.any_path is not None and rs.any_path.fullmatch(path)
+    ):
+        return None  # no line's pattern matches at all (one regex each, compiled with the file)
     for rule in rs.rules:  # last line first
         if rule.dirs_only and not is_dir:
             continue
         if rule.regex.fullmatch(name if rule.on_name else path):
             return not rule.negated
     return None
+
+
+def literal_start(line: str) -> str:
+    """The text every path a one-line rule hides starts with (relative to the rule's base):
+    the anchored pattern up to its first wildcard or escape; "" for a name pattern."""
+    body = line
+    while body.endswith(" ") and not body.endswith("\\ "):  # as gitignore.rule_of reads it
+        body = body[:-1]
+    body = body.rstrip("/")
+    if "/" not in body:
+        return ""  # a name: it matches at any depth
+    body = body.removeprefix("/")
+    cut = next((i for i, c in enumerate(body) if c in "*?[\\"), len(body))
+    return body[:cut]
 
 
 class ClientRules:
@@ -124,6 +155,7 @@ class ClientRules:
         self._dir_memo: dict[str, tuple[IgnoreFile, ...]] = {}  # per call: a folder's own files
         self._hidden_memo: dict[str, str | None] = {}  # per call: a folder hidden, and by what
         self._stack_memo: dict[str, tuple[tuple[str, IgnoreFile], ...]] = {}  # per call
+        self._may_hide_memo: dict[str, bool] = {}  # per call: a folder's files need a check
         # A folder's stat → the ignore file names it holds (kept across calls).
         self._names_cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 
@@ -134,6 +166,7 @@ class ClientRules:
         self._dir_memo = {}  # the next look at a folder stats its ignore files again
         self._hidden_memo = {}
         self._stack_memo = {}
+        self._may_hide_memo = {}
         files = self.settings_files()
         self._claude = tuple(
             rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
@@ -186,11 +219,28 @@ class ClientRules:
 
     def read_source(self, real: str) -> str | None:
         """The rule file that hides ``real`` from reading (shown), or None."""
+        if not self.may_hide_in(real.rsplit("/", 1)[0]):
+            return None
         hit = self._ignored_by(real)
         if hit is not None:
             return hit
         rule = self._claude_match(real, ("Read",), ("deny",))
         return rule.source.shown if rule is not None else None
+
+    def may_hide_in(self, folder: str) -> bool:
+        """Whether any rule could hide a file directly in ``folder`` (a real path): an ignore
+        file in force there (in it or above it: only those can hide the folder itself too), or
+        a ``Read`` deny rule that could match there. Where none can, its files need no check
+        of their own (a search's walk clears them by name); worked out once per folder per call."""
+        known = self._may_hide_memo.get(folder)
+        if known is None:
+            top = self._home_dir(folder + "/")
+            known = (top is not None and bool(self._stack(folder, top))) or any(
+                rule.tool == "Read" and rule.verdict == "deny" and rule.may_match_in(folder)
+                for rule in self._claude
+            )
+            self._may_hide_memo[folder] = known
+        return known
 
     def write_rule(self, real: str) -> tuple[Verdict, str] | None:
         """``("deny", source)``, ``("ask", source)`` or None for a write to ``real``."""
@@ -415,7 +465,7 @@ class ClientRules:
         rules = compile_ignore([line])
         if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home
             return None
-        return ClaudeRule(tool, verdict, entry, base, rules, source)  # type: ignore[arg-type]
+        return ClaudeRule(tool, verdict, entry, base, rules, source, literal_start(line))  # type: ignore[arg-type]
 
     def anchor(self, pattern: str, root: str) -> tuple[str | None, str]:
         """Claude Code's path forms → (base directory, gitignore line relative to it):
