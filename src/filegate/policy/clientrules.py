@@ -252,7 +252,8 @@ class ClientRules:
         of their own (a search's walk clears them by name); worked out once per folder per call."""
         if self.windows:
             folder = self.slashed(folder)
-        known = self._may_hide_memo.get(folder)
+        memo = self._may_hide_memo  # this call's: a reset by the next call's check() is not written to
+        known = memo.get(folder)
         if known is None:
             top = self._home_dir(folder + "/")
             claude = self.claude_form(folder)
@@ -260,7 +261,7 @@ class ClientRules:
                 rule.tool == "Read" and rule.verdict == "deny" and rule.may_match_in(claude)
                 for rule in self._claude
             )
-            self._may_hide_memo[folder] = known
+            memo[folder] = known
         return known
 
     def write_rule(self, real: str) -> tuple[Verdict, str] | None:
