@@ -572,7 +572,8 @@ def test_a_folder_no_rule_can_reach_needs_no_check_of_its_files(ws: Path, home: 
 @pytest.mark.parametrize(
     ("line", "lead"),
     [("/a/b/c.txt", "a/b/c.txt"), ("/a/*/c", "a/"), ("a/b?", "a/b"), ("/a/[bc]", "a/"), ("name", ""),
-     ("name/", ""), ("**/x", ""), ("/a/b/", "a/b"), ("/a/b  ", "a/b"), ("/a\\*b/c", "a"), ("/x", "x")],
+     ("name/", ""), ("**/x", ""), ("/a/b/", "a/b"), ("/a/b  ", "a/b"), ("/a\\*b/c", "a"), ("/x", "x"),
+     ("/a/bc ", "a/bc"), ("/a/X/", "a/X")],
 )  # fmt: skip
 def test_literal_start_is_what_every_hidden_path_begins_with(line: str, lead: str) -> None:
     assert literal_start(line) == lead

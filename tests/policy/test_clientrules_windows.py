@@ -25,6 +25,7 @@ SETTINGS = {
                 "Read(//c/Users/Me/Proj/abs.txt)",
                 "Read(/rel.txt)",
                 "Edit(./locked/**)",
+                "Read(~/notes2/**)",
             ],
             "ask": ["Write(./Asked.md)"],
         }
@@ -77,6 +78,7 @@ def test_write_verdicts_and_rule_files_on_windows(rules: ClientRules) -> None:
     assert rules.rule_file(r"C:\Users\Me\.claude\SETTINGS.json") == "~/.claude/SETTINGS.json"
     assert rules.rule_file(r"C:\Users\Me\Proj\Sub\cursorignore") is None
     assert rules.rule_file(r"D:\Users\Me\Proj\.cursorignore") is None
+    assert rules.rule_file(r"D:\elsewhere\.claude\settings.json") is None  # not the user's own
 
 
 def test_the_short_cut_follows_windows_spellings(rules: ClientRules) -> None:
@@ -104,6 +106,19 @@ def test_posix_rules_keep_case_and_backslashes() -> None:
     posix.check()
     assert posix.read_source("/w/secrets/a") == ".claude/settings.json"
     assert posix.read_source("/w/Secrets/a") is None and posix.read_source("/w\\secrets\\a") is None
+    assert posix.rule_file("/w/sub\\.cursorignore") is None and posix.rule_file("/w/sub/.cursorignore")
+
+
+def test_a_drive_in_claude_codes_form_whatever_the_case_rule() -> None:
+    """`C:/x` is `/c/x` to Claude Code's rules, a drive's root too; with names compared by case
+    (a case-sensitive NTFS folder) the drive letter still reads as Claude Code writes it. A `~/`
+    rule with no home names nothing."""
+    exact = ClientRules((PROJ,), PROJ, None, reader, windows=True, fold_case=False)
+    exact.check()
+    assert exact.claude_form("C:/") == "/c/" and exact.claude_form("C:/Users/Me") == "/c/Users/Me"
+    assert exact.read_source(r"C:\Users\Me\Proj\ABS.txt") is None
+    assert exact.read_source(r"C:\Users\Me\Proj\abs.txt") == ".claude/settings.json"
+    assert exact.read_source(r"C:\Users\Me\notes2\a") is None
 
 
 def test_ignore_lines_compare_without_case_when_asked() -> None:
