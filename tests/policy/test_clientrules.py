@@ -14,6 +14,8 @@ import pytest
 from filegate.errors import PathError
 from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
 from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.policy.secrets import SecretMatcher
+from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
 from filegate.tools.ignores import client_rules_of, read_rule_file
 
@@ -587,3 +589,25 @@ def test_a_new_ignore_file_ends_the_short_cut_on_the_next_call(ws: Path, home: P
     assert not r.may_hide_in(f"{ws}/a")  # the same call: remembered
     r.check()
     assert r.may_hide_in(f"{ws}/a") and r.read_source(f"{ws}/a/f.key") == "a/.aiignore"
+
+
+def test_a_write_says_what_guards_its_file(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workspace.resolve_for_write: a deny rule refuses; an ask rule, a rule file and a hidden
+    file are written only when asked, each called for what it is (the question's first line);
+    a secret keeps the default words, a plain file is not guarded."""
+    monkeypatch.setenv("HOME", str(home))
+    settings(ws / ".claude" / "settings.json", deny=["Edit(./locked/**)"], ask=["Write(./asked.txt)"])
+    (ws / ".cursorignore").write_text("hidden.txt\n")
+    workspace = Workspace(workdir=ws, secrets=SecretMatcher((), rules_in(ws, home)))
+    with pytest.raises(PathError, match=r"denied for writing by a rule in `\.claude/settings\.json`"):
+        workspace.resolve_for_write("locked/f.txt", "write")
+    said = {rel: workspace.resolve_for_write(rel, "write") for rel in
+            ("asked.txt", ".cursorignore", "hidden.txt", ".env", "plain.txt")}  # fmt: skip
+    assert said["asked.txt"].guarded_as == "ASKED about always, by a rule in `.claude/settings.json`"
+    assert said[".cursorignore"].guarded_as.startswith("CLIENT RULE file")
+    assert (
+        said["hidden.txt"].guarded_as == "SENSITIVE file (hidden from AI tools by a rule in `.cursorignore`)"
+    )
+    assert said[".env"].sensitive and said[".env"].guarded_as == ""
+    assert not said["plain.txt"].sensitive and said["plain.txt"].guarded_as == ""
+    assert all(said[rel].sensitive for rel in ("asked.txt", ".cursorignore", "hidden.txt"))
