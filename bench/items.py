@@ -142,6 +142,66 @@ async def grep_content(cfg: Config) -> list[Row]:
     return await grep_item(cfg, "Grep `copy_from_user` content -C 2, head_limit 250", GREP_CONTENT)
 
 
+def _rules_folder(files: int = 300) -> Path:
+    """A folder of ``files`` small source files under a `.cursorignore` that hides a tenth of
+    them: every file's whole path is judged by the client rules."""
+    top = data.CACHE / "data" / f"rules-{files}"
+    if not (top / ".cursorignore").is_file():
+        for i in range(files):
+            sub = top / f"pkg{i % 10}"
+            sub.mkdir(parents=True, exist_ok=True)
+            suffix = "key" if i % 10 == 0 else "py"
+            (sub / f"m{i}.{suffix}").write_text(f"def f{i}():\n    return 'needle {i}'\n" * 20)
+        (top / ".cursorignore").write_text("*.key\n")
+    return top
+
+
+async def grep_client_rules(cfg: Config) -> list[Row]:
+    """Grep with the client rules on (the default) beside `--client-rules off` on the same
+    tree, calls interleaved (issue 38: the rules' per-call checks must not show): the kernel
+    tree (no rule file in it; raw rg too) and a folder of 300 files under a `.cursorignore`."""
+    kernel = data.corpus()
+    return [
+        await _rules_on_off(cfg, kernel, GREP_FWM, "Grep `MODULE_LICENSE` files_with_matches, kernel tree",
+                            rg_same_flags(GREP_FWM, kernel)),
+        await _rules_on_off(cfg, _rules_folder(), {"pattern": "needle"},
+                            "Grep `needle` files_with_matches, 300 files under a .cursorignore", None),
+    ]  # fmt: skip
+
+
+async def _rules_on_off(
+    cfg: Config, tree: Path, args: dict[str, Any], work: str, rg: list[str] | None
+) -> Row:
+    async with (
+        connect(filegate_cmd(tree), "filegate") as on,
+        connect(filegate_cmd(tree, "--client-rules", "off"), "filegate") as off,
+    ):
+        sides: dict[str, Callable[[], Awaitable[float]]] = {
+            "on": lambda: on.timed("Grep", args),
+            "off": lambda: off.timed("Grep", args),
+        }
+        if rg is not None:
+            sides["rg"] = lambda: _as_async(run_cmd(rg, cwd=tree).seconds)
+        got: dict[str, list[float]] = {k: [] for k in sides}
+        for side in sides.values():
+            await side()  # warm-up: each server's walk remembered
+        order = list(sides)
+        for i in range(cfg.runs):  # each side first in turn
+            for k in order[i % len(order) :] + order[: i % len(order)]:
+                got[k].append(await sides[k]())
+    pairs = Pairs(got["on"], got["off"])
+    row = time_ratio_row(work + ", client rules on vs off", pairs, "rules off", 1.05, None)
+    if rg is not None:
+        for k in ("on", "off"):
+            ratio = Pairs(got[k], got["rg"]).ratio()
+            row.notes.append(f"rules {k} vs raw rg: {ratio:.2f}× (rg {spread(got['rg'])})")
+    return row
+
+
+async def _as_async(value: float) -> float:
+    return value
+
+
 # --- Glob ----------------------------------------------------------------------------------
 
 
@@ -806,6 +866,7 @@ async def documents_item(cfg: Config) -> list[Row]:
 ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "grep-fwm": grep_fwm,
     "grep-content": grep_content,
+    "grep-client-rules": grep_client_rules,
     "glob-drivers": glob_drivers_c,
     "glob-kconfig": glob_kconfig,
     "readfile-load": readfile_small_load,

@@ -30,6 +30,7 @@ SHARED = {"corpus": CORPUS, "reference-server": REFERENCE, "inspector": INSPECTO
 NEEDS = {
     "grep-fwm": {"corpus"},
     "grep-content": {"corpus"},
+    "grep-client-rules": {"corpus"},
     "glob-drivers": {"corpus", "reference-server"},
     "glob-kconfig": {"corpus", "reference-server"},
     "readfile-load": {"inspector", "reference-server"},

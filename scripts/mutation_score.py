@@ -78,9 +78,12 @@ TARGETS: dict[str, Target] = {
     "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
     # StrReplaceFile's matching ladder (SPEC §8.2), a pure module tested alone.
     "ladder": Target(("src/filegate/tools/matching.py",), ("tests/tools/test_matching.py",), 90.0),
-    # The client rules of SPEC §8.5 (issue 38): the sources' verdicts, on real files.
+    # The client rules of SPEC §8.5 (issue 38): the sources' verdicts, on real files, and on
+    # Windows spellings as pure logic.
     "clientrules": Target(
-        ("src/filegate/policy/clientrules.py",), ("tests/policy/test_clientrules.py",), 90.0
+        ("src/filegate/policy/clientrules.py",),
+        ("tests/policy/test_clientrules.py", "tests/policy/test_clientrules_windows.py"),
+        90.0,
     ),
     "http": Target(("src/filegate/server/http.py",), ("tests/server/test_http_inprocess.py",), 85.0),
     "install": Target(

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import PathError
-from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError
+from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
 from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.policy.secrets import SecretMatcher
+from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
 from filegate.tools.ignores import client_rules_of, read_rule_file
 
@@ -73,6 +75,21 @@ def test_nothing_under_a_hidden_folder_comes_back(ws: Path, home: Path) -> None:
     (ws / "private" / ".aiignore").write_text("!open.txt\n")
     r = rules_in(ws, home)
     assert r.read_source(f"{ws}/private/open.txt") == ".aiignore"
+
+
+def test_a_deeper_file_cannot_re_include_what_a_higher_one_hides(ws: Path, home: Path) -> None:
+    """Unlike git (where a nested `.gitignore`'s `!keep.yml` takes back a parent's `*.yml`),
+    a client rule hides a path whichever rule file on the way hides it: fail closed (README,
+    "One policy for every agent"). Within one file, `!` works git's way."""
+    (ws / "sub").mkdir()
+    (ws / ".cursorignore").write_text("*.yml\n")
+    (ws / ".geminiignore").write_text("*.cfg\n!open.cfg\n")
+    (ws / "sub" / ".cursorignore").write_text("!keep.yml\n!*.cfg\n")
+    r = rules_in(ws, home)
+    assert r.read_source(f"{ws}/sub/keep.yml") == ".cursorignore"
+    assert r.read_source(f"{ws}/sub/a.cfg") == ".geminiignore"
+    assert r.read_source(f"{ws}/open.cfg") is None  # the same file's `!` re-includes
+    assert r.read_source(f"{ws}/sub/open.cfg") is None
 
 
 def test_a_deeper_file_adds_to_what_a_higher_one_hides(ws: Path, home: Path) -> None:
@@ -524,3 +541,73 @@ def test_an_edit_behind_the_users_symlinked_settings_changes_the_fingerprint(
     assert r.fingerprint() != before
     r.check()
     assert r.read_source(f"{ws}/bb") == "~/.claude/settings.json"
+
+
+# --- the per-folder short cut (issue 38: no per-call cost that shows) ---------------------------
+
+
+def test_a_folder_no_rule_can_reach_needs_no_check_of_its_files(ws: Path, home: Path) -> None:
+    """`may_hide_in` is False only where no ignore file is in force and no `Read` deny rule's
+    literal start can lead: there a search clears files by name. Wherever a rule hides a file,
+    its folder says it may (the short cut never lets a hidden file through)."""
+    for d in ("plain/deep", "ign/sub", "cl/a", "clx", "other", "w/z"):
+        (ws / d).mkdir(parents=True)
+    (ws / "ign" / ".cursorignore").write_text("*.x\n")
+    settings(
+        ws / ".claude" / "settings.json",
+        deny=["Read(./cl/a/f.txt)", "Read(/other/exact)", "Edit(./plain/**)", "Read(./w/*/q)"],
+        ask=["Read(./plain/deep/**)"],
+    )
+    r = rules_in(ws, home)
+    assert not r.may_hide_in(str(ws)) and not r.may_hide_in(f"{ws}/plain/deep")  # Edit, ask: not read rules
+    assert r.may_hide_in(f"{ws}/ign") and r.may_hide_in(f"{ws}/ign/sub")  # in force below its folder
+    assert r.may_hide_in(f"{ws}/cl/a") and not r.may_hide_in(f"{ws}/cl") and not r.may_hide_in(f"{ws}/clx")
+    assert r.may_hide_in(f"{ws}/cl/a/f.txt/in")  # under a hidden path (a folder so named)
+    assert r.may_hide_in(f"{ws}/other") and r.may_hide_in(f"{ws}/w/z") and not r.may_hide_in(f"{ws}/v")
+    assert not r.may_hide_in(str(home))  # outside every rule's base
+    assert r.read_source(f"{ws}/ign/sub/a.x") == "ign/.cursorignore"
+    assert r.read_source(f"{ws}/cl/a/f.txt") == r.read_source(f"{ws}/other/exact") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/w/z/q") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/cl/f.txt") is None and r.read_source(f"{ws}/plain/deep/f") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "lead"),
+    [("/a/b/c.txt", "a/b/c.txt"), ("/a/*/c", "a/"), ("a/b?", "a/b"), ("/a/[bc]", "a/"), ("name", ""),
+     ("name/", ""), ("**/x", ""), ("/a/b/", "a/b"), ("/a/b  ", "a/b"), ("/a\\*b/c", "a"), ("/x", "x"),
+     ("/a/bc ", "a/bc"), ("/a/X/", "a/X")],
+)  # fmt: skip
+def test_literal_start_is_what_every_hidden_path_begins_with(line: str, lead: str) -> None:
+    assert literal_start(line) == lead
+
+
+def test_a_new_ignore_file_ends_the_short_cut_on_the_next_call(ws: Path, home: Path) -> None:
+    (ws / "a").mkdir()
+    r = rules_in(ws, home)
+    assert not r.may_hide_in(f"{ws}/a") and r.read_source(f"{ws}/a/f.key") is None
+    (ws / "a" / ".aiignore").write_text("*.key\n")
+    assert not r.may_hide_in(f"{ws}/a")  # the same call: remembered
+    r.check()
+    assert r.may_hide_in(f"{ws}/a") and r.read_source(f"{ws}/a/f.key") == "a/.aiignore"
+
+
+def test_a_write_says_what_guards_its_file(ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workspace.resolve_for_write: a deny rule refuses; an ask rule, a rule file and a hidden
+    file are written only when asked, each called for what it is (the question's first line);
+    a secret keeps the default words, a plain file is not guarded."""
+    monkeypatch.setenv("HOME", str(home))
+    settings(ws / ".claude" / "settings.json", deny=["Edit(./locked/**)"], ask=["Write(./asked.txt)"])
+    (ws / ".cursorignore").write_text("hidden.txt\n")
+    workspace = Workspace(workdir=ws, secrets=SecretMatcher((), rules_in(ws, home)))
+    with pytest.raises(PathError, match=r"denied for writing by a rule in `\.claude/settings\.json`"):
+        workspace.resolve_for_write("locked/f.txt", "write")
+    said = {rel: workspace.resolve_for_write(rel, "write") for rel in
+            ("asked.txt", ".cursorignore", "hidden.txt", ".env", "plain.txt")}  # fmt: skip
+    assert said["asked.txt"].guarded_as == "ASKED about always, by a rule in `.claude/settings.json`"
+    assert said[".cursorignore"].guarded_as.startswith("CLIENT RULE file")
+    assert (
+        said["hidden.txt"].guarded_as == "SENSITIVE file (hidden from AI tools by a rule in `.cursorignore`)"
+    )
+    assert said[".env"].sensitive and said[".env"].guarded_as == ""
+    assert not said["plain.txt"].sensitive and said["plain.txt"].guarded_as == ""
+    assert all(said[rel].sensitive for rel in ("asked.txt", ".cursorignore", "hidden.txt"))

@@ -228,6 +228,32 @@ async def test_ask_rules_and_rule_files_are_always_asked(
     assert (ws / ".cursorignore").read_text() == "{}\n"
 
 
+async def test_each_question_names_what_the_file_is(ws: Path, home: Path, mode: str) -> None:
+    """A rule file is asked about as a client rule file, an ask rule's file as asked by that
+    rule's source, a hidden file as hidden by its source; only a secret says it may hold
+    secrets (SPEC §6: the first line holds the verdict, before the path)."""
+    write_rules(ws)
+    (ws / "hidden.txt").write_text(CANARY)
+    (ws / ".env").write_text(CANARY)
+    answers = Answers("reject")
+    async with connect(ws, mode, read_guard=False, client_elicitation_handler=answers) as c:
+        for rel in (".cursorignore", "sub/.aiexclude", ".claude/settings.local.json", "asked.txt",
+                    "hidden.txt", ".env"):  # fmt: skip
+            assert (await call(c, "WriteFile", path=rel, content="{}\n")).is_error
+    firsts = [m.splitlines()[0] for m in answers.messages]
+    rule_file = "Inside the workspace, CLIENT RULE file (it says what AI tools may read or change"
+    assert all(f.startswith(rule_file) for f in firsts[:3]), firsts
+    assert firsts[3].startswith(
+        "Inside the workspace, ASKED about always, by a rule in `.claude/settings.json`:"
+    )
+    assert firsts[4].startswith(
+        "Inside the workspace, SENSITIVE file (hidden from AI tools by a rule in `.cursorignore`):"
+    )
+    assert firsts[5].startswith("Inside the workspace, SENSITIVE file (it may hold secrets):")
+    assert all("may hold secrets" not in m for m in answers.messages[:5]), answers.messages
+    assert all(CANARY not in m and "hidden.txt\n" not in m for m in answers.messages)
+
+
 @pytest.mark.parametrize("approval", ["ask", "strict", "auto"])
 async def test_a_model_cannot_write_a_rule_file_without_the_user(
     ws: Path, home: Path, mode: str, approval: str

@@ -26,13 +26,14 @@ import pytest
 from filegate.fsio import platform
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
+from filegate.settings import Settings
 from filegate.tools import grep
 from filegate.tools.grep import plan as grep_plan
 from filegate.tools.grep import walk as grep_walk
 from filegate.tools.grep.params import GrepParams
 from filegate.tools.grep.parse import fit_lines
 from filegate.tools.grep.walk import Secrets, TreeIgnores, walk_tree
-from filegate.tools.ignores import MAX_RULES_BYTES
+from filegate.tools.ignores import MAX_RULES_BYTES, client_rules_of
 from filegate.tools.outcome import ToolEnv
 from tests.conftest import call, connect, texts
 from tests.fakes import FakeApprover
@@ -458,3 +459,33 @@ async def test_a_search_cancelled_during_its_walk_leaves_no_rules_file_open(
     assert finished.wait(5)
     await anyio.sleep(0.2)
     assert _rules_files_open() == before
+
+
+@pytest.mark.parametrize("walk", WALKS)
+def test_client_rules_judge_whole_paths_only_where_one_can_hide(tmp_path: Path, walk: str) -> None:
+    """SPEC §8.5 at a search's cost (issue 38): a folder under a `.cursorignore` has each file's
+    whole path judged; one no client rule can reach is cleared by name, as with the rules off.
+    Both walks find the same hidden file."""
+    top = Path(os.path.realpath(tmp_path))
+    tree(
+        top, {"hid/.cursorignore": "*.zq\n", "hid/a.zq": "", "hid/b.py": "", "free/c.zq": "", "free/d.py": ""}
+    )
+    client = client_rules_of(Settings(workdir=top))
+    assert client is not None
+    matcher = SecretMatcher((), client)
+    client.check()
+    judged: list[str] = []
+
+    def is_sensitive(path: str) -> bool:
+        if not path.endswith("\x01") and path.startswith("/"):
+            judged.append(path[len(str(top)) + 1 :])
+        return matcher.is_sensitive(path)
+
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        secrets = Secrets(str(top), is_sensitive, 7, matcher.patterns, client.may_hide_in)
+        found = walk_tree(fd, secrets, top_path=str(top) if walk == "by_path" else None)
+    finally:
+        os.close(fd)
+    assert found.sensitive == ["hid/a.zq"]
+    assert sorted(judged) == ["hid/.cursorignore", "hid/a.zq", "hid/b.py"]

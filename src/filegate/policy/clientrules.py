@@ -1,3 +1,4 @@
+# size: one job, SPEC §8.5's client rules (ignore files, Claude Code settings) and their verdicts
 """The rules users already wrote for their agents, as filegate's verdicts (SPEC §8.5).
 
 Sources: the AI ignore files (:data:`IGNORE_FILES`, gitignore syntax, each applying to its own
@@ -29,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePath
 from typing import Literal
 
 from filegate.errors import PathError
@@ -76,6 +77,19 @@ class ClaudeRule:
     base: str  # the directory the pattern is relative to
     rules: RuleSet
     source: Source
+    # The pattern's literal start (base-relative): every path it hides starts with it ("" for a
+    # name pattern, which matches at any depth, or one that starts with a wildcard).
+    lead: str = ""
+
+    def may_match_in(self, folder: str) -> bool:
+        """Whether the rule could hide a file directly in ``folder`` (a real path): the folder
+        is under its base, and its files' paths can start with the pattern's literal start."""
+        under = self.base if self.base.endswith("/") else self.base + "/"
+        if not (folder + "/").startswith(under):
+            return False
+        files = (folder + "/")[len(under) :]  # "" for the base itself, else "rel/"
+        lead = self.lead
+        return files.startswith(lead) or (lead.startswith(files) and "/" not in lead[len(files) :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +112,10 @@ def hides(rs: RuleSet, rel: str) -> bool:
 def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
     """The last matching line's verdict on one entry (True: ignored, False: re-included by
     ``!``, None: no line matches)."""
+    if not (rs.any_name is not None and rs.any_name.fullmatch(name)) and not (
+        rs.any_path is not None and rs.any_path.fullmatch(path)
+    ):
+        return None  # no line's pattern matches at all (one regex each, compiled with the file)
     for rule in rs.rules:  # last line first
         if rule.dirs_only and not is_dir:
             continue
@@ -106,14 +124,43 @@ def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
     return None
 
 
+def literal_start(line: str) -> str:
+    """The text every path a one-line rule hides starts with (relative to the rule's base):
+    the anchored pattern up to its first wildcard or escape; "" for a name pattern."""
+    body = line
+    while body.endswith(" ") and not body.endswith("\\ "):  # as gitignore.rule_of reads it
+        body = body[:-1]
+    body = body.rstrip("/")
+    if "/" not in body:
+        return ""  # a name: it matches at any depth
+    body = body.removeprefix("/")
+    cut = next((i for i, c in enumerate(body) if c in "*?[\\"), len(body))
+    return body[:cut]
+
+
 class ClientRules:
     """The client rules of one workspace (its directories, workdir and the user's home)."""
 
-    def __init__(self, dirs: Iterable[Path], workdir: Path, home: Path | None, read: Reader) -> None:
+    def __init__(
+        self,
+        dirs: Iterable[PurePath],
+        workdir: PurePath,
+        home: PurePath | None,
+        read: Reader,
+        *,
+        windows: bool = False,
+        fold_case: bool = False,
+    ) -> None:
         self.read = read
-        self.dirs = tuple(str(d) for d in dirs)
-        self.workdir = str(workdir)
-        self.home = os.path.realpath(home) if home is not None else None
+        # Windows (pure logic, tested on any OS): every path is judged in its '/' spelling
+        # (`C:/Users/me/p`), names compare without case where the file system's do (NTFS),
+        # and Claude Code's rules see its POSIX form (`/c/Users/me/p`).
+        self.windows, self.fold_case = windows, fold_case
+        self.dirs = tuple(self.slashed(str(d)) for d in dirs)
+        self.workdir = self.slashed(str(workdir))
+        if home is not None and not (windows and os.name != "nt"):  # a Windows home is pure here
+            home = PurePath(os.path.realpath(home))
+        self.home = None if home is None else self.slashed(str(home))
         self._lock = threading.Lock()
         self._last_seen: int | None = None  # the rule files' stats at the last fingerprint
         self._generation = 0  # how many times they were seen to change
@@ -124,6 +171,7 @@ class ClientRules:
         self._dir_memo: dict[str, tuple[IgnoreFile, ...]] = {}  # per call: a folder's own files
         self._hidden_memo: dict[str, str | None] = {}  # per call: a folder hidden, and by what
         self._stack_memo: dict[str, tuple[tuple[str, IgnoreFile], ...]] = {}  # per call
+        self._may_hide_memo: dict[str, bool] = {}  # per call: a folder's files need a check
         # A folder's stat → the ignore file names it holds (kept across calls).
         self._names_cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 
@@ -134,6 +182,7 @@ class ClientRules:
         self._dir_memo = {}  # the next look at a folder stats its ignore files again
         self._hidden_memo = {}
         self._stack_memo = {}
+        self._may_hide_memo = {}
         files = self.settings_files()
         self._claude = tuple(
             rule for path, shown, follow in files for rule in self._settings(path, shown, follow)
@@ -158,10 +207,10 @@ class ClientRules:
         found = []
         for d in self.dirs:
             for rel in reversed(CLAUDE_SETTINGS):
-                found.append((os.path.join(d, rel), self.shown(os.path.join(d, rel)), False))
+                found.append((f"{d}/{rel}", self.shown(f"{d}/{rel}"), False))
         if self.home is not None:
             # The user's own file may be a dotfile manager's symlink: it is not a cloned repo's.
-            found.append((os.path.join(self.home, USER_SETTINGS), "~/" + USER_SETTINGS, True))
+            found.append((f"{self.home}/{USER_SETTINGS}", "~/" + USER_SETTINGS, True))
         return found
 
     def fingerprint(self) -> int:
@@ -186,14 +235,38 @@ class ClientRules:
 
     def read_source(self, real: str) -> str | None:
         """The rule file that hides ``real`` from reading (shown), or None."""
+        if self.windows:
+            real = self.slashed(real)
+        if not self.may_hide_in(real.rsplit("/", 1)[0]):
+            return None
         hit = self._ignored_by(real)
         if hit is not None:
             return hit
         rule = self._claude_match(real, ("Read",), ("deny",))
         return rule.source.shown if rule is not None else None
 
+    def may_hide_in(self, folder: str) -> bool:
+        """Whether any rule could hide a file directly in ``folder`` (a real path): an ignore
+        file in force there (in it or above it: only those can hide the folder itself too), or
+        a ``Read`` deny rule that could match there. Where none can, its files need no check
+        of their own (a search's walk clears them by name); worked out once per folder per call."""
+        if self.windows:
+            folder = self.slashed(folder)
+        memo = self._may_hide_memo  # this call's: a reset by the next call's check() is not written to
+        known = memo.get(folder)
+        if known is None:
+            top = self._home_dir(folder + "/")
+            claude = self.claude_form(folder)
+            known = (top is not None and bool(self._stack(folder, top))) or any(
+                rule.tool == "Read" and rule.verdict == "deny" and rule.may_match_in(claude)
+                for rule in self._claude
+            )
+            memo[folder] = known
+        return known
+
     def write_rule(self, real: str) -> tuple[Verdict, str] | None:
         """``("deny", source)``, ``("ask", source)`` or None for a write to ``real``."""
+        real = self.slashed(real)
         denied = self._claude_match(real, ("Edit", "Write"), ("deny",))
         if denied is not None:
             return "deny", denied.source.shown
@@ -205,15 +278,13 @@ class ClientRules:
 
     def rule_file(self, real: str) -> str | None:
         """``real`` shown, if it is a rule file itself (a write to it could unhide what it hides)."""
-        name = os.path.basename(real)
-        parent = os.path.dirname(real)
+        real = self.slashed(real)
+        parent, _, name = self.folded(real).rpartition("/")
         if name in IGNORE_FILES and self._home_dir(real) is not None:
             return self.shown(real)
-        settings = name in ("settings.json", "settings.local.json") and os.path.basename(parent) == ".claude"
-        if settings and (
-            self._home_dir(real) is not None
-            or (self.home is not None and real == os.path.join(self.home, USER_SETTINGS))
-        ):
+        settings = name in ("settings.json", "settings.local.json") and parent.endswith("/.claude")
+        user = self.home is not None and self.folded(real) == self.folded(f"{self.home}/{USER_SETTINGS}")
+        if settings and (self._home_dir(real) is not None or user):
             return self.shown(real)
         return None
 
@@ -222,20 +293,43 @@ class ClientRules:
 
     def shown(self, real: str) -> str:
         """A rule file's name in messages: workdir-relative inside it, ~/… in the home, escaped."""
-        if real == self.workdir:
+        real = self.slashed(real)
+        if self.folded(real) == self.folded(self.workdir):
             return "."
-        if real.startswith(self.workdir + "/"):
+        if self.starts(real, self.workdir + "/"):
             return escape(real[len(self.workdir) + 1 :])
-        if self.home is not None and real.startswith(self.home + "/"):
+        if self.home is not None and self.starts(real, self.home + "/"):
             return escape("~/" + real[len(self.home) + 1 :])
         return escape(real)
+
+    # --- spellings (Windows) ----------------------------------------------------------------
+
+    def slashed(self, path: str) -> str:
+        """``path`` with '/' between its parts (Windows: backslashes turned)."""
+        return path.replace("\\", "/") if self.windows else path
+
+    def folded(self, path: str) -> str:
+        """``path`` as names compare here (lower case where the file system folds case, as
+        ``ntpath.normcase`` does; the same length, so offsets into it hold for ``path``)."""
+        return path.lower() if self.fold_case else path
+
+    def starts(self, path: str, prefix: str) -> bool:
+        return self.folded(path[: len(prefix)]) == self.folded(prefix)
+
+    def claude_form(self, path: str) -> str:
+        """A '/'-spelled path as Claude Code's rules see it: on Windows a drive's path in its
+        POSIX form (`C:/Users/x` → `/c/Users/x`), which `//c/...` rules name; folded as names
+        compare."""
+        if self.windows and len(path) >= 3 and path[1] == ":" and path[2] == "/":
+            path = "/" + path[0].lower() + path[2:]
+        return self.folded(path)
 
     # --- ignore files -----------------------------------------------------------------------
 
     def _home_dir(self, real: str) -> str | None:
         """The workspace directory ``real`` is inside of (component-wise), or None."""
         for d in self.dirs:
-            if real.startswith(d + "/"):
+            if self.starts(real, d + "/"):
                 return d
         return None
 
@@ -341,7 +435,7 @@ class ClientRules:
             return None
         sig, data = read
         lines = data.decode("utf-8", "surrogateescape").splitlines()
-        found = IgnoreFile(source, compile_ignore(lines) if lines else None)
+        found = IgnoreFile(source, compile_ignore(lines, self.fold_case) if lines else None)
         with self._lock:
             self._broken.pop(shown, None)
             self._ignore_cache[path] = (sig, found)
@@ -387,7 +481,7 @@ class ClientRules:
         if not isinstance(perms, dict):
             raise RuleFileError("has a `permissions` that is not an object")
         # The folder a `/path` rule is relative to: the project a `.claude` folder belongs to.
-        root = os.path.dirname(os.path.dirname(path))
+        root = path.rsplit("/", 2)[0]
         source = Source(shown)
         out: list[ClaudeRule] = []
         for verdict in ("deny", "ask"):
@@ -412,10 +506,11 @@ class ClientRules:
         else:
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
         base, line = self.anchor(pattern, root)
-        rules = compile_ignore([line])
+        rules = compile_ignore([line], self.fold_case)
         if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home
             return None
-        return ClaudeRule(tool, verdict, entry, base, rules, source)  # type: ignore[arg-type]
+        lead = self.folded(literal_start(line))
+        return ClaudeRule(tool, verdict, entry, base, rules, source, lead)  # type: ignore[arg-type]
 
     def anchor(self, pattern: str, root: str) -> tuple[str | None, str]:
         """Claude Code's path forms → (base directory, gitignore line relative to it):
@@ -425,20 +520,24 @@ class ClientRules:
         if pattern.startswith("//"):
             return "/", "/" + pattern[2:].lstrip("/")
         if pattern.startswith("~/"):
-            return self.home, "/" + pattern[2:]
+            return self._base(self.home), "/" + pattern[2:]
         if pattern.startswith("/"):
-            return root, pattern
+            return self._base(root), pattern
         if pattern.startswith("./"):
-            return self.workdir, "/" + pattern[2:]
-        return self.workdir, pattern
+            return self._base(self.workdir), "/" + pattern[2:]
+        return self._base(self.workdir), pattern
+
+    def _base(self, folder: str | None) -> str | None:
+        return None if folder is None else self.claude_form(folder)
 
     def _claude_match(
         self, real: str, tools: tuple[str, ...], verdicts: tuple[str, ...]
     ) -> ClaudeRule | None:
+        claude = self.claude_form(real)
         for rule in self._claude:
             if rule.tool not in tools or rule.verdict not in verdicts:
                 continue
             under = rule.base if rule.base.endswith("/") else rule.base + "/"
-            if real.startswith(under) and hides(rule.rules, real[len(under) :]):
+            if claude.startswith(under) and hides(rule.rules, claude[len(under) :]):
                 return rule
         return None

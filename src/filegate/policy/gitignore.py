@@ -74,11 +74,13 @@ class Ignores:
         return self.ignored(rel + _PROBE, _PROBE, False) and self.ignored(rel + _PROBE, _PROBE, True)
 
 
-def compile_ignore(lines: list[str]) -> RuleSet | None:
-    """git's gitignore(5) lines as rules; None when there are none (or too many to honour)."""
+def compile_ignore(lines: list[str], ignore_case: bool = False) -> RuleSet | None:
+    """git's gitignore(5) lines as rules; None when there are none (or too many to honour).
+    ``ignore_case``: names compare without case (git's core.ignorecase, the default on Windows)."""
     rules: list[Rule] = []
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
     for line in lines:
-        rule = rule_of(line)
+        rule = rule_of(line, flags)
         if rule is not None:
             rules.append(rule)
     if not rules or len(rules) > MAX_FILE_RULES:
@@ -87,12 +89,12 @@ def compile_ignore(lines: list[str]) -> RuleSet | None:
     paths = [r.regex.pattern for r in rules if not r.on_name]
     return RuleSet(
         tuple(reversed(rules)),
-        re.compile("|".join(f"(?:{p})" for p in names), re.DOTALL) if names else None,
-        re.compile("|".join(f"(?:{p})" for p in paths), re.DOTALL) if paths else None,
+        re.compile("|".join(f"(?:{p})" for p in names), flags) if names else None,
+        re.compile("|".join(f"(?:{p})" for p in paths), flags) if paths else None,
     )
 
 
-def rule_of(line: str) -> Rule | None:
+def rule_of(line: str, flags: int = re.DOTALL) -> Rule | None:
     # Trailing spaces are dropped unless escaped with a backslash.
     while line.endswith(" ") and not line.endswith("\\ "):
         line = line[:-1]
@@ -108,7 +110,7 @@ def rule_of(line: str) -> Rule | None:
     line = line.removeprefix("/")
     if not line:
         return None
-    return Rule(re.compile(_translate(line), re.DOTALL), negated, dirs_only, on_name)
+    return Rule(re.compile(_translate(line), flags), negated, dirs_only, on_name)
 
 
 def _translate(pat: str) -> str:

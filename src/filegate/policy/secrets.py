@@ -273,7 +273,7 @@ class SecretMatcher:
     def is_sensitive(self, path: str) -> bool:
         """``path`` is a '/'-separated path (absolute or relative); its last part is the file.
         The client rules judge absolute (resolved) paths only: a bare name is not located."""
-        if self.client is not None and path.startswith("/") and self.client.read_source(path) is not None:
+        if self.client is not None and is_absolute(path) and self.client.read_source(path) is not None:
             return True
         path = _nfc(path)
         if not path.startswith("/"):
@@ -282,13 +282,19 @@ class SecretMatcher:
 
     def hidden_by(self, path: str) -> str | None:
         """The client rule file (shown) that hides ``path``, if that is why it is sensitive."""
-        if self.client is None or not path.startswith("/"):
+        if self.client is None or not is_absolute(path):
             return None
         return self.client.read_source(path)
 
     def rule_sources(self, paths: Iterable[str]) -> list[str]:
         """The client rule files that hide any of ``paths`` (absolute), sorted, for a count."""
         return sorted({s for p in paths if (s := self.hidden_by(p)) is not None})
+
+
+def is_absolute(path: str) -> bool:
+    """A POSIX absolute path, or a Windows one as the secret filter spells it (`C:/…`, `C:\\…`,
+    or a share's `//server/…`, which starts with '/')."""
+    return path.startswith("/") or (len(path) > 2 and path[1] == ":" and path[2] in "/\\")
 
 
 def skipped_secrets_warning(names: Iterable[str], rule_sources: Sequence[str] = ()) -> str:

@@ -26,6 +26,9 @@ class ResolvedPath:
     real: Path  # symlinks resolved; the path every operation uses
     inside: bool  # within the (possibly roots-narrowed) workspace
     sensitive: bool
+    # Why a write to it is handled like a sensitive file's, when that is not a secret pattern
+    # (SPEC §8.5): what the approval question says of it in place of "may hold secrets".
+    guarded_as: str = ""
 
 
 # Messages quote the caller's path; a huge one is shown by its ends (PATH_MAX is 4096).
@@ -240,17 +243,35 @@ class Workspace:
         unhide what a rule hides)."""
         rp = self.resolve(raw, action)
         client = self.secrets.client
-        verdict = client.write_rule(self.rules.secret_key(str(rp.real))) if client is not None else None
-        if verdict is None:
+        if client is None:
             return rp
-        kind, source = verdict
-        if kind == "deny":
+        key = self.rules.secret_key(str(rp.real))
+        verdict = client.write_rule(key)
+        if verdict is not None and verdict[0] == "deny":
             raise PathError(
-                f"`{rp.shown}` is denied for writing by a rule in `{source}`. Nothing was written; "
-                "the user can change that rule file to allow it.",
+                f"`{rp.shown}` is denied for writing by a rule in `{verdict[1]}`. Nothing was "
+                "written; the user can change that rule file to allow it.",
                 "Denied by client rule",
             )
-        return replace(rp, sensitive=True)
+        guarded_as = self._guarded_as(rp, key, verdict)
+        if verdict is None and not guarded_as:
+            return rp
+        return replace(rp, sensitive=True, guarded_as=guarded_as)
+
+    def _guarded_as(self, rp: ResolvedPath, key: str, verdict: tuple[str, str] | None) -> str:
+        """What the approval question calls a file the client rules guard, for what it is
+        (SPEC §6: the verdict first): hidden by a rule, a rule file itself, or named by an
+        ``ask`` rule. "" where the default words are true (a secret pattern, no rule)."""
+        client = self.secrets.client
+        assert client is not None
+        if rp.sensitive:
+            hider = client.read_source(key)
+            return f"SENSITIVE file (hidden from AI tools by a rule in `{hider}`)" if hider else ""
+        if verdict is None:
+            return ""
+        if client.rule_file(key) is not None:
+            return "CLIENT RULE file (it says what AI tools may read or change: a change could unhide files)"
+        return f"ASKED about always, by a rule in `{verdict[1]}`"
 
     def resolve_search_dir(self, raw: str | None) -> tuple[str, Path]:
         """Glob's ``directory``: absolute, an existing directory inside the workspace (Kimi)."""

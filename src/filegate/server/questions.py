@@ -73,7 +73,9 @@ def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
 def verdict(request: WriteRequest) -> str:
     """The question's first words: where the write lands and whether the file is sensitive."""
     where = "Inside the workspace" if request.inside else "OUTSIDE the workspace"
-    return f"{where}, SENSITIVE file (it may hold secrets)" if request.sensitive else where
+    if not request.sensitive:
+        return where
+    return f"{where}, {request.guarded_as or 'SENSITIVE file (it may hold secrets)'}"
 
 
 def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
@@ -92,8 +94,9 @@ def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
     if changed:
         lines.append("The file changed since you were asked; this is the change as it stands now.")
     if request.sensitive:
+        why = "handled like a sensitive one" if request.guarded_as else "sensitive"
         lines.append(
-            "The diff is hidden because the file is sensitive: its content, size and line "
+            f"The diff is hidden because the file is {why}: its content, size and line "
             "counts are not shown. Below is the change as the model asked for it."
         )
     else:  # the same sentence a dry_run preview says

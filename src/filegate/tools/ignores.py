@@ -27,7 +27,7 @@ from filegate.fsio import platform
 from filegate.fsio.safeopen import open_then_verify
 from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, Signature, signature
 from filegate.policy.gitignore import MAX_FILE_RULES, Ignores, Layer, RuleSet, compile_ignore, rule_of
-from filegate.policy.workspace import Workspace
+from filegate.policy.workspace import Workspace, folds_case
 from filegate.settings import Settings
 
 __all__ = ["MAX_FILE_RULES", "Ignores", "Layer", "RuleSet", "compile_ignore"]
@@ -294,4 +294,7 @@ def client_rules_of(settings: Settings) -> ClientRules | None:
     if not settings.client_rules:
         return None
     dirs = (settings.workdir, *settings.add_dirs)
-    return ClientRules(dirs, settings.workdir, Path.home(), read_rule_file)
+    fold = folds_case(str(settings.workdir))  # NTFS and APFS compare names without case
+    return ClientRules(
+        dirs, settings.workdir, Path.home(), read_rule_file, windows=os.name == "nt", fold_case=fold
+    )

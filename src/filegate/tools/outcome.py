@@ -141,6 +141,7 @@ class WriteRequest:
     notes: tuple[str, ...] = ()  # extra lines for the user (directories created, line endings)
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
+    guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
 
 
 # How a write was decided, for the log and the tests.

@@ -403,6 +403,7 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
         real=rp.real,
         inside=rp.inside,
         sensitive=True,
+        guarded_as=rp.guarded_as,
         old_hash="",
         new_hash=_digest(job.tool, job.arguments),
         old_size=0,

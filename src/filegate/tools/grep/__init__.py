@@ -149,13 +149,14 @@ async def _plan(params: GrepParams, target: Target, env: ToolEnv) -> IgnorePlan:
     matcher = env.workspace.secrets
     client = matcher.client
     for walk in range(2):
-        # Client rules (SPEC §8.5) are judged on every file's whole path; a remembered walk is
+        # Client rules (SPEC §8.5) judge a file's whole path where one could hide it; a remembered walk is
         # reused only while no rule file it knows changed, and a walk that met a new or changed
         # rule file is done again under the new fingerprint (its remembered parts were judged
         # without it). The second walk is a fresh one: it is used whatever changes meanwhile.
         before = client.fingerprint() if client is not None else 0
         key = hash((matcher.patterns, before))
-        secrets = Secrets(str(target.cwd), matcher.is_sensitive, key, matcher.patterns, client is not None)
+        may_hide = client.may_hide_in if client is not None else None
+        secrets = Secrets(str(target.cwd), matcher.is_sensitive, key, matcher.patterns, may_hide)
         made = await anyio.to_thread.run_sync(
             plan.plan, os.dup(target.fd), target.cwd, env.workspace.dirs, secrets, params.include_ignored
         )

@@ -49,8 +49,9 @@ class Secrets:
     is_sensitive: Callable[[str], bool]
     key: int
     patterns: tuple[str, ...] = ()
-    # Client rules are on (SPEC §8.5): a rule can hide any path, so every file is judged whole.
-    check_all: bool = False
+    # Client rules (SPEC §8.5): whether one could hide a file directly in a folder (a real
+    # path); where one could, every file there is judged by its whole path.
+    client_may_hide: Callable[[str], bool] | None = None
 
     @functools.cached_property
     def _tails(self) -> re.Pattern[str] | None:
@@ -71,7 +72,8 @@ class Secrets:
     def dir_may_hold(self, base: str) -> bool:
         """Whether a pattern could match any file in the directory ``base`` (ending in '/') by
         its directory part alone: the directory itself is sensitive, or a `dir/` rule."""
-        return self.check_all or self.is_sensitive(base + "\x01")
+        client = self.client_may_hide
+        return (client is not None and client(base[:-1])) or self.is_sensitive(base + "\x01")
 
     def may_be(self, name: str) -> bool:
         """False only for a name no pattern can match in a directory where ``dir_may_hold``
