@@ -150,4 +150,6 @@ def settle(
     error, whole = refusal(shown, data, changed, why, budget, codec)
     if whole:
         reads.saw(real, identity, data)
+    else:  # the refusal told the change: no notice repeats it (§8.3)
+        reads.told(real, identity)
     raise error
