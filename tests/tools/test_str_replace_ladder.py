@@ -195,3 +195,36 @@ async def test_a_legacy_codec_file_goes_down_the_ladder_in_its_decoded_text(ws: 
     assert "Edit 1 matched reading lookalike characters as plain ones at lines 2-3" in text(r)
     after = source.replace("\t\treturn \u201cn\u00e9\u201d", '\t\treturn "\u00e9t\u00e9"')
     assert (ws / "a.go").read_bytes() == after.encode("cp1252")
+
+
+# A tab-indented file edited by a model that shows tabs as eight columns: with the file's tab
+# width from .editorconfig the levels line up (at the default 4 they do not, not even shifted).
+WIDE_GO = "func f() {\n\tif x {\n\t\ty()\n\t}\n}\n"
+WIDE_EDIT = {
+    "old": "func f() {\n        if x {\n                y()\n        }\n}",
+    "new": "func f() {\n        if x {\n                z()\n                w()\n        }\n}",
+}
+
+
+@pytest.mark.parametrize(
+    "rule", ["indent_style = tab\ntab_width = 8", "indent_size = 8", "indent_size = 2\ntab_width = 8"]
+)
+async def test_the_tab_width_comes_from_editorconfig(ws: Path, rule: str) -> None:
+    (ws / ".editorconfig").write_text(f"root = true\n\n[*.go]\n{rule}\n")
+    (ws / "f.go").write_text(WIDE_GO)
+    async with connect(ws, "legacy") as c:
+        await call(c, "ReadFile", path="f.go")
+        r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
+    assert not r.is_error, text(r)
+    assert "the file indents with tabs, the old text with 8 spaces" in text(r)
+    assert (ws / "f.go").read_text() == "func f() {\n\tif x {\n\t\tz()\n\t\tw()\n\t}\n}\n"
+
+
+async def test_without_a_declared_tab_width_the_eight_column_edit_does_not_match(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n\n[*.py]\ntab_width = 8\n")  # another section
+    (ws / "f.go").write_text(WIDE_GO)
+    async with connect(ws, "legacy") as c:
+        await call(c, "ReadFile", path="f.go")
+        r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
+    assert r.is_error and "was not found" in text(r)
+    assert (ws / "f.go").read_text() == WIDE_GO

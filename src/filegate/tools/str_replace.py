@@ -10,7 +10,9 @@ lossless (checked: a file that does not read back byte for byte is refused).
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Literal
@@ -26,6 +28,7 @@ from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
 from filegate.tools.notebook_edit import edit_cells
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.textstyle import declared_tab_width
 from filegate.tools.tolerant_edit import already_applied, apply_tolerant
 from filegate.tools.writing import (
     SENSITIVE_DONE,
@@ -170,12 +173,20 @@ def _match(data: bytes, old: bytes, eols: _Eols, replace_all: bool) -> tuple[int
     return 0, -1, old, ""
 
 
-def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = True) -> Applied:
+def apply_edits(
+    data: bytes,
+    edits: list[Edit],
+    shown: str,
+    *,
+    tolerant: bool = True,
+    tab_width: Callable[[], int | None] = lambda: None,
+) -> Applied:
     """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
-    ``old`` found nowhere exactly goes down the matching ladder (unless ``tolerant`` is off).
+    ``old`` found nowhere exactly goes down the matching ladder (unless ``tolerant`` is off),
+    at the tab width ``tab_width()`` declares (asked only then), else the one it infers.
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
@@ -183,7 +194,11 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = 
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, _utf8(edit.old), eols, edit.replace_all)
         if count == 0:
-            if tolerant and edit.match == "tolerant" and _tolerated(out, current, edit, number, len(edits)):
+            if (
+                tolerant
+                and edit.match == "tolerant"
+                and _tolerated(out, current, edit, number, len(edits), tab_width)
+            ):
                 continue
             raise _not_found(current, edit, number, len(edits), shown)
         if count > 1 and not edit.replace_all:
@@ -209,9 +224,12 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = 
     return out
 
 
-def _tolerated(out: Applied, current: bytes, edit: Edit, number: int, total: int) -> bool:
+def _tolerated(
+    out: Applied, current: bytes, edit: Edit, number: int, total: int, tab_width: Callable[[], int | None]
+) -> bool:
     """The edit applied by the matching ladder (SPEC §8.2), or False when no rung matches."""
-    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, _which(number, total))
+    which = _which(number, total)
+    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, which, tab_width())
     if done is None:
         return False
     out.data = done.data
@@ -412,8 +430,9 @@ def _edit_bytes(
 def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
+    declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant)
+        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -430,7 +449,7 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant)
+    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:

@@ -29,11 +29,12 @@ class Tolerated:
 
 
 def apply_tolerant(
-    data: bytes, old: str, new: str, replace_all: bool, number: int, which: str
+    data: bytes, old: str, new: str, replace_all: bool, number: int, which: str, declared: int | None = None
 ) -> Tolerated | None:
     """The edit applied at the first rung of the ladder that matches, None when none does;
-    EditFailed when a rung matches more than once (without ``replace_all``)."""
-    tab_width = infer_tab_width(data[:TAB_SAMPLE_BYTES])
+    EditFailed when a rung matches more than once (without ``replace_all``). The tab width:
+    ``declared`` (the file's `.editorconfig`), else inferred from the file."""
+    tab_width = declared or infer_tab_width(data[:TAB_SAMPLE_BYTES])
     ladder = find_tolerant(data, old, new, tab_width=tab_width, replace_all=replace_all)
     if not ladder.rung:
         return None
