@@ -284,6 +284,39 @@ async def test_a_changed_line_longer_than_readfile_shows_is_cut_and_is_not_a_rea
         assert said.endswith(f"\n     4\t{long_line[:2000]}...") and "Only some of the changed lines" in said
 
 
+@pytest.mark.parametrize("length", [2000, 2001])
+@pytest.mark.parametrize("kind", ["crlf", "non-ascii"])
+async def test_shown_whole_is_judged_in_the_characters_the_cut_counts(
+    ws: Path, kind: str, length: int
+) -> None:
+    """A 2,000-character line is shown whole, and the refusal counts as a read, whatever its
+    bytes: a CR after it or two-byte characters in it (the cut counts characters)."""
+    eol = "\r\n" if kind == "crlf" else "\n"
+    char = "x" if kind == "crlf" else "é"
+    long_line = char * (length - 1) + "y"
+    before = "".join(f"line {n}{eol}" for n in range(1, 9))
+    now = before.replace(f"line 4{eol}", long_line + eol)
+    p = ws / "a.txt"
+    p.write_bytes(before.encode())
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        rewrite_in_place(p, now)
+        refused = await call(
+            c, "StrReplaceFile", path="a.txt", edit={"old": "y" + eol + "line 5", "new": "5"}
+        )
+        again = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "y" + eol + "line 5", "new": "5"})
+    assert refused.is_error
+    if length == 2000:
+        assert text(refused).endswith(f"\n     4\t{long_line}") and "this counts as reading them" in text(
+            refused
+        )
+        assert not again.is_error, text(again)
+    else:
+        assert text(refused).endswith(f"\n     4\t{long_line[:2000]}...")
+        assert "Only some of the changed lines" in text(refused)
+        assert again.is_error
+
+
 @pytest.mark.parametrize("spare", [0, -1])
 async def test_the_changed_lines_shown_fill_the_result_budget_exactly(ws: Path, spare: int) -> None:
     # Each row is "NNNNNN\t" + the line, plus its line break; REFUSAL_OVERHEAD is kept aside.

@@ -73,15 +73,19 @@ def refusal(
     lines = data.split(b"\n")
     shown_lines: list[str] = []
     used = REFUSAL_OVERHEAD
+    whole = True  # every changed line shown, none of them cut
     for n in changed:
         text = lines[n - 1].rstrip(b"\r").decode(codec, "replace")
-        cut = text if len(text) <= SHOWN_LINE_CHARS else text[:SHOWN_LINE_CHARS] + "..."
+        # Judged in the characters the cut counts (not bytes: a CR, a two-byte character).
+        fits = len(text) <= SHOWN_LINE_CHARS
+        cut = text if fits else text[:SHOWN_LINE_CHARS] + "..."
         row = f"{n:6d}\t{cut}"
         if used + len(row) + 1 > budget:
+            whole = False
             break
+        whole = whole and fits
         shown_lines.append(row)
         used += len(row) + 1
-    whole = len(shown_lines) == len(changed) and all(len(lines[n - 1]) <= SHOWN_LINE_CHARS for n in changed)
     message = (
         f"`{shown}` changed on disk since it was read (now different: {ranges(changed)}), and the "
         f"edit does not apply away from those lines ({why}). Nothing was written. "
