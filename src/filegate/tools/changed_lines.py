@@ -118,6 +118,19 @@ class _Spanned(Protocol):
     @property
     def span(self) -> tuple[int, int, int] | None: ...
 
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...] | None: ...
+
+
+def lines_touched(data: bytes, change: _Spanned) -> set[int] | range:
+    """The lines of ``data`` the change touches: each matched span's own when they are known
+    (SPEC §8.3: "no matched span touches a line that changed"), else its one stretch, else
+    every line."""
+    if change.spans:
+        return set().union(*(touched_lines(data, start, end) for start, end in change.spans))
+    span = change.span
+    return touched_lines(data, span[0], span[1]) if span else range(1, data.count(b"\n") + 2)
+
 
 C = TypeVar("C", bound=_Spanned)
 
@@ -145,8 +158,7 @@ def settle(
     else:
         if not changed:
             return change, ""
-        span = change.span
-        touched = touched_lines(data, span[0], span[1]) if span else range(1, data.count(b"\n") + 2)
+        touched = lines_touched(data, change)
         hit = [n for n in changed if n in touched]
         if not hit:
             return change, applied_notice(shown, changed)

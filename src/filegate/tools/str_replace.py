@@ -108,6 +108,49 @@ class Applied:
         """(start, end in ``original``, end in ``data``) of the part the edits touched."""
         return self.kept_head, len(original) - self.kept_tail, len(self.data) - self.kept_tail
 
+    # Each edit's matched spans in the original bytes (SPEC §8.3 judges each by its own), as
+    # long as there are at most MAX_TRACKED_REPLACEMENTS replacements; None past that.
+    matched: list[tuple[int, int]] | None = field(default_factory=list)
+    # The replacements so far, one after another: (at, old length, new length) in the bytes as
+    # the replacements before it left them.
+    replaced: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def track(self, spans: list[tuple[int, int, int]] | None) -> None:
+        """One edit's replacements, (start, end, new length) in the bytes before it, left to
+        right; None: too many to track."""
+        if (
+            spans is None
+            or self.matched is None
+            or len(self.replaced) + len(spans) > MAX_TRACKED_REPLACEMENTS
+        ):
+            self.matched = None
+            return
+        self.matched += [_in_original(start, end, self.replaced) for start, end, _ in spans]
+        grown = 0  # what this edit's earlier replacements added: positions after them move
+        for start, end, new_len in spans:
+            self.replaced.append((start + grown, end - start, new_len))
+            grown += new_len - (end - start)
+
+
+# Per-edit spans are kept for at most this many replacements in all (each later edit is mapped
+# back through every earlier one); past it the edits are judged as one stretch.
+MAX_TRACKED_REPLACEMENTS = 1000
+
+
+def _in_original(start: int, end: int, replaced: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """``start``..``end`` of the bytes after ``replaced`` as a span of the original: a position
+    inside an earlier replacement's new text stands for that replacement's whole old span."""
+    for at, old_len, new_len in reversed(replaced):
+        if start >= at + new_len:
+            start += old_len - new_len
+        elif start > at:
+            start = at
+        if end >= at + new_len and end > at:
+            end += old_len - new_len
+        elif end > at:
+            end = at + old_len
+    return start, end
+
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
@@ -215,13 +258,27 @@ def apply_edits(
             # The last replaced occurrence ends at or before the last match's end (rfind may
             # see one that overlaps a replaced one): the tail after it is kept either way.
             end = current.rfind(old) + len(old)
+            out.track(_occurrence_spans(current, old, len(new), count))
         else:
             out.data = Spliced(current, pos, pos + len(old), new)
             end = pos + len(old)
+            out.track([(pos, end, len(new))])
         out.kept_head = min(out.kept_head, pos)
         out.kept_tail = min(out.kept_tail, len(current) - end)
         out.replacements += count if edit.replace_all else 1
     return out
+
+
+def _occurrence_spans(data: bytes, old: bytes, new_len: int, count: int) -> list[tuple[int, int, int]] | None:
+    """Where ``data.replace(old, …)`` replaces (left to right, never overlapping); None past
+    MAX_TRACKED_REPLACEMENTS (then the edits are judged as one stretch)."""
+    if count > MAX_TRACKED_REPLACEMENTS:
+        return None
+    spans, pos = [], data.find(old)
+    while pos >= 0:
+        spans.append((pos, pos + len(old), new_len))
+        pos = data.find(old, pos + max(1, len(old)))
+    return spans
 
 
 def _tolerated(
@@ -236,6 +293,7 @@ def _tolerated(
     out.kept_head = min(out.kept_head, done.head)
     out.kept_tail = min(out.kept_tail, done.tail)
     out.replacements += done.replacements
+    out.track(list(done.spans))
     out.reports.append(done.report)
     if done.crlf:
         out.to_crlf.append(number)
@@ -423,8 +481,9 @@ def _edit_bytes(
             brief="No change",
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
+    spans = tuple(applied.matched) if span is not None and applied.matched else None
     notes = _notes(applied) + applied.codec_notes
-    return Change(applied.data, encoding, applied, notes, span)
+    return Change(applied.data, encoding, applied, notes, span, spans)
 
 
 def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:

@@ -26,6 +26,7 @@ class Tolerated:
     tail: int  # bytes after the last one
     crlf: bool  # the new text was written with CRLF
     report: str
+    spans: tuple[tuple[int, int, int], ...] = ()  # (start, end, new length) of each replacement
 
 
 def apply_tolerant(
@@ -41,18 +42,22 @@ def apply_tolerant(
     if len(ladder.spans) > 1 and not replace_all:
         raise _ambiguous(ladder, which)
     pieces: list[bytes] = []
+    replaced: list[tuple[int, int, int]] = []
     at = 0
     crlf = False
     for span in ladder.spans:
         text = span.new.replace("\n", "\r\n") if span.crlf else span.new
         crlf = crlf or (span.crlf and "\n" in span.new)
-        pieces += [data[at : span.start], text.encode("utf-8", "surrogateescape")]
+        encoded = text.encode("utf-8", "surrogateescape")
+        pieces += [data[at : span.start], encoded]
+        replaced.append((span.start, span.end, len(encoded)))
         at = span.end
     pieces.append(data[at:])
     first, last = ladder.spans[0], ladder.spans[-1]
     report = f"Edit {number} matched {RUNG_NAMES[ladder.rung]} at {ladder.lines}"
     report += f": {ladder.detail}." if ladder.detail else "."
-    return Tolerated(b"".join(pieces), len(ladder.spans), first.start, len(data) - last.end, crlf, report)
+    head, tail = first.start, len(data) - last.end
+    return Tolerated(b"".join(pieces), len(ladder.spans), head, tail, crlf, report, tuple(replaced))
 
 
 def _ambiguous(ladder: Ladder, which: str) -> EditFailed:

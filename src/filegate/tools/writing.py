@@ -141,6 +141,9 @@ class Change(Generic[T]):
     # changed the file: before start and after the ends both are the same, so the diff looks
     # only in between. None: the diff compares the whole of both.
     span: tuple[int, int, int] | None = None
+    # Each edit's own matched span (start, end) in the old bytes, when known: a change since
+    # the read is judged against these (SPEC §8.3), else against ``span``.
+    spans: tuple[tuple[int, int], ...] | None = None
     mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
     remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
 
