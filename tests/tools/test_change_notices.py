@@ -176,3 +176,17 @@ def test_checks_are_spaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert ledger.changes_untold() == []  # within the interval: no stat at all
     monkeypatch.setattr(readguard, "NOTICE_INTERVAL_S", 0.0)
     assert [real for real, _ in ledger.changes_untold()] == [b, a]  # a: not marked told
+
+
+@pytest.mark.parametrize("length", [10, 3000])
+async def test_a_refusal_showing_the_changed_lines_is_not_repeated_by_a_notice(ws: Path, length: int) -> None:
+    """Shown whole (a read) or cut (told, not read): either way the result told the change."""
+    p = ws / "a.txt"
+    p.write_text("one\ntwo\nthree\n")
+    async with connect(ws, "legacy", approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        change(p, "one\n" + "x" * length + "\nthree\n")
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "one\nx", "new": "y"})
+        assert r.is_error and "now different: line 2" in text(r)
+        assert notice_of(r) is None
+        assert notice_of(await call(c, "Glob", pattern="*")) is None
