@@ -190,3 +190,18 @@ async def test_a_refusal_showing_the_changed_lines_is_not_repeated_by_a_notice(w
         assert r.is_error and "now different: line 2" in text(r)
         assert notice_of(r) is None
         assert notice_of(await call(c, "Glob", pattern="*")) is None
+
+
+async def test_a_write_that_does_not_count_as_a_read_still_keeps_the_file_out(ws: Path) -> None:
+    """A file read as text, turned binary since (no read is asked for it), then overwritten by
+    this session: its own write, never named."""
+    p = ws / "a.dat"
+    p.write_text("text\n")
+    async with connect(ws, "legacy", approval="auto") as c:
+        await call(c, "ReadFile", path="a.dat")
+        with open(p, "r+b") as f:
+            f.write(b"\x00\x01\x02\xff" * 64)
+        r = await call(c, "WriteFile", path="a.dat", content="new\n")
+        assert not r.is_error, text(r)
+        assert notice_of(r) is None
+        assert notice_of(await call(c, "Glob", pattern="*")) is None
