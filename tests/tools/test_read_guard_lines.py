@@ -432,3 +432,36 @@ def test_each_edit_span_is_kept_in_the_original_bytes(
 
     parsed = [Edit(old=e[0], new=e[1], replace_all=len(e) > 2) for e in edits]
     assert apply_edits(data, parsed, "f").matched == spans
+
+
+@pytest.mark.parametrize("changed", ["after", "inside"])
+async def test_past_the_tracked_replacements_the_edits_are_judged_as_one_stretch(
+    ws: Path, changed: str
+) -> None:
+    """More replacements than are tracked one by one: the stretch from the first to the last
+    decides (a change after it lets the edit through; one inside it, even on a line no
+    replacement touches, refuses it)."""
+    from filegate.tools.str_replace import MAX_TRACKED_REPLACEMENTS
+
+    n = MAX_TRACKED_REPLACEMENTS + 2
+    before = ("k\n" * n + "z\nend\n").encode()
+    if changed == "after":
+        now = before.replace(b"z\n", b"zz\n")
+    else:
+        lines = before.split(b"\n")
+        lines[499] = b"x"  # line 500: no "k" left on it, still more than tracked on the others
+        now = b"\n".join(lines)
+    p = ws / "a.txt"
+    p.write_bytes(before)
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        p.write_bytes(now)  # in place: the same inode
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "k", "new": "KK", "replace_all": True})
+    said, error, after = text(r), r.is_error, p.read_bytes()
+    if changed == "after":
+        assert not error, said
+        assert f"(now different: line {n + 1}); the edits did not touch those lines" in said
+        assert after == now.replace(b"k", b"KK")
+    else:
+        assert error and "(it touches line 500)" in said
+        assert after == now
