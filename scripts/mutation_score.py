@@ -129,6 +129,8 @@ TARGETS: dict[str, Target] = {
         ("src/filegate/tools/changed_lines.py",),
         (
             "tests/tools/test_read_guard_lines.py",
+            # A refusal that shows the changed lines tells the change: no notice repeats it.
+            "tests/tools/test_change_notices.py",
             # StrReplaceFile with no ledger at all (--no-read-guard): the line guard stays out.
             "tests/tools/test_read_guard.py::test_read_guard_off_restores_writing_without_a_read",
         ),

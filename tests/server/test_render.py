@@ -79,3 +79,17 @@ def test_each_part_reaches_the_client_as_its_own_block_and_an_error_is_flagged()
     assert failed.is_error and [b.text for b in failed.content] == ["The tool failed.\n", "   3\tclosest"]  # type: ignore[union-attr]
     empty = render(Outcome())
     assert not empty.is_error and [b.text for b in empty.content] == ["Tool output is empty."]  # type: ignore[union-attr]
+
+
+def test_a_change_notice_is_the_last_line_of_any_result() -> None:
+    """SPEC §8.3: one line at the very end: after the summary, after an error's output, and
+    after media in a block of its own (text between blocks keeps its line breaks)."""
+    notice = "Changed on disk since you read them: caf\udce9.py."
+    shown = "Changed on disk since you read them: caf\\xe9.py."
+    ok = render(Outcome(output="1\tx\n", message="Read 1 line."), notice)
+    assert [b.text for b in ok.content] == ["1\tx\n", "Read 1 line.\n" + shown]  # type: ignore[union-attr]
+    failed = render(Outcome.error("`x` did not apply.", output="   3\tclosest\n"), notice)
+    assert [b.text for b in failed.content] == ["`x` did not apply.\n", "   3\tclosest\n" + shown]  # type: ignore[union-attr]
+    media = render(Outcome(parts=[ImagePart(b"\x89PNG", "image/png")]), notice)
+    assert [b.type for b in media.content] == ["image", "text"] and media.content[1].text == shown  # type: ignore[union-attr]
+    assert render(Outcome(message="Done."), "").content[0].text == "Done."  # type: ignore[union-attr]

@@ -284,6 +284,80 @@ async def test_a_changed_line_longer_than_readfile_shows_is_cut_and_is_not_a_rea
         assert said.endswith(f"\n     4\t{long_line[:2000]}...") and "Only some of the changed lines" in said
 
 
+@pytest.mark.parametrize(
+    "edits",
+    [
+        [{"old": "line 3\n", "new": "three\n"}, {"old": "line 17\n", "new": "seventeen\n"}],
+        # the second edit's span in the file as the first left it (a longer line before it)
+        [{"old": "line 3\n", "new": "three\nand more\n"}, {"old": "line 17\n", "new": "x\n"}],
+        [{"old": "line 1", "new": "LINE 1", "replace_all": True}],  # lines 1 and 10-19: not 10
+        [{"old": "line 3\n", "new": "three\n"}, {"old": "  line 17\n", "new": "x\n"}],  # the ladder
+        [{"old": "line 17\n", "new": "x\n"}, {"old": "line 3\n", "new": "three\n"}],  # out of order
+    ],
+)
+async def test_several_edits_are_each_judged_by_their_own_span(
+    ws: Path, edits: list[dict[str, object]]
+) -> None:
+    """SPEC §8.3: "no matched span touches a line that changed" — each edit's own span, not
+    the stretch from the first to the last."""
+    p = ws / "a.py"
+    p.write_text(SOURCE.replace("line 10\n", "line 10 # fmt\n"))
+    before = p.read_text()
+    now = before.replace("line 10 # fmt\n", "line  10 # fmt\n")
+    if edits[0].get("replace_all"):
+        now = before.replace("line 10 # fmt\n", "lime 10\n")  # the changed line holds no "line 1"
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.py")
+        rewrite_in_place(p, now)
+        r = await call(c, "StrReplaceFile", path="a.py", edit=edits)
+    assert not r.is_error, text(r)
+    assert "(now different: line 10); the edits did not touch those lines" in text(r)
+
+
+async def test_one_of_several_edits_touching_a_changed_line_is_refused(ws: Path) -> None:
+    p = ws / "a.py"
+    p.write_text(SOURCE)
+    edits = [{"old": "line 3\n", "new": "three\n"}, {"old": "line 10\n", "new": "ten\n"}]
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.py")
+        rewrite_in_place(p, SOURCE.replace("line 11\n", "line 11 #\n"))
+        r = await call(c, "StrReplaceFile", path="a.py", edit=[*edits, {"old": "line 11 #", "new": "x"}])
+    assert r.is_error and "(it touches line 11)" in text(r)
+
+
+@pytest.mark.parametrize("length", [2000, 2001])
+@pytest.mark.parametrize("kind", ["crlf", "non-ascii"])
+async def test_shown_whole_is_judged_in_the_characters_the_cut_counts(
+    ws: Path, kind: str, length: int
+) -> None:
+    """A 2,000-character line is shown whole, and the refusal counts as a read, whatever its
+    bytes: a CR after it or two-byte characters in it (the cut counts characters)."""
+    eol = "\r\n" if kind == "crlf" else "\n"
+    char = "x" if kind == "crlf" else "é"
+    long_line = char * (length - 1) + "y"
+    before = "".join(f"line {n}{eol}" for n in range(1, 9))
+    now = before.replace(f"line 4{eol}", long_line + eol)
+    p = ws / "a.txt"
+    p.write_bytes(before.encode())
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        rewrite_in_place(p, now)
+        refused = await call(
+            c, "StrReplaceFile", path="a.txt", edit={"old": "y" + eol + "line 5", "new": "5"}
+        )
+        again = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "y" + eol + "line 5", "new": "5"})
+    assert refused.is_error
+    if length == 2000:
+        assert text(refused).endswith(f"\n     4\t{long_line}") and "this counts as reading them" in text(
+            refused
+        )
+        assert not again.is_error, text(again)
+    else:
+        assert text(refused).endswith(f"\n     4\t{long_line[:2000]}...")
+        assert "Only some of the changed lines" in text(refused)
+        assert again.is_error
+
+
 @pytest.mark.parametrize("spare", [0, -1])
 async def test_the_changed_lines_shown_fill_the_result_budget_exactly(ws: Path, spare: int) -> None:
     # Each row is "NNNNNN\t" + the line, plus its line break; REFUSAL_OVERHEAD is kept aside.
@@ -338,3 +412,56 @@ async def test_changed_lines_of_a_legacy_encoded_file_are_shown_in_its_codec(ws:
     assert error and after == now
     assert "(it touches lines 1-2, 21)" in said
     assert said.endswith("\n     1\tcafè\n     2\tline é 1\n    21\tline 20 é")
+
+
+@pytest.mark.parametrize(
+    ("data", "edits", "spans"),
+    [
+        (b"aaa\nbbb\nccc\n", [("aaa\n", "x\n"), ("ccc", "CC")], [(0, 4), (8, 11)]),
+        (b"aaa\nbbb\nccc\n", [("ccc", "CCCC"), ("aaa\n", "")], [(8, 11), (0, 4)]),
+        # inside the text an earlier edit wrote: that edit's whole span in the original
+        (b"aaa\nbbb\nccc\n", [("bbb", "B1B2"), ("B2\nccc", "Z")], [(4, 7), (4, 11)]),
+        (b"ab ab ab\nq\n", [("ab", "xyz", True), ("q", "Q")], [(0, 2), (3, 5), (6, 8), (9, 10)]),
+        (b"if x:\n\ty()\nz\n", [("    y()", "    w()"), ("z", "Z")], [(6, 10), (11, 12)]),  # the ladder
+    ],
+)
+def test_each_edit_span_is_kept_in_the_original_bytes(
+    data: bytes, edits: list[tuple[object, ...]], spans: list[tuple[int, int]]
+) -> None:
+    from filegate.tools.str_replace import Edit, apply_edits
+
+    parsed = [Edit(old=e[0], new=e[1], replace_all=len(e) > 2) for e in edits]
+    assert apply_edits(data, parsed, "f").matched == spans
+
+
+@pytest.mark.parametrize("changed", ["after", "inside"])
+async def test_past_the_tracked_replacements_the_edits_are_judged_as_one_stretch(
+    ws: Path, changed: str
+) -> None:
+    """More replacements than are tracked one by one: the stretch from the first to the last
+    decides (a change after it lets the edit through; one inside it, even on a line no
+    replacement touches, refuses it)."""
+    from filegate.tools.str_replace import MAX_TRACKED_REPLACEMENTS
+
+    n = MAX_TRACKED_REPLACEMENTS + 2
+    before = ("k\n" * n + "z\nend\n").encode()
+    if changed == "after":
+        now = before.replace(b"z\n", b"zz\n")
+    else:
+        lines = before.split(b"\n")
+        lines[499] = b"x"  # line 500: no "k" left on it, still more than tracked on the others
+        now = b"\n".join(lines)
+    p = ws / "a.txt"
+    p.write_bytes(before)
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        p.write_bytes(now)  # in place: the same inode
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "k", "new": "KK", "replace_all": True})
+    said, error, after = text(r), r.is_error, p.read_bytes()
+    if changed == "after":
+        assert not error, said
+        assert f"(now different: line {n + 1}); the edits did not touch those lines" in said
+        assert after == now.replace(b"k", b"KK")
+    else:
+        assert error and "(it touches line 500)" in said
+        assert after == now

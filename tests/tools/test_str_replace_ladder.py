@@ -119,6 +119,28 @@ async def test_an_edit_already_applied_says_so_with_its_lines(ws: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("new", "claimed"),
+    [
+        ("x = 2", False),  # one short line: found once by coincidence as often as not
+        ("}\n}", False),  # two lines, but nothing that tells them apart
+        ("return nil", False),
+        ('return fmt.Errorf("bad")', True),  # one line long enough to be the edit's own
+        ("y = 2\nz = 3", True),  # several lines with text
+    ],
+)
+async def test_already_applied_is_said_only_of_a_distinctive_new_text(
+    ws: Path, new: str, claimed: bool
+) -> None:
+    body = 'x = 2\ny = 2\nz = 3\nif {\n}\n}\nreturn nil\nreturn fmt.Errorf("bad")\n'
+    (ws / "a.go").write_text(body)
+    async with connect(ws, "auto") as c:
+        await call(c, "ReadFile", path="a.go")
+        r = await call(c, "StrReplaceFile", path="a.go", edit={"old": "qqq = 1\nwww", "new": new})
+    assert r.is_error and "was not found" in text(r)
+    assert ("the edit looks applied already" in text(r)) == claimed, text(r)
+
+
 async def test_edit_match_exact_turns_the_ladder_off_for_the_server_and_per_edit(ws: Path) -> None:
     (ws / "main.go").write_text(GO)
     async with connect(ws, "auto", edit_match="exact") as c:
@@ -195,3 +217,54 @@ async def test_a_legacy_codec_file_goes_down_the_ladder_in_its_decoded_text(ws: 
     assert "Edit 1 matched reading lookalike characters as plain ones at lines 2-3" in text(r)
     after = source.replace("\t\treturn \u201cn\u00e9\u201d", '\t\treturn "\u00e9t\u00e9"')
     assert (ws / "a.go").read_bytes() == after.encode("cp1252")
+
+
+# A tab-indented file edited by a model that shows tabs as eight columns: with the file's tab
+# width from .editorconfig the levels line up (at the default 4 they do not, not even shifted).
+WIDE_GO = "func f() {\n\tif x {\n\t\ty()\n\t}\n}\n"
+WIDE_EDIT = {
+    "old": "func f() {\n        if x {\n                y()\n        }\n}",
+    "new": "func f() {\n        if x {\n                z()\n                w()\n        }\n}",
+}
+
+
+@pytest.mark.parametrize(
+    "rule", ["indent_style = tab\ntab_width = 8", "indent_size = 8", "indent_size = 2\ntab_width = 8"]
+)
+async def test_the_tab_width_comes_from_editorconfig(ws: Path, rule: str) -> None:
+    (ws / ".editorconfig").write_text(f"root = true\n\n[*.go]\n{rule}\n")
+    (ws / "f.go").write_text(WIDE_GO)
+    async with connect(ws, "legacy") as c:
+        await call(c, "ReadFile", path="f.go")
+        r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
+    assert not r.is_error, text(r)
+    assert "the file indents with tabs, the old text with 8 spaces" in text(r)
+    assert (ws / "f.go").read_text() == "func f() {\n\tif x {\n\t\tz()\n\t\tw()\n\t}\n}\n"
+
+
+async def test_without_a_declared_tab_width_the_eight_column_edit_does_not_match(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n\n[*.py]\ntab_width = 8\n")  # another section
+    (ws / "f.go").write_text(WIDE_GO)
+    async with connect(ws, "legacy") as c:
+        await call(c, "ReadFile", path="f.go")
+        r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
+    assert r.is_error and "was not found" in text(r)
+    assert (ws / "f.go").read_text() == WIDE_GO
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        ("abc\ndef", True),  # 6 on two lines
+        ("abc\nde", False),  # 5
+        ("abc\n\n  \nde f", True),  # blank lines do not count as lines, nor spaces as characters
+        ("abcdef\n\n", False),  # one non-blank line: the lone-line bar
+        ("a" * 16, True),
+        ("a" * 15 + "   ", False),
+        ("\t" + "a" * 15 + "\n", False),
+    ],
+)
+def test_the_bar_of_a_distinctive_new_text(new: str, expected: bool) -> None:
+    from filegate.tools.tolerant_edit import distinctive
+
+    assert distinctive(new) is expected

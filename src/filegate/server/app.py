@@ -27,6 +27,7 @@ from filegate.server.state import defer_session_state
 from filegate.settings import Settings
 from filegate.tools.ignores import client_rules_of
 from filegate.tools.outcome import ToolSpec, answer
+from filegate.tools.readguard import change_notice
 
 log = logging.getLogger("filegate")
 # Set on the log record of a tool's unexpected exception (tests/conftest.py fails a test on one
@@ -128,7 +129,10 @@ class FilegateTool(Tool):
             )
             raise
         await tell(call, self._spec.name, outcome)
-        return render(outcome)
+        # SPEC §8.3: a handshake-era session hears of files it read that changed on disk since;
+        # a 2026-07-28 call has no session whose reads these would be.
+        notice = change_notice(env.reads, env.workspace) if env.reads is not None and not call.modern else ""
+        return render(outcome, notice)
 
 
 class Events(RootsChanged, NotableEvents):

@@ -60,8 +60,20 @@ def _separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
     return blocks
 
 
-def render(outcome: Outcome) -> ToolResult:
-    """The data first, then the one-paragraph summary; an error leads with its message."""
+def render(outcome: Outcome, notice: str = "") -> ToolResult:
+    """The data first, then the one-paragraph summary; an error leads with its message. A
+    ``notice`` (one line: files changed on disk since read, SPEC §8.3) ends the result."""
+    result = _rendered(outcome)
+    if notice:
+        last = result.content[-1] if result.content else None
+        if isinstance(last, TextContent):
+            last.text += ("" if last.text.endswith("\n") else "\n") + safe_text(notice)
+        else:
+            result.content = _separated([*result.content, _text(notice)])
+    return result
+
+
+def _rendered(outcome: Outcome) -> ToolResult:
     blocks: list[ContentBlock] = []
     for part in outcome.parts:
         if isinstance(part, TextPart):

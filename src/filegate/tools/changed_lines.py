@@ -73,15 +73,19 @@ def refusal(
     lines = data.split(b"\n")
     shown_lines: list[str] = []
     used = REFUSAL_OVERHEAD
+    whole = True  # every changed line shown, none of them cut
     for n in changed:
         text = lines[n - 1].rstrip(b"\r").decode(codec, "replace")
-        cut = text if len(text) <= SHOWN_LINE_CHARS else text[:SHOWN_LINE_CHARS] + "..."
+        # Judged in the characters the cut counts (not bytes: a CR, a two-byte character).
+        fits = len(text) <= SHOWN_LINE_CHARS
+        cut = text if fits else text[:SHOWN_LINE_CHARS] + "..."
         row = f"{n:6d}\t{cut}"
         if used + len(row) + 1 > budget:
+            whole = False
             break
+        whole = whole and fits
         shown_lines.append(row)
         used += len(row) + 1
-    whole = len(shown_lines) == len(changed) and all(len(lines[n - 1]) <= SHOWN_LINE_CHARS for n in changed)
     message = (
         f"`{shown}` changed on disk since it was read (now different: {ranges(changed)}), and the "
         f"edit does not apply away from those lines ({why}). Nothing was written. "
@@ -114,6 +118,19 @@ class _Spanned(Protocol):
     @property
     def span(self) -> tuple[int, int, int] | None: ...
 
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...] | None: ...
+
+
+def lines_touched(data: bytes, change: _Spanned) -> set[int] | range:
+    """The lines of ``data`` the change touches: each matched span's own when they are known
+    (SPEC §8.3: "no matched span touches a line that changed"), else its one stretch, else
+    every line."""
+    if change.spans:
+        return set().union(*(touched_lines(data, start, end) for start, end in change.spans))
+    span = change.span
+    return touched_lines(data, span[0], span[1]) if span else range(1, data.count(b"\n") + 2)
+
 
 C = TypeVar("C", bound=_Spanned)
 
@@ -141,8 +158,7 @@ def settle(
     else:
         if not changed:
             return change, ""
-        span = change.span
-        touched = touched_lines(data, span[0], span[1]) if span else range(1, data.count(b"\n") + 2)
+        touched = lines_touched(data, change)
         hit = [n for n in changed if n in touched]
         if not hit:
             return change, applied_notice(shown, changed)
@@ -150,4 +166,6 @@ def settle(
     error, whole = refusal(shown, data, changed, why, budget, codec)
     if whole:
         reads.saw(real, identity, data)
+    else:  # the refusal told the change: no notice repeats it (§8.3)
+        reads.told(real, identity)
     raise error

@@ -19,13 +19,20 @@ them impossible, and its refusal ("changed since it was read") would be a fact a
 before approval (SPEC §2.6). Approval, which is always asked for them, covers them instead.
 
 Memory is bounded: a ledger keeps at most ``capacity`` files (the least recently seen go
-first), each as a 16-byte digest of its real path and five integers.
+first), each as a 16-byte digest of its real path, the path itself (for a change notice) and
+its identity.
 
 A read guard that does not loop (SPEC §8.3): a file up to INDEX_MAX_BYTES also keeps a line
 index, one 8-byte hash per line (never the content), so that an edit of a file a formatter
 changed since the read can go ahead away from the lines that changed (tools/changed_lines.py).
 The indexes of one ledger hold at most ``index_budget`` lines in all; past it the least
 recently seen lose theirs (their file keeps the plain refusal).
+
+Change notices (SPEC §8.3, handshake era): :meth:`ReadLedger.changes_untold` stats the
+``NOTICE_CHECKED`` most recently seen files the session read (not those it wrote since) and
+gives those whose identity moved since, each change once; :func:`change_notice` names them.
+A stat per file, a bounded number of files, at most once per NOTICE_INTERVAL_S per ledger: the
+cost of a tool call does not grow with the ledger, nor with how fast calls come.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from array import array
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -42,7 +51,7 @@ from filegate.errors import PathError
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type
-from filegate.policy.workspace import ResolvedPath
+from filegate.policy.workspace import ResolvedPath, Workspace
 
 Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
 Verdict = Literal["read", "unread", "changed"]
@@ -56,6 +65,16 @@ INDEX_MAX_BYTES = 2 << 20
 # Lines indexed per ledger in all (8 bytes each): 2 MiB for a session, 8 MiB for a process.
 SESSION_INDEX_LINES = 256 << 10
 PROCESS_INDEX_LINES = 1 << 20
+
+# Files a change notice checks per call (one stat each), the most recently seen first; and
+# how many it names (SPEC §8.3: at most five).
+NOTICE_CHECKED = 64
+NOTICE_NAMES = 5
+# A ledger checks at most once in this many seconds: a model's calls come seconds apart, and
+# calls that come faster (a client in a loop, calls in parallel) do not pay a check each.
+NOTICE_INTERVAL_S = 0.5
+# The identity of a file that is gone (no stat): a change a notice tells too.
+GONE: Identity = (0, 0, -1, 0, 0)
 
 LineIndex: TypeAlias = "array[int]"  # of "q": one hash per line of the file as read (or written)
 
@@ -79,6 +98,23 @@ def _key(real: Path) -> bytes:
     return hashlib.blake2b(os.fsencode(str(real)), digest_size=16).digest()
 
 
+@dataclass(slots=True)
+class _Seen:
+    identity: Identity
+    real: Path
+    written: bool  # by this session, since its last read: never in a change notice
+    told: Identity | None = None  # the identity a notice (or a refusal) last told of
+
+
+def current_identity(real: Path) -> Identity:
+    """The file's identity now (not following a link: a link in its place is a change); GONE
+    when it cannot be stat'ed."""
+    try:
+        return identity_of(os.stat(real, follow_symlinks=False))
+    except (OSError, ValueError):
+        return GONE
+
+
 class ReadLedger:
     """The files read (or written) through this server by one session, with their identity
     when it happened. Thread-safe: ReadFile records from a worker thread."""
@@ -89,18 +125,21 @@ class ReadLedger:
         self.scope = scope  # how a refusal names who read: "in this session", …
         self.capacity = capacity
         self.index_budget = index_budget
-        self._seen: OrderedDict[bytes, Identity] = OrderedDict()
+        self._seen: OrderedDict[bytes, _Seen] = OrderedDict()
         self._indexes: OrderedDict[bytes, LineIndex] = OrderedDict()
         self._indexed_lines = 0
+        self._checked_at = float("-inf")  # when changes_untold last stat'ed (monotonic)
         self._lock = threading.Lock()
 
-    def saw(self, real: Path, identity: Identity, data: bytes | None = None) -> None:
-        """``real`` was read (or written) and looked like ``identity`` then; with ``data`` (its
-        whole content then), a line index is kept when it is small enough."""
+    def saw(
+        self, real: Path, identity: Identity, data: bytes | None = None, *, written: bool = False
+    ) -> None:
+        """``real`` was read (or ``written`` by this session) and looked like ``identity`` then;
+        with ``data`` (its whole content then), a line index is kept when it is small enough."""
         key = _key(real)
         index = line_index(data) if data is not None and indexable(identity[2], data) else None
         with self._lock:
-            self._seen[key] = identity
+            self._seen[key] = _Seen(identity, real, written)
             self._seen.move_to_end(key)
             self._drop_index(key)
             if index is not None and len(index) <= self.index_budget:
@@ -121,7 +160,7 @@ class ReadLedger:
             seen = self._seen.get(_key(real))
         if seen is None:
             return "unread"
-        return "read" if seen == identity else "changed"
+        return "read" if seen.identity == identity else "changed"
 
     def index_since(self, real: Path, identity: Identity) -> LineIndex | None:
         """The line index of the version read, when ``identity`` is the same file changed in
@@ -130,7 +169,55 @@ class ReadLedger:
         with self._lock:
             seen = self._seen.get(key)
             index = self._indexes.get(key)
-        return index if seen is not None and seen[:2] == identity[:2] else None
+        return index if seen is not None and seen.identity[:2] == identity[:2] else None
+
+    def wrote(self, real: Path) -> None:
+        """This session wrote ``real`` without it counting as read (the model had not seen the
+        file it replaced): still, no change notice names it."""
+        with self._lock:
+            seen = self._seen.get(_key(real))
+            if seen is not None:
+                seen.written = True
+
+    def told(self, real: Path, identity: Identity) -> None:
+        """A result told the model that ``real`` is now ``identity`` (a refusal naming the
+        change): no change notice repeats it."""
+        with self._lock:
+            seen = self._seen.get(_key(real))
+            if seen is not None:
+                seen.told = identity
+
+    def changes_untold(self, checked: int = NOTICE_CHECKED) -> list[tuple[Path, Identity]]:
+        """The files among the ``checked`` most recently seen that this session read (and did
+        not write since) and that changed on disk since, each change not told before:
+        (real path, identity now), the most recently seen first. Nothing is marked told. At most
+        one check per NOTICE_INTERVAL_S: a call sooner finds nothing (a later one tells it)."""
+        with self._lock:
+            now_s = time.monotonic()
+            if now_s - self._checked_at < NOTICE_INTERVAL_S:
+                return []
+            self._checked_at = now_s
+            recent = [s for _, s in zip(range(checked), reversed(self._seen.values()), strict=False)]
+        found = []
+        for seen in recent:
+            if seen.written:
+                continue
+            now = current_identity(seen.real)
+            if now != seen.identity and now != seen.told:
+                found.append((seen.real, now))
+        return found
+
+    def mark_told(self, changes: list[tuple[Path, Identity]]) -> list[Path]:
+        """Mark ``changes`` told; those no other call told meanwhile (each change once, even
+        with calls in parallel)."""
+        claimed = []
+        with self._lock:
+            for real, now in changes:
+                seen = self._seen.get(_key(real))
+                if seen is not None and not seen.written and seen.told != now and seen.identity != now:
+                    seen.told = now
+                    claimed.append(real)
+        return claimed
 
     @property
     def indexed_lines(self) -> int:
@@ -200,3 +287,22 @@ def header_of(rp: ResolvedPath) -> bytes:
         return b""
     finally:
         os.close(fd)
+
+
+def change_notice(reads: ReadLedger, workspace: Workspace) -> str:
+    """SPEC §8.3, handshake era: the line a tool's result ends with, naming the files this
+    session read (and did not write since) that changed on disk since, each change once, at
+    most NOTICE_NAMES of them; "" when there are none. A sensitive file (a secret pattern, a
+    client rule that hides it now) is never named, and never counted either: what is said of
+    the others is the same whether it changed or not."""
+    changes = reads.changes_untold()
+    if not changes:
+        return ""
+    shown = [(real, now) for real, now in changes if not workspace.is_sensitive(str(real))]
+    told = reads.mark_told(shown[:NOTICE_NAMES])
+    if not told:
+        return ""
+    names = ", ".join(workspace.display(real) for real in told)
+    more = len(shown[NOTICE_NAMES:])
+    rest = f" (and {more} more, named in the next result)" if more > 0 else ""
+    return f"Changed on disk since you read them: {names}{rest}."

@@ -10,7 +10,9 @@ lossless (checked: a file that does not read back byte for byte is refused).
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Literal
@@ -26,6 +28,7 @@ from filegate.tools.describe import load_description, path_help
 from filegate.tools.diffing import requested_change
 from filegate.tools.notebook_edit import edit_cells
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.textstyle import declared_tab_width
 from filegate.tools.tolerant_edit import already_applied, apply_tolerant
 from filegate.tools.writing import (
     SENSITIVE_DONE,
@@ -105,6 +108,49 @@ class Applied:
         """(start, end in ``original``, end in ``data``) of the part the edits touched."""
         return self.kept_head, len(original) - self.kept_tail, len(self.data) - self.kept_tail
 
+    # Each edit's matched spans in the original bytes (SPEC §8.3 judges each by its own), as
+    # long as there are at most MAX_TRACKED_REPLACEMENTS replacements; None past that.
+    matched: list[tuple[int, int]] | None = field(default_factory=list)
+    # The replacements so far, one after another: (at, old length, new length) in the bytes as
+    # the replacements before it left them.
+    replaced: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def track(self, spans: list[tuple[int, int, int]] | None) -> None:
+        """One edit's replacements, (start, end, new length) in the bytes before it, left to
+        right; None: too many to track."""
+        if (
+            spans is None
+            or self.matched is None
+            or len(self.replaced) + len(spans) > MAX_TRACKED_REPLACEMENTS
+        ):
+            self.matched = None
+            return
+        self.matched += [_in_original(start, end, self.replaced) for start, end, _ in spans]
+        grown = 0  # what this edit's earlier replacements added: positions after them move
+        for start, end, new_len in spans:
+            self.replaced.append((start + grown, end - start, new_len))
+            grown += new_len - (end - start)
+
+
+# Per-edit spans are kept for at most this many replacements in all (each later edit is mapped
+# back through every earlier one); past it the edits are judged as one stretch.
+MAX_TRACKED_REPLACEMENTS = 1000
+
+
+def _in_original(start: int, end: int, replaced: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """``start``..``end`` of the bytes after ``replaced`` as a span of the original: a position
+    inside an earlier replacement's new text stands for that replacement's whole old span."""
+    for at, old_len, new_len in reversed(replaced):
+        if start >= at + new_len:
+            start += old_len - new_len
+        elif start > at:
+            start = at
+        if end >= at + new_len and end > at:
+            end += old_len - new_len
+        elif end > at:
+            end = at + old_len
+    return start, end
+
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
@@ -170,12 +216,20 @@ def _match(data: bytes, old: bytes, eols: _Eols, replace_all: bool) -> tuple[int
     return 0, -1, old, ""
 
 
-def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = True) -> Applied:
+def apply_edits(
+    data: bytes,
+    edits: list[Edit],
+    shown: str,
+    *,
+    tolerant: bool = True,
+    tab_width: Callable[[], int | None] = lambda: None,
+) -> Applied:
     """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
-    ``old`` found nowhere exactly goes down the matching ladder (unless ``tolerant`` is off).
+    ``old`` found nowhere exactly goes down the matching ladder (unless ``tolerant`` is off),
+    at the tab width ``tab_width()`` declares (asked only then), else the one it infers.
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
@@ -183,7 +237,11 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = 
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, _utf8(edit.old), eols, edit.replace_all)
         if count == 0:
-            if tolerant and edit.match == "tolerant" and _tolerated(out, current, edit, number, len(edits)):
+            if (
+                tolerant
+                and edit.match == "tolerant"
+                and _tolerated(out, current, edit, number, len(edits), tab_width)
+            ):
                 continue
             raise _not_found(current, edit, number, len(edits), shown)
         if count > 1 and not edit.replace_all:
@@ -200,24 +258,42 @@ def apply_edits(data: bytes, edits: list[Edit], shown: str, *, tolerant: bool = 
             # The last replaced occurrence ends at or before the last match's end (rfind may
             # see one that overlaps a replaced one): the tail after it is kept either way.
             end = current.rfind(old) + len(old)
+            out.track(_occurrence_spans(current, old, len(new), count))
         else:
             out.data = Spliced(current, pos, pos + len(old), new)
             end = pos + len(old)
+            out.track([(pos, end, len(new))])
         out.kept_head = min(out.kept_head, pos)
         out.kept_tail = min(out.kept_tail, len(current) - end)
         out.replacements += count if edit.replace_all else 1
     return out
 
 
-def _tolerated(out: Applied, current: bytes, edit: Edit, number: int, total: int) -> bool:
+def _occurrence_spans(data: bytes, old: bytes, new_len: int, count: int) -> list[tuple[int, int, int]] | None:
+    """Where ``data.replace(old, …)`` replaces (left to right, never overlapping); None past
+    MAX_TRACKED_REPLACEMENTS (then the edits are judged as one stretch)."""
+    if count > MAX_TRACKED_REPLACEMENTS:
+        return None
+    spans, pos = [], data.find(old)
+    while pos >= 0:
+        spans.append((pos, pos + len(old), new_len))
+        pos = data.find(old, pos + max(1, len(old)))
+    return spans
+
+
+def _tolerated(
+    out: Applied, current: bytes, edit: Edit, number: int, total: int, tab_width: Callable[[], int | None]
+) -> bool:
     """The edit applied by the matching ladder (SPEC §8.2), or False when no rung matches."""
-    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, _which(number, total))
+    which = _which(number, total)
+    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, which, tab_width())
     if done is None:
         return False
     out.data = done.data
     out.kept_head = min(out.kept_head, done.head)
     out.kept_tail = min(out.kept_tail, done.tail)
     out.replacements += done.replacements
+    out.track(list(done.spans))
     out.reports.append(done.report)
     if done.crlf:
         out.to_crlf.append(number)
@@ -405,15 +481,17 @@ def _edit_bytes(
             brief="No change",
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
+    spans = tuple(applied.matched) if span is not None and applied.matched else None
     notes = _notes(applied) + applied.codec_notes
-    return Change(applied.data, encoding, applied, notes, span)
+    return Change(applied.data, encoding, applied, notes, span, spans)
 
 
 def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
+    declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant)
+        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -430,7 +508,7 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant)
+    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:

@@ -14,6 +14,8 @@ from filegate.fsio.codec import UTF8, FileCodec, editorconfig_properties, usable
 from filegate.tools.ignores import pattern_matches, read_rules
 
 GITATTRIBUTES = ".gitattributes"
+# A declared tab width past this is not one a file is indented with: ignored.
+MAX_TAB_WIDTH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,17 @@ class NewFileStyle:
         if self.final_newline and text and not text.endswith(self.eol):
             text += self.eol
         return text
+
+
+def declared_tab_width(real: Path) -> int | None:
+    """The tab width `.editorconfig` gives the file's section (SPEC §8.2): ``tab_width``, else
+    ``indent_size`` when it is a number (EditorConfig's own fallback); None when neither."""
+    props = editorconfig_properties(real)
+    for name in ("tab_width", "indent_size"):
+        value = props.get(name, "")
+        if value.isdecimal() and 1 <= int(value) <= MAX_TAB_WIDTH:
+            return int(value)
+    return None
 
 
 def new_file_style(real: Path, workdir: Path) -> NewFileStyle:

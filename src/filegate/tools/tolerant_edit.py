@@ -26,32 +26,38 @@ class Tolerated:
     tail: int  # bytes after the last one
     crlf: bool  # the new text was written with CRLF
     report: str
+    spans: tuple[tuple[int, int, int], ...] = ()  # (start, end, new length) of each replacement
 
 
 def apply_tolerant(
-    data: bytes, old: str, new: str, replace_all: bool, number: int, which: str
+    data: bytes, old: str, new: str, replace_all: bool, number: int, which: str, declared: int | None = None
 ) -> Tolerated | None:
     """The edit applied at the first rung of the ladder that matches, None when none does;
-    EditFailed when a rung matches more than once (without ``replace_all``)."""
-    tab_width = infer_tab_width(data[:TAB_SAMPLE_BYTES])
+    EditFailed when a rung matches more than once (without ``replace_all``). The tab width:
+    ``declared`` (the file's `.editorconfig`), else inferred from the file."""
+    tab_width = declared or infer_tab_width(data[:TAB_SAMPLE_BYTES])
     ladder = find_tolerant(data, old, new, tab_width=tab_width, replace_all=replace_all)
     if not ladder.rung:
         return None
     if len(ladder.spans) > 1 and not replace_all:
         raise _ambiguous(ladder, which)
     pieces: list[bytes] = []
+    replaced: list[tuple[int, int, int]] = []
     at = 0
     crlf = False
     for span in ladder.spans:
         text = span.new.replace("\n", "\r\n") if span.crlf else span.new
         crlf = crlf or (span.crlf and "\n" in span.new)
-        pieces += [data[at : span.start], text.encode("utf-8", "surrogateescape")]
+        encoded = text.encode("utf-8", "surrogateescape")
+        pieces += [data[at : span.start], encoded]
+        replaced.append((span.start, span.end, len(encoded)))
         at = span.end
     pieces.append(data[at:])
     first, last = ladder.spans[0], ladder.spans[-1]
     report = f"Edit {number} matched {RUNG_NAMES[ladder.rung]} at {ladder.lines}"
     report += f": {ladder.detail}." if ladder.detail else "."
-    return Tolerated(b"".join(pieces), len(ladder.spans), first.start, len(data) - last.end, crlf, report)
+    head, tail = first.start, len(data) - last.end
+    return Tolerated(b"".join(pieces), len(ladder.spans), head, tail, crlf, report, tuple(replaced))
 
 
 def _ambiguous(ladder: Ladder, which: str) -> EditFailed:
@@ -66,9 +72,25 @@ def _ambiguous(ladder: Ladder, which: str) -> EditFailed:
     )
 
 
+# "Already applied" is said only of a ``new`` text distinctive enough that finding it once is
+# not a coincidence: this many non-blank characters on two or more non-blank lines, or
+# LONE_LINE_CHARS on one. A shorter one ("x = 2", "}\n}") falls to "not found", whose closest
+# match shows the place anyway.
+DISTINCT_CHARS = 6
+LONE_LINE_CHARS = 16
+
+
+def distinctive(new: str) -> bool:
+    chars = sum(not c.isspace() for c in new)
+    lines = sum(1 for line in new.splitlines() if line.strip())
+    return chars >= (DISTINCT_CHARS if lines >= 2 else LONE_LINE_CHARS)
+
+
 def already_applied(data: bytes, new: str) -> str | None:
-    """When ``new`` is in ``data`` exactly once (with either line ending): the sentence saying
-    the edit looks applied, so a model does not retry it forever."""
+    """When ``new`` is in ``data`` exactly once (with either line ending) and is distinctive:
+    the sentence saying the edit looks applied, so a model does not retry it forever."""
+    if not distinctive(new):
+        return None
     lf = new.replace("\r\n", "\n")
     for text in dict.fromkeys((new, lf, lf.replace("\n", "\r\n"))):
         needle = text.encode("utf-8", "surrogatepass")

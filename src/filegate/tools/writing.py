@@ -141,6 +141,9 @@ class Change(Generic[T]):
     # changed the file: before start and after the ends both are the same, so the diff looks
     # only in between. None: the diff compares the whole of both.
     span: tuple[int, int, int] | None = None
+    # Each edit's own matched span (start, end) in the old bytes, when known: a change since
+    # the read is judged against these (SPEC §8.3), else against ``span``.
+    spans: tuple[tuple[int, int], ...] | None = None
     mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
     remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
 
@@ -355,6 +358,8 @@ def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reade
     if job.guarded and verdict != "read":
         action = "edit" if job.tool == "StrReplaceFile" else "overwrite"
         brief = "File changed since read" if verdict == "changed" else "File not read"
+        if verdict == "changed":  # this refusal tells the change: no notice repeats it (§8.3)
+            reads.told(job.rp.real, identity)
         raise WriteError(refusal(verdict, job.rp.shown, reads.scope, action, reader), brief)
     return verdict == "read"
 
@@ -389,6 +394,8 @@ async def _finish(
         return Outcome.error(decision.message, "Rejected by user")
     known = env.reads if prepared.known else None
     size, write_id = await _replace(job, env, prepared.change, prepared.current.snapshot, decision, known)
+    if known is None and env.reads is not None:  # not a read, but a file this session wrote
+        env.reads.wrote(job.rp.real)
     created, facts = prepared.current.data is None, prepared.change.facts
     return Written(
         size, created, prepared.diff, decision.route, facts, write_id=write_id, notice=prepared.notice
@@ -485,7 +492,8 @@ async def _replace(
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
                 small = len(new) <= INDEX_MAX_BYTES  # its line index (SPEC §8.3)
-                reads.saw(rp.real, identity_of(os.lstat(rp.real)), bytes(new) if small else None)
+                identity = identity_of(os.lstat(rp.real))
+                reads.saw(rp.real, identity, bytes(new) if small else None, written=True)
         return size, write_id
 
     # Not abandoned on cancel: a write that started finishes (or fails) before the lock goes.
