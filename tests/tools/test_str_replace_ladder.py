@@ -119,28 +119,6 @@ async def test_an_edit_already_applied_says_so_with_its_lines(ws: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("new", "claimed"),
-    [
-        ("x = 2", False),  # one short line: found once by coincidence as often as not
-        ("}\n}", False),  # two lines, but nothing that tells them apart
-        ("return nil", False),
-        ('return fmt.Errorf("bad")', True),  # one line long enough to be the edit's own
-        ("y = 2\nz = 3", True),  # several lines with text
-    ],
-)
-async def test_already_applied_is_said_only_of_a_distinctive_new_text(
-    ws: Path, new: str, claimed: bool
-) -> None:
-    body = 'x = 2\ny = 2\nz = 3\nif {\n}\n}\nreturn nil\nreturn fmt.Errorf("bad")\n'
-    (ws / "a.go").write_text(body)
-    async with connect(ws, "auto") as c:
-        await call(c, "ReadFile", path="a.go")
-        r = await call(c, "StrReplaceFile", path="a.go", edit={"old": "qqq = 1\nwww", "new": new})
-    assert r.is_error and "was not found" in text(r)
-    assert ("the edit looks applied already" in text(r)) == claimed, text(r)
-
-
 async def test_edit_match_exact_turns_the_ladder_off_for_the_server_and_per_edit(ws: Path) -> None:
     (ws / "main.go").write_text(GO)
     async with connect(ws, "auto", edit_match="exact") as c:
@@ -250,21 +228,3 @@ async def test_without_a_declared_tab_width_the_eight_column_edit_does_not_match
         r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
     assert r.is_error and "was not found" in text(r)
     assert (ws / "f.go").read_text() == WIDE_GO
-
-
-@pytest.mark.parametrize(
-    ("new", "expected"),
-    [
-        ("abc\ndef", True),  # 6 on two lines
-        ("abc\nde", False),  # 5
-        ("abc\n\n  \nde f", True),  # blank lines do not count as lines, nor spaces as characters
-        ("abcdef\n\n", False),  # one non-blank line: the lone-line bar
-        ("a" * 16, True),
-        ("a" * 15 + "   ", False),
-        ("\t" + "a" * 15 + "\n", False),
-    ],
-)
-def test_the_bar_of_a_distinctive_new_text(new: str, expected: bool) -> None:
-    from filegate.tools.tolerant_edit import distinctive
-
-    assert distinctive(new) is expected

@@ -72,25 +72,9 @@ def _ambiguous(ladder: Ladder, which: str) -> EditFailed:
     )
 
 
-# "Already applied" is said only of a ``new`` text distinctive enough that finding it once is
-# not a coincidence: this many non-blank characters on two or more non-blank lines, or
-# LONE_LINE_CHARS on one. A shorter one ("x = 2", "}\n}") falls to "not found", whose closest
-# match shows the place anyway.
-DISTINCT_CHARS = 6
-LONE_LINE_CHARS = 16
-
-
-def distinctive(new: str) -> bool:
-    chars = sum(not c.isspace() for c in new)
-    lines = sum(1 for line in new.splitlines() if line.strip())
-    return chars >= (DISTINCT_CHARS if lines >= 2 else LONE_LINE_CHARS)
-
-
 def already_applied(data: bytes, new: str) -> str | None:
-    """When ``new`` is in ``data`` exactly once (with either line ending) and is distinctive:
-    the sentence saying the edit looks applied, so a model does not retry it forever."""
-    if not distinctive(new):
-        return None
+    """When ``new`` is in ``data`` exactly once (with either line ending): the sentence saying
+    the edit looks applied, so a model does not retry it forever."""
     lf = new.replace("\r\n", "\n")
     for text in dict.fromkeys((new, lf, lf.replace("\n", "\r\n"))):
         needle = text.encode("utf-8", "surrogatepass")
