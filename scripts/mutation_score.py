@@ -141,6 +141,15 @@ TARGETS: dict[str, Target] = {
     "notebook": Target(
         ("src/filegate/tools/notebook.py",), ("tests/tools/test_read_notebook.py", "-m", "not slow"), 90.0
     ),
+    # WriteFile's placeholder guard (SPEC §8.4): the omission comments it refuses, against its
+    # corpus and one overwrite through a client.
+    "placeholders": Target(
+        ("src/filegate/tools/placeholders.py",), ("tests/tools/test_placeholders.py",), 90.0
+    ),
+    # StrReplaceFile's cell edits of a notebook (SPEC §8.6), through in-memory clients.
+    "notebookedit": Target(
+        ("src/filegate/tools/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(

@@ -32,14 +32,10 @@ def test_edit_failed_keeps_its_positional_order_message_output_brief() -> None:
     assert (exc.message, exc.output, exc.brief) == ("No match.", "closest region", "No replacements made")
 
 
-def test_from_refusal_carries_message_brief_and_output() -> None:
+def test_from_refusal_carries_message_and_output() -> None:
+    # The refusal's brief labels it for its callers (install matches on it); no client sees it.
     out = Outcome.from_refusal(EditFailed("No match.", "closest region", "No replacements made"))
-    assert (out.is_error, out.message, out.brief, out.output) == (
-        True,
-        "No match.",
-        "No replacements made",
-        "closest region",
-    )
+    assert out == Outcome(output="closest region", message="No match.", is_error=True)
 
 
 async def test_a_refusal_a_handler_raises_becomes_its_error_result_at_the_boundary() -> None:
@@ -47,7 +43,7 @@ async def test_a_refusal_a_handler_raises_becomes_its_error_result_at_the_bounda
         raise PathError("`x` is not a file.")
 
     out = await answer(handler, None, None)
-    assert (out.is_error, out.message, out.brief) == (True, "`x` is not a file.", "Invalid path")
+    assert (out.is_error, out.message) == (True, "`x` is not a file.")
 
 
 def test_only_the_tool_boundary_turns_a_refusal_into_a_result() -> None:

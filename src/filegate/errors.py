@@ -1,8 +1,9 @@
 """Every refusal a tool can meet, in one family (a leaf module: it imports nothing of filegate).
 
 A refusal is an exception whose text is meant for the model: ``message`` is the sentence it
-reads, ``brief`` a few words for a title or log, ``output`` anything to show below the message
-(an edit's closest region). A tool turns one into an error result with
+reads, ``brief`` a few words that label it for filegate's own callers (install matches on
+one; no result or log carries it), ``output`` anything to show below the message (an edit's
+closest region). A tool turns one into an error result with
 ``filegate.tools.outcome.Outcome.from_refusal`` — never a stack trace.
 
 Hierarchy::

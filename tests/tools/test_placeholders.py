@@ -126,3 +126,70 @@ async def test_an_overwrite_with_a_placeholder_is_refused_and_allow_placeholders
         forced = await call(c, "WriteFile", path="m.py", content=sloppy, allow_placeholders=True)
     assert not forced.is_error, text(forced)
     assert (ws / "m.py").read_text() == sloppy
+
+
+# What a placeholder says was left out, and how it says so: each in a line of its own, so a
+# word the guard stops knowing fails here (mutmut does not mutate the module's patterns).
+LEFT_OUT = [
+    "content",
+    "contents",
+    "files",
+    "method",
+    "classes",
+    "logic",
+    "lines",
+    "body",
+    "section",
+    "styles",
+    "text",
+    "config",
+    "configuration",
+    "markup",
+    "html",
+    "props",
+    "fields",
+    "definitions",
+    "program",
+    "module",
+    "paragraphs",
+    "entries",
+    "steps",
+    "queries",
+    "statements",
+    "columns",
+    "keys",
+    "values",
+    "options",
+    "settings",
+    "properties",
+    "blocks",
+    "routes",
+    "endpoints",
+    "elements",
+    "children",
+    "attributes",
+    "slides",
+    "cells",
+    "targets",
+    "recipes",
+    "jobs",
+]
+SAYING = [
+    "unchanged", "remains", "remain the same", "stays the same", "the same", "goes here",
+    "omitted", "elided", "truncated", "not shown", "left out", "for brevity", "untouched",
+    "continues", "follows", "unmodified", "preserved", "kept",
+]  # fmt: skip
+MORE_FORMS = [
+    *(f"// ... rest of the {what} ..." for what in LEFT_OUT),
+    *(f"# rest of the file {saying}" for saying in SAYING),
+    "(* rest of the module unchanged *)",
+    "rem rest of the script unchanged",
+    "// the rest is unchanged",
+    "# snipped",
+    "-- for brevity",
+]
+
+
+@pytest.mark.parametrize("line", MORE_FORMS)
+def test_each_word_for_what_was_left_out_and_how_is_found(line: str) -> None:
+    assert find_placeholder(f"x = 1\n{line}\n", "x = 1\n") == (2, line)

@@ -43,7 +43,8 @@ def _layouts(data: bytes) -> list[Layout]:
         return [Layout(None, a, s, final) for a in (False, True) for s in ((",", ":"), (", ", ": "))]
     second = data[first_break + 1 :]
     indent = len(second) - len(second.lstrip(b" "))
-    return [Layout(indent, a, (",", ": "), final) for a in (False, True)]
+    # With an indent, json's separators are nbformat's (",", ": ") already.
+    return [Layout(indent, a, None, final) for a in (False, True)]
 
 
 @dataclass(slots=True)
@@ -75,9 +76,13 @@ def notebook_of(data: bytes) -> tuple[dict[str, Any], Layout] | None:
     return None
 
 
-def _source(cell: Any) -> str:
-    value = cell.get("source", "") if isinstance(cell, dict) else ""
-    return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else ""
+def _source(cell: dict[str, Any]) -> str:
+    """A cell's source as one string: "" when it has none, or one that is not nbformat's string
+    or list of strings (an ``old`` is never found there, so that cell is never rewritten)."""
+    value = cell.get("source")
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "".join(value)
+    return value if isinstance(value, str) else ""
 
 
 def _set_source(cell: dict[str, Any], text: str) -> None:
@@ -97,7 +102,7 @@ def edit_cells(data: bytes, edits: list[tuple[str, str, bool]], shown: str) -> C
     if not any(old in s for old, _, _ in edits for s in sources):
         joined = "\n".join(sources)
         for number, (old, _, _) in enumerate(edits, 1):
-            if old in joined and old.encode("utf-8") not in data:
+            if old in joined and old.encode() not in data:
                 raise EditFailed(
                     f"{_which(number, len(edits))} spans two cells of `{shown}`: edit each cell on its "
                     "own. Nothing was written."

@@ -56,21 +56,20 @@ class Outcome:
     output: str = ""
     message: str = ""
     is_error: bool = False
-    brief: str = ""
     parts: list[MediaPart] = field(default_factory=list)
     skipped_sensitive: int = 0  # files left out because they may hold secrets
     timed_out: bool = False  # the work stopped at its time limit: results are partial
     partial: bool = False  # fewer results than found: the text says how to page
 
     @classmethod
-    def error(cls, message: str, brief: str = "", output: str = "") -> Outcome:
-        return cls(output=output, message=message, is_error=True, brief=brief)
+    def error(cls, message: str, *, output: str = "") -> Outcome:
+        return cls(output=output, message=message, is_error=True)
 
     @classmethod
     def from_refusal(cls, exc: Refusal) -> Outcome:
-        """The error result for a refusal (any of ``filegate.errors``): its sentence, its brief
-        and whatever it shows below the sentence."""
-        return cls.error(exc.message, exc.brief, exc.output)
+        """The error result for a refusal (any of ``filegate.errors``): its sentence and
+        whatever it shows below the sentence (its ``brief`` labels it for callers, not clients)."""
+        return cls.error(exc.message, output=exc.output)
 
 
 Handler = Callable[[Any, "ToolEnv"], Awaitable[Outcome]]

@@ -446,11 +446,9 @@ def _read(
         try:
             window = read_window(src, params.line_offset, params.n_lines, params.column_offset)
         except ReadCancelled:
-            return Outcome.error("The read was cancelled.", "Cancelled")
+            return Outcome.error("The read was cancelled.")
         except OSError as exc:
-            return Outcome.error(
-                f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
-            )
+            return Outcome.error(f"Failed to read {rp.shown}. Error: {exc.strerror or exc}")
         if reads is not None:  # any window counts: the file as it was when opened was read
             reads.saw(rp.real, identity_of(st), _whole_if_small(fd, st))
         codecs.remember(rp.real)

@@ -420,14 +420,9 @@ def _read(rp: ResolvedPath, env: ToolEnv, params: ReadMediaFileParams) -> Outcom
     except MediaError as exc:
         assert ft is not None
         hint = _decode_hint(ft) if ft.kind == "image" else ""
-        return Outcome.error(
-            f"Failed to read `{rp.shown}` as {ft.kind} ({ft.mime}): {exc}{hint}",
-            "Failed to read file",
-        )
+        return Outcome.error(f"Failed to read `{rp.shown}` as {ft.kind} ({ft.mime}): {exc}{hint}")
     except OSError as exc:
-        return Outcome.error(
-            f"Failed to read {rp.shown}. Error: {exc.strerror or exc}", "Failed to read file"
-        )
+        return Outcome.error(f"Failed to read {rp.shown}. Error: {exc.strerror or exc}")
     finally:
         os.close(fd)
 

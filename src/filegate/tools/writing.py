@@ -229,8 +229,7 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
     except UnicodeEncodeError as exc:
         return Outcome.error(
             f"The new text holds a character that cannot be stored as text ({exc.reason} at "
-            f"position {exc.start}). Nothing was written.",
-            "Invalid content",
+            f"position {exc.start}). Nothing was written."
         )
 
 
@@ -391,7 +390,7 @@ async def _finish(
 ) -> Written[T] | Outcome:
     if not decision.approved:
         _log_refusal(job, env, decision)
-        return Outcome.error(decision.message, "Rejected by user")
+        return Outcome.error(decision.message)
     known = env.reads if prepared.known else None
     size, write_id = await _replace(job, env, prepared.change, prepared.current.snapshot, decision, known)
     if known is None and env.reads is not None:  # not a read, but a file this session wrote
@@ -424,7 +423,7 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
     decision = env.approver.settle(request) or await env.approver.ask(request)
     if not decision.approved:
         _log_refusal(job, env, decision)
-        return Outcome.error(decision.message, "Rejected by user")
+        return Outcome.error(decision.message)
     async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
         try:
             current, change = await anyio.to_thread.run_sync(
@@ -438,8 +437,7 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
             _log_failure(job, env, "the change did not apply")
             return Outcome.error(
                 f"The change did not apply to `{rp.shown}`, so nothing was written. "
-                "The file is sensitive, so filegate does not say why.",
-                "Change not applied",
+                "The file is sensitive, so filegate does not say why."
             )
         size, write_id = await _replace(job, env, change, current.snapshot, decision)
     created = current.data is None

@@ -104,8 +104,7 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
     if exe is None:
         return Outcome.error(
             "Failed to grep. Error: ripgrep (rg) is not installed beside filegate; reinstall "
-            "filegate (it depends on the `ripgrep` wheel).",
-            "Failed to grep",
+            "filegate (it depends on the `ripgrep` wheel)."
         )
     target = resolve_target(params, env)  # 1. params
     ignores: IgnorePlan | None = None
@@ -118,7 +117,7 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
         try:
             run = await _run(exe, params, target, env, parser, ignores)  # 3. rg
         except OSError as exc:  # rg could not be started
-            return Outcome.error(_spawn_failure(exc), "Failed to grep")
+            return Outcome.error(_spawn_failure(exc))
         if run.output.empty and (refused := _refusal(run, params)) is not None:
             return refused
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)  # 4.
@@ -179,11 +178,10 @@ async def _run(
 def _refusal(run: RgRun, params: GrepParams) -> Outcome | None:
     """The error of a run that gave no output: rg refused to search, or timed out."""
     if run.returncode not in (0, 1, None):
-        return Outcome.error(_failure(run.stderr, params, run.returncode), "Failed to grep")
+        return Outcome.error(_failure(run.stderr, params, run.returncode))
     if run.timed_out:
         return Outcome.error(
-            f"Grep timed out after {rg.RG_TIMEOUT_S:g}s. Try a more specific path or pattern.",
-            "Grep timed out",
+            f"Grep timed out after {rg.RG_TIMEOUT_S:g}s. Try a more specific path or pattern."
         )
     return None
 
