@@ -41,7 +41,7 @@ async def test_a_pdf_reads_page_by_page_with_markers(ws: Path, mode: str) -> Non
         "     2\tQuarterly report\n"
         "     3\tRevenue (up)\n"
         "     4\t--- page 2 ---\n"
-        "     5\t(this page has no text layer: it may be a scanned image or drawn text)\n"
+        "     5\t(page 2 has no text layer; ReadMediaFile with pages=2 shows it as an image)\n"
         "     6\t--- page 3 ---\n"
         "     7\tThe end\n"
     )
