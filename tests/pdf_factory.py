@@ -108,3 +108,15 @@ def self_drawing_form() -> bytes:
 def broken_xref() -> bytes:
     """A PDF whose xref table is garbage and whose objects cannot be found by a scan either."""
     return build([b"<< /Type /Catalog /Pages 2 0 R >>"], xref=False)
+
+
+def broken_object(marker: bytes) -> bytes:
+    """A PDF whose page tree points at an object that is ``marker`` and then garbage: pypdf's
+    own error quotes the bytes around it."""
+    return build(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            marker + b" ((( <<",
+        ]
+    )

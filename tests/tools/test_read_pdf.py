@@ -111,6 +111,17 @@ async def test_a_sensitive_pdf_is_refused_like_any_other_file(ws: Path) -> None:
     assert "SALARY" not in message and "page" not in message and "sensitive" in message.lower()
 
 
+async def test_a_broken_pdf_is_refused_in_filegates_words_without_its_bytes(ws: Path, mode: str) -> None:
+    """pypdf's own message quotes the bytes around a broken object: none of them is shown."""
+    (ws / "broken.pdf").write_bytes(pf.broken_object(b"MARKER-SECRET-42"))
+    err, parts = await read(ws, mode, path="broken.pdf")
+    assert err and parts == [
+        "Failed to read `broken.pdf` as a PDF (application/pdf): pypdf could not read it: its "
+        "structure is damaged (the cross-reference table, the page tree or an object) (PdfReadError)."
+    ]
+    assert "MARKER" not in parts[0]
+
+
 async def test_grep_on_a_pdf_is_unchanged(ws: Path) -> None:
     """Grep searches the file's bytes as before (rg skips binary files): no PDF text view."""
     pf.write_text_pdf(ws / "doc.pdf", [["needle in a page"]], flate=True)
@@ -130,13 +141,19 @@ CALL_GUARD_S = 60
 BOMBS = {
     "flate.pdf": (
         pf.flate_bomb,
-        "pypdf could not read it (LimitReachedError: Limit reached while decompressing.",
+        "pypdf could not read it: a stream in it inflates past the limit on decompressed bytes "
+        "(LimitReachedError).",
     ),
     "cycle.pdf": (
         pf.cyclic_page_tree,
-        "pypdf could not read it (PdfReadError: Detected cyclic page references.).",
+        "pypdf could not read it: its structure is damaged (the cross-reference table, the page "
+        "tree or an object) (PdfReadError).",
     ),
-    "broken.pdf": (pf.broken_xref, "pypdf could not read it (PdfReadError: Invalid Elementary Object"),
+    "broken.pdf": (
+        pf.broken_xref,
+        "pypdf could not read it: its structure is damaged (the cross-reference table, the page "
+        "tree or an object) (PdfReadError).",
+    ),
 }
 
 

@@ -63,8 +63,30 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
     except (MemoryError, RecursionError, DecodeTimeout, MediaError):
         raise
     except Exception as exc:  # pypdf's errors on a broken file are of many types; all refuse it
-        detail = f"{type(exc).__name__}: {exc}"[:300]
-        raise MediaError(f"pypdf could not read it ({detail}).") from None
+        raise MediaError(f"pypdf could not read it: {refusal_reason(exc)} ({type(exc).__name__}).") from None
+
+
+# Why pypdf could not read a file, by its exception's class (the nearest in its MRO): filegate's
+# own words, never the exception's text, which quotes bytes of the file ("Invalid Elementary
+# Object starting with b'…'") and would carry a document's content into the error.
+PYPDF_REFUSALS = {
+    "LimitReachedError": "a stream in it inflates past the limit on decompressed bytes",
+    "PdfStreamError": "a stream in it is damaged or cut short",
+    "EmptyFileError": "it is empty",
+    "FileNotDecryptedError": "it is encrypted",
+    "DependencyError": "it needs a decoder this server does not have",
+    "PdfReadError": "its structure is damaged (the cross-reference table, the page tree or an object)",
+}
+# Any other exception: a damaged file pypdf tripped over (a KeyError, a TypeError, ...).
+OTHER_REFUSAL = "it is damaged or built in a way pypdf cannot read"
+
+
+def refusal_reason(exc: BaseException) -> str:
+    """Filegate's words for why ``exc`` stopped pypdf (PYPDF_REFUSALS)."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in PYPDF_REFUSALS:
+            return PYPDF_REFUSALS[cls.__name__]
+    return OTHER_REFUSAL
 
 
 def _text(
