@@ -3,6 +3,7 @@ worker; PDFs written by hand in the test (tests/pdf_factory.py) or by pypdf's wr
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -120,6 +121,31 @@ async def test_a_broken_pdf_is_refused_in_filegates_words_without_its_bytes(ws: 
         "structure is damaged (the cross-reference table, the page tree or an object) (PdfReadError)."
     ]
     assert "MARKER" not in parts[0]
+
+
+PAGES_IGNORED = " (pages applies to PDFs only: ignored for this file.)"
+RAW_IGNORED = " (raw applies to Jupyter notebooks only: ignored for this file.)"
+
+
+async def test_pages_and_raw_on_files_they_do_not_apply_to_are_ignored_with_a_note(ws: Path) -> None:
+    (ws / "a.txt").write_text("one\ntwo\n")
+    pf.write_text_pdf(ws / "a.pdf", [["only page"]])
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": [], "execution_count": 1}
+    (ws / "a.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    plain = "2 lines read from file starting from line 1. Total lines in file: 2. End of file reached."
+    async with connect(ws) as c:
+        txt_pages = texts(await call(c, "ReadFile", path="a.txt", pages="2"))
+        txt_raw = texts(await call(c, "ReadFile", path="a.txt", raw=True))
+        pdf_raw = texts(await call(c, "ReadFile", path="a.pdf", raw=True))
+        nb_pages = texts(await call(c, "ReadFile", path="a.ipynb", pages="1"))
+    assert txt_pages == ["     1\tone\n     2\ttwo\n", plain + PAGES_IGNORED]
+    assert txt_raw == ["     1\tone\n     2\ttwo\n", plain + RAW_IGNORED]
+    assert pdf_raw[0] == "     1\t--- page 1 ---\n     2\tonly page\n"
+    assert pdf_raw[1].endswith(view_note(1, 1, 1) + RAW_IGNORED)
+    assert nb_pages[0].startswith("     1\t# cell 1 · code")
+    assert nb_pages[1].endswith("raw=true shows the JSON." + PAGES_IGNORED)
 
 
 async def test_grep_on_a_pdf_is_unchanged(ws: Path) -> None:
