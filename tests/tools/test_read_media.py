@@ -619,7 +619,7 @@ async def test_tool_is_listed_read_only_with_a_short_description(ws: Path) -> No
         tools = {t.name: t for t in await c.list_tools()}
     tool = tools["ReadMediaFile"]
     assert tool.annotations is not None and tool.annotations.read_only_hint is True
-    assert list(tool.input_schema["properties"]) == ["path", "region", "full_resolution"]
+    assert list(tool.input_schema["properties"]) == ["path", "region", "full_resolution", "pages"]
     # Well under 1,000 tokens: ~440 (chars / 4) with its schema, ~264 before region came.
     assert len(tool.description or "") < 1200
     assert len(json.dumps(tool.input_schema)) + len(tool.description or "") < 2000
