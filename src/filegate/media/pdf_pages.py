@@ -135,7 +135,7 @@ def _page(document: Any, number: int, room: int, max_side: int, deadline: Deadli
     try:
         page = document[number - 1]
     except pypdfium2.PdfiumError:
-        raise MediaError(f"page {number} of it is damaged ({DAMAGED}).") from None
+        raise MediaError(f"page {number} of it is damaged: PDFium could not load it.") from None
     try:
         width, height = page.get_size()
         scale = page_scale(width, height, max_side)
@@ -145,7 +145,7 @@ def _page(document: Any, number: int, room: int, max_side: int, deadline: Deadli
     except (MemoryError, DecodeTimeout, MediaError):
         raise
     except Exception:  # PDFium's failures on a damaged page: refused in filegate's words
-        raise MediaError(f"page {number} of it could not be drawn ({DAMAGED}).") from None
+        raise MediaError(f"page {number} of it is damaged: PDFium could not draw it.") from None
     finally:
         page.close()
     data, mime, out = encode_to_fit(picture, room, max_side, deadline=deadline)

@@ -28,9 +28,8 @@ def read_pdf_pages(
 ) -> Outcome:
     """Pages ``pages`` ("3" or "3-7"; None: page 1) of the PDF ``fd`` as images, with ``note``
     said after the summary; a refusal in words when they cannot be drawn."""
-    first, last = page_range(pages)
-    last = first if last is None else last
-    if last < first:
+    first, last = page_range(pages)  # no pages: page 1 drawn, the others named in the summary
+    if last is not None and last < first:
         raise PathError(f'pages="{pages}" ends before it starts.', "Invalid pages")
     if not pdfium_installed():
         raise PathError(
@@ -40,11 +39,11 @@ def read_pdf_pages(
         )
     limits = Limits.of(env)
     fits = replace(limits, total=limits.total - len(note))
-    wanted = min(last - first + 1, MAX_PAGE_IMAGES)
+    wanted = 1 if last is None else min(last - first + 1, MAX_PAGE_IMAGES)
     room = room_for(fits, _skeleton(rp, limits))
     each = room if limits.part is not None else room // wanted  # Kimi Code: a part each
     try:
-        images = render_pages(fd, first, last, each, env.image_max_side)
+        images = render_pages(fd, first, first if last is None else last, each, env.image_max_side)
     except MediaError as exc:
         return Outcome.error(f"Failed to read `{rp.shown}` as a PDF ({MIME}): {exc}", "Failed to read file")
     if not images.pages:
@@ -56,7 +55,7 @@ def read_pdf_pages(
     return checked_fit(outcome, fits)
 
 
-def _outcome(rp: ResolvedPath, size: int, images: PageImages, last: int) -> Outcome:
+def _outcome(rp: ResolvedPath, size: int, images: PageImages, last: int | None) -> Outcome:
     tag = html.escape(rp.shown, quote=True)
     a, b = images.pages[0].number, images.pages[-1].number
     span = f"page {a}" if a == b else f"pages {a}-{b}"
@@ -67,11 +66,11 @@ def _outcome(rp: ResolvedPath, size: int, images: PageImages, last: int) -> Outc
     parts.append(TextPart("</pdf>"))
     sent = sum(len(p.data) for p in images.pages)
     message = (
-        f"Loaded PDF file `{rp.shown}` ({MIME}, {size} bytes, {images.total_pages} pages): {span} "
-        f"as {len(images.pages)} image{'s' if len(images.pages) != 1 else ''}, {sent} bytes. "
+        f"Loaded PDF file `{rp.shown}` ({MIME}, {size} bytes, {_count(images.total_pages, 'page')}): {span} "
+        f"as {_count(len(images.pages), 'image')}, {sent} bytes. "
         "ReadFile shows its text."
     )
-    wanted_to = min(last, images.total_pages)
+    wanted_to = images.total_pages if last is None else min(last, images.total_pages)
     if b < wanted_to:
         message += _more(b, min(wanted_to, b + MAX_PAGE_IMAGES))
     return Outcome(message=message, parts=parts)
@@ -98,3 +97,7 @@ def _skeleton(rp: ResolvedPath, limits: Limits) -> Outcome:
         f' Pages after {_WIDE} were not drawn in this call: pass pages="{wide_pages}" for more.'
     )
     return outcome
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
