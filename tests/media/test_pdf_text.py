@@ -19,7 +19,7 @@ from tests import pdf_factory as pf
 
 
 def answer(data: bytes, first: int = 1, last: int | None = None, **kw: Any) -> dict[str, Any]:
-    request = {"op": "text", "first": first, "last": last, "timeout": 30.0, **kw}
+    request = {"first": first, "last": last, "want_lines": None, "max_chars": 1 << 20, "timeout": 30.0, **kw}
     return pdf.answer_in_worker(io.BytesIO(data), request)
 
 
@@ -52,12 +52,25 @@ def test_a_forward_window_stops_after_the_page_that_fills_it() -> None:
     assert [n for n, _ in answer(book, want_lines=None)["pages"]] == [1, 2, 3, 4]
 
 
-def test_text_over_the_character_cap_is_cut_inside_its_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pdf, "MAX_TEXT_CHARS", 12)
+def test_text_over_the_character_cap_is_cut_inside_its_page() -> None:
     book = pf.text_pdf([["12345"], ["abcdefghij"], ["never"]])  # pypdf ends each line with "\n"
-    assert answer(book) == {"total": 3, "pages": [[1, "12345\n"], [2, "abcdef"]], "cut": True}
+    assert answer(book, max_chars=12) == {"total": 3, "pages": [[1, "12345\n"], [2, "abcdef"]], "cut": True}
     exact = pf.text_pdf([["12345"], ["abcde"], ["next"]])  # exactly at the cap: not cut yet
-    assert answer(exact, last=2) == {"total": 3, "pages": [[1, "12345\n"], [2, "abcde\n"]], "cut": False}
+    assert answer(exact, last=2, max_chars=12) == {
+        "total": 3,
+        "pages": [[1, "12345\n"], [2, "abcde\n"]],
+        "cut": False,
+    }
+    # The cap counts every page so far, not the last one alone.
+    three = pf.text_pdf([["1234"], ["abcd"], ["xyz"]])
+    assert answer(three, max_chars=12)["pages"] == [[1, "1234\n"], [2, "abcd\n"], [3, "xy"]]
+
+
+def test_a_pdf_whose_xref_pointer_is_wrong_is_still_read() -> None:
+    """pypdf's lenient mode finds the objects by a scan (strict mode refuses the file)."""
+    good = pf.text_pdf([["found anyway"]])
+    bad = good.rsplit(b"startxref", 1)[0] + b"startxref\n999999\n%%EOF\n"
+    assert answer(bad)["pages"] == [[1, "found anyway\n"]]
 
 
 def test_an_encrypted_pdf_is_refused() -> None:
@@ -124,6 +137,6 @@ class _Exhausting(io.BytesIO):
 @pytest.mark.parametrize("error", [MemoryError, RecursionError])
 def test_memory_and_recursion_reach_the_worker_unwrapped(error: type[BaseException]) -> None:
     """The worker answers these as 'over memory' (worker._answer): not a pypdf refusal."""
-    request = {"op": "text", "first": 1, "last": None, "timeout": 30.0}
+    request = {"first": 1, "last": None, "want_lines": None, "max_chars": 100, "timeout": 30.0}
     with pytest.raises(error):
         pdf.answer_in_worker(_Exhausting(pf.text_pdf([["a"]]), error), request)

@@ -15,6 +15,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from pypdf import PdfWriter
 
+from filegate.media import pdf
+from filegate.tools import pdf_view
 from tests import pdf_factory as pf
 from tests.conftest import call, connect, texts
 from tests.stress.procs import server_pid, status
@@ -230,3 +232,51 @@ async def test_a_forward_window_reads_only_the_pages_it_needs(ws: Path) -> None:
         "3 lines read from file starting from line 4. Total lines in file: 9." + view_note(1, 3, 30)
         + ' Pages after 3 were not read in this call: pass pages="4-23" for more.'
     )  # fmt: skip
+
+
+async def test_windows_ask_the_worker_only_for_the_pages_they_show(ws: Path) -> None:
+    pf.write_text_pdf(ws / "long.pdf", [[f"p{p}"] for p in range(1, 31)])  # 2 view lines a page
+    pf.write_text_pdf(ws / "five.pdf", [[f"p{p}"] for p in range(1, 6)])
+    async with connect(ws) as c:
+        head = texts(await call(c, "ReadFile", path="long.pdf", n_lines=4))
+        tail = texts(await call(c, "ReadFile", path="five.pdf", line_offset=-2, n_lines=2))
+        some = texts(await call(c, "ReadFile", path="five.pdf", pages="2-3"))
+    assert head == [
+        "     1\t--- page 1 ---\n     2\tp1\n     3\t--- page 2 ---\n     4\tp2\n",
+        "4 lines read from file starting from line 1. Total lines in file: 6."
+        + view_note(1, 3, 30)
+        + ' Pages after 3 were not read in this call: pass pages="4-23" for more.',
+    ]
+    assert tail[0] == "     9\t--- page 5 ---\n    10\tp5\n"
+    assert some == [
+        "     1\t--- page 2 ---\n     2\tp2\n     3\t--- page 3 ---\n     4\tp3\n",
+        "4 lines read from file starting from line 1. Total lines in file: 4. End of file reached."
+        + view_note(2, 3, 5),
+    ]
+
+
+async def test_nul_characters_in_a_pages_text_are_dropped(ws: Path) -> None:
+    content = pf.stream(b"BT /F1 12 Tf 72 700 Td (a\\000b) Tj ET")
+    (ws / "nul.pdf").write_bytes(pf.build(pf._one_page(content)))
+    _, (out, _msg) = await read(ws, path="nul.pdf")
+    assert out == "     1\t--- page 1 ---\n     2\tab\n"
+
+
+async def test_column_offset_reads_a_view_line_from_a_column(ws: Path) -> None:
+    pf.write_text_pdf(ws / "wide.pdf", [["0123456789abcdefghij"]])
+    _, (out, _msg) = await read(ws, path="wide.pdf", line_offset=2, column_offset=10, n_lines=1)
+    assert out.startswith("     2\tabcdefghij")
+
+
+async def test_text_over_the_character_cap_stops_inside_its_page_and_says_so(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server sends its cap with the request: a small one here, so a small PDF reaches it."""
+    monkeypatch.setattr(pdf, "MAX_TEXT_CHARS", 12)
+    monkeypatch.setattr(pdf_view, "MAX_TEXT_CHARS", 12)
+    pf.write_text_pdf(ws / "cap.pdf", [["1234"], ["abcd"], ["xyz"]])
+    _, (out, msg) = await read(ws, path="cap.pdf")
+    assert out.endswith("     6\txy\n")
+    assert msg.endswith(
+        view_note(1, 3, 3) + " The text stops inside page 3: one call reads at most 12 characters."
+    )

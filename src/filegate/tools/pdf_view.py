@@ -13,7 +13,7 @@ NO_TEXT = "(page %d has no text layer; ReadMediaFile with pages=%d shows it as a
 
 
 def pdf_view(
-    rp: ResolvedPath, fd: int, pages: str | None, line_offset: int, n_lines: int, column: int = 0
+    rp: ResolvedPath, fd: int, pages: str | None, line_offset: int, n_lines: int, column: int
 ) -> tuple[Window, str]:
     """The window of the view of ``pages`` ("3" or "3-7"; None: from page 1), and the note the
     summary ends with (which pages the view holds, and where to continue)."""
