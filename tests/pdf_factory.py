@@ -159,7 +159,8 @@ def image_bomb(side: int = 16_000) -> bytes:
     data = zeros_flate(side * 3 * 1000, side // 1000)
     image = (
         b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceRGB "
-        b"/BitsPerComponent 8 /Length %d /Filter /FlateDecode >>\nstream\n" % (side, side, len(data))
+        b"/BitsPerComponent 8 /Length %d /Filter /FlateDecode >>\nstream\n"
+        % (side, side, len(data))
         + data
         + b"\nendstream"
     )
