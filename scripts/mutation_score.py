@@ -150,6 +150,13 @@ TARGETS: dict[str, Target] = {
     "notebookedit": Target(
         ("src/filegate/tools/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
     ),
+    # The documents' PDF text (SPEC §8.6): pypdf's side as the worker runs it (called in-process
+    # by tests/media/test_pdf_text.py) and ReadFile's page view, against the in-process tests.
+    "pdf": Target(
+        ("src/filegate/media/pdf.py", "src/filegate/tools/pdf_view.py"),
+        ("tests/media/test_pdf_text.py", "tests/tools/test_read_pdf.py", "-m", "not slow"),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
         tuple(

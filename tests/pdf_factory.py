@@ -108,3 +108,69 @@ def self_drawing_form() -> bytes:
 def broken_xref() -> bytes:
     """A PDF whose xref table is garbage and whose objects cannot be found by a scan either."""
     return build([b"<< /Type /Catalog /Pages 2 0 R >>"], xref=False)
+
+
+def broken_object(marker: bytes) -> bytes:
+    """A PDF whose page tree points at an object that is ``marker`` and then garbage: pypdf's
+    own error quotes the bytes around it."""
+    return build(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            marker + b" ((( <<",
+        ]
+    )
+
+
+def drawn_pdf(pages: list[bytes], box: tuple[float, float] = (612, 792)) -> bytes:
+    """One page per content stream in ``pages`` (PDF drawing operators), each ``box`` points."""
+    n = len(pages)
+    kids = b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(n))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n)]
+    for i, content in enumerate(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Contents %d 0 R >>" % (*box, 4 + 2 * i)
+        )
+        objects.append(stream(content))
+    return build(objects)
+
+
+def left_half_black(box: tuple[float, float] = (612, 792)) -> bytes:
+    """A page whose left half is a filled black rectangle and whose right half is blank."""
+    w, h = box
+    return drawn_pdf([b"0 0 0 rg 0 0 %g %g re f" % (w / 2, h)], box)
+
+
+def zeros_flate(block: int, count: int) -> bytes:
+    """A zlib stream of ``block * count`` zero bytes, made in about a second: after a full
+    flush the deflater's state is reset, so each block compresses to the same bytes, repeated."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: the zlib frame is added here
+    zeros = bytes(block)
+    one = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+    check = 1
+    for _ in range(count):
+        check = zlib.adler32(zeros, check)
+    return b"\x78\xda" + one * count + packer.flush() + check.to_bytes(4, "big")
+
+
+def image_bomb(side: int = 16_000) -> bytes:
+    """A page drawing a ``side`` x ``side`` RGB image (768 MB once decoded at 16,000 px) whose
+    flate stream is well under a megabyte."""
+    data = zeros_flate(side * 3 * 1000, side // 1000)
+    image = (
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceRGB "
+        b"/BitsPerComponent 8 /Length %d /Filter /FlateDecode >>\nstream\n"
+        % (side, side, len(data))
+        + data
+        + b"\nendstream"
+    )
+    return build(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /XObject << /Im1 5 0 R >> >> /Contents 4 0 R >>",
+            stream(b"q 612 0 0 792 0 0 cm /Im1 Do Q"),
+            image,
+        ]
+    )

@@ -417,12 +417,13 @@ async def test_video_named_like_text_is_a_video(ws: Path, put: Callable[..., Pat
 
 
 async def test_unknown_binary_gets_kimis_advice(ws: Path) -> None:
-    (ws / "doc.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n" + bytes(64))
+    # (A PDF was the example here until ReadMediaFile drew PDF pages: SPEC §8.6.)
+    (ws / "tool.bin").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(57))
     async with connect(ws) as c:
-        r = await call(c, "ReadMediaFile", path="doc.pdf")
+        r = await call(c, "ReadMediaFile", path="tool.bin")
     assert r.is_error
     assert text(r).startswith(
-        "`doc.pdf` seems not readable as an image or video file (application/pdf). You may need "
+        "`tool.bin` seems not readable as an image or video file (application/octet-stream). You may need "
         "to read it with proper shell commands"
     )
 
@@ -619,7 +620,7 @@ async def test_tool_is_listed_read_only_with_a_short_description(ws: Path) -> No
         tools = {t.name: t for t in await c.list_tools()}
     tool = tools["ReadMediaFile"]
     assert tool.annotations is not None and tool.annotations.read_only_hint is True
-    assert list(tool.input_schema["properties"]) == ["path", "region", "full_resolution"]
+    assert list(tool.input_schema["properties"]) == ["path", "region", "full_resolution", "pages"]
     # Well under 1,000 tokens: ~440 (chars / 4) with its schema, ~264 before region came.
     assert len(tool.description or "") < 1200
     assert len(json.dumps(tool.input_schema)) + len(tool.description or "") < 2000

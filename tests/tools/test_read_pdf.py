@@ -3,6 +3,7 @@ worker; PDFs written by hand in the test (tests/pdf_factory.py) or by pypdf's wr
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from pypdf import PdfWriter
 
+from filegate.media import pdf
+from filegate.tools import pdf_view
 from tests import pdf_factory as pf
 from tests.conftest import call, connect, texts
 from tests.stress.procs import server_pid, status
@@ -41,7 +44,7 @@ async def test_a_pdf_reads_page_by_page_with_markers(ws: Path, mode: str) -> Non
         "     2\tQuarterly report\n"
         "     3\tRevenue (up)\n"
         "     4\t--- page 2 ---\n"
-        "     5\t(this page has no text layer: it may be a scanned image or drawn text)\n"
+        "     5\t(page 2 has no text layer; ReadMediaFile with pages=2 shows it as an image)\n"
         "     6\t--- page 3 ---\n"
         "     7\tThe end\n"
     )
@@ -111,6 +114,42 @@ async def test_a_sensitive_pdf_is_refused_like_any_other_file(ws: Path) -> None:
     assert "SALARY" not in message and "page" not in message and "sensitive" in message.lower()
 
 
+async def test_a_broken_pdf_is_refused_in_filegates_words_without_its_bytes(ws: Path, mode: str) -> None:
+    """pypdf's own message quotes the bytes around a broken object: none of them is shown."""
+    (ws / "broken.pdf").write_bytes(pf.broken_object(b"MARKER-SECRET-42"))
+    err, parts = await read(ws, mode, path="broken.pdf")
+    assert err and parts == [
+        "Failed to read `broken.pdf` as a PDF (application/pdf): pypdf could not read it: its "
+        "structure is damaged (the cross-reference table, the page tree or an object) (PdfReadError)."
+    ]
+    assert "MARKER" not in parts[0]
+
+
+PAGES_IGNORED = " (pages applies to PDFs only: ignored for this file.)"
+RAW_IGNORED = " (raw applies to Jupyter notebooks only: ignored for this file.)"
+
+
+async def test_pages_and_raw_on_files_they_do_not_apply_to_are_ignored_with_a_note(ws: Path) -> None:
+    (ws / "a.txt").write_text("one\ntwo\n")
+    pf.write_text_pdf(ws / "a.pdf", [["only page"]])
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": [], "execution_count": 1}
+    (ws / "a.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    plain = "2 lines read from file starting from line 1. Total lines in file: 2. End of file reached."
+    async with connect(ws) as c:
+        txt_pages = texts(await call(c, "ReadFile", path="a.txt", pages="2"))
+        txt_raw = texts(await call(c, "ReadFile", path="a.txt", raw=True))
+        pdf_raw = texts(await call(c, "ReadFile", path="a.pdf", raw=True))
+        nb_pages = texts(await call(c, "ReadFile", path="a.ipynb", pages="1"))
+    assert txt_pages == ["     1\tone\n     2\ttwo\n", plain + PAGES_IGNORED]
+    assert txt_raw == ["     1\tone\n     2\ttwo\n", plain + RAW_IGNORED]
+    assert pdf_raw[0] == "     1\t--- page 1 ---\n     2\tonly page\n"
+    assert pdf_raw[1].endswith(view_note(1, 1, 1) + RAW_IGNORED)
+    assert nb_pages[0].startswith("     1\t# cell 1 · code")
+    assert nb_pages[1].endswith("raw=true shows the JSON." + PAGES_IGNORED)
+
+
 async def test_grep_on_a_pdf_is_unchanged(ws: Path) -> None:
     """Grep searches the file's bytes as before (rg skips binary files): no PDF text view."""
     pf.write_text_pdf(ws / "doc.pdf", [["needle in a page"]], flate=True)
@@ -130,13 +169,19 @@ CALL_GUARD_S = 60
 BOMBS = {
     "flate.pdf": (
         pf.flate_bomb,
-        "pypdf could not read it (LimitReachedError: Limit reached while decompressing.",
+        "pypdf could not read it: a stream in it inflates past the limit on decompressed bytes "
+        "(LimitReachedError).",
     ),
     "cycle.pdf": (
         pf.cyclic_page_tree,
-        "pypdf could not read it (PdfReadError: Detected cyclic page references.).",
+        "pypdf could not read it: its structure is damaged (the cross-reference table, the page "
+        "tree or an object) (PdfReadError).",
     ),
-    "broken.pdf": (pf.broken_xref, "pypdf could not read it (PdfReadError: Invalid Elementary Object"),
+    "broken.pdf": (
+        pf.broken_xref,
+        "pypdf could not read it: its structure is damaged (the cross-reference table, the page "
+        "tree or an object) (PdfReadError).",
+    ),
 }
 
 
@@ -187,3 +232,51 @@ async def test_a_forward_window_reads_only_the_pages_it_needs(ws: Path) -> None:
         "3 lines read from file starting from line 4. Total lines in file: 9." + view_note(1, 3, 30)
         + ' Pages after 3 were not read in this call: pass pages="4-23" for more.'
     )  # fmt: skip
+
+
+async def test_windows_ask_the_worker_only_for_the_pages_they_show(ws: Path) -> None:
+    pf.write_text_pdf(ws / "long.pdf", [[f"p{p}"] for p in range(1, 31)])  # 2 view lines a page
+    pf.write_text_pdf(ws / "five.pdf", [[f"p{p}"] for p in range(1, 6)])
+    async with connect(ws) as c:
+        head = texts(await call(c, "ReadFile", path="long.pdf", n_lines=4))
+        tail = texts(await call(c, "ReadFile", path="five.pdf", line_offset=-2, n_lines=2))
+        some = texts(await call(c, "ReadFile", path="five.pdf", pages="2-3"))
+    assert head == [
+        "     1\t--- page 1 ---\n     2\tp1\n     3\t--- page 2 ---\n     4\tp2\n",
+        "4 lines read from file starting from line 1. Total lines in file: 6."
+        + view_note(1, 3, 30)
+        + ' Pages after 3 were not read in this call: pass pages="4-23" for more.',
+    ]
+    assert tail[0] == "     9\t--- page 5 ---\n    10\tp5\n"
+    assert some == [
+        "     1\t--- page 2 ---\n     2\tp2\n     3\t--- page 3 ---\n     4\tp3\n",
+        "4 lines read from file starting from line 1. Total lines in file: 4. End of file reached."
+        + view_note(2, 3, 5),
+    ]
+
+
+async def test_nul_characters_in_a_pages_text_are_dropped(ws: Path) -> None:
+    content = pf.stream(b"BT /F1 12 Tf 72 700 Td (a\\000b) Tj ET")
+    (ws / "nul.pdf").write_bytes(pf.build(pf._one_page(content)))
+    _, (out, _msg) = await read(ws, path="nul.pdf")
+    assert out == "     1\t--- page 1 ---\n     2\tab\n"
+
+
+async def test_column_offset_reads_a_view_line_from_a_column(ws: Path) -> None:
+    pf.write_text_pdf(ws / "wide.pdf", [["0123456789abcdefghij"]])
+    _, (out, _msg) = await read(ws, path="wide.pdf", line_offset=2, column_offset=10, n_lines=1)
+    assert out.startswith("     2\tabcdefghij")
+
+
+async def test_text_over_the_character_cap_stops_inside_its_page_and_says_so(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server sends its cap with the request: a small one here, so a small PDF reaches it."""
+    monkeypatch.setattr(pdf, "MAX_TEXT_CHARS", 12)
+    monkeypatch.setattr(pdf_view, "MAX_TEXT_CHARS", 12)
+    pf.write_text_pdf(ws / "cap.pdf", [["1234"], ["abcd"], ["xyz"]])
+    _, (out, msg) = await read(ws, path="cap.pdf")
+    assert out.endswith("     6\txy\n")
+    assert msg.endswith(
+        view_note(1, 3, 3) + " The text stops inside page 3: one call reads at most 12 characters."
+    )

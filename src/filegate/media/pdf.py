@@ -47,7 +47,10 @@ def pdf_text(
     """The text of pages ``first``..``last`` (1-based, inclusive; None: to the end), at most
     MAX_TEXT_PAGES of them, read by pypdf in the worker from the open file ``fd``; it stops
     after the page that brings the view to ``want_lines`` lines (a marker line each page)."""
-    request = {"op": "text", "first": first, "last": last, "want_lines": want_lines, "timeout": timeout}
+    request = {
+        "first": first, "last": last, "want_lines": want_lines, "max_chars": MAX_TEXT_CHARS,
+        "timeout": timeout,
+    }  # fmt: skip
     answer = run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, PYPDF)
     return PdfText(answer["total"], [(int(n), str(t)) for n, t in answer["pages"]], bool(answer["cut"]))
 
@@ -59,18 +62,41 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
     """The pages' text as JSON, in the worker process (``worker.main``)."""
     deadline = Deadline(request["timeout"])
     try:
-        return _text(source, request["first"], request["last"], request.get("want_lines"), deadline)
+        return _text(source, request, deadline)
     except (MemoryError, RecursionError, DecodeTimeout, MediaError):
         raise
     except Exception as exc:  # pypdf's errors on a broken file are of many types; all refuse it
-        detail = f"{type(exc).__name__}: {exc}"[:300]
-        raise MediaError(f"pypdf could not read it ({detail}).") from None
+        raise MediaError(f"pypdf could not read it: {refusal_reason(exc)} ({type(exc).__name__}).") from None
 
 
-def _text(
-    source: IO[bytes], first: int, last: int | None, want_lines: int | None, deadline: Deadline
-) -> dict[str, Any]:
+# Why pypdf could not read a file, by its exception's class (the nearest in its MRO): filegate's
+# own words, never the exception's text, which quotes bytes of the file ("Invalid Elementary
+# Object starting with b'…'") and would carry a document's content into the error.
+PYPDF_REFUSALS = {
+    "LimitReachedError": "a stream in it inflates past the limit on decompressed bytes",
+    "PdfStreamError": "a stream in it is damaged or cut short",
+    "EmptyFileError": "it is empty",
+    "FileNotDecryptedError": "it is encrypted",
+    "DependencyError": "it needs a decoder this server does not have",
+    "PdfReadError": "its structure is damaged (the cross-reference table, the page tree or an object)",
+}
+# Any other exception: a damaged file pypdf tripped over (a KeyError, a TypeError, ...).
+OTHER_REFUSAL = "it is damaged or built in a way pypdf cannot read"
+
+
+def refusal_reason(exc: BaseException) -> str:
+    """Filegate's words for why ``exc`` stopped pypdf (PYPDF_REFUSALS)."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ in PYPDF_REFUSALS:
+            return PYPDF_REFUSALS[cls.__name__]
+    return OTHER_REFUSAL
+
+
+def _text(source: IO[bytes], request: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
     import pypdf  # under the worker's limits
+
+    # The caps come with the request: the server decides them, the worker applies them.
+    first, last, want_lines, max_chars = (request[k] for k in ("first", "last", "want_lines", "max_chars"))
 
     reader = pypdf.PdfReader(source, strict=False)
     if reader.is_encrypted:
@@ -83,9 +109,9 @@ def _text(
     chars = lines = 0
     for number in range(first, end + 1):
         deadline.check()
-        text = reader.pages[number - 1].extract_text() or ""
-        if chars + len(text) > MAX_TEXT_CHARS:
-            pages.append([number, text[: MAX_TEXT_CHARS - chars]])
+        text = reader.pages[number - 1].extract_text()
+        if chars + len(text) > max_chars:
+            pages.append([number, text[: max_chars - chars]])
             return {"total": total, "pages": pages, "cut": True}
         chars += len(text)
         pages.append([number, text])

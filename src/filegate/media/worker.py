@@ -27,7 +27,11 @@ from .bounds import DECODES, Deadline, DecodeTimeout
 # glibc reserves 64 MiB of address space per thread arena: two keep a decoder's threads within it.
 WORKER_ENV = {"MALLOC_ARENA_MAX": "2", "LC_ALL": "C"}
 # The modules whose ``answer_in_worker(source, request)`` the child runs, by a request's "decoder".
-DECODER_MODULES = {"video": "filegate.media.video", "pdf": "filegate.media.pdf"}
+DECODER_MODULES = {
+    "video": "filegate.media.video",
+    "pdf": "filegate.media.pdf",
+    "pdfpages": "filegate.media.pdf_pages",
+}
 # Seconds for the child to start (Python and the decoder's libraries) on top of the work's budget.
 WORKER_START_S = 10.0
 

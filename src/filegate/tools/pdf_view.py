@@ -8,12 +8,12 @@ from filegate.fsio.window import MAX_LINES, Window, rows_window
 from filegate.media.pdf import MAX_TEXT_CHARS, MAX_TEXT_PAGES, PdfText, pdf_text
 from filegate.policy.workspace import ResolvedPath
 
-# What a page without a text layer shows (a scan, or text drawn as shapes).
-NO_TEXT = "(this page has no text layer: it may be a scanned image or drawn text)\n"
+# What a page without a text layer shows (a scan, or text drawn as shapes): where to see it.
+NO_TEXT = "(page %d has no text layer; ReadMediaFile with pages=%d shows it as an image)\n"
 
 
 def pdf_view(
-    rp: ResolvedPath, fd: int, pages: str | None, line_offset: int, n_lines: int, column: int = 0
+    rp: ResolvedPath, fd: int, pages: str | None, line_offset: int, n_lines: int, column: int
 ) -> tuple[Window, str]:
     """The window of the view of ``pages`` ("3" or "3-7"; None: from page 1), and the note the
     summary ends with (which pages the view holds, and where to continue)."""
@@ -48,7 +48,7 @@ def pdf_rows(text: PdfText) -> list[str]:
         if page.strip():
             rows.extend(line + "\n" for line in lines)
         else:
-            rows.append(NO_TEXT)
+            rows.append(NO_TEXT % (number, number))
     return rows
 
 

@@ -141,6 +141,11 @@ NOTEBOOK_NOTE = (
     " included), not in the file; raw=true shows the JSON."
 )
 
+# Said after the summary when a parameter for another kind of document was passed (SPEC is
+# silent; a note keeps the read, where a refusal would cost the model a round trip).
+PAGES_IGNORED = " (pages applies to PDFs only: ignored for this file.)"
+RAW_IGNORED = " (raw applies to Jupyter notebooks only: ignored for this file.)"
+
 
 # --- the result, fitted to the client's budget ----------------------------------------------
 
@@ -428,19 +433,21 @@ def _read(
             window, note = pdf_view(
                 rp, fd, params.pages, params.line_offset, params.n_lines, params.column_offset
             )
-            return _format(params, window, budget, note=note)
+            return _format(params, window, budget, note=note + (RAW_IGNORED if params.raw else ""))
         _check_readable_text(rp, header)
-        note = ""
+        note = PAGES_IGNORED if params.pages is not None else ""
+        if params.raw and document != "notebook":
+            note += RAW_IGNORED
         if not params.raw and document == "notebook":
             try:
                 view = read_notebook(fd, st.st_size)
             except NotANotebook as why:
-                note = f" Shown as text: this .ipynb file is not read as a notebook ({why})."
+                note += f" Shown as text: this .ipynb file is not read as a notebook ({why})."
             else:
                 if reads is not None:
                     reads.saw(rp.real, identity_of(st))
                 window = rows_window(view.rows, params.line_offset, params.n_lines, params.column_offset)
-                return _format(params, window, budget, note=NOTEBOOK_NOTE % view.cells)
+                return _format(params, window, budget, note=NOTEBOOK_NOTE % view.cells + note)
         fc = _decide(fd, st, header, rp.real, codecs)
         src = Source(fd, st, line_codec(fc, header), Scan.start(cancel=cancel))
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
@@ -18,12 +18,13 @@ from filegate.fsio.loads import holding
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.media.bounds import MAX_FRAMES, MAX_UNKNOWN_CHARS
+from filegate.media.pdf_pages import MAX_PAGE_IMAGES
 from filegate.policy.budget import MAX_MEDIA_BYTES
-from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type
+from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
+from filegate.tools.media_fit import Limits, checked_fit, room_for
 from filegate.tools.outcome import (
-    BLOCK_FRAME_CHARS,
     ImagePart,
     MediaPart,
     Outcome,
@@ -32,6 +33,7 @@ from filegate.tools.outcome import (
     ToolEnv,
     ToolSpec,
 )
+from filegate.tools.pdf_images import IGNORED_FOR_PDF, PDF_EXTRA, read_pdf_pages
 from filegate.tools.readguard import identity_of
 
 if TYPE_CHECKING:
@@ -53,8 +55,6 @@ COORDINATES_ADVICE = (
 VIDEO_EXTRA = "pip install 'filegate[video]'"
 # Numbers that are at least as long as any real one: used to reserve room for the text blocks
 # before the media's own figures are known.
-# Below this many base64 characters no image is worth sending (a 32x32 JPEG is ~1 KB).
-MIN_MEDIA_CHARS = 1024
 _WIDE = 10**12
 _WIDE_FLOAT = 10.0**9
 
@@ -79,28 +79,13 @@ class ReadMediaFileParams(BaseModel):
         Field(description="An image crop in original pixels."),
     ] = None
     full_resolution: Annotated[bool, Field(description="Send original pixels, not downscaled.")] = False
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What the client accepts: ``total`` characters for the whole result, media included; or
-    (``part`` set: Kimi Code) ``total`` for the text and ``part`` base64 characters for each
-    media part on its own, so an image does not share the text's budget."""
-
-    total: int
-    part: int | None = None
-
-    @classmethod
-    def of(cls, env: ToolEnv) -> Limits:
-        return cls(env.result_budget, env.media_part_budget)
-
-    @property
-    def name(self) -> str:
-        return "result budget" if self.part is None else "limit per media part"
-
-    @property
-    def chars(self) -> int:
-        return self.total if self.part is None else self.part
+    pages: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[1-9][0-9]{0,6}(-[1-9][0-9]{0,6})?$",
+            description=f'PDF pages as images, "3" or "3-5" (at most {MAX_PAGE_IMAGES}).',
+        ),
+    ] = None
 
 
 # --- the gate: size, then type -----------------------------------------------------------
@@ -136,58 +121,6 @@ def _read_all(fd: int, size: int) -> bytes:
     """The file's first ``size`` bytes (the size its checks were made on)."""
     data = read_whole(fd, size)
     return data if len(data) <= size else data[:size]
-
-
-# --- what the result weighs ---------------------------------------------------------------
-
-
-def _media_chars(part: MediaPart) -> int:
-    from filegate.media.image import b64_len
-
-    if isinstance(part, ImagePart):
-        return b64_len(len(part.data)) + len(part.mime)
-    if isinstance(part, ResourcePart):
-        return b64_len(len(part.data)) + len(part.mime) + len(part.uri)
-    return 0
-
-
-def result_chars(parts: list[MediaPart], message: str, media: bool = True) -> int:
-    """Characters of every content block as the client receives them, base64 included (only
-    the text blocks when ``media`` is False). A text block's closing line break counts."""
-    total = len(message) + 1 + BLOCK_FRAME_CHARS
-    for part in parts:
-        if isinstance(part, TextPart):
-            total += len(part.text) + 1
-        elif media:
-            total += _media_chars(part)
-        total += BLOCK_FRAME_CHARS
-    return total
-
-
-def _room(limits: Limits, skeleton: Outcome) -> int:
-    """Base64 characters left for one media part (Kimi Code) or for all of them, once the text
-    blocks of ``skeleton`` are counted."""
-    text = result_chars(skeleton.parts, skeleton.message, media=limits.part is None)
-    room = limits.total - text
-    if limits.part is not None and room >= 0:
-        room = limits.part - BLOCK_FRAME_CHARS  # the part's own ceiling; the data URL's prefix
-    if room < MIN_MEDIA_CHARS:
-        raise MediaError(
-            f"this client's result budget of {limits.total} characters leaves no room for media "
-            "after the text that describes it; raise --result-budget."
-        )
-    return room
-
-
-def _checked(outcome: Outcome, limits: Limits) -> Outcome:
-    # The reserve was computed with wider numbers: either error is a bug if it happens.
-    used = result_chars(outcome.parts, outcome.message, media=limits.part is None)
-    if used > limits.total:
-        raise MediaError(f"the result would take {used} characters, over the budget of {limits.total}.")
-    biggest = max((_media_chars(p) for p in outcome.parts), default=0)
-    if limits.part is not None and biggest + BLOCK_FRAME_CHARS > limits.part:
-        raise MediaError(f"a media part would take {biggest} characters, over the limit of {limits.part}.")
-    return outcome
 
 
 # --- images -------------------------------------------------------------------------------
@@ -244,7 +177,7 @@ def _read_image(
     wide_region = Region(_WIDE, _WIDE, _WIDE, _WIDE) if region is not None else None
     wide = FittedImage(b"", "image/jpeg", _WIDE, _WIDE, _WIDE, _WIDE, True, _WIDE, True, wide_region)
     limits = Limits.of(env)
-    room = _room(limits, _image_outcome(rp, ft, _WIDE, wide, mapped=mapped, wide=True))
+    room = room_for(limits, _image_outcome(rp, ft, _WIDE, wide, mapped=mapped, wide=True))
     with holding(size):  # the file's room in the process's load budget, while it is held
         data = _read_all(fd, size)
         img = fit_image_to_budget(
@@ -252,7 +185,7 @@ def _read_image(
         )
         del data
     outcome = _image_outcome(rp, ft, size, img, mapped=mapped)
-    return _checked(outcome, limits)
+    return checked_fit(outcome, limits)
 
 
 def _decode_hint(ft: FileType) -> str:
@@ -339,6 +272,8 @@ def _wide_info() -> VideoInfo:
     return VideoInfo(_WIDE_FLOAT, _WIDE, _WIDE, "x" * 32, _WIDE, "x" * MAX_UNKNOWN_CHARS)
 
 
+# Said after an image's or a video's summary when the caller passed ``pages``.
+PAGES_IGNORED = " (pages applies to PDFs only: ignored for this file.)"
 # Said after a video's summary when the caller passed image-only parameters.
 IGNORED_FOR_VIDEO = " (region and full_resolution apply to images only: ignored for this video.)"
 
@@ -361,14 +296,14 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
     fits = replace(limits, total=limits.total - extra)
     uri = resource_uri(env.workspace, rp)
     skeleton = _video_outcome(rp, ft, _WIDE, _wide_info(), uri, b"")
-    if b64_len(size) <= _room(fits, skeleton):
+    if b64_len(size) <= room_for(fits, skeleton):
         # A video that fits is sent whether or not FFmpeg can open it (SPEC §4: the optional
         # extra must not change the answer); the probe only adds what it finds.
         with holding(size):  # the file's room in the process's load budget, while it is held
             data = _read_all(fd, size)
             demuxer = demuxer_for(ft.mime)
             info = probe_video(fd, demuxer) if av_installed() and demuxer else VideoInfo()
-            return _checked(_video_outcome(rp, ft, size, info, uri, data), fits)
+            return checked_fit(_video_outcome(rp, ft, size, info, uri, data), fits)
     if not av_installed():
         raise PathError(
             f"`{rp.shown}` is a {ft.mime} video of {size} bytes ({b64_len(size)} characters as "
@@ -377,7 +312,7 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
             "shorter or smaller clip.",
             "File too large",
         )
-    room = _room(fits, _frames_skeleton(rp, ft, limits))
+    room = room_for(fits, _frames_skeleton(rp, ft, limits))
     if limits.part is not None:
         room *= MAX_FRAMES  # each frame is a part of its own: it gets the part's room
     demuxer = demuxer_for(ft.mime)
@@ -386,7 +321,7 @@ def _fit_video(rp: ResolvedPath, fd: int, size: int, ft: FileType, env: ToolEnv,
     kf = extract_keyframes(fd, room, env.image_max_side, demuxer)
     if not kf.frames:
         raise MediaError("no frame could be decoded.")
-    return _checked(_frames_outcome(rp, ft, size, kf, limits), fits)
+    return checked_fit(_frames_outcome(rp, ft, size, kf, limits), fits)
 
 
 def _frames_skeleton(rp: ResolvedPath, ft: FileType, limits: Limits) -> Outcome:
@@ -410,10 +345,18 @@ def _read(rp: ResolvedPath, env: ToolEnv, params: ReadMediaFileParams) -> Outcom
         st = os.fstat(fd)
         size = st.st_size
         _check_size(rp, size)
-        ft = detect_file_type(rp.real.name, pread(fd, SNIFF_BYTES, 0))
+        header = pread(fd, SNIFF_BYTES, 0)
+        if document_kind(rp.real.name, header) == "pdf":  # SPEC §8.6: its pages as images
+            image_only = params.region is not None or params.full_resolution
+            return read_pdf_pages(rp, fd, size, env, params.pages, IGNORED_FOR_PDF if image_only else "")
+        ft = detect_file_type(rp.real.name, header)
         _check_media(rp, ft)
         reader: Reader = _read_image if ft.kind == "image" else _read_video
+        if params.pages is not None:  # said after the summary, its room taken from the budget
+            env = replace(env, result_budget=env.result_budget - len(PAGES_IGNORED))
         outcome = reader(rp, fd, size, ft, env, params)
+        if params.pages is not None:
+            outcome.message += PAGES_IGNORED
         if env.reads is not None:  # SPEC §4: a read of an image or video, for the read guard
             env.reads.saw(rp.real, identity_of(st))
         return outcome
@@ -436,7 +379,11 @@ SPEC = ToolSpec(
     name="ReadMediaFile",
     title="Read image or video",
     description=load_description(
-        "read_media", MAX_MEDIA_MB=MAX_MEDIA_MB, MAX_FRAMES=MAX_FRAMES, VIDEO_EXTRA=VIDEO_EXTRA
+        "read_media",
+        MAX_MEDIA_MB=MAX_MEDIA_MB,
+        MAX_FRAMES=MAX_FRAMES,
+        VIDEO_EXTRA=VIDEO_EXTRA,
+        PDF_EXTRA=PDF_EXTRA,
     ),
     params=ReadMediaFileParams,
     handler=read_media_file,
