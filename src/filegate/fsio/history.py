@@ -227,6 +227,9 @@ class WriteHistory:
 
     def entries(self) -> list[Entry]:
         """Every write still in the history, oldest first (outcomes merged in)."""
+        if not os.path.lexists(self.root):  # nothing kept yet: a reader makes nothing, not even the lock
+            self._reset((-1, 0))
+            return []
         with self._locked():
             self._refresh()
         return list(self._entries.values())
