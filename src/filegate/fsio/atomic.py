@@ -485,10 +485,8 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
     # (close-to-open consistency), which a plain stat may serve from its cache.
     fd = _open_target(dfd, name)
     try:
-        if not (expect.settled and expect.same_status(os.fstat(fd))):
-            same = _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
-            if not same:
-                raise _stale(shown, "its content changed")
+        if not holds_snapshot(fd, expect):
+            raise _stale(shown, "its content changed")
         if _HOLD_ACROSS_RENAME:
             return fd
     except BaseException:
@@ -496,6 +494,14 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
         raise
     os.close(fd)
     return -1
+
+
+def holds_snapshot(fd: int, expect: Snapshot) -> bool:
+    """The file behind ``fd`` (at its start) is as ``expect`` was read: its status proves it
+    (a settled snapshot), or its bytes do (compared with those read, or hashed)."""
+    if expect.settled and expect.same_status(os.fstat(fd)):
+        return True
+    return _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
 
 
 def _holds(fd: int, content: bytes) -> bool:

@@ -37,7 +37,9 @@ from typing import Literal
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
+from filegate.fsio.atomic import Snapshot, holds_snapshot
 from filegate.fsio.pending import state_dir
+from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
@@ -126,6 +128,8 @@ class WriteHistory:
         self._tombstones: dict[str, float] = {}  # evicted id -> when it was evicted
         self._seen: tuple[int, int] = (-1, 0)  # (inode, offset) of history.jsonl read so far
         self._blob_sizes: dict[str, int] = {}  # hash -> size, of the kept pre-images
+        # write id -> (hash, inode): a pre-image kept as a link, not yet made the history's alone
+        self._linked: dict[str, tuple[str, int]] = {}
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -139,15 +143,25 @@ class WriteHistory:
     # --- a write ----------------------------------------------------------------------------
 
     def begin(
-        self, tool: str, rp: ResolvedPath, client: str, route: str, old: bytes | None, new: Content | None
+        self,
+        tool: str,
+        rp: ResolvedPath,
+        client: str,
+        route: str,
+        old: bytes | None,
+        new: Content | None,
+        expect: Snapshot | None = None,
     ) -> str:
         """Keep ``old`` (None: the file does not exist, or is sensitive) durably and append the
-        write's record; return its id. ``new`` None: the write removes the file. Blocking (call
-        in a thread, under the file's lock). WriteError when the history cannot keep it: then
-        the write must not happen (a crash must never lose both versions)."""
+        write's record; return its id. ``new`` None: the write removes the file. ``expect``:
+        the file as ``old`` was read from it, so its very inode can be kept (see
+        :func:`_link`). Blocking (call in a thread, under the file's lock). WriteError when the
+        history cannot keep it: then the write must not happen (a crash must never lose both
+        versions)."""
         try:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
-            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive)
+            source = _Source(rp.real, expect) if expect is not None and old is not None else None
+            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive, source)
         except (OSError, HistoryError) as exc:
             why = escape(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
             raise WriteError(
@@ -166,6 +180,7 @@ class WriteHistory:
         mode: int | None,
         new: Content | None,
         sensitive: bool,
+        source: _Source | None = None,
     ) -> str:
         with self._locked():
             self._refresh()
@@ -173,7 +188,7 @@ class WriteHistory:
             entry = Entry(write_id, time.time(), client, tool, path, route, kept=not sensitive)
             entry = dataclasses.replace(entry, not_kept="sensitive file") if sensitive else entry
             if not sensitive:
-                entry = self._kept(entry, old, mode, new)
+                entry = self._kept(entry, old, mode, new, source)
             self._evict(incoming=entry)
             self._append(entry.line(), durable=True)
             self._add(entry)
@@ -188,8 +203,13 @@ class WriteHistory:
         # outcome reads as "unconfirmed" (the next look at the file reads it back in).
         with contextlib.suppress(OSError), self._locked():
             self._append({"id": write_id, "outcome": outcome}, durable=False)
+            linked = self._linked.pop(write_id, None)
+            if linked is not None:
+                self._make_private(*linked, landed=ok)
 
-    def _kept(self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None) -> Entry:
+    def _kept(
+        self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None, source: _Source | None
+    ) -> Entry:
         after = "" if new is None else content_sha256(new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
@@ -201,27 +221,50 @@ class WriteHistory:
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
             return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes")
-        self._store(before, old)
+        inode = self._store(before, old, source)
+        if inode:
+            self._linked[entry.id] = (before, inode)
         return entry
 
-    def _store(self, digest: str, data: bytes) -> None:
-        """The pre-image, durable before the record that names it (and before the rename)."""
+    def _store(self, digest: str, data: bytes, source: _Source | None = None) -> int:
+        """The pre-image, durable before the record that names it (and before the rename):
+        the file's own inode linked in where it can be (its inode number), else a copy of
+        ``data`` (0)."""
         target = self.object_path(digest)
-        if target.exists():
-            return  # content-addressed: already kept (renamed into place whole, once fsynced)
+        if _kept_already(target, len(data)):
+            return 0  # content-addressed: already kept (renamed into place whole, once fsynced)
         _make_private_dir(target.parent)
         temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        try:
-            for piece in content_pieces(data):
-                view = piece
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        inode = _link(source, data, temp) if source is not None else 0
+        if not inode:
+            _copy(data, temp)
         os.replace(temp, target)
         _fsync_dir(target.parent)
+        return inode
+
+    def _make_private(self, digest: str, inode: int, *, landed: bool) -> None:
+        """After the rename, the linked pre-image's inode has the history's name alone: made
+        owner-only. Still named elsewhere (the write failed, or another name appeared), it is
+        not the history's to keep: dropped when the write did not land (not needed), else
+        replaced by a copy of its bytes while they are still the pre-image."""
+        target = self.object_path(digest)
+        fd = os.open(target, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != inode:
+                return  # kept anew meanwhile by another write of the same content
+            if st.st_nlink == 1:
+                os.fchmod(fd, 0o600)
+                return
+            data = read_whole(fd, st.st_size) if landed else b""
+        finally:
+            os.close(fd)
+        if landed and content_sha256(data) == digest:
+            temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
+            _copy(data, temp)
+            os.replace(temp, target)
+        else:
+            os.unlink(target)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -398,6 +441,79 @@ class WriteHistory:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """The file a pre-image was read from, as it was read."""
+
+    path: Path
+    expect: Snapshot
+
+
+def _link(source: _Source, data: bytes, temp: Path) -> int:
+    """Keep the file's inode itself under ``temp`` instead of copying its bytes: the write
+    replaces the file by a rename, so the old inode keeps the old bytes, and after the
+    rename the history holds its only name. Only an inode that is provably ``data`` (the
+    snapshot's status or its bytes), owned by this user and with no other name (nothing
+    else can write it through a name later). Its inode number, or 0: copy instead (another
+    file system, no /proc, a changed or shared file)."""
+    if not platform.has_proc():
+        return 0
+    try:
+        fd = os.open(source.path, os.O_RDONLY | platform.NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+        expect = source.expect
+        if not (stat.S_ISREG(st.st_mode) and mine and st.st_size == len(data)):
+            return 0
+        if (st.st_dev, st.st_ino) != (expect.dev, expect.ino) or not holds_snapshot(fd, expect):
+            return 0
+        try:
+            dfd = os.open(temp.parent, os.O_RDONLY | platform.DIRECTORY | _CLOEXEC)
+            try:
+                os.link(platform.proc_fd(fd), temp.name, dst_dir_fd=dfd)  # linkat, following /proc
+            finally:
+                os.close(dfd)
+        except OSError:  # EXDEV (another file system), EPERM (protected_hardlinks)
+            return 0
+        if os.fstat(fd).st_nlink != 2:  # named elsewhere too (before, or meanwhile): not ours alone
+            os.unlink(temp)
+            return 0
+        os.fsync(fd)  # its bytes on disk (a file written without fsync may not be yet)
+        return st.st_ino
+    finally:
+        os.close(fd)
+
+
+def _kept_already(target: Path, size: int) -> bool:
+    """A pre-image kept whole under this name: a file of its size that is the history's alone
+    (a link left by a crash before its write's rename may still be the workspace's file)."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size == size
+
+
+def _copy(data: Content, temp: Path) -> None:
+    """``data`` into a new owner-only file, fsynced; removed again if it cannot be written whole."""
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        for piece in content_pieces(data):
+            view = piece
+            while view:
+                view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    os.close(fd)
 
 
 def draw_id() -> str:
