@@ -132,7 +132,7 @@ def test_a_history_the_system_refuses_to_extend_stops_the_write_with_its_reason(
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
     assert caught.value.message == (
-        "Failed to keep the previous content of `a.txt` in the write history (Is a directory). "
+        "Failed to keep the previous content of `a.txt` in the write history (it is a directory). "
         "Nothing was written. `--history off` turns the history off."
     )
 

@@ -575,12 +575,17 @@ _REASONS = {
 }
 
 
+def failure_reason(exc: OSError) -> str:
+    """Why a write failed, in words a user can act on (the file size limit named)."""
+    return _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+
+
 def _failure(shown: str, exc: OSError) -> WriteError:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return WriteError(
             f"`{shown}` changed while being written (a symlink or file appeared in its path). "
             "Nothing was written."
         )
-    reason = _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+    reason = failure_reason(exc)
     brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else "Failed to write file"
     return WriteError(f"Failed to write `{shown}`: {reason}. Nothing was written.", brief)

@@ -37,7 +37,7 @@ from typing import Literal
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
-from filegate.fsio.atomic import Snapshot, holds_snapshot
+from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
 from filegate.fsio.pending import state_dir
 from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256
@@ -163,7 +163,7 @@ class WriteHistory:
             source = _Source(rp.real, expect) if expect is not None and old is not None else None
             return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive, source)
         except (OSError, HistoryError) as exc:
-            why = escape(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+            why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
             raise WriteError(
                 f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
                 "Nothing was written. `--history off` turns the history off.",
@@ -187,10 +187,18 @@ class WriteHistory:
             write_id = self._new_id()
             entry = Entry(write_id, time.time(), client, tool, path, route, kept=not sensitive)
             entry = dataclasses.replace(entry, not_kept="sensitive file") if sensitive else entry
+            fresh = ""  # the hash of a pre-image kept by this write, not there before
             if not sensitive:
-                entry = self._kept(entry, old, mode, new, source)
-            self._evict(incoming=entry)
-            self._append(entry.line(), durable=True)
+                entry, fresh = self._kept(entry, old, mode, new, source)
+            try:
+                self._evict(incoming=entry)
+                self._append(entry.line(), durable=True)
+            except BaseException:  # no record: its pre-image goes too (nothing left behind)
+                self._linked.pop(write_id, None)
+                if fresh:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.object_path(fresh))
+                raise
             self._add(entry)
             return write_id
 
@@ -209,30 +217,32 @@ class WriteHistory:
 
     def _kept(
         self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None, source: _Source | None
-    ) -> Entry:
+    ) -> tuple[Entry, str]:
+        """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
+        if this write stored it ("" when there is none, or it was kept already)."""
         after = "" if new is None else content_sha256(new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
             entry, after=after, size_after=size_after, removed=new is None, created=old is None
         )
         if old is None:
-            return entry
+            return entry, ""
         before = content_sha256(old)
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
-            return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes")
+            return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes"), ""
         inode = self._store(before, old, source)
         if inode:
             self._linked[entry.id] = (before, inode)
-        return entry
+        return entry, "" if inode is None else before
 
-    def _store(self, digest: str, data: bytes, source: _Source | None = None) -> int:
+    def _store(self, digest: str, data: bytes, source: _Source | None = None) -> int | None:
         """The pre-image, durable before the record that names it (and before the rename):
         the file's own inode linked in where it can be (its inode number), else a copy of
-        ``data`` (0)."""
+        ``data`` (0); None: kept already."""
         target = self.object_path(digest)
         if _kept_already(target, len(data)):
-            return 0  # content-addressed: already kept (renamed into place whole, once fsynced)
+            return None  # content-addressed: already kept (renamed into place whole, once fsynced)
         _make_private_dir(target.parent)
         temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
         inode = _link(source, data, temp) if source is not None else 0
@@ -346,9 +356,17 @@ class WriteHistory:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         fd = os.open(self.log_path, flags, 0o600)
         try:
-            os.write(fd, line)
-            if durable:
-                os.fsync(fd)
+            end = os.fstat(fd).st_size  # under the lock: no other line comes between
+            try:
+                view = memoryview(line)
+                while view:  # a short write (a file size limit, a full disk) writes the rest or fails
+                    view = view[os.write(fd, view) :]
+                if durable:
+                    os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):  # a part of a line would join the next one
+                    os.ftruncate(fd, end)
+                raise
         finally:
             os.close(fd)
 
