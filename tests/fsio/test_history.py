@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -587,3 +588,76 @@ def test_a_state_directory_on_another_file_system_gets_a_copy(
         assert h.pre_image(h.find(write_id)) == b"old\n"  # type: ignore[arg-type]
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_a_record_the_log_cannot_take_whole_leaves_no_part_of_it_and_no_pre_image(target: Path) -> None:
+    """A file size limit met in the middle of the record's line (RLIMIT_FSIZE, as `ulimit -f`;
+    Python ignores SIGXFSZ, so the write is short, then EFBIG): the log is cut back to where
+    it was, the pre-image linked for the write goes, and the refusal names the limit."""
+    import resource
+
+    history_dir().mkdir(parents=True, mode=0o700)
+    log = history_dir() / "history.jsonl"
+    log.write_bytes(b'{"id":"w-000000","evicted":%d}\n' % time.time() * 2000)  # recent: kept
+    before = log.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100, hard))
+    try:
+        with pytest.raises(WriteError) as caught:
+            begin_read(WriteHistory(), target, b"new content\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "(file too large for the file system or the process's file size limit)" in caught.value.message
+    assert log.read_bytes() == before
+    assert not blob_of(b"old\n").exists() and os.stat(target).st_nlink == 1
+
+
+def test_without_proc_or_of_another_owner_or_changed_in_size_the_pre_image_is_a_copy(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = ("no /proc", "another owner", "grown since read")
+    for case in cases:
+        target.write_bytes(b"old\n")
+        blob_of(b"old\n").unlink(missing_ok=True)
+        old, snap = read_snapshot(target)
+        if case == "no /proc":
+            monkeypatch.setenv("FILEGATE_SIMULATE", "no-proc")
+        elif case == "another owner" and os.geteuid() == 0:
+            os.chown(target, 54321, -1)
+        elif case == "grown since read":
+            with open(target, "ab") as f:
+                f.write(b"more\n")
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", old, b"new\n", snap)
+        monkeypatch.delenv("FILEGATE_SIMULATE", raising=False)
+        st = os.stat(blob_of(b"old\n"))
+        assert st.st_ino != snap.ino and blob_of(b"old\n").read_bytes() == b"old\n", case
+        assert os.stat(target).st_nlink == 1, case
+
+
+def test_a_pre_image_kept_already_is_not_stored_again(target: Path) -> None:
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    h.finish(write_id, ok=True)
+    kept = os.stat(blob_of(b"old\n")).st_ino
+    target.write_bytes(b"old\n")  # the same content again, in another inode
+    begin_read(h, target, b"new content\n")
+    assert os.stat(blob_of(b"old\n")).st_ino == kept
+
+
+def test_a_copy_the_file_size_limit_cuts_short_leaves_no_part_of_it(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import resource
+
+    target.write_bytes(b"x" * 20_000)
+    monkeypatch.setenv("FILEGATE_SIMULATE", "no-proc")  # a copy, not a link
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))
+    try:
+        with pytest.raises(WriteError) as caught:
+            begin_read(WriteHistory(), target, b"new\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "file size limit" in caught.value.message
+    assert [p for p in (history_dir() / "objects").rglob("*") if p.is_file()] == []

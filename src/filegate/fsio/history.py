@@ -1,3 +1,5 @@
+# size: one job, the write history store (pre-images linked or copied, log, ids, bounds):
+# its steps share one lock and one crash-safety order
 """The write history (SPEC §8.4): every write's pre-image and one JSON line, so it can be undone.
 
 Layout, owner-only (directories 0700, files 0600), in the state directory outside every
