@@ -706,8 +706,8 @@ async def history_cost(cfg: Config) -> list[Row]:
         connect(filegate_cmd(work_dir, *flags, "--history", "off"), "filegate") as off,
     ):
         for label, size in HISTORY_SIZES:
-            edit_on = _flipping_edit(on, work_dir / f"on-{size}.c", size)
-            edit_off = _flipping_edit(off, work_dir / f"off-{size}.c", size)
+            edit_on = _numbered_edit(on, work_dir / f"on-{size}.c", size)
+            edit_off = _numbered_edit(off, work_dir / f"off-{size}.c", size)
             p = await interleave(cfg.runs, edit_on, edit_off)
             work = f"StrReplaceFile one edit in a {label} file, history on"
             rows.append(time_ratio_row(work, p, "history off", 1.10, on.peak_kib()))
@@ -727,14 +727,16 @@ async def history_cost(cfg: Config) -> list[Row]:
     return rows
 
 
-def _flipping_edit(server: Any, path: Path, size: int) -> Callable[[], Awaitable[float]]:
-    """A timed StrReplaceFile that flips the marker of a generated ``size``-byte file."""
+def _numbered_edit(server: Any, path: Path, size: int) -> Callable[[], Awaitable[float]]:
+    """A timed StrReplaceFile that numbers the marker of a generated ``size``-byte file anew
+    each time: every edit's pre-image is new, as in real use (flipping between two contents
+    would find both kept already after two edits, and time no keeping at all)."""
     _history_file(path, size)
-    flip = [data.MARKER_A, data.MARKER_B]
+    marker = [data.MARKER_A]
 
     async def edit() -> float:
-        old, new = flip
-        flip.reverse()
+        old, new = marker[0], f"{data.MARKER_A} {time.time_ns()}"
+        marker[0] = new
         return float(
             await server.timed("StrReplaceFile", {"path": path.name, "edit": {"old": old, "new": new}})
         )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from filegate.history_cli import main as history_main
 from filegate.history_cli import parse_since
 from tests.conftest import FILEGATE, call, connect, text, write_id_of
 
@@ -78,3 +79,16 @@ async def test_undo_of_a_changed_file_says_what_changed_and_names_the_force_flag
 )
 def test_since_takes_an_age(value: str, ago: float) -> None:
     assert parse_since(value, now=1_000_000.0) == 1_000_000.0 - ago
+
+
+def test_history_on_an_empty_state_directory_lists_nothing_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A read-only command: no history folder, lock or log appears where there was none."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.chdir(tmp_path)
+    assert history_main(["history"]) == 0
+    assert capsys.readouterr().out == ""
+    assert list(state.rglob("*")) == []

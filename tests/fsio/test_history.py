@@ -7,7 +7,9 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,11 @@ import pytest
 
 from filegate.errors import WriteError
 from filegate.fsio import history as store
+from filegate.fsio.atomic import Snapshot, read_all, replace_file
 from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
 from filegate.fsio.spliced import Spliced
 from filegate.policy.workspace import ResolvedPath
+from tests.tooling import needs
 
 
 def sha(data: bytes) -> str:
@@ -129,7 +133,7 @@ def test_a_history_the_system_refuses_to_extend_stops_the_write_with_its_reason(
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
     assert caught.value.message == (
-        "Failed to keep the previous content of `a.txt` in the write history (Is a directory). "
+        "Failed to keep the previous content of `a.txt` in the write history (it is a directory). "
         "Nothing was written. `--history off` turns the history off."
     )
 
@@ -462,3 +466,198 @@ def test_writes_evicted_for_age_make_room_before_any_is_evicted_for_bytes(
     assert [r.getMessage() for r in caplog.records] == [
         "history: evicted 1 write(s), oldest first (older than --history-max-age)"
     ]
+
+
+# --- a pre-image kept as the replaced file's own inode ----------------------------------------
+
+
+def blob_of(data: bytes) -> Path:
+    return history_dir() / "objects" / sha(data)[:2] / sha(data)[2:]
+
+
+def read_snapshot(path: Path) -> tuple[bytes, Snapshot]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return read_all(fd, 1 << 30, path.name)
+    finally:
+        os.close(fd)
+
+
+def begin_read(h: WriteHistory, path: Path, new: bytes) -> tuple[str, Snapshot]:
+    """begin() as tools/writing.py calls it: with the snapshot the old bytes were read with."""
+    old, snap = read_snapshot(path)
+    return h.begin("WriteFile", rp(path), "cli", "auto", old, new, snap), snap
+
+
+def test_a_pre_image_is_the_replaced_inode_itself_kept_before_the_rename_then_owner_only(
+    target: Path,
+) -> None:
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    blob = blob_of(b"old\n")
+    assert os.stat(blob).st_ino == snap.ino == os.stat(target).st_ino  # linked, not copied
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    h.finish(write_id, ok=True)
+    st = os.stat(blob)
+    assert (st.st_ino, st.st_nlink, stat.S_IMODE(st.st_mode)) == (snap.ino, 1, 0o600)
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640 and target.read_bytes() == b"new content\n"
+    assert h.pre_image(h.entries()[-1]) == b"old\n"
+
+
+def test_a_file_with_another_name_is_copied_so_writes_through_that_name_leave_the_pre_image(
+    target: Path,
+) -> None:
+    other = target.with_name("other-name.txt")
+    os.link(target, other)
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    assert os.stat(blob_of(b"old\n")).st_ino != snap.ino  # a copy from the start: a crash before
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)  # finish() keeps it so
+    h.finish(write_id, ok=True)
+    with open(other, "r+b") as f:  # the old inode, still named in the workspace
+        f.write(b"OLD")
+    assert os.stat(blob_of(b"old\n")).st_ino != snap.ino
+    assert h.pre_image(h.entries()[-1]) == b"old\n"
+
+
+def test_a_file_changed_in_place_since_it_was_read_is_not_linked(target: Path) -> None:
+    """Same size, same inode, other bytes: the inode is not the pre-image, the bytes read are."""
+    h = WriteHistory()
+    old, snap = read_snapshot(target)
+    with open(target, "r+b") as f:
+        f.write(b"OLD")
+    h.begin("WriteFile", rp(target), "cli", "auto", old, b"new\n", snap)
+    assert os.stat(blob_of(b"old\n")).st_ino != snap.ino
+    assert blob_of(b"old\n").read_bytes() == b"old\n"
+
+
+def test_a_write_that_did_not_land_drops_its_linked_pre_image_and_leaves_the_file_alone(
+    target: Path,
+) -> None:
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    h.finish(write_id, ok=False)  # e.g. the stale check refused it: no rename
+    assert not blob_of(b"old\n").exists()
+    st = os.stat(target)
+    assert (st.st_ino, st.st_nlink, stat.S_IMODE(st.st_mode)) == (snap.ino, 1, 0o640)
+    assert target.read_bytes() == b"old\n"
+
+
+def test_a_linked_pre_image_named_elsewhere_by_its_rename_is_replaced_by_a_copy(target: Path) -> None:
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    extra = target.with_name("extra.txt")
+    os.link(blob_of(b"old\n"), extra)  # a name appeared for the old inode before the outcome
+    h.finish(write_id, ok=True)
+    st = os.stat(blob_of(b"old\n"))
+    assert st.st_ino != snap.ino and (st.st_nlink, stat.S_IMODE(st.st_mode)) == (1, 0o600)
+    extra.write_bytes(b"changed through the other name\n")
+    assert h.pre_image(h.entries()[-1]) == b"old\n"
+
+
+def test_a_link_left_by_a_crash_is_not_taken_for_a_kept_pre_image(target: Path) -> None:
+    """Killed between begin and the rename: the history's name still shares the workspace's
+    inode. A later write of the same content keeps a pre-image of its own (a copy: the file
+    now has two names), which a write in place to the file no longer changes."""
+    begin_read(WriteHistory(), target, b"new content\n")  # no rename, no outcome: a crash
+    assert os.stat(target).st_nlink == 2
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    h.finish(write_id, ok=True)
+    assert os.stat(blob_of(b"old\n")).st_ino != snap.ino
+    assert h.pre_image(h.find(write_id)) == b"old\n"  # type: ignore[arg-type]
+
+
+def test_a_state_directory_on_another_file_system_gets_a_copy(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(target).st_dev:
+        needs("/dev/shm", "no tmpfs apart from the temp directory's file system")
+    state = shm / f"filegate-test-{os.getpid()}"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    try:
+        h = WriteHistory()
+        write_id, snap = begin_read(h, target, b"new content\n")
+        replace_file(target, b"new content\n", expect=snap, shown=target.name)
+        h.finish(write_id, ok=True)
+        st = os.stat(blob_of(b"old\n"))
+        assert st.st_ino != snap.ino and stat.S_IMODE(st.st_mode) == 0o600
+        assert h.pre_image(h.find(write_id)) == b"old\n"  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_a_record_the_log_cannot_take_whole_leaves_no_part_of_it_and_no_pre_image(target: Path) -> None:
+    """A file size limit met in the middle of the record's line (RLIMIT_FSIZE, as `ulimit -f`;
+    Python ignores SIGXFSZ, so the write is short, then EFBIG): the log is cut back to where
+    it was, the pre-image linked for the write goes, and the refusal names the limit."""
+    import resource
+
+    history_dir().mkdir(parents=True, mode=0o700)
+    log = history_dir() / "history.jsonl"
+    log.write_bytes(b'{"id":"w-000000","evicted":%d}\n' % time.time() * 2000)  # recent: kept
+    before = log.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100, hard))
+    try:
+        with pytest.raises(WriteError) as caught:
+            begin_read(WriteHistory(), target, b"new content\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "(file too large for the file system or the process's file size limit)" in caught.value.message
+    assert log.read_bytes() == before
+    assert not blob_of(b"old\n").exists() and os.stat(target).st_nlink == 1
+
+
+def test_without_proc_or_of_another_owner_or_changed_in_size_the_pre_image_is_a_copy(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = ("no /proc", "another owner", "grown since read")
+    for case in cases:
+        target.write_bytes(b"old\n")
+        blob_of(b"old\n").unlink(missing_ok=True)
+        old, snap = read_snapshot(target)
+        if case == "no /proc":
+            monkeypatch.setenv("FILEGATE_SIMULATE", "no-proc")
+        elif case == "another owner" and os.geteuid() == 0:
+            os.chown(target, 54321, -1)
+        elif case == "grown since read":
+            with open(target, "ab") as f:
+                f.write(b"more\n")
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", old, b"new\n", snap)
+        monkeypatch.delenv("FILEGATE_SIMULATE", raising=False)
+        st = os.stat(blob_of(b"old\n"))
+        assert st.st_ino != snap.ino and blob_of(b"old\n").read_bytes() == b"old\n", case
+        assert os.stat(target).st_nlink == 1, case
+
+
+def test_a_pre_image_kept_already_is_not_stored_again(target: Path) -> None:
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    h.finish(write_id, ok=True)
+    kept = os.stat(blob_of(b"old\n")).st_ino
+    target.write_bytes(b"old\n")  # the same content again, in another inode
+    begin_read(h, target, b"new content\n")
+    assert os.stat(blob_of(b"old\n")).st_ino == kept
+
+
+def test_a_copy_the_file_size_limit_cuts_short_leaves_no_part_of_it(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import resource
+
+    target.write_bytes(b"x" * 20_000)
+    monkeypatch.setenv("FILEGATE_SIMULATE", "no-proc")  # a copy, not a link
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))
+    try:
+        with pytest.raises(WriteError) as caught:
+            begin_read(WriteHistory(), target, b"new\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "file size limit" in caught.value.message
+    assert [p for p in (history_dir() / "objects").rglob("*") if p.is_file()] == []

@@ -19,7 +19,7 @@ import pytest
 from filegate.fsio.history import Entry, WriteHistory, history_dir
 from tests.conftest import WRITE_ID
 from tests.stress.procs import Zygote
-from tests.stress.test_crash_kills import NEW, OLD, QUEUED, _calls, _ok, _pick, _wait_gone
+from tests.stress.test_crash_kills import FILLER, OLD, QUEUED, _ok, _wait_gone
 
 KILLS = 30
 
@@ -28,14 +28,21 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def check_history(target: Path) -> Entry:
+def content(n: int) -> bytes:
+    """The ``n``th write's content: each write's is its own, so no pre-image is kept already
+    (content-addressed) and a write that landed with no record before it shows: the file then
+    holds a content no record names."""
+    return b"state: write %06d\r\n" % n + FILLER
+
+
+def check_history(target: Path, known: set[bytes]) -> Entry:
     """The history agrees with the file after a kill; returns the write that left it so."""
     data = target.read_bytes()
-    assert data in (OLD, NEW), f"torn file after a kill: {len(data)} bytes"
+    assert data in known, f"torn file after a kill: {len(data)} bytes"
     history = WriteHistory(history_dir())
     entries = [e for e in history.entries() if e.path == str(target) and e.state != "failed"]
     for entry in entries:  # every record names a pre-image that is there and whole
-        assert history.pre_image(entry) in (OLD, NEW), entry.id
+        assert history.pre_image(entry) in known, entry.id
     last = entries[-1]
     if last.state == "done":
         assert _sha(data) == last.after, last
@@ -50,18 +57,24 @@ def kill_loop(zygote: Zygote, ws: Path, kills: int, seed: int) -> dict[str, int]
     env = {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
     target = ws / "target.txt"
     target.write_bytes(OLD)
+    known = {OLD}
     seen = {"kills": 0, "unconfirmed": 0, "undone": 0}
     for _ in range(kills):
         server = zygote.spawn(ws, "--approval", "auto", "--read-guard", "off", env=env)
-        first = server.reply(server.call(*_pick("WriteFile", target)))
+        calls = []
+        for _ in range(QUEUED + 1):
+            known.add(content(len(known)))
+            calls.append(
+                server.call("WriteFile", {"path": target.name, "content": content(len(known) - 1).decode()})
+            )
+        first = server.reply(calls[0])
         assert _ok(first), first
-        ids = [server.call(*_calls("WriteFile")[i % 2]) for i in range(QUEUED)]
-        server.reply(ids[0])
+        server.reply(calls[1])
         time.sleep(rng.uniform(0, 0.04))
         os.kill(server.pid, signal.SIGKILL)
         server.close_pipes()
         _wait_gone(server.pid)
-        last = check_history(target)
+        last = check_history(target, known)
         seen["kills"] += 1
         seen["unconfirmed"] += last.state == "unconfirmed"
         # The next server undoes the write that left the file as it is.

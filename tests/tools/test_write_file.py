@@ -7,6 +7,7 @@ import contextlib
 import os
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,11 +231,10 @@ async def test_full_disk_gives_a_clear_error_and_keeps_the_old_file(tmp_path: Pa
 @pytest.mark.slow
 async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     (ws / "a.txt").write_text("original\n")
-    # `ulimit -f` (512-byte blocks in sh): the server may not write a file over 64 KiB.
-    # --history off: the write itself meets the limit (with the history, keeping the 200 KB
-    # pre-image would meet it first, and that refusal names the history).
-    command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto --history off"
-    transport = StdioTransport("sh", ["-c", command], cwd=str(ws), keep_alive=False)
+    # `ulimit -f` (512-byte blocks in sh): the server may not write a file over 64 KiB. Its
+    # state directory is the test's (a stdio server gets only a default environment).
+    command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto"
+    transport = StdioTransport("sh", ["-c", command], cwd=str(ws), keep_alive=False, env=_state_env())
     async with Client(transport) as c:
         await call(c, "ReadFile", path="a.txt")  # its own server: read before the overwrite
         r = await call(c, "WriteFile", path="a.txt", content="z" * 200_000)
@@ -242,6 +242,41 @@ async def test_file_size_limit_gives_a_clear_error_over_stdio(ws: Path) -> None:
     assert r.is_error and "file size limit" in text(r) and "Nothing was written." in text(r)
     assert not ok.is_error
     assert (ws / "a.txt").read_text() == "original\n"
+    assert leftovers(ws) == []
+
+
+def _state_env() -> dict[str, str]:
+    return {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
+
+
+@pytest.mark.slow
+async def test_a_history_at_the_file_size_limit_stops_the_write_with_a_clear_error_and_leaves_all_alone(
+    ws: Path,
+) -> None:
+    """The history's log is what meets `ulimit -f` first (it grows with every write): the
+    write is refused naming the limit, the file, the log (no part of a line) and the store
+    (no pre-image of a write never recorded) stay as they were."""
+    (ws / "a.txt").write_text("original\n")
+    log = Path(os.environ["XDG_STATE_HOME"]) / "filegate" / "history" / "history.jsonl"
+    log.parent.mkdir(parents=True, mode=0o700)
+    tombstone = b'{"id":"w-%06x","evicted":%d}\n'
+    lines = [tombstone % (i, time.time()) for i in range(65_400 // len(tombstone % (0, time.time())))]
+    log.write_bytes(b"".join(lines))  # a line of this write's record crosses 64 KiB
+    before = log.read_bytes()
+    assert 65_536 - 300 < len(before) < 65_536
+    command = f"ulimit -f 128 && exec {FILEGATE} --workdir {ws} --approval auto"
+    transport = StdioTransport("sh", ["-c", command], cwd=str(ws), keep_alive=False, env=_state_env())
+    async with Client(transport) as c:
+        await call(c, "ReadFile", path="a.txt")
+        r = await call(c, "WriteFile", path="a.txt", content="new\n")
+    assert r.is_error and text(r) == (
+        "Failed to keep the previous content of `a.txt` in the write history (file too large for "
+        "the file system or the process's file size limit). Nothing was written. `--history off` "
+        "turns the history off."
+    )
+    assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
+    assert log.read_bytes() == before
+    assert sorted(p.name for p in log.parent.rglob("*") if p.is_file()) == ["history.jsonl", "lock"]
     assert leftovers(ws) == []
 
 

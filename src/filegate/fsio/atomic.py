@@ -485,10 +485,8 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
     # (close-to-open consistency), which a plain stat may serve from its cache.
     fd = _open_target(dfd, name)
     try:
-        if not (expect.settled and expect.same_status(os.fstat(fd))):
-            same = _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
-            if not same:
-                raise _stale(shown, "its content changed")
+        if not holds_snapshot(fd, expect):
+            raise _stale(shown, "its content changed")
         if _HOLD_ACROSS_RENAME:
             return fd
     except BaseException:
@@ -496,6 +494,14 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
         raise
     os.close(fd)
     return -1
+
+
+def holds_snapshot(fd: int, expect: Snapshot) -> bool:
+    """The file behind ``fd`` (at its start) is as ``expect`` was read: its status proves it
+    (a settled snapshot), or its bytes do (compared with those read, or hashed)."""
+    if expect.settled and expect.same_status(os.fstat(fd)):
+        return True
+    return _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
 
 
 def _holds(fd: int, content: bytes) -> bool:
@@ -569,12 +575,17 @@ _REASONS = {
 }
 
 
+def failure_reason(exc: OSError) -> str:
+    """Why a write failed, in words a user can act on (the file size limit named)."""
+    return _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+
+
 def _failure(shown: str, exc: OSError) -> WriteError:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return WriteError(
             f"`{shown}` changed while being written (a symlink or file appeared in its path). "
             "Nothing was written."
         )
-    reason = _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+    reason = failure_reason(exc)
     brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else "Failed to write file"
     return WriteError(f"Failed to write `{shown}`: {reason}. Nothing was written.", brief)

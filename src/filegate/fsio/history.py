@@ -1,3 +1,5 @@
+# size: one job, the write history store (pre-images linked or copied, log, ids, bounds):
+# its steps share one lock and one crash-safety order
 """The write history (SPEC §8.4): every write's pre-image and one JSON line, so it can be undone.
 
 Layout, owner-only (directories 0700, files 0600), in the state directory outside every
@@ -37,7 +39,9 @@ from typing import Literal
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
+from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
 from filegate.fsio.pending import state_dir
+from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
@@ -126,6 +130,8 @@ class WriteHistory:
         self._tombstones: dict[str, float] = {}  # evicted id -> when it was evicted
         self._seen: tuple[int, int] = (-1, 0)  # (inode, offset) of history.jsonl read so far
         self._blob_sizes: dict[str, int] = {}  # hash -> size, of the kept pre-images
+        # write id -> (hash, inode): a pre-image kept as a link, not yet made the history's alone
+        self._linked: dict[str, tuple[str, int]] = {}
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -139,17 +145,27 @@ class WriteHistory:
     # --- a write ----------------------------------------------------------------------------
 
     def begin(
-        self, tool: str, rp: ResolvedPath, client: str, route: str, old: bytes | None, new: Content | None
+        self,
+        tool: str,
+        rp: ResolvedPath,
+        client: str,
+        route: str,
+        old: bytes | None,
+        new: Content | None,
+        expect: Snapshot | None = None,
     ) -> str:
         """Keep ``old`` (None: the file does not exist, or is sensitive) durably and append the
-        write's record; return its id. ``new`` None: the write removes the file. Blocking (call
-        in a thread, under the file's lock). WriteError when the history cannot keep it: then
-        the write must not happen (a crash must never lose both versions)."""
+        write's record; return its id. ``new`` None: the write removes the file. ``expect``:
+        the file as ``old`` was read from it, so its very inode can be kept (see
+        :func:`_link`). Blocking (call in a thread, under the file's lock). WriteError when the
+        history cannot keep it: then the write must not happen (a crash must never lose both
+        versions)."""
         try:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
-            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive)
+            source = _Source(rp.real, expect) if expect is not None and old is not None else None
+            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive, source)
         except (OSError, HistoryError) as exc:
-            why = escape(exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+            why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
             raise WriteError(
                 f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
                 "Nothing was written. `--history off` turns the history off.",
@@ -166,16 +182,25 @@ class WriteHistory:
         mode: int | None,
         new: Content | None,
         sensitive: bool,
+        source: _Source | None = None,
     ) -> str:
         with self._locked():
             self._refresh()
             write_id = self._new_id()
             entry = Entry(write_id, time.time(), client, tool, path, route, kept=not sensitive)
             entry = dataclasses.replace(entry, not_kept="sensitive file") if sensitive else entry
+            fresh = ""  # the hash of a pre-image kept by this write, not there before
             if not sensitive:
-                entry = self._kept(entry, old, mode, new)
-            self._evict(incoming=entry)
-            self._append(entry.line(), durable=True)
+                entry, fresh = self._kept(entry, old, mode, new, source)
+            try:
+                self._evict(incoming=entry)
+                self._append(entry.line(), durable=True)
+            except BaseException:  # no record: its pre-image goes too (nothing left behind)
+                self._linked.pop(write_id, None)
+                if fresh:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.object_path(fresh))
+                raise
             self._add(entry)
             return write_id
 
@@ -188,45 +213,78 @@ class WriteHistory:
         # outcome reads as "unconfirmed" (the next look at the file reads it back in).
         with contextlib.suppress(OSError), self._locked():
             self._append({"id": write_id, "outcome": outcome}, durable=False)
+            linked = self._linked.pop(write_id, None)
+            if linked is not None:
+                self._make_private(*linked, landed=ok)
 
-    def _kept(self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None) -> Entry:
+    def _kept(
+        self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None, source: _Source | None
+    ) -> tuple[Entry, str]:
+        """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
+        if this write stored it ("" when there is none, or it was kept already)."""
         after = "" if new is None else content_sha256(new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
             entry, after=after, size_after=size_after, removed=new is None, created=old is None
         )
         if old is None:
-            return entry
+            return entry, ""
         before = content_sha256(old)
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
-            return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes")
-        self._store(before, old)
-        return entry
+            return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes"), ""
+        inode = self._store(before, old, source)
+        if inode:
+            self._linked[entry.id] = (before, inode)
+        return entry, "" if inode is None else before
 
-    def _store(self, digest: str, data: bytes) -> None:
-        """The pre-image, durable before the record that names it (and before the rename)."""
+    def _store(self, digest: str, data: bytes, source: _Source | None = None) -> int | None:
+        """The pre-image, durable before the record that names it (and before the rename):
+        the file's own inode linked in where it can be (its inode number), else a copy of
+        ``data`` (0); None: kept already."""
         target = self.object_path(digest)
-        if target.exists():
-            return  # content-addressed: already kept (renamed into place whole, once fsynced)
+        if _kept_already(target, len(data)):
+            return None  # content-addressed: already kept (renamed into place whole, once fsynced)
         _make_private_dir(target.parent)
         temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        try:
-            for piece in content_pieces(data):
-                view = piece
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        inode = _link(source, data, temp) if source is not None else 0
+        if not inode:
+            _copy(data, temp)
         os.replace(temp, target)
         _fsync_dir(target.parent)
+        return inode
+
+    def _make_private(self, digest: str, inode: int, *, landed: bool) -> None:
+        """After the rename, the linked pre-image's inode has the history's name alone: made
+        owner-only. Still named elsewhere (the write failed, or another name appeared), it is
+        not the history's to keep: dropped when the write did not land (not needed), else
+        replaced by a copy of its bytes while they are still the pre-image."""
+        target = self.object_path(digest)
+        fd = os.open(target, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != inode:
+                return  # kept anew meanwhile by another write of the same content
+            if st.st_nlink == 1:
+                os.fchmod(fd, 0o600)
+                return
+            data = read_whole(fd, st.st_size) if landed else b""
+        finally:
+            os.close(fd)
+        if landed and content_sha256(data) == digest:
+            temp = target.parent / f"tmp-{os.getpid()}-{secrets.token_hex(6)}"
+            _copy(data, temp)
+            os.replace(temp, target)
+        else:
+            os.unlink(target)
 
     # --- reading ----------------------------------------------------------------------------
 
     def entries(self) -> list[Entry]:
         """Every write still in the history, oldest first (outcomes merged in)."""
+        if not os.path.lexists(self.root):  # nothing kept yet: a reader makes nothing, not even the lock
+            self._reset((-1, 0))
+            return []
         with self._locked():
             self._refresh()
         return list(self._entries.values())
@@ -300,9 +358,17 @@ class WriteHistory:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         fd = os.open(self.log_path, flags, 0o600)
         try:
-            os.write(fd, line)
-            if durable:
-                os.fsync(fd)
+            end = os.fstat(fd).st_size  # under the lock: no other line comes between
+            try:
+                view = memoryview(line)
+                while view:  # a short write (a file size limit, a full disk) writes the rest or fails
+                    view = view[os.write(fd, view) :]
+                if durable:
+                    os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):  # a part of a line would join the next one
+                    os.ftruncate(fd, end)
+                raise
         finally:
             os.close(fd)
 
@@ -395,6 +461,79 @@ class WriteHistory:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """The file a pre-image was read from, as it was read."""
+
+    path: Path
+    expect: Snapshot
+
+
+def _link(source: _Source, data: bytes, temp: Path) -> int:
+    """Keep the file's inode itself under ``temp`` instead of copying its bytes: the write
+    replaces the file by a rename, so the old inode keeps the old bytes, and after the
+    rename the history holds its only name. Only an inode that is provably ``data`` (the
+    snapshot's status or its bytes), owned by this user and with no other name (nothing
+    else can write it through a name later). Its inode number, or 0: copy instead (another
+    file system, no /proc, a changed or shared file)."""
+    if not platform.has_proc():
+        return 0
+    try:
+        fd = os.open(source.path, os.O_RDONLY | platform.NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+        expect = source.expect
+        if not (stat.S_ISREG(st.st_mode) and mine and st.st_size == len(data)):
+            return 0
+        if (st.st_dev, st.st_ino) != (expect.dev, expect.ino) or not holds_snapshot(fd, expect):
+            return 0
+        try:
+            dfd = os.open(temp.parent, os.O_RDONLY | platform.DIRECTORY | _CLOEXEC)
+            try:
+                os.link(platform.proc_fd(fd), temp.name, dst_dir_fd=dfd)  # linkat, following /proc
+            finally:
+                os.close(dfd)
+        except OSError:  # EXDEV (another file system), EPERM (protected_hardlinks)
+            return 0
+        if os.fstat(fd).st_nlink != 2:  # named elsewhere too (before, or meanwhile): not ours alone
+            os.unlink(temp)
+            return 0
+        os.fsync(fd)  # its bytes on disk (a file written without fsync may not be yet)
+        return st.st_ino
+    finally:
+        os.close(fd)
+
+
+def _kept_already(target: Path, size: int) -> bool:
+    """A pre-image kept whole under this name: a file of its size that is the history's alone
+    (a link left by a crash before its write's rename may still be the workspace's file)."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size == size
+
+
+def _copy(data: Content, temp: Path) -> None:
+    """``data`` into a new owner-only file, fsynced; removed again if it cannot be written whole."""
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        for piece in content_pieces(data):
+            view = piece
+            while view:
+                view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    os.close(fd)
 
 
 def draw_id() -> str:

@@ -472,7 +472,9 @@ async def _replace(
         old = expect.content if expect.exists and not rp.sensitive else None
         kept = None if change.remove else new
         write_id = (
-            env.history.begin(job.tool, rp, env.client, decision.route, old, kept) if env.history else ""
+            env.history.begin(job.tool, rp, env.client, decision.route, old, kept, expect)
+            if env.history
+            else ""
         )
         done = False
         try:
