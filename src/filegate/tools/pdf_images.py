@@ -45,7 +45,7 @@ def read_pdf_pages(
     try:
         images = render_pages(fd, first, first if last is None else last, each, env.image_max_side)
     except MediaError as exc:
-        return Outcome.error(f"Failed to read `{rp.shown}` as a PDF ({MIME}): {exc}", "Failed to read file")
+        return Outcome.error(f"Failed to read `{rp.shown}` as a PDF ({MIME}): {exc}")
     if not images.pages:
         raise PathError(
             f"`{rp.shown}` has {images.total_pages} pages; page {first} does not exist.", "Invalid pages"
