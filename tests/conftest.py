@@ -138,9 +138,11 @@ async def call(client: Client[Any], tool: str, **args: Any) -> Any:
 
 def stdio_transport(workdir: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
     """The installed `filegate` console script as a stdio subprocess (the SDK passes it only a
-    few variables: FILEGATE_READ_GUARD is handed on, for the read_guard_off fixture)."""
-    if "FILEGATE_READ_GUARD" in os.environ:
-        env = {"FILEGATE_READ_GUARD": os.environ["FILEGATE_READ_GUARD"], **(env or {})}
+    few variables: FILEGATE_READ_GUARD is handed on, for the read_guard_off fixture, and the
+    test's own XDG_STATE_HOME, so no server writes its history into the real user's state)."""
+    handed = {k: os.environ[k] for k in ("FILEGATE_READ_GUARD", "XDG_STATE_HOME") if k in os.environ}
+    if handed:
+        env = {**handed, **(env or {})}
     return StdioTransport(
         FILEGATE, ["--workdir", str(workdir), *extra], env=env, cwd=str(workdir), keep_alive=False
     )

@@ -156,7 +156,7 @@ CHUNK = st.sampled_from(["a", "b", " ", "\t", "\n", "\r\n", "  x", "é", "\u00a0
 TEXT = st.lists(CHUNK, max_size=30).map("".join)
 
 
-@settings(max_examples=150, derandomize=True)
+@settings(max_examples=150, derandomize=True, deadline=None)
 @given(TEXT, st.data(), TEXT, st.booleans())
 def test_wherever_old_matches_exactly_the_result_is_todays(
     data: str, draw: st.DataObject, new: str, every: bool
