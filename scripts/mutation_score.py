@@ -70,7 +70,7 @@ TARGETS: dict[str, Target] = {
         85.0,
     ),
     "perfgrep": Target(
-        ("src/filegate/tools/grep_spawn.py",),
+        ("src/filegate/tools/grep/rg.py", "src/filegate/tools/grep/sandbox.py"),
         ("tests/tools/test_grep_spawn.py", "tests/tools/test_grep_sandbox.py"),
         85.0,
     ),
@@ -98,20 +98,18 @@ TARGETS: dict[str, Target] = {
         ("tests/test_install_files.py", "tests/test_install_inprocess.py", "tests/test_install_uninstall.py"),
         90.0,
     ),
-    # Grep's parser and ignore handling (issue 26; grep_plan.py split from grep_ignores.py in
-    # issue 28); Glob imports only grep_ignores' constants.
-    # grep_plan.py alone (the walk's findings → rg's ignore flags and rules file): the grep
+    # Grep's parser and ignore handling (issue 26; tools/grep/ since the subtraction, issue 40:
+    # grep_ignores.py is now grep/walk.py, with the matcher in policy/gitignore.py).
+    # grep/plan.py alone (the walk's findings → rg's ignore flags and rules file): the grep
     # target's newest file, in a fraction of that target's time.
     "grepplan": Target(
-        ("src/filegate/tools/grep_plan.py",),
+        ("src/filegate/tools/grep/plan.py",),
         tuple(
             f"tests/tools/test_{name}.py"
             for name in (
                 "grep",
                 "grep_rules",
                 "grep_walk",
-                "grep_overlap",
-                "gitignore",
                 "where_facilities_are_missing",
             )
         ),
@@ -158,7 +156,7 @@ TARGETS: dict[str, Target] = {
         90.0,
     ),
     "grep": Target(
-        tuple(f"src/filegate/tools/{name}.py" for name in ("grep_parse", "grep_ignores", "grep_plan")),
+        tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(
             f"tests/tools/test_{name}.py"
             for name in (
@@ -167,11 +165,10 @@ TARGETS: dict[str, Target] = {
                 "grep_fifo",
                 "grep_pinned",
                 "grep_sandbox",
-                "gitignore",
                 "grep_rules",
                 "grep_walk",
                 "grep_pump",
-                "grep_overlap",
+                "grep_spawn",
                 "where_facilities_are_missing",
             )
         ),

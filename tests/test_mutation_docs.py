@@ -49,3 +49,13 @@ def test_each_target_section_of_testing_md_is_replaced_alone() -> None:
         assert f"{begin}| new |\n{end}" in written, key
         assert written[: written.index(begin)] == doc[: doc.index(begin)], key  # before: unchanged
         assert written[written.index(end) :] == doc[doc.index(end) :], key  # after: unchanged
+
+
+def test_every_target_names_files_that_exist() -> None:
+    """A module moved (the subtraction's tools/grep/ package) must take its target with it."""
+    for name, target in script().TARGETS.items():
+        for pattern in target.mutate:
+            assert list(REPO.glob(pattern)), (name, pattern)
+        for test in target.tests:
+            if test.startswith("tests/"):
+                assert (REPO / test.split("::")[0]).exists(), (name, test)
