@@ -752,7 +752,10 @@ async def capped(capped_shared: Capped) -> Capped:
     return capped_shared
 
 
-hostile = pytest.mark.asyncio(loop_scope="module")
+def hostile(test: Any) -> Any:
+    """A test on the one capped server of the module (its loop; one xdist worker, so the server
+    starts once, not once a worker)."""
+    return pytest.mark.xdist_group("read-media-capped")(pytest.mark.asyncio(loop_scope="module")(test))
 
 
 @hostile
