@@ -10,6 +10,11 @@ inside a test (pytest records it), between tests (``warnings.showwarning``) and 
 with the test that was running when it was seen. The leak is usually in that test or the one
 before it; run with ``PYTHONTRACEMALLOC=20`` to have each warning name the line that opened
 the object.
+
+Under pytest-xdist each worker is a process of its own: a warning inside a test reaches the
+controller with the test's report (xdist forwards ``pytest_warning_recorded``), and the ones a
+worker saw outside any test travel in its ``workeroutput`` when it finishes, so the controller's
+session fails the same way.
 """
 
 from __future__ import annotations
@@ -26,9 +31,13 @@ import pytest
 class Leak:
     message: str
     where: str  # the test running when it was seen, or when outside any test
+    # Seen by pytest inside a test: under xdist the controller hears of it from pytest itself.
+    in_test: bool = False
 
 
 _leaks: list[Leak] = []
+# The key of a worker's leaks outside any test in its xdist workeroutput.
+WORKER_LEAKS = "filegate_resource_warnings"
 _forward: Any = None
 
 
@@ -56,7 +65,14 @@ def pytest_warning_recorded(
     warning_message: warnings.WarningMessage, when: str, nodeid: str, location: tuple[str, int, str] | None
 ) -> None:
     if issubclass(warning_message.category, ResourceWarning):
-        _leaks.append(Leak(str(warning_message.message), nodeid or f"during {when}"))
+        _leaks.append(Leak(str(warning_message.message), nodeid or f"during {when}", in_test=True))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """The controller of an xdist run: a worker's leaks outside any test, sent as it finished."""
+    for message, where in getattr(node, "workeroutput", {}).get(WORKER_LEAKS, []):
+        _leaks.append(Leak(message, f"{where} (xdist worker {node.gateway.id})"))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -69,6 +85,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for w in late
         if issubclass(w.category, ResourceWarning)
     )
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller fails the run
+        workeroutput[WORKER_LEAKS] = [(leak.message, leak.where) for leak in _leaks if not leak.in_test]
     if _leaks and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

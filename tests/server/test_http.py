@@ -28,6 +28,8 @@ from tests.server.served import Served, http_filegate, request
 
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# One worker under pytest-xdist: the module's server (`srv`) starts once, not once a worker.
+pytestmark = pytest.mark.xdist_group("http-srv")
 
 
 def post_init(srv: Served, **headers: str) -> tuple[int, dict[str, str], bytes]:

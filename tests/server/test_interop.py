@@ -32,7 +32,8 @@ from tests.server.served import Served, http_filegate, inspector_missing, run_in
 from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
 
 # The Inspector may be installed from npm by the first test that needs it.
-pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S)
+# One xdist worker: the module's server starts once, not once a worker.
+pytestmark = [pytest.mark.timeout(INSTALL_TIMEOUT_S), pytest.mark.xdist_group("interop-server")]
 
 TOKEN = "interop-token"
 ERAS = {"initialize": "2025-11-25", "discover": "2026-07-28"}

@@ -26,7 +26,12 @@ from tests.tooling import tool_missing
 
 # One event loop for the module: the shared server (a subprocess and its client) lives in it.
 # Writes here are about exhaustion, not the read guard (tests/tools/test_read_guard.py).
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.usefixtures("read_guard_off")]
+# One xdist worker for the module: its shared server starts once, not once a worker.
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.usefixtures("read_guard_off"),
+    pytest.mark.xdist_group("exhaustion-shared"),
+]
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -58,10 +58,9 @@ MAKERS: dict[str, Callable[[Path], object]] = {
 
 @pytest.fixture(scope="session")
 def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("media")
-    for name, make in MAKERS.items():
-        make(d / name)
-    return d
+    """Where MAKERS' files are kept once made (each on its first use: under pytest-xdist each
+    worker has its own session, and makes only what its share of the tests reads)."""
+    return tmp_path_factory.mktemp("media")
 
 
 @pytest.fixture
@@ -69,9 +68,12 @@ def put(ws: Path, media_dir: Path) -> Callable[..., Path]:
     """Copy a generated file into the workspace, optionally under another name."""
 
     def _put(name: str, as_name: str | None = None, into: Path | None = None) -> Path:
+        made = media_dir / name
+        if not made.exists():
+            MAKERS[name](made)
         dest = (into or ws) / (as_name or name)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(media_dir / name, dest)
+        shutil.copyfile(made, dest)
         return dest
 
     return _put
@@ -750,7 +752,10 @@ async def capped(capped_shared: Capped) -> Capped:
     return capped_shared
 
 
-hostile = pytest.mark.asyncio(loop_scope="module")
+def hostile(test: Any) -> Any:
+    """A test on the one capped server of the module (its loop; one xdist worker, so the server
+    starts once, not once a worker)."""
+    return pytest.mark.xdist_group("read-media-capped")(pytest.mark.asyncio(loop_scope="module")(test))
 
 
 @hostile
