@@ -27,8 +27,9 @@ async def test_a_missing_facility_is_a_one_line_refusal_naming_it(
     def scandir_unavailable(*args: object, **kwargs: object) -> None:  # a mock: Windows-like os
         raise NotImplementedError("scandir: fd unavailable on this platform")
 
+    server = make_server(ws)  # before the patch: the start's case probe lists the workdir too
     monkeypatch.setattr(os, "scandir", scandir_unavailable)
-    async with Client(make_server(ws)) as client:
+    async with Client(server) as client:
         result = await client.call_tool("Glob", {"pattern": "*.py"}, raise_on_error=False)
     assert result.is_error
     text = result.content[0].text  # type: ignore[union-attr]
@@ -42,9 +43,10 @@ async def test_an_unexpected_exception_stays_masked_and_is_marked_in_the_log(
     def scandir_broken(*args: object, **kwargs: object) -> None:  # a mock: a bug in a tool
         raise RuntimeError("SECRET-DETAIL")
 
+    server = make_server(ws)
     monkeypatch.setattr(os, "scandir", scandir_broken)
     caplog.set_level(logging.ERROR)
-    async with Client(make_server(ws)) as client:
+    async with Client(server) as client:
         with pytest.raises(ToolError) as raised:
             await client.call_tool("Glob", {"pattern": "*.py"})
     assert "SECRET-DETAIL" not in str(raised.value)
