@@ -12,12 +12,11 @@ its share of the client's budget like any image.
 from __future__ import annotations
 
 import base64
-import importlib.util
-import sys
 from dataclasses import dataclass
 from typing import IO, Any
 
 from filegate.errors import MediaError
+from filegate.media import installed
 
 from .bounds import DECODE_TIMEOUT_S, MAX_DECODE_BYTES, Deadline, DecodeTimeout, check_decoded_size
 from .worker import Decoder, run_worker
@@ -51,12 +50,7 @@ ENCRYPTED = PDFIUM_LOAD_ERRORS[4]
 
 def pdfium_installed() -> bool:
     """Whether pypdfium2 (the ``pdf`` extra) can be imported, without importing it here."""
-    if "pypdfium2" in sys.modules:  # a module hidden as None, or one already imported
-        return sys.modules["pypdfium2"] is not None
-    try:
-        return importlib.util.find_spec("pypdfium2") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed("pypdfium2")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ import base64
 import bisect
 import importlib
 import importlib.util
-import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -24,6 +23,7 @@ from typing import IO, Any
 from PIL import Image
 
 from filegate.errors import MediaError
+from filegate.media import installed
 
 from .bounds import (
     DECODE_TIMEOUT_S,
@@ -69,12 +69,7 @@ def load_av() -> Any | None:
 
 def av_installed() -> bool:
     """Whether PyAV can be imported, without importing it into this process."""
-    if "av" in sys.modules:  # a module hidden as None, or one already imported
-        return sys.modules["av"] is not None
-    try:
-        return importlib.util.find_spec("av") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed("av")
 
 
 @dataclass(slots=True)
