@@ -483,6 +483,13 @@ def read_snapshot(path: Path) -> tuple[bytes, Snapshot]:
         os.close(fd)
 
 
+@pytest.fixture
+def with_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The linked pre-image needs /proc (linkat of the open file): these tests give it back under
+    FILEGATE_SIMULATE, whose no-proc fallback (a copy) the no-proc tests below check."""
+    monkeypatch.delenv("FILEGATE_SIMULATE", raising=False)
+
+
 def begin_read(h: WriteHistory, path: Path, new: bytes) -> tuple[str, Snapshot]:
     """begin() as tools/writing.py calls it: with the snapshot the old bytes were read with."""
     old, snap = read_snapshot(path)
@@ -490,7 +497,7 @@ def begin_read(h: WriteHistory, path: Path, new: bytes) -> tuple[str, Snapshot]:
 
 
 def test_a_pre_image_is_the_replaced_inode_itself_kept_before_the_rename_then_owner_only(
-    target: Path,
+    target: Path, with_proc: None
 ) -> None:
     h = WriteHistory()
     write_id, snap = begin_read(h, target, b"new content\n")
@@ -532,7 +539,7 @@ def test_a_file_changed_in_place_since_it_was_read_is_not_linked(target: Path) -
 
 
 def test_a_write_that_did_not_land_drops_its_linked_pre_image_and_leaves_the_file_alone(
-    target: Path,
+    target: Path, with_proc: None
 ) -> None:
     h = WriteHistory()
     write_id, snap = begin_read(h, target, b"new content\n")
@@ -543,7 +550,9 @@ def test_a_write_that_did_not_land_drops_its_linked_pre_image_and_leaves_the_fil
     assert target.read_bytes() == b"old\n"
 
 
-def test_a_linked_pre_image_named_elsewhere_by_its_rename_is_replaced_by_a_copy(target: Path) -> None:
+def test_a_linked_pre_image_named_elsewhere_by_its_rename_is_replaced_by_a_copy(
+    target: Path, with_proc: None
+) -> None:
     h = WriteHistory()
     write_id, snap = begin_read(h, target, b"new content\n")
     replace_file(target, b"new content\n", expect=snap, shown=target.name)
@@ -556,7 +565,7 @@ def test_a_linked_pre_image_named_elsewhere_by_its_rename_is_replaced_by_a_copy(
     assert h.pre_image(h.entries()[-1]) == b"old\n"
 
 
-def test_a_link_left_by_a_crash_is_not_taken_for_a_kept_pre_image(target: Path) -> None:
+def test_a_link_left_by_a_crash_is_not_taken_for_a_kept_pre_image(target: Path, with_proc: None) -> None:
     """Killed between begin and the rename: the history's name still shares the workspace's
     inode. A later write of the same content keeps a pre-image of its own (a copy: the file
     now has two names), which a write in place to the file no longer changes."""
