@@ -579,12 +579,14 @@ async def test_kimi_code_gets_a_video_over_one_part_as_frames_each_in_a_part_of_
 async def test_video_over_budget_without_pyav_names_budget_size_and_extra(
     ws: Path, put: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The media are made first (making them needs PyAV; on a fresh pytest-xdist worker this
+    # test may be the first to ask for them).
+    src, clip = put("noisy.mp4"), put("clip.mp4")
     # A simulated missing package (not a mock of our code): `import av` now raises ImportError.
     monkeypatch.setitem(sys.modules, "av", None)
-    src = put("noisy.mp4")
     async with connect(ws, client="kimi") as c:
         r = await call(c, "ReadMediaFile", path="noisy.mp4")
-        small = await call(c, "ReadMediaFile", path=str(put("clip.mp4")))
+        small = await call(c, "ReadMediaFile", path=str(clip))
     assert r.is_error
     msg = text(r)
     assert f"{src.stat().st_size} bytes" in msg and "budget of 100000 characters" in msg
