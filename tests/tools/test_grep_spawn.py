@@ -65,7 +65,7 @@ async def test_a_killed_child_is_reaped_and_nothing_is_left_open(tmp_path: Path)
     sandbox = _sandbox(tmp_path)
     r, w = os.pipe()
     try:
-        proc = grep_sandbox.start(sandbox, [SH, "-c", "sleep 30"], str(tmp_path), None, w, [])
+        proc = grep_sandbox.start(sandbox, [SH, "-c", "exec sleep 30"], str(tmp_path), None, w, [])
     finally:
         sandbox.close()
         os.close(w)
