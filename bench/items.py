@@ -478,7 +478,9 @@ async def strreplace_50mb(cfg: Config) -> list[Row]:
     shutil.copyfile(src, target)
     copy = work_dir / "copy.c"
     size = target.stat().st_size
-    flip = [data.MARKER_A, data.MARKER_B]
+    # Each edit writes new content (the marker numbered anew), as in real use: flipping between
+    # two contents would find both pre-images kept after two edits and time no keeping at all.
+    marker = [data.MARKER_A]
     async with connect(filegate_cmd(work_dir, "--approval", "auto"), "filegate") as fg:
         tools = {t.name for t in await fg.client.list_tools()}
         if "StrReplaceFile" not in tools:
@@ -489,8 +491,8 @@ async def strreplace_50mb(cfg: Config) -> list[Row]:
         base = fg.rss_kib()
 
         async def a() -> float:
-            old, new = flip
-            flip.reverse()
+            old, new = marker[0], f"{data.MARKER_A} {time.time_ns()}"
+            marker[0] = new
             return await fg.timed("StrReplaceFile", {"path": target.name, "edit": {"old": old, "new": new}})
 
         async def b() -> float:

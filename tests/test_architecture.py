@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "filegate"
 
 # Lowest first. A module may import from its own layer's package and from layers below it.
@@ -240,6 +242,7 @@ print(" ".join(m for m in sys.argv[2:] if m in sys.modules))
 """
 
 
+@pytest.mark.slow
 def test_a_stdio_start_and_its_first_read_import_no_decoder_or_http_stack(tmp_path: Path) -> None:
     """The first answer after spawn waits for every module the server imports: a start and a
     first ReadFile of a text file import none of the media decoders or filegate's HTTP face."""

@@ -53,6 +53,7 @@ def test_version() -> None:
     assert module.stdout.strip() == f"filegate {__version__}"
 
 
+@pytest.mark.slow
 def test_bad_values_are_one_line_errors_with_exit_2(tmp_path: Path) -> None:
     cases = [
         (["--workdir", str(tmp_path / "nope")], "--workdir"),
@@ -183,6 +184,7 @@ def test_stdio_started_at_a_terminal_says_what_it_waits_for_and_ends_on_ctrl_d(t
                 stream.close()
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     import socket
 
@@ -208,6 +210,7 @@ print(code, collections > 0, gc.isenabled(), gc.get_freeze_count() > 0)
 """
 
 
+@pytest.mark.slow
 def test_the_collector_is_paused_for_the_start_only(tmp_path: Path) -> None:
     """Start-up pauses Python's garbage collector and freezes what it built (issue 28: its
     passes over fastmcp's and the SDK's objects were ~15 % of the start's CPU); the server then

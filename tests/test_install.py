@@ -261,6 +261,7 @@ def test_print_writes_nothing(tmp_path: Path, project: Path) -> None:
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.slow
 def test_bad_choices_fail_at_install_with_one_line(tmp_path: Path, project: Path) -> None:
     env = client_env(tmp_path)
     for args, expect in [
@@ -312,6 +313,7 @@ async def test_http_configurations_reach_the_endpoint(tmp_path: Path, project: P
                 assert "served through the installed configuration" in text(r), client
 
 
+@pytest.mark.slow
 def test_kimi_code_gets_its_own_file_and_can_switch_its_builtins_off(tmp_path: Path, project: Path) -> None:
     """Kimi Code reads $KIMI_CODE_HOME/mcp.json (default ~/.kimi-code); --disable-builtins merges
     [tools] disabled into the config.toml beside it (tests/agents/test_agents.py runs Kimi

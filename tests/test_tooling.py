@@ -53,6 +53,7 @@ def test_an_install_that_does_not_run_is_not_kept(tmp_path: Path) -> None:
     assert sorted(p.name for p in final.parent.iterdir()) == [".broken-1.0.lock"]
 
 
+@pytest.mark.slow
 def test_an_inspector_run_ends_at_its_hang_guard_even_when_a_child_holds_its_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

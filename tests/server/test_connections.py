@@ -88,6 +88,7 @@ async def test_failed_accepts_are_counted_and_other_loop_errors_passed_on(
     assert any(r.name == "asyncio" and r.getMessage() == "no handler before" for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_past_the_cap_the_oldest_connection_waiting_on_its_client_is_closed(ws: Any, tmp_path: Any) -> None:
     """`--max-connections 8`: a ninth connection makes room by closing the oldest one that is
     still waiting on its client (here: sent nothing); the newest is served, and the operator

@@ -135,6 +135,7 @@ def test_a_tokenless_loopback_server_refuses_a_local_web_page(ws: Path, tmp_path
         assert post_init(served)[0] == 200  # no Origin: a native client, served
 
 
+@pytest.mark.slow
 def test_an_allowed_origin_matches_in_any_spelling_of_itself(ws: Path, tmp_path: Path) -> None:
     with http_filegate(ws, tmp_path, "--allowed-origin", "https://App.example.com") as served:
         assert post_init(served, Origin="https://app.example.com:443")[0] == 200
@@ -143,6 +144,7 @@ def test_an_allowed_origin_matches_in_any_spelling_of_itself(ws: Path, tmp_path:
         assert post_init(served, Origin="https://app.example.com:8443")[0] == 403
 
 
+@pytest.mark.slow
 def test_allowed_origin_admits_those_browser_origins_only_on_a_custom_path_too(
     ws: Path, tmp_path: Path
 ) -> None:
@@ -201,6 +203,7 @@ def test_token_and_origins_from_the_environment_and_fastmcp_env_cannot_weaken_gu
         assert hdrs.get("mcp-session-id")
 
 
+@pytest.mark.slow
 def test_allowed_host_adds_a_name_and_nothing_else(ws: Path, tmp_path: Path) -> None:
     with http_filegate(ws, tmp_path, "--token", TOKEN, "--allowed-host", "files.internal:8000") as served:
         assert post_init(served, **AUTH, Host="files.internal:8000")[0] == 200
@@ -334,6 +337,7 @@ async def test_several_clients_at_once_each_with_its_own_session_and_approvals(
 # --- logging -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_default_log_level_keeps_stderr_quiet(ws: Path, tmp_path: Path) -> None:
     """Nothing but the one start-up line SPEC §5 asks for."""
     with http_filegate(ws, tmp_path) as served:
@@ -344,6 +348,7 @@ async def test_default_log_level_keeps_stderr_quiet(ws: Path, tmp_path: Path) ->
     assert line.startswith("filegate ") and f"over http at {served.url};" in line
 
 
+@pytest.mark.slow
 async def test_log_level_info_puts_access_lines_and_client_events_on_stderr(ws: Path, tmp_path: Path) -> None:
     with http_filegate(ws, tmp_path, "--log-level", "info") as served:
         async with Client(served.url, mode="legacy") as c:

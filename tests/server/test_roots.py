@@ -255,6 +255,7 @@ async def test_a_handshake_client_that_only_posts_is_asked_for_roots_on_its_call
     assert "ALLOWED" in json.dumps(message["result"]) and not message["result"].get("isError")
 
 
+@pytest.mark.slow
 def test_an_escaped_roots_change_over_stdio_narrows_the_next_call(ws: Path) -> None:
     """`notifications\\/roots\\/list_changed` is the same JSON as the unescaped name; the one
     dispatch path parses it, so the next call asks for the roots again and honours the

@@ -10,6 +10,7 @@ import gc
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
@@ -27,6 +28,7 @@ async def approve_for_session(message: str, response_type: Any, params: Any, con
     return ElicitResult(action="accept", content={"decision": "approve_for_session"})
 
 
+@pytest.mark.slow
 async def test_ended_sessions_leave_no_roots_or_approvals_behind(ws: Path) -> None:
     (ws / "a.txt").write_text("A\n")
     # Sessions end when their client leaves (DELETE) or, for one whose DELETE was lost, when

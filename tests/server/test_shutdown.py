@@ -139,6 +139,7 @@ async def test_stdio_sigterm_alone_waits_the_grace_period_then_cancels(
     await check_stdio_cancel(ws, mode, signal.SIGTERM)
 
 
+@pytest.mark.slow
 async def test_idle_stdio_server_exits_on_sigint_without_waiting_for_stdin(ws: Path) -> None:
     """SIGINT used to leave the stdio server blocked on stdin until the client closed it."""
     sig = signal.SIGINT
@@ -268,6 +269,7 @@ EXIT_MARKER_LAUNCHER = (
 )
 
 
+@pytest.mark.slow
 def test_a_sigterm_runs_the_exit_handlers_and_the_http_server_still_dies_of_it(
     ws: Path, tmp_path: Path
 ) -> None:

@@ -81,6 +81,7 @@ def test_a_request_with_a_lone_surrogate_escape_is_answered_not_dropped(ws: Path
     assert "hello" in got[3]["result"]["content"][0]["text"]
 
 
+@pytest.mark.slow
 def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
     data, ids = burst(ws)
     in_ours, in_theirs = socket.socketpair()
@@ -99,6 +100,7 @@ def test_a_burst_over_socket_pairs_is_answered_in_full(ws: Path) -> None:
     check(got, ids)
 
 
+@pytest.mark.slow
 def test_stdin_from_a_regular_file_still_works(ws: Path, tmp_path: Path) -> None:
     requests = tmp_path / "requests.jsonl"
     requests.write_text(json.dumps(INIT) + "\n" + json.dumps(INITIALIZED) + "\n")
@@ -110,6 +112,7 @@ def test_stdin_from_a_regular_file_still_works(ws: Path, tmp_path: Path) -> None
     assert json.loads(proc.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "filegate"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "get_blocking"), reason="POSIX only")
 def test_stdin_is_left_blocking_after_a_clean_exit(ws: Path) -> None:
     r, w = os.pipe()

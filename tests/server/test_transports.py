@@ -62,6 +62,7 @@ def test_no_env_file_is_read_from_the_users_directory(ws: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_fastmcp_makes_no_telemetry_spans_unless_the_operator_asks() -> None:
     """filegate exports no traces: fastmcp's per-call span helpers are off by default (they
     cost every call), and an operator's own FASTMCP_TELEMETRY_MODE still wins."""
@@ -125,6 +126,7 @@ async def test_log_lines_cannot_be_forged_by_a_client_name_or_a_path(ws: Path, t
     assert log.count("FORGED") >= 2
 
 
+@pytest.mark.slow
 def test_warnings_are_not_silenced_process_wide_and_each_is_one_escaped_log_line() -> None:
     """configure_logging used to ignore every DeprecationWarning in the process; now only the
     one named, intended use is filtered, and any other warning is a one-line log record."""

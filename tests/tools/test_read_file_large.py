@@ -181,6 +181,7 @@ async def test_a_tail_of_a_log_being_appended_is_numbered_right(ws: Path, mode: 
         writer.wait()
 
 
+@pytest.mark.slow
 async def test_abandoned_reads_do_not_keep_burning_cpu(ws: Path) -> None:
     # The client gives up on 8 reads of a file with a 1 TiB hole after 2 s each (fastmcp then
     # cancels the call on the server). Afterwards this process (the in-memory server) must be

@@ -74,6 +74,7 @@ async def test_a_cancelled_read_gives_its_place_back(ws: Path, running: dict[str
     assert time.monotonic() - start < 2.0
 
 
+@pytest.mark.slow
 async def test_a_large_file_is_read_on_the_shared_threads_not_in_the_two_places(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -133,6 +133,7 @@ async def test_over_stdio_a_read_counts_for_the_process_in_both_eras(ws: Path, m
     assert (ws / "a.txt").read_text() == "one\nTWO\n"
 
 
+@pytest.mark.slow
 async def test_http_handshake_sessions_each_need_their_own_read(ws: Path) -> None:
     (ws / "a.txt").write_text("one\ntwo\n")
     with http_server(ws, "--approval", "auto") as url:

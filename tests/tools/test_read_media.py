@@ -853,6 +853,7 @@ def rgba_bomb_png() -> bytes:
     return mf.bomb_png_bytes(12000, 12000, "RGBA")  # 560 KB; 576 MB decoded (~3 s to make)
 
 
+@pytest.mark.slow
 @hostile
 async def test_png_coded_video_bomb_is_refused_and_the_decode_ran_outside_the_server(
     capped: Capped, rgba_bomb_png: bytes
@@ -874,6 +875,7 @@ async def test_png_coded_video_bomb_is_refused_and_the_decode_ran_outside_the_se
     assert not after.is_error, text(after)
 
 
+@pytest.mark.slow
 @hostile
 async def test_video_whose_frames_outgrow_its_header_is_stopped_and_the_server_answers_on(
     capped: Capped, rgba_bomb_png: bytes

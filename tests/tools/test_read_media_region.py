@@ -211,6 +211,7 @@ async def test_a_region_of_a_bomb_is_still_a_bomb(ws: Path) -> None:
     )  # RGB 4 + crop 4
 
 
+@pytest.mark.slow
 async def test_region_over_stdio_from_the_installed_server(ws: Path, diagram: Image.Image) -> None:
     region = {"x": 2000, "y": 1000, "width": 1000, "height": 1000}
     async with Client(stdio_transport(ws)) as c:
