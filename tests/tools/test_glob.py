@@ -15,7 +15,13 @@ from fastmcp.client.transports import StdioTransport
 
 import filegate.tools.glob as glob_module
 from filegate.tools.ignores import MAX_RULES_BYTES
-from tests.conftest import FILEGATE, call, connect, stdio_transport, text, texts
+from tests.conftest import FILEGATE, MODES_LEGACY_SLOW, call, connect, stdio_transport, text, texts
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
 
 
 def tree(root: Path, *files: str) -> None:

@@ -11,7 +11,13 @@ import pytest
 from filegate.fsio import platform
 from filegate.tools.grep import rg as grep_rg
 from filegate.tools.grep import sandbox as grep_sandbox
-from tests.conftest import call, connect, text, texts
+from tests.conftest import MODES_LEGACY_SLOW, call, connect, text, texts
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
 
 
 def tree(root: Path, files: dict[str, str]) -> None:

@@ -11,7 +11,13 @@ import pytest
 from fastmcp import Client
 from PIL import Image
 
-from tests.conftest import call, connect, stdio_transport, text, texts
+from tests.conftest import MODES_LEGACY_SLOW, call, connect, stdio_transport, text, texts
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
 
 
 async def read(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:

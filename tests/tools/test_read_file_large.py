@@ -16,8 +16,15 @@ import anyio
 import pytest
 
 from filegate.fsio import lines
-from tests.conftest import call, connect, texts
+from tests.conftest import MODES_LEGACY_SLOW, call, connect, texts
 from tests.fsio.test_lines import sparse_file
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
+
 
 LINE = "0123456789abcdef" * 6 + "line {:08d}\n"  # 110 bytes
 

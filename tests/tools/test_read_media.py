@@ -30,8 +30,15 @@ from filegate.policy.budget import KIMI_BUDGET
 from filegate.settings import DEFAULT_RESULT_BUDGET
 from filegate.tools.read_media import COORDINATES_ADVICE as COORDS_ADVICE
 from tests import media_factory as mf
-from tests.conftest import call, connect, stdio_transport, text, texts
+from tests.conftest import MODES_LEGACY_SLOW, call, connect, stdio_transport, text, texts
 from tests.stress.procs import server_pid, status
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
+
 
 COORDS = "compute absolute coordinates using the original image size"
 

@@ -15,7 +15,13 @@ from PIL import Image, ImageChops, ImageStat
 
 from filegate.media.bounds import MAX_DECODE_BYTES
 from tests import media_factory as mf
-from tests.conftest import call, connect, stdio_transport, text
+from tests.conftest import MODES_LEGACY_SLOW, call, connect, stdio_transport, text
+
+
+@pytest.fixture(params=MODES_LEGACY_SLOW)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both eras; the handshake-era twin in the slow set (tests/conftest.py says why)."""
+    return str(request.param)
 
 
 def image_of(result: Any) -> Image.Image:
