@@ -16,7 +16,12 @@ from mcp.types import Implementation
 from tests.conftest import FILEGATE, http_server, stdio_transport, text
 from tests.rawstdio import raw_filegate
 
+# Both eras; the 2026-07-28 twin in the slow set (the handshake era is what agents speak over
+# stdio today; test_interop speaks 2026-07-28 over HTTP in the default set).
+ERAS_NEW_SLOW = pytest.mark.parametrize("mode", ["legacy", pytest.param("auto", marks=pytest.mark.slow)])
 
+
+@ERAS_NEW_SLOW
 async def test_stdio_serves_the_read_tools(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("over stdio\n")
     async with Client(stdio_transport(ws), mode=mode) as c:
@@ -29,6 +34,7 @@ async def test_stdio_serves_the_read_tools(ws: Path, mode: str) -> None:
         assert text(r).startswith("a.txt:1:over stdio")
 
 
+@ERAS_NEW_SLOW
 async def test_http_serves_the_read_tools_and_confines_by_default(ws: Path, outside: Path, mode: str) -> None:
     (ws / "a.txt").write_text("over http\n")
     with http_server(ws) as url:
