@@ -155,6 +155,14 @@ TARGETS: dict[str, Target] = {
         ("tests/media/test_pdf_text.py", "tests/tools/test_read_pdf.py", "-m", "not slow"),
         90.0,
     ),
+    # ReadMediaFile's pages of a PDF as images (SPEC §8.6): PDFium's side as the worker runs it
+    # (called in-process by tests/media/test_pdf_pages.py) and the tool's side, against the
+    # in-process tests.
+    "pdfimages": Target(
+        ("src/filegate/media/pdf_pages.py", "src/filegate/tools/pdf_images.py"),
+        ("tests/media/test_pdf_pages.py", "tests/tools/test_read_pdf_images.py", "-m", "not slow"),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(

@@ -1,0 +1,65 @@
+"""media/pdf_pages.py's worker side in this process (its answer to a request, as the worker would
+give it), on PDFs written by hand: the pages drawn, the cap, the refusals in filegate's words. The
+server's side runs it in the worker (tests/tools/test_read_pdf_images.py); here mutation testing
+reaches it (a worker process imports the unmutated package)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import pytest
+from PIL import Image
+from pypdf import PdfWriter
+
+from filegate.errors import MediaError
+from filegate.media import pdf_pages
+from tests import pdf_factory as pf
+
+pytest.importorskip("pypdfium2")
+
+
+def answer(data: bytes, first: int = 1, last: int = 1, **kw: Any) -> dict[str, Any]:
+    request = {"first": first, "last": last, "room": 1 << 20, "max_side": 200, "timeout": 30.0, **kw}
+    return pdf_pages.answer_in_worker(io.BytesIO(data), request)
+
+
+def test_a_page_is_drawn_at_the_longest_side_with_its_size_in_points() -> None:
+    got = answer(pf.left_half_black((400, 100)))
+    assert got["total"] == 1
+    [page] = got["pages"]
+    assert (page["number"], page["pt"], page["px"]) == (1, [400.0, 100.0], [200, 50])
+    im = Image.open(io.BytesIO(base64.b64decode(page["data"])))
+    assert im.size == (200, 50) and page["mime"] == f"image/{im.format.lower()}"
+    gray = im.convert("L")
+    assert gray.getpixel((50, 25)) < 30 and gray.getpixel((150, 25)) > 225
+
+
+def test_the_pages_asked_for_and_at_most_max_page_images() -> None:
+    book = pf.drawn_pdf([b""] * (pdf_pages.MAX_PAGE_IMAGES + 3), (100, 100))
+    assert [p["number"] for p in answer(book, 2, 3)["pages"]] == [2, 3]
+    capped = answer(book, 2, 99)
+    assert capped["total"] == pdf_pages.MAX_PAGE_IMAGES + 3
+    assert [p["number"] for p in capped["pages"]] == list(range(2, pdf_pages.MAX_PAGE_IMAGES + 2))
+
+
+@pytest.mark.parametrize("password", ["secret", ""])
+def test_an_encrypted_pdf_is_refused(password: str) -> None:
+    writer = PdfWriter()
+    writer.add_blank_page(100, 100)
+    writer.encrypt(password, algorithm="AES-128")
+    out = io.BytesIO()
+    writer.write(out)
+    with pytest.raises(MediaError) as refused:
+        answer(out.getvalue())
+    assert str(refused.value) == pdf_pages.ENCRYPTED + "."
+
+
+def test_a_damaged_pdf_is_refused_in_filegates_words() -> None:
+    with pytest.raises(MediaError) as broken:
+        answer(pf.broken_xref())
+    assert str(broken.value) == pdf_pages.DAMAGED + "."
+    with pytest.raises(MediaError) as page:
+        answer(pf.broken_object(b"MARKER-SECRET-42"))
+    assert str(page.value) == "page 1 of it is damaged: PDFium could not load it."
