@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -305,8 +306,11 @@ async def test_grep_matching_every_line_of_the_kernel_tree() -> None:
         s = Server(client, server_pid(ws), ws)
         await s.call("ReadFile", path="README")
         s.reset_peak()
-        r = await s.call("Grep", pattern=".", output_mode="content", head_limit=0)
+        # include_ignored: Debian's linux-source tree ignores everything but debian/ (its
+        # .gitignore ends with `/*` and `!/debian/`), so without it nothing is searched at all.
+        r = await s.call("Grep", pattern=".", output_mode="content", head_limit=0, include_ignored=True)
         assert not r.is_error or "timed out" in text(r)
+        assert r.is_error or re.match(r"[^\n:]+:1:", text(r)), text(r)[:300]  # lines, not "No matches"
         assert s.growth() < SEARCH_GROWTH, f"peak grew {s.growth() / MIB:.0f} MiB"
         assert wait_until(lambda: not rg_children(s.pid), 10)
         assert not (await s.call("ReadFile", path="README")).is_error
