@@ -4,6 +4,7 @@ the loop's exception handler (the whole of it under abuse: tests/stress/test_htt
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 from typing import Any
 
@@ -17,6 +18,7 @@ from filegate.server.connections import (
     AcceptErrors,
     Burst,
     connection_cap,
+    quiet_accept_errors,
 )
 
 
@@ -86,6 +88,30 @@ async def test_failed_accepts_are_counted_and_other_loop_errors_passed_on(
         "cannot accept connections ([Errno 24] Too many open files\\x0a); logged once until it stops"
     ]
     assert any(r.name == "asyncio" and r.getMessage() == "no handler before" for r in caplog.records)
+
+
+async def test_a_listener_closed_before_its_accept_retry_logs_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # What asyncio's accept retry does on a listener the server has closed meanwhile: register
+    # the closed socket with the selector, in a loop callback (a real ValueError from asyncio).
+    import socket
+
+    caplog.set_level("DEBUG")
+    loop = asyncio.get_running_loop()
+    listener = socket.socket()
+    listener.close()
+    quiet_accept_errors(loop)
+    try:
+        loop.call_soon(loop.add_reader, listener, lambda: None)
+        await asyncio.sleep(0.05)
+        loop.call_soon(lambda: 1 / 0)  # any other error is still passed on
+        await asyncio.sleep(0.05)
+    finally:
+        loop.set_exception_handler(None)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "ZeroDivisionError" in str(errors[0].exc_info), errors
+    assert "was not re-armed" in caplog.text
 
 
 @pytest.mark.slow

@@ -92,10 +92,20 @@ class AcceptErrors:
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         if context.get("message") == ACCEPT_FAILED:
             self._burst.event(escape(str(context.get("exception", ""))))
+        elif _closed_listener_rearmed(context):
+            log.debug("a listener closed during an accept burst was not re-armed")
         elif self._previous is not None:
             self._previous(loop, context)
         else:
             loop.default_exception_handler(context)
+
+
+def _closed_listener_rearmed(context: dict[str, Any]) -> bool:
+    """After a failed accept asyncio re-arms the listener a second later; if the server closed
+    it meanwhile (a shutdown during the burst), that callback meets a closed socket (fd -1) and
+    raises this ValueError, one traceback per listener per retry. Nothing is left to accept."""
+    exc = context.get("exception")
+    return isinstance(exc, ValueError) and str(exc) == "Invalid file descriptor: -1"
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
