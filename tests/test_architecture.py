@@ -193,6 +193,7 @@ UNIX_ONLY_OS = {
 }  # fmt: skip
 GUARDED = {
     ("filegate.fsio.platform", "pread"): "chosen only where os has it (else seek + read)",
+    ("filegate.fsio.platform", "posix_fadvise"): "drop_cached: after `if hasattr(os, 'posix_fadvise')`",
     ("filegate.fsio.atomic", "fchmod"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.atomic", "fchown"): "after `if not hasattr(os, 'fchmod')`",
     ("filegate.fsio.atomic", "geteuid"): "after `if not hasattr(os, 'fchmod')`",

@@ -308,3 +308,23 @@ def test_a_descriptor_path_is_told_from_a_missing_file() -> None:
 
     assert names_a_descriptor(rp("/proc/self/fd/0")) and names_a_descriptor(rp("/proc/123/fd/7"))
     assert not names_a_descriptor(rp("/proc/self/status")) and not names_a_descriptor(rp("/tmp/fd/0"))
+
+
+def test_dropping_a_files_cached_pages_keeps_its_bytes_and_is_silent_where_it_cannot(ws: Path) -> None:
+    """``drop_cached`` is advice (a kept pre-image leaves the page cache): the file reads the
+    same afterwards, and a pipe or a closed descriptor (ESPIPE, EBADF) raises nothing."""
+    path = ws / "kept.bin"
+    data = os.urandom(1 << 20)
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        platform.drop_cached(fd)
+        assert os.pread(fd, len(data) + 1, 0) == data
+    finally:
+        os.close(fd)
+    r, w = os.pipe()
+    platform.drop_cached(r)
+    os.close(r)
+    os.close(w)
+    platform.drop_cached(r)

@@ -6,6 +6,7 @@ Every test asserts what is on disk afterwards, and what the model reads.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -203,3 +204,53 @@ async def test_the_byte_bound_evicts_the_oldest_first_and_says_so(
     assert "history: evicted 1 write(s), oldest first (over --history-max-bytes)" in caplog.text
     objects = [f for _, _, files in os.walk(history_dir() / "objects") for f in files]
     assert len(objects) <= 2
+
+
+BIG = b"line one\n" + b"a filler of a large file\n" * (
+    240 << 10
+)  # ~6 MiB: its two versions are hashed at once
+
+
+@pytest.mark.parametrize("data", [ORIGINAL, BIG], ids=["small", "large"])
+async def test_a_history_that_cannot_keep_the_write_stops_it_before_the_rename(
+    ws: Path, mode: str, data: bytes
+) -> None:
+    """SPEC §8.4: no rename without its record. The record is kept while the temp file is
+    written; when it cannot be, the write stops there: the file, its folder and the store stay
+    as they were."""
+    path = _make(ws, data=data)
+    history_dir().mkdir(parents=True)
+    (history_dir() / "history.jsonl").mkdir()  # where the record goes: EISDIR
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt", n_lines=1)
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "line one", "new": "LINE ONE"})
+    assert r.is_error and text(r).startswith(
+        "Failed to keep the previous content of `a.txt` in the write history"
+    )
+    assert path.read_bytes() == data and os.stat(path).st_nlink == 1
+    assert os.listdir(ws) == ["a.txt"]  # no temp file left
+    assert [p for p in history_dir().rglob("*") if p.is_file()] == [history_dir() / "lock"]
+
+
+@pytest.mark.parametrize("data", [ORIGINAL, BIG], ids=["small", "large"])
+async def test_a_write_stopped_after_its_record_is_recorded_as_failed(ws: Path, data: bytes) -> None:
+    """The file changes while the user is asked: the record kept meanwhile says "failed" and
+    the other writer's content stays. Handshake era only: there the question comes between the
+    load and the write (in 2026-07-28 the answered call runs again and loads the change)."""
+    path = _make(ws, data=data)
+    theirs = b"written by someone else\n"
+
+    class ChangeWhileAsked(Answers):
+        async def __call__(self, *args: object) -> object:
+            path.write_bytes(theirs)
+            return await super().__call__(*args)  # type: ignore[arg-type]
+
+    async with connect(ws, "legacy", client_elicitation_handler=ChangeWhileAsked()) as c:
+        await call(c, "ReadFile", path="a.txt", n_lines=1)
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "line one", "new": "LINE ONE"})
+    assert r.is_error and "changed on disk after the change was prepared" in text(r), text(r)
+    assert path.read_bytes() == theirs and os.listdir(ws) == ["a.txt"]
+    records = [json.loads(line) for line in (history_dir() / "history.jsonl").read_text().splitlines()]
+    assert [r.get("outcome") for r in records] == [None, "failed"]
+    assert records[0]["after"] == hashlib.sha256(data.replace(b"line one", b"LINE ONE", 1)).hexdigest()
+    assert records[0]["before"] == hashlib.sha256(data).hexdigest()

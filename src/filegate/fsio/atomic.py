@@ -20,6 +20,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,9 +150,13 @@ def replace_file(
     shown: str,
     create_dirs: bool = False,
     mode: int | None = None,
+    before_rename: Callable[[], object] | None = None,
 ) -> int:
     """Atomically make ``real`` hold ``data`` (bytes, or spliced pieces written as they are);
     return the bytes written.
+
+    ``before_rename`` runs once the temp file is durable and the target found unchanged, just
+    before the rename; what it raises stops the write (the temp file is removed).
 
     ``expect`` is the target as the caller read it: if it changed since, nothing is written.
     An existing target keeps its mode bits but setuid/setgid (and owner, where permitted);
@@ -173,7 +178,7 @@ def replace_file(
     except OSError as exc:
         raise _failure(shown, exc) from None
     try:
-        return _replace_in(dfd, name, data, expect, shown, str(real.parent), mode)
+        return _replace_in(dfd, name, data, expect, shown, str(real.parent), mode, before_rename)
     finally:
         if dfd is not None:
             os.close(dfd)
@@ -254,6 +259,7 @@ def _replace_in(
     shown: str,
     directory: str | None = None,
     mode: int | None = None,
+    before_rename: Callable[[], object] | None = None,
 ) -> int:
     temp_name: str | None = None
     record: Path | None = None
@@ -278,6 +284,8 @@ def _replace_in(
             temp_name = _temp_name(name)
             record = record_pending(dfd, temp_name, directory)
             os.link(platform.proc_fd(tfd), temp_name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        if before_rename is not None:
+            before_rename()
         # os.replace: rename(2) here; on Windows it replaces an existing target (rename fails).
         os.replace(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         temp_name = None

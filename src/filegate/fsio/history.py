@@ -10,12 +10,13 @@ workspace::
       objects/ab/cd…    pre-images, named by their SHA-256 (identical ones are kept once)
       lock              the flock every process sharing the directory takes to append
 
-A write calls :meth:`WriteHistory.begin` before its rename: the pre-image is written and
-fsynced (file and directory), then the record line is appended and fsynced, so a crash at any
-instant leaves the old content recoverable. :meth:`WriteHistory.finish` appends the outcome
-after the rename (not fsynced: a record without an outcome is "unconfirmed", and whether the
-write landed is told by the file's content against the record's hashes). A sensitive file's
-record keeps no pre-image, no hash and no size: it says "not kept".
+A write calls :meth:`WriteHistory.begin` before its rename (while its temp file is written):
+the pre-image is written and fsynced (file and directory), then the record line is appended and
+fsynced, and only then may the rename come, so a crash at any instant leaves the old content
+recoverable. :meth:`WriteHistory.finish` appends the outcome after the rename (not fsynced: a
+record without an outcome is "unconfirmed", and whether the write landed is told by the file's
+content against the record's hashes). A sensitive file's record keeps no pre-image, no hash and
+no size: it says "not kept".
 
 Write ids (``w-`` and six hex digits) are drawn at random and checked, under the flock,
 against every id the file holds, evicted ones included (their tombstones): unique across the
@@ -24,6 +25,7 @@ processes that share the directory.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
@@ -54,6 +56,9 @@ DEFAULT_MAX_AGE_S = 14 * 86400.0
 # Eviction frees down to this share of the byte bound, so a history at its bound is not
 # rewritten on every write.
 EVICT_TO = 0.9
+# Both versions of a write at least this large are hashed at once (below it a thread costs more
+# than it saves).
+PARALLEL_HASH_MIN = 4 << 20
 # An evicted write's tombstone (its id, so the id is never reused and an undo of it says it was
 # evicted) is kept this many times the age bound.
 TOMBSTONE_AGE_FACTOR = 10
@@ -222,14 +227,13 @@ class WriteHistory:
     ) -> tuple[Entry, str]:
         """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
         if this write stored it ("" when there is none, or it was kept already)."""
-        after = "" if new is None else content_sha256(new)
+        before, after = _digests(old, new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
             entry, after=after, size_after=size_after, removed=new is None, created=old is None
         )
         if old is None:
             return entry, ""
-        before = content_sha256(old)
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
             return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes"), ""
@@ -267,6 +271,7 @@ class WriteHistory:
                 return  # kept anew meanwhile by another write of the same content
             if st.st_nlink == 1:
                 os.fchmod(fd, 0o600)
+                platform.drop_cached(fd)  # read again only by an undo: see _copy
                 return
             data = read_whole(fd, st.st_size) if landed else b""
         finally:
@@ -509,6 +514,18 @@ def _link(source: _Source, data: bytes, temp: Path) -> int:
         os.close(fd)
 
 
+def _digests(old: bytes | None, new: Content | None) -> tuple[str, str]:
+    """The SHA-256 of ``old`` and of ``new`` ("" for None). Two large ones are hashed at once,
+    the old on a second thread (hashlib lets go of the GIL): a speed device, see
+    docs/ARCHITECTURE.md."""
+    if old is None or new is None or min(len(old), len(new)) < PARALLEL_HASH_MIN:
+        return ("" if old is None else content_sha256(old)), ("" if new is None else content_sha256(new))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="filegate-hash") as pool:
+        before = pool.submit(content_sha256, old)
+        after = content_sha256(new)
+        return before.result(), after
+
+
 def _kept_already(target: Path, size: int) -> bool:
     """A pre-image kept whole under this name: a file of its size that is the history's alone
     (a link left by a crash before its write's rename may still be the workspace's file)."""
@@ -533,6 +550,10 @@ def _copy(data: Content, temp: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+    # A pre-image is read again only by an undo: its pages leave the page cache (they are on
+    # disk), for the user's files and the next write, which would otherwise take memory never
+    # used before (slow on a VM that maps a guest's memory on first touch).
+    platform.drop_cached(fd)
     os.close(fd)
 
 

@@ -20,6 +20,7 @@ would there (issue 29).
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 SIMULATE_ENV = "FILEGATE_SIMULATE"
@@ -34,6 +35,14 @@ DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 BINARY = getattr(os, "O_BINARY", 0)
+
+
+def drop_cached(fd: int) -> None:
+    """Ask the kernel to drop the page cache of ``fd``'s file (its bytes must be on disk already:
+    dirty pages are not dropped). Best effort; a no-op where ``posix_fadvise`` does not exist."""
+    if hasattr(os, "posix_fadvise"):
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def proc_fd(fd: int) -> str:

@@ -17,6 +17,7 @@ write, or a refusal); :func:`run_write` does the rest, in this order:
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -463,31 +464,32 @@ async def _replace(
     decision: Decision,
     reads: ReadLedger | None = None,
 ) -> tuple[int, str]:
-    """Write ``change`` over ``expect``, kept in the history first; with ``reads``, the written
-    file counts as read there. Returns the bytes written and the write's id."""
+    """Write ``change`` over ``expect``, kept in the history before the rename; with ``reads``,
+    the written file counts as read there. Returns the bytes written and the write's id."""
     rp, new = job.rp, change.new
 
     def write() -> tuple[int, str]:
-        # SPEC §8.4: the pre-image and the record are durable before the rename.
+        # SPEC §8.4: the pre-image and the record are durable before the rename. They are kept
+        # while the temp file is written (a speed device, docs/ARCHITECTURE.md), and the rename
+        # waits for them.
         old = expect.content if expect.exists and not rp.sensitive else None
         kept = None if change.remove else new
-        write_id = (
-            env.history.begin(job.tool, rp, env.client, decision.route, old, kept, expect)
-            if env.history
-            else ""
-        )
-        done = False
-        try:
-            if change.remove:
-                size = remove_file(rp.real, expect=expect, shown=rp.shown)
-            else:
-                size = replace_file(
-                    rp.real, new, expect=expect, shown=rp.shown, create_dirs=job.create_dirs, mode=change.mode
-                )
-            done = True
-        finally:  # the outcome line: "failed" when the rename did not happen
-            if env.history is not None:
-                env.history.finish(write_id, ok=done)
+        history = env.history
+        if history is None:
+            size, write_id = _renamed(job, change, expect, None), ""
+        else:
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="filegate-history") as pool:
+                args = (job.tool, rp, env.client, decision.route, old, kept, expect)
+                keeping = pool.submit(history.begin, *args)
+                done = False
+                try:
+                    size = _renamed(job, change, expect, keeping.result)
+                    done = True
+                finally:  # the outcome line: "failed" when the rename did not happen
+                    # Waits for the record; "" (nothing to finish) when it failed, which then
+                    # failed the write too: no rename without its record.
+                    write_id = "" if keeping.exception() is not None else keeping.result()
+                    history.finish(write_id, ok=done)
         if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
@@ -509,6 +511,27 @@ async def _replace(
         escape(env.client) or "-",
     )
     return size, write_id
+
+
+def _renamed(
+    job: WriteJob[T], change: Change[T], expect: Snapshot, before: Callable[[], object] | None
+) -> int:
+    """``change`` written over ``expect`` (or the file removed), ``before`` done first: the bytes
+    written."""
+    rp = job.rp
+    if change.remove:
+        if before is not None:
+            before()
+        return remove_file(rp.real, expect=expect, shown=rp.shown)
+    return replace_file(
+        rp.real,
+        change.new,
+        expect=expect,
+        shown=rp.shown,
+        create_dirs=job.create_dirs,
+        mode=change.mode,
+        before_rename=before,
+    )
 
 
 def _log_refusal(job: WriteJob[T], env: ToolEnv, decision: Decision) -> None:
