@@ -341,3 +341,77 @@ async def test_missing_fields_line_breaks_and_the_trim_boundaries_read_as_docume
         "# cell 6 · markdown", "m",
     ]  # fmt: skip
     assert out == "".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1))
+
+
+V3_NO_CELLS = "its JSON has no list of cells"
+
+
+@pytest.mark.parametrize(
+    ("notebook_json", "why"),
+    [
+        ({"nbformat": 3, "worksheets": {"cells": []}}, V3_NO_CELLS),  # not a list
+        ({"nbformat": 3, "worksheets": []}, V3_NO_CELLS),  # no worksheet
+        ({"nbformat": 3, "worksheets": [["cells"]]}, V3_NO_CELLS),  # a worksheet not an object
+        ({"nbformat": 4, "cells": [{"cell_type": "code", "source": "x"}, "x = 1"]}, V3_NO_CELLS),
+    ],
+)
+async def test_json_of_another_shape_reads_as_text_with_why(ws: Path, notebook_json: Any, why: str) -> None:
+    """Valid JSON that is not a notebook (SPEC §8.6): its text, with a note that says why."""
+    content = json.dumps(notebook_json, indent=1)
+    (ws / "odd.ipynb").write_text(content)
+    err, (out, msg) = await read(ws, path="odd.ipynb")
+    assert not err
+    assert out == "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(content.splitlines(), 1))
+    assert msg.endswith(f" Shown as text: this .ipynb file is not read as a notebook ({why}).")
+
+
+@pytest.mark.parametrize("top", [[{"nbformat": 4, "cells": []}], "nbformat 4"])
+async def test_json_not_an_object_at_the_top_is_not_a_notebook_candidate(ws: Path, top: Any) -> None:
+    """Only a .ipynb that begins as a JSON object is parsed (policy/filetype.document_kind), so
+    render_notebook's "no object at the top" is never reached through ReadFile: plain text."""
+    content = json.dumps(top, indent=1)
+    (ws / "odd.ipynb").write_text(content)
+    err, (out, msg) = await read(ws, path="odd.ipynb")
+    assert not err
+    assert out == "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(content.splitlines(), 1))
+    assert msg.endswith(" End of file reached.") and "notebook" not in msg
+
+
+async def test_sources_and_tracebacks_of_other_types_show_no_lines(ws: Path) -> None:
+    """A source, text or traceback that is neither a string nor a list of strings (a hand-edited
+    or foreign notebook) shows nothing for it: the rest of the notebook still reads."""
+    write_nb(
+        ws / "odd.ipynb",
+        cell(7, {"output_type": "stream", "name": "stdout", "text": {"a": 1}}),  # type: ignore[arg-type]
+        cell(["a", 1, None, "b\n", "c"], kind="markdown"),  # type: ignore[list-item]
+        cell("e", {"output_type": "error", "ename": "E", "evalue": "v", "traceback": "frame 1\nframe 2"}),
+        cell("f", {"output_type": "error", "ename": "F", "evalue": "w", "traceback": ["one", 2, "two"]}),
+    )
+    err, (out, _) = await read(ws, path="odd.ipynb")
+    assert not err
+    rows = [
+        "# cell 1 · code · 1 output", "# out 1 · stdout",
+        "# cell 2 · markdown", "ab", "c",
+        "# cell 3 · code · 1 output", "e", "# out 1 · error", "E: v",
+        "# cell 4 · code · 1 output", "f", "# out 1 · error", "F: w", "one", "two",
+    ]  # fmt: skip
+    assert out == "".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1))
+
+
+async def test_colour_codes_are_removed_from_sources_and_outputs(ws: Path) -> None:
+    """Terminal codes in a stream (pip, tqdm, a logger) or a source reach no view line."""
+    write_nb(
+        ws / "c.ipynb",
+        cell(
+            f"print('{RED}red{RESET}')",
+            {"output_type": "stream", "name": "stdout", "text": [f"{RED}red{RESET}\n", "\x1b[2K\x1b[1Gdone"]},
+        ),
+    )
+    _, (out, _) = await read(ws, path="c.ipynb")
+    assert out == (
+        "     1\t# cell 1 · code · 1 output\n"
+        "     2\tprint('red')\n"
+        "     3\t# out 1 · stdout\n"
+        "     4\tred\n"
+        "     5\tdone\n"
+    )
