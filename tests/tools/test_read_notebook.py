@@ -415,3 +415,53 @@ async def test_colour_codes_are_removed_from_sources_and_outputs(ws: Path) -> No
         "     4\tred\n"
         "     5\tdone\n"
     )
+
+
+async def test_a_notebook_at_the_parse_cap_is_parsed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_nb(ws / "n.ipynb", cell("x = 1"))
+    monkeypatch.setattr(notebook, "MAX_NOTEBOOK_BYTES", (ws / "n.ipynb").stat().st_size)
+    _, (out, msg) = await read(ws, path="n.ipynb")
+    assert out == "     1\t# cell 1 · code · 0 outputs\n     2\tx = 1\n" and msg.endswith(NOTE.format(1))
+
+
+async def test_the_parse_waits_for_three_times_the_file_in_the_load_budget(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parse holds the bytes, the text and the parsed strings (PARSE_COST_FACTOR × the file)
+    at once: with less room left beside other calls' loads it waits, and is refused when the
+    room never comes."""
+    from filegate.fsio import loads
+
+    write_nb(ws / "n.ipynb", cell("x = 1"))
+    size = (ws / "n.ipynb").stat().st_size
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    free = loads.LOADS.capacity - loads.LOADS.held
+    with loads.holding(free - (3 * size - 1)):  # another call's load: one byte short
+        err, (message,) = await read(ws, path="n.ipynb")
+    assert err and message == (
+        "The server was busy holding other calls' files (at most 256 MiB at once) for longer than "
+        "0.2 s; nothing was done, try again."
+    )
+    with loads.holding(free - 3 * size):  # room for the parse exactly
+        err, (out, _) = await read(ws, path="n.ipynb")
+    assert not err and out == "     1\t# cell 1 · code · 0 outputs\n     2\tx = 1\n"
+
+
+# ReadFile's cell view reads the file in chunks of this many bytes (notebook._read_all).
+READ_CHUNK = 8 << 20
+
+
+async def test_a_notebook_past_one_read_chunk_is_joined_whole(ws: Path) -> None:
+    """A plotting notebook is often larger than one chunk: the text across the chunk's end
+    reads as written (9 MiB, written and parsed in well under a second)."""
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": ""}}
+    marker = "across_the_chunk_end"
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell("plot()", image), cell(marker)]}
+    first = json.dumps(nb, indent=1).index(marker)
+    image["data"]["image/png"] = "A" * (READ_CHUNK - first - len(marker) // 2)  # the end: mid-marker
+    content = json.dumps(nb, indent=1)
+    assert content.index(marker) < READ_CHUNK < content.index(marker) + len(marker)
+    (ws / "plots.ipynb").write_text(content)
+    err, (out, msg) = await read(ws, path="plots.ipynb", line_offset=-2)
+    assert not err
+    assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(NOTE.format(2))
