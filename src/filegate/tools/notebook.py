@@ -43,7 +43,6 @@ class NotANotebook(Exception):
 class NotebookView:
     rows: list[str]  # the view's lines, each with its line break
     cells: int
-    nbformat: int
 
 
 def read_notebook(fd: int, size: int) -> NotebookView:
@@ -97,7 +96,7 @@ def render_notebook(notebook: Any) -> NotebookView:
     rows: list[str] = []
     for number, cell in enumerate(cells, 1):
         rows.extend(_cell_rows(number, cell))
-    return NotebookView(rows, len(cells), version)
+    return NotebookView(rows, len(cells))
 
 
 def _lines(value: Any) -> list[str]:
