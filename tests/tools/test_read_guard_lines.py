@@ -465,3 +465,21 @@ async def test_past_the_tracked_replacements_the_edits_are_judged_as_one_stretch
     else:
         assert error and "(it touches line 500)" in said
         assert after == now
+
+
+async def test_a_changed_line_holding_a_byte_its_codec_lacks_is_shown_as_readfile_shows_it(
+    ws: Path,
+) -> None:
+    """cp1252 has no character at 0x81: a changed line holding one is shown with U+FFFD there,
+    as ReadFile shows it, and the refusal is still the refusal (no crash on the decode)."""
+    before = SOURCE.encode("cp1252")
+    now = before.replace(b"line 5\n", b"line \x81 5 \xe9\n")
+    said, error, after = await edit_after_in_place_change(
+        ws, before, now, "line 5\n", "five\n", legacy_encoding="cp1252"
+    )
+    assert error and after == now
+    assert "(now different: line 5)" in said
+    assert said.endswith("\n     5\tline \ufffd 5 é")
+    async with connect(ws, "auto", legacy_encoding="cp1252") as c:
+        r = await call(c, "ReadFile", path="a.txt", line_offset=5, n_lines=1)
+    assert text(r).startswith("     5\tline \ufffd 5 é\n")
