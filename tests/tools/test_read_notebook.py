@@ -447,21 +447,60 @@ async def test_the_parse_waits_for_three_times_the_file_in_the_load_budget(
     assert not err and out == "     1\t# cell 1 · code · 0 outputs\n     2\tx = 1\n"
 
 
-# ReadFile's cell view reads the file in chunks of this many bytes (notebook._read_all).
-READ_CHUNK = 8 << 20
-
-
 async def test_a_notebook_past_one_read_chunk_is_joined_whole(ws: Path) -> None:
-    """A plotting notebook is often larger than one chunk: the text across the chunk's end
-    reads as written (9 MiB, written and parsed in well under a second)."""
+    """A plotting notebook is often larger than one read chunk: the text across the chunk's end
+    reads as written (8 MiB, written and parsed in well under a second)."""
+    marker = chunk_spanning_notebook(ws / "plots.ipynb")
+    err, (out, msg) = await read(ws, path="plots.ipynb", line_offset=-2)
+    assert not err
+    assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(NOTE.format(2))
+
+
+def chunk_spanning_notebook(path: Path) -> str:
+    """A notebook just over one read chunk whose last cell's source spans the chunk's end."""
     image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": ""}}
     marker = "across_the_chunk_end"
     nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell("plot()", image), cell(marker)]}
     first = json.dumps(nb, indent=1).index(marker)
-    image["data"]["image/png"] = "A" * (READ_CHUNK - first - len(marker) // 2)  # the end: mid-marker
+    image["data"]["image/png"] = "A" * (notebook.READ_CHUNK_BYTES - first - len(marker) // 2)
     content = json.dumps(nb, indent=1)
-    assert content.index(marker) < READ_CHUNK < content.index(marker) + len(marker)
-    (ws / "plots.ipynb").write_text(content)
-    err, (out, msg) = await read(ws, path="plots.ipynb", line_offset=-2)
-    assert not err
-    assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(NOTE.format(2))
+    assert content.index(marker) < notebook.READ_CHUNK_BYTES < content.index(marker) + len(marker)
+    path.write_text(content)
+    return marker
+
+
+@pytest.mark.parametrize("change", ["grows", "shrinks"])
+async def test_a_notebook_changed_while_it_is_read_is_read_as_it_was_or_as_text(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """A notebook written to while the view reads it (a Jupyter autosave). The race is staged
+    by a writer that acts just before the view's first read (notebook.pread wrapped; the reads
+    stay real): bytes appended past the size the read started with are not taken in, and a
+    file cut short is shown as text, never a crash."""
+    p = ws / "live.ipynb"
+    marker = chunk_spanning_notebook(p)
+    wrote = []
+
+    def writer_then_pread(fd: int, n: int, offset: int) -> bytes:
+        if not wrote:
+            wrote.append(change)
+            with open(p, "r+b") as f:
+                if change == "grows":
+                    f.seek(0, os.SEEK_END)
+                    f.write(b"\n  autosaved tail")
+                else:
+                    f.truncate(1000)
+        return os.pread(fd, n, offset)
+
+    monkeypatch.setattr(notebook, "pread", writer_then_pread)
+    err, (out, msg) = await read(ws, path="live.ipynb", line_offset=-2)
+    assert not err and wrote == [change]
+    if change == "grows":
+        assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(
+            NOTE.format(2)
+        )
+    else:
+        assert "Notebook view" not in msg
+        assert msg.endswith(
+            " Shown as text: this .ipynb file is not read as a notebook (it is not valid JSON)."
+        )
