@@ -465,3 +465,51 @@ async def test_past_the_tracked_replacements_the_edits_are_judged_as_one_stretch
     else:
         assert error and "(it touches line 500)" in said
         assert after == now
+
+
+async def test_a_changed_line_holding_a_byte_its_codec_lacks_is_shown_as_readfile_shows_it(
+    ws: Path,
+) -> None:
+    """cp1252 has no character at 0x81: a changed line holding one is shown with U+FFFD there,
+    as ReadFile shows it, and the refusal is still the refusal (no crash on the decode)."""
+    before = SOURCE.encode("cp1252")
+    now = before.replace(b"line 5\n", b"line \x81 5 \xe9\n")
+    said, error, after = await edit_after_in_place_change(
+        ws, before, now, "line 5\n", "five\n", legacy_encoding="cp1252"
+    )
+    assert error and after == now
+    assert "(now different: line 5)" in said
+    assert said.endswith("\n     5\tline \ufffd 5 é")
+    async with connect(ws, "auto", legacy_encoding="cp1252") as c:
+        r = await call(c, "ReadFile", path="a.txt", line_offset=5, n_lines=1)
+    assert text(r).startswith("     5\tline \ufffd 5 é\n")
+
+
+async def test_a_file_replaced_between_the_guard_and_the_load_keeps_the_plain_refusal(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Changed in place (its lines kept: the guard before the load lets the edit on), then
+    replaced by a new file before the load (an editor's atomic save). The race is staged by a
+    writer that acts just before the load (writing.load_current wrapped; the load stays real):
+    the new file has no lines to compare, so the plain refusal stands and nothing is written."""
+    from filegate.tools import writing
+
+    p = ws / "a.py"
+    p.write_text(SOURCE)
+    real_load = writing.load_current
+    replaced = []
+
+    def replace_then_load(*args: object, **kw: object) -> object:
+        if not replaced:
+            replaced.append(True)
+            (ws / "new").write_text(SOURCE.replace("line 2\n", "line two\n"))
+            os.replace(ws / "new", p)
+        return real_load(*args, **kw)  # type: ignore[arg-type]
+
+    async with connect(ws, "auto", approval="auto") as c:
+        await call(c, "ReadFile", path="a.py")
+        rewrite_in_place(p, SOURCE.replace("line 1\n", "line one\n"))
+        monkeypatch.setattr(writing, "load_current", replace_then_load)
+        r = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 15\n", "new": "line XV\n"})
+    assert replaced and r.is_error and "changed since it was read: read it again" in text(r)
+    assert p.read_text() == SOURCE.replace("line 2\n", "line two\n")

@@ -341,3 +341,166 @@ async def test_missing_fields_line_breaks_and_the_trim_boundaries_read_as_docume
         "# cell 6 · markdown", "m",
     ]  # fmt: skip
     assert out == "".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1))
+
+
+V3_NO_CELLS = "its JSON has no list of cells"
+
+
+@pytest.mark.parametrize(
+    ("notebook_json", "why"),
+    [
+        ({"nbformat": 3, "worksheets": {"cells": []}}, V3_NO_CELLS),  # not a list
+        ({"nbformat": 3, "worksheets": []}, V3_NO_CELLS),  # no worksheet
+        ({"nbformat": 3, "worksheets": [["cells"]]}, V3_NO_CELLS),  # a worksheet not an object
+        ({"nbformat": 4, "cells": [{"cell_type": "code", "source": "x"}, "x = 1"]}, V3_NO_CELLS),
+    ],
+)
+async def test_json_of_another_shape_reads_as_text_with_why(ws: Path, notebook_json: Any, why: str) -> None:
+    """Valid JSON that is not a notebook (SPEC §8.6): its text, with a note that says why."""
+    content = json.dumps(notebook_json, indent=1)
+    (ws / "odd.ipynb").write_text(content)
+    err, (out, msg) = await read(ws, path="odd.ipynb")
+    assert not err
+    assert out == "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(content.splitlines(), 1))
+    assert msg.endswith(f" Shown as text: this .ipynb file is not read as a notebook ({why}).")
+
+
+@pytest.mark.parametrize("top", [[{"nbformat": 4, "cells": []}], "nbformat 4"])
+async def test_json_not_an_object_at_the_top_is_not_a_notebook_candidate(ws: Path, top: Any) -> None:
+    """Only a .ipynb that begins as a JSON object is parsed (policy/filetype.document_kind), so
+    render_notebook's "no object at the top" is never reached through ReadFile: plain text."""
+    content = json.dumps(top, indent=1)
+    (ws / "odd.ipynb").write_text(content)
+    err, (out, msg) = await read(ws, path="odd.ipynb")
+    assert not err
+    assert out == "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(content.splitlines(), 1))
+    assert msg.endswith(" End of file reached.") and "notebook" not in msg
+
+
+async def test_sources_and_tracebacks_of_other_types_show_no_lines(ws: Path) -> None:
+    """A source, text or traceback that is neither a string nor a list of strings (a hand-edited
+    or foreign notebook) shows nothing for it: the rest of the notebook still reads."""
+    write_nb(
+        ws / "odd.ipynb",
+        cell(7, {"output_type": "stream", "name": "stdout", "text": {"a": 1}}),  # type: ignore[arg-type]
+        cell(["a", 1, None, "b\n", "c"], kind="markdown"),  # type: ignore[list-item]
+        cell("e", {"output_type": "error", "ename": "E", "evalue": "v", "traceback": "frame 1\nframe 2"}),
+        cell("f", {"output_type": "error", "ename": "F", "evalue": "w", "traceback": ["one", 2, "two"]}),
+    )
+    err, (out, _) = await read(ws, path="odd.ipynb")
+    assert not err
+    rows = [
+        "# cell 1 · code · 1 output", "# out 1 · stdout",
+        "# cell 2 · markdown", "ab", "c",
+        "# cell 3 · code · 1 output", "e", "# out 1 · error", "E: v",
+        "# cell 4 · code · 1 output", "f", "# out 1 · error", "F: w", "one", "two",
+    ]  # fmt: skip
+    assert out == "".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1))
+
+
+async def test_colour_codes_are_removed_from_sources_and_outputs(ws: Path) -> None:
+    """Terminal codes in a stream (pip, tqdm, a logger) or a source reach no view line."""
+    write_nb(
+        ws / "c.ipynb",
+        cell(
+            f"print('{RED}red{RESET}')",
+            {"output_type": "stream", "name": "stdout", "text": [f"{RED}red{RESET}\n", "\x1b[2K\x1b[1Gdone"]},
+        ),
+    )
+    _, (out, _) = await read(ws, path="c.ipynb")
+    assert out == (
+        "     1\t# cell 1 · code · 1 output\n"
+        "     2\tprint('red')\n"
+        "     3\t# out 1 · stdout\n"
+        "     4\tred\n"
+        "     5\tdone\n"
+    )
+
+
+async def test_a_notebook_at_the_parse_cap_is_parsed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_nb(ws / "n.ipynb", cell("x = 1"))
+    monkeypatch.setattr(notebook, "MAX_NOTEBOOK_BYTES", (ws / "n.ipynb").stat().st_size)
+    _, (out, msg) = await read(ws, path="n.ipynb")
+    assert out == "     1\t# cell 1 · code · 0 outputs\n     2\tx = 1\n" and msg.endswith(NOTE.format(1))
+
+
+async def test_the_parse_waits_for_three_times_the_file_in_the_load_budget(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parse holds the bytes, the text and the parsed strings (PARSE_COST_FACTOR × the file)
+    at once: with less room left beside other calls' loads it waits, and is refused when the
+    room never comes."""
+    from filegate.fsio import loads
+
+    write_nb(ws / "n.ipynb", cell("x = 1"))
+    size = (ws / "n.ipynb").stat().st_size
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    free = loads.LOADS.capacity - loads.LOADS.held
+    with loads.holding(free - (3 * size - 1)):  # another call's load: one byte short
+        err, (message,) = await read(ws, path="n.ipynb")
+    assert err and message == (
+        "The server was busy holding other calls' files (at most 256 MiB at once) for longer than "
+        "0.2 s; nothing was done, try again."
+    )
+    with loads.holding(free - 3 * size):  # room for the parse exactly
+        err, (out, _) = await read(ws, path="n.ipynb")
+    assert not err and out == "     1\t# cell 1 · code · 0 outputs\n     2\tx = 1\n"
+
+
+async def test_a_notebook_past_one_read_chunk_is_joined_whole(ws: Path) -> None:
+    """A plotting notebook is often larger than one read chunk: the text across the chunk's end
+    reads as written (8 MiB, written and parsed in well under a second)."""
+    marker = chunk_spanning_notebook(ws / "plots.ipynb")
+    err, (out, msg) = await read(ws, path="plots.ipynb", line_offset=-2)
+    assert not err
+    assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(NOTE.format(2))
+
+
+def chunk_spanning_notebook(path: Path) -> str:
+    """A notebook just over one read chunk whose last cell's source spans the chunk's end."""
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": ""}}
+    marker = "across_the_chunk_end"
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell("plot()", image), cell(marker)]}
+    first = json.dumps(nb, indent=1).index(marker)
+    image["data"]["image/png"] = "A" * (notebook.READ_CHUNK_BYTES - first - len(marker) // 2)
+    content = json.dumps(nb, indent=1)
+    assert content.index(marker) < notebook.READ_CHUNK_BYTES < content.index(marker) + len(marker)
+    path.write_text(content)
+    return marker
+
+
+@pytest.mark.parametrize("change", ["grows", "shrinks"])
+async def test_a_notebook_changed_while_it_is_read_is_read_as_it_was_or_as_text(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """A notebook written to while the view reads it (a Jupyter autosave). The race is staged
+    by a writer that acts just before the view's first read (notebook.pread wrapped; the reads
+    stay real): bytes appended past the size the read started with are not taken in, and a
+    file cut short is shown as text, never a crash."""
+    p = ws / "live.ipynb"
+    marker = chunk_spanning_notebook(p)
+    wrote = []
+
+    def writer_then_pread(fd: int, n: int, offset: int) -> bytes:
+        if not wrote:
+            wrote.append(change)
+            with open(p, "r+b") as f:
+                if change == "grows":
+                    f.seek(0, os.SEEK_END)
+                    f.write(b"\n  autosaved tail")
+                else:
+                    f.truncate(1000)
+        return os.pread(fd, n, offset)
+
+    monkeypatch.setattr(notebook, "pread", writer_then_pread)
+    err, (out, msg) = await read(ws, path="live.ipynb", line_offset=-2)
+    assert not err and wrote == [change]
+    if change == "grows":
+        assert out == f"     5\t# cell 2 · code · 0 outputs\n     6\t{marker}\n" and msg.endswith(
+            NOTE.format(2)
+        )
+    else:
+        assert "Notebook view" not in msg
+        assert msg.endswith(
+            " Shown as text: this .ipynb file is not read as a notebook (it is not valid JSON)."
+        )

@@ -23,6 +23,9 @@ from filegate.fsio.platform import pread
 # the load budget beside another call's load (fsio/loads.py MAX_LOAD_BYTES is 256 MiB).
 MAX_NOTEBOOK_BYTES = 64 << 20
 PARSE_COST_FACTOR = 3
+# The file is read in pieces of at most this many bytes, joined once: no one read asks for
+# more (os.pread allocates all it was asked for before it reads).
+READ_CHUNK_BYTES = 8 << 20
 # An output's text, at most: its first and last lines around a line that says how many were
 # left out (a training loop's log must not push the next cells out of the window).
 OUTPUT_HEAD_LINES = 10
@@ -43,7 +46,6 @@ class NotANotebook(Exception):
 class NotebookView:
     rows: list[str]  # the view's lines, each with its line break
     cells: int
-    nbformat: int
 
 
 def read_notebook(fd: int, size: int) -> NotebookView:
@@ -67,7 +69,7 @@ def _read_all(fd: int, size: int) -> bytes:
     parts = []
     done = 0
     while done < size:
-        chunk = pread(fd, min(size - done, 8 << 20), done)
+        chunk = pread(fd, min(size - done, READ_CHUNK_BYTES), done)
         if not chunk:
             break
         parts.append(chunk)
@@ -97,7 +99,7 @@ def render_notebook(notebook: Any) -> NotebookView:
     rows: list[str] = []
     for number, cell in enumerate(cells, 1):
         rows.extend(_cell_rows(number, cell))
-    return NotebookView(rows, len(cells), version)
+    return NotebookView(rows, len(cells))
 
 
 def _lines(value: Any) -> list[str]:
