@@ -595,3 +595,58 @@ def test_lookalikes_in_the_old_text_and_uneven_shifts() -> None:
     # A match ending at the start of a blank last line stops before its line break.
     found = ladder("a  \n\nb\n", "a\n  ", "X")
     assert found.rung == 1 and applied("a  \n\nb\n", found) == "X\nb\n"
+
+
+# --- the last survivors: kept lines, odd first characters, mid-line matches, alignment ----------
+
+
+def test_a_kept_line_after_a_changed_one_is_the_files_and_the_lines_after_it_are_the_new_texts() -> None:
+    data = "x = 1  \ny = 2  \nz = 3  \n"
+    found = ladder(data, "x = 1\ny = 2\nz = 3\n", "x = 10\ny = 2\nz = 30\n")
+    assert found.rung == 1 and applied(data, found) == "x = 10\ny = 2  \nz = 30\n"
+
+
+def test_a_new_line_starting_with_a_form_feed_has_no_indentation_to_convert() -> None:
+    # A form feed is not a blank (test_reports_and_rules_at_their_last_edges): a page break
+    # opening a line is the line's text, kept where the new text put it.
+    found = ladder("\tx = 1\n", "    x = 1\n", "    x = 1\n\x0cy = 2\n")
+    assert found.rung == 2 and found.spans[0].new == "\tx = 1\n\x0cy = 2\n"
+
+
+def test_a_mid_line_lookalike_match_on_an_indented_line_is_not_an_indentation_match() -> None:
+    # The match starts inside the line: the line's indentation was not compared, so nothing is
+    # reported about it and a multi-line new text is written as given.
+    data = "\tx = say(\u201chi\u201d)\n"
+    found = ladder(data, 'say("hi")', 'say("hi",\n    loud=True)')
+    assert found.rung == 3 and found.detail.startswith("the file has left double quotation mark")
+    assert "indent" not in found.detail
+    assert applied(data, found) == '\tx = say("hi",\n    loud=True)\n'
+
+
+def test_a_no_break_space_in_the_old_texts_indentation_is_not_reported_as_a_lookalike_of_the_text() -> None:
+    found = ladder(" say \u201chi\u201d\n", '\u00a0say "hi"', '\u00a0say "yo"')
+    assert found.rung == 3 and found.detail == (
+        "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022); "
+        "unchanged lines kept the file's characters"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "width"),
+    [
+        # Lines opening with a tab are left out, not read as column 0: 2, not 6.
+        (b"a\n  b\n    c\n      d\n\te\n      f\n\tg\n      h\n", 2),
+        # Only spaces are indentation: a line starting with X is at column 0.
+        (b"X = 1\n    y\nX = 2\n    z\n", 4),
+    ],
+)
+def test_tab_width_reads_only_spaces_as_indentation(data: bytes, width: int) -> None:
+    assert infer_tab_width(data) == width
+
+
+def test_a_width_between_tab_stops_is_tabs_then_spaces() -> None:
+    # An aligned continuation line: two tabs of indentation, then two spaces of alignment.
+    data = "\tif a {\n\t\tb()\n\t}\n"
+    found = ladder(data, "    if a {\n        b()\n    }", "    if a {\n        c(1,\n          2)\n    }")
+    assert found.rung == 2 and applied(data, found) == "\tif a {\n\t\tc(1,\n\t\t  2)\n\t}\n"
