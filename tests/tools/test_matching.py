@@ -650,3 +650,33 @@ def test_a_width_between_tab_stops_is_tabs_then_spaces() -> None:
     data = "\tif a {\n\t\tb()\n\t}\n"
     found = ladder(data, "    if a {\n        b()\n    }", "    if a {\n        c(1,\n          2)\n    }")
     assert found.rung == 2 and applied(data, found) == "\tif a {\n\t\tc(1,\n\t\t  2)\n\t}\n"
+
+
+def test_a_one_line_old_with_its_line_break_keeps_the_files_line_where_new_keeps_it() -> None:
+    found = ladder("a = 1  \n", "a = 1\n", "a = 1\nb = 2\n")
+    assert found.rung == 1 and found.spans[0].new == "a = 1  \nb = 2\n"
+
+
+def test_a_kept_line_repeated_in_new_takes_the_files_text_where_it_lines_up_with_old() -> None:
+    # Which of two equal new lines is "the" old line: an old text ending in a line break lines
+    # up with the copy the new text ends on; one without, with the first copy.
+    repeated = ladder("x = 1  \n", "x = 1\n", "x = 1\ny = 2\nx = 1\n")
+    assert repeated.spans[0].new == "x = 1\ny = 2\nx = 1  \n"
+    unbroken = ladder("a = 1  \nb = 2  \n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3\na = 1\nb = 2\n")
+    assert unbroken.spans[0].new == "a = 1  \nb = 2\nc = 3\na = 1\nb = 2\n"
+
+
+def test_a_file_ending_in_a_bare_carriage_return_keeps_it() -> None:
+    found = ladder(b"\n\tkey\r", "\n    key", "\n    k2")
+    assert found.rung == 2 and (found.spans[0].start, found.spans[0].end) == (0, 5)
+    assert found.spans[0].new == "\n\tk2"
+
+
+def test_windows_walk_back_only_from_a_line_that_fits_and_stop_at_the_first_line() -> None:
+    always = lambda line: True  # noqa: E731
+    # The anchor on the file's first line cannot have a line before it: one window, not two.
+    assert _texts(list(_windows(b"key\nkey\n", "key", 1, 2, always))) == [["key", "key"]]
+    # A line that does not fit is not walked back from (not even from the file's end).
+    assert list(_windows(b"zz key\na\nb", "key", 1, 2, lambda line: line == "key")) == []
+    # Walking back reaches an empty first line.
+    assert _texts(list(_windows(b"\nx\nkey\n", "key", 2, 3, always))) == [["", "x", "key"]]
