@@ -563,12 +563,13 @@ def test_reports_and_rules_at_their_last_edges() -> None:
     # Form feeds and vertical tabs are not blanks: neither trailing whitespace nor indentation.
     assert ladder("x = 1\x0c\ny\n", "x = 1\ny").rung == 0
     assert ladder("a\n\x0bb\n", "a\nb").rung == 0
-    # A no-break space in the indentation is not reported as a lookalike of the text.
+    # A no-break space in the indentation is not reported as a lookalike of the text, but as
+    # the indentation's.
     nbsp = ladder("\u00a0say \u201chi\u201d\n", ' say "hi"', ' say "yo"')
     assert nbsp.rung == 3 and nbsp.detail == (
         "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
-        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022); "
-        "unchanged lines kept the file's characters"
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022), "
+        "the file indents with no-break space (U+00A0); unchanged lines kept the file's characters"
     )
     # Each line's lookalikes are read from that line's own start.
     two = ladder("x = \u201ca\u201d\n\u2018b\u2019\n", "\"a\"\n'b'", "z")
@@ -627,9 +628,10 @@ def test_a_no_break_space_in_the_old_texts_indentation_is_not_reported_as_a_look
     found = ladder(" say \u201chi\u201d\n", '\u00a0say "hi"', '\u00a0say "yo"')
     assert found.rung == 3 and found.detail == (
         "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
-        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022); "
-        "unchanged lines kept the file's characters"
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022), "
+        "the old text indents with no-break space (U+00A0); unchanged lines kept the file's characters"
     )
+    assert found.spans[0].new == ' say "yo"'
 
 
 @pytest.mark.parametrize(
@@ -680,3 +682,22 @@ def test_windows_walk_back_only_from_a_line_that_fits_and_stop_at_the_first_line
     assert list(_windows(b"zz key\na\nb", "key", 1, 2, lambda line: line == "key")) == []
     # Walking back reaches an empty first line.
     assert _texts(list(_windows(b"\nx\nkey\n", "key", 2, 3, always))) == [["", "x", "key"]]
+
+
+def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_with_spaces() -> None:
+    # Copied from a rendered page: the indentation became no-break spaces. Rung 3 read them as
+    # spaces, so the new text's are written as spaces too (U+00A0 in indentation breaks Python).
+    nbsp = "\u00a0" * 4
+    data = "def f(x):\n    return x\n"
+    found = ladder(data, f"def f(x):\n{nbsp}return x\n", f"def f(x):\n{nbsp}return x + 1\n")
+    assert found.rung == 3 and applied(data, found) == "def f(x):\n    return x + 1\n"
+    assert found.detail == (
+        "the old text indents with no-break space (U+00A0); unchanged lines kept the file's characters"
+    )
+    # Only indentation: a lookalike space inside a line, or on a line continued mid-line, stays.
+    one = "\u00a0"
+    inside = ladder("x = 1\n", f"={one}1", f"{one}={one}2\n{nbsp}y")
+    assert inside.spans[0].start == 2 and inside.spans[0].new == f"{one}={one}2\n    y"
+    # A match starting mid-line did not compare that line's indentation: nothing said of it.
+    mid = ladder(f"{one}x = \u201ca\u201d\n", '"a"', '"b"')
+    assert mid.rung == 3 and "indents" not in mid.detail
