@@ -696,8 +696,8 @@ def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_
     )
     # Only indentation: a lookalike space inside a line, or on a line continued mid-line, stays.
     one = "\u00a0"
-    inside = ladder("x = 1\n", f"={one}1", f"{one}={one}2\n{nbsp}y")
-    assert inside.spans[0].start == 2 and inside.spans[0].new == f"{one}={one}2\n    y"
+    inside = ladder("x= 1\n", f"={one}1", f"{one}={one}2\n{nbsp}y")
+    assert inside.spans[0].start == 1 and inside.spans[0].new == f"{one}={one}2\n    y"
     # A match starting mid-line did not compare that line's indentation: nothing said of it.
     mid = ladder(f"{one}x = \u201ca\u201d\n", '"a"', '"b"')
     assert mid.rung == 3 and "indents" not in mid.detail
