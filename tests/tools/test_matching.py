@@ -698,6 +698,9 @@ def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_
     one = "\u00a0"
     inside = ladder("x= 1\n", f"={one}1", f"{one}={one}2\n{nbsp}y")
     assert inside.spans[0].start == 1 and inside.spans[0].new == f"{one}={one}2\n    y"
+    # Indentation ends at a form feed (not a blank): a no-break space after it is text.
+    paged = ladder("x= 1\n", f"={one}1", f"={one}2\n{one}\x0c{one}y")
+    assert paged.spans[0].new == f"={one}2\n \x0c{one}y"
     # A match starting mid-line did not compare that line's indentation: nothing said of it.
     mid = ladder(f"{one}x = \u201ca\u201d\n", '"a"', '"b"')
     assert mid.rung == 3 and "indents" not in mid.detail
