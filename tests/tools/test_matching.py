@@ -563,12 +563,13 @@ def test_reports_and_rules_at_their_last_edges() -> None:
     # Form feeds and vertical tabs are not blanks: neither trailing whitespace nor indentation.
     assert ladder("x = 1\x0c\ny\n", "x = 1\ny").rung == 0
     assert ladder("a\n\x0bb\n", "a\nb").rung == 0
-    # A no-break space in the indentation is not reported as a lookalike of the text.
+    # A no-break space in the indentation is not reported as a lookalike of the text, but as
+    # the indentation's.
     nbsp = ladder("\u00a0say \u201chi\u201d\n", ' say "hi"', ' say "yo"')
     assert nbsp.rung == 3 and nbsp.detail == (
         "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
-        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022); "
-        "unchanged lines kept the file's characters"
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022), "
+        "the file indents with no-break space (U+00A0); unchanged lines kept the file's characters"
     )
     # Each line's lookalikes are read from that line's own start.
     two = ladder("x = \u201ca\u201d\n\u2018b\u2019\n", "\"a\"\n'b'", "z")
@@ -595,3 +596,111 @@ def test_lookalikes_in_the_old_text_and_uneven_shifts() -> None:
     # A match ending at the start of a blank last line stops before its line break.
     found = ladder("a  \n\nb\n", "a\n  ", "X")
     assert found.rung == 1 and applied("a  \n\nb\n", found) == "X\nb\n"
+
+
+# --- the last survivors: kept lines, odd first characters, mid-line matches, alignment ----------
+
+
+def test_a_kept_line_after_a_changed_one_is_the_files_and_the_lines_after_it_are_the_new_texts() -> None:
+    data = "x = 1  \ny = 2  \nz = 3  \n"
+    found = ladder(data, "x = 1\ny = 2\nz = 3\n", "x = 10\ny = 2\nz = 30\n")
+    assert found.rung == 1 and applied(data, found) == "x = 10\ny = 2  \nz = 30\n"
+
+
+def test_a_new_line_starting_with_a_form_feed_has_no_indentation_to_convert() -> None:
+    # A form feed is not a blank (test_reports_and_rules_at_their_last_edges): a page break
+    # opening a line is the line's text, kept where the new text put it.
+    found = ladder("\tx = 1\n", "    x = 1\n", "    x = 1\n\x0cy = 2\n")
+    assert found.rung == 2 and found.spans[0].new == "\tx = 1\n\x0cy = 2\n"
+
+
+def test_a_mid_line_lookalike_match_on_an_indented_line_is_not_an_indentation_match() -> None:
+    # The match starts inside the line: the line's indentation was not compared, so nothing is
+    # reported about it and a multi-line new text is written as given.
+    data = "\tx = say(\u201chi\u201d)\n"
+    found = ladder(data, 'say("hi")', 'say("hi",\n    loud=True)')
+    assert found.rung == 3 and found.detail.startswith("the file has left double quotation mark")
+    assert "indent" not in found.detail
+    assert applied(data, found) == '\tx = say("hi",\n    loud=True)\n'
+
+
+def test_a_no_break_space_in_the_old_texts_indentation_is_not_reported_as_a_lookalike_of_the_text() -> None:
+    found = ladder(" say \u201chi\u201d\n", '\u00a0say "hi"', '\u00a0say "yo"')
+    assert found.rung == 3 and found.detail == (
+        "the file has left double quotation mark (U+201C) where the old text has quotation mark (U+0022), "
+        "the file has right double quotation mark (U+201D) where the old text has quotation mark (U+0022), "
+        "the old text indents with no-break space (U+00A0); unchanged lines kept the file's characters"
+    )
+    assert found.spans[0].new == ' say "yo"'
+
+
+@pytest.mark.parametrize(
+    ("data", "width"),
+    [
+        # Lines opening with a tab are left out, not read as column 0: 2, not 6.
+        (b"a\n  b\n    c\n      d\n\te\n      f\n\tg\n      h\n", 2),
+        # Only spaces are indentation: a line starting with X is at column 0.
+        (b"X = 1\n    y\nX = 2\n    z\n", 4),
+    ],
+)
+def test_tab_width_reads_only_spaces_as_indentation(data: bytes, width: int) -> None:
+    assert infer_tab_width(data) == width
+
+
+def test_a_width_between_tab_stops_is_tabs_then_spaces() -> None:
+    # An aligned continuation line: two tabs of indentation, then two spaces of alignment.
+    data = "\tif a {\n\t\tb()\n\t}\n"
+    found = ladder(data, "    if a {\n        b()\n    }", "    if a {\n        c(1,\n          2)\n    }")
+    assert found.rung == 2 and applied(data, found) == "\tif a {\n\t\tc(1,\n\t\t  2)\n\t}\n"
+
+
+def test_a_one_line_old_with_its_line_break_keeps_the_files_line_where_new_keeps_it() -> None:
+    found = ladder("a = 1  \n", "a = 1\n", "a = 1\nb = 2\n")
+    assert found.rung == 1 and found.spans[0].new == "a = 1  \nb = 2\n"
+
+
+def test_a_kept_line_repeated_in_new_takes_the_files_text_where_it_lines_up_with_old() -> None:
+    # Which of two equal new lines is "the" old line: an old text ending in a line break lines
+    # up with the copy the new text ends on; one without, with the first copy.
+    repeated = ladder("x = 1  \n", "x = 1\n", "x = 1\ny = 2\nx = 1\n")
+    assert repeated.spans[0].new == "x = 1\ny = 2\nx = 1  \n"
+    unbroken = ladder("a = 1  \nb = 2  \n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3\na = 1\nb = 2\n")
+    assert unbroken.spans[0].new == "a = 1  \nb = 2\nc = 3\na = 1\nb = 2\n"
+
+
+def test_a_file_ending_in_a_bare_carriage_return_keeps_it() -> None:
+    found = ladder(b"\n\tkey\r", "\n    key", "\n    k2")
+    assert found.rung == 2 and (found.spans[0].start, found.spans[0].end) == (0, 5)
+    assert found.spans[0].new == "\n\tk2"
+
+
+def test_windows_walk_back_only_from_a_line_that_fits_and_stop_at_the_first_line() -> None:
+    always = lambda line: True  # noqa: E731
+    # The anchor on the file's first line cannot have a line before it: one window, not two.
+    assert _texts(list(_windows(b"key\nkey\n", "key", 1, 2, always))) == [["key", "key"]]
+    # A line that does not fit is not walked back from (not even from the file's end).
+    assert list(_windows(b"zz key\na\nb", "key", 1, 2, lambda line: line == "key")) == []
+    # Walking back reaches an empty first line.
+    assert _texts(list(_windows(b"\nx\nkey\n", "key", 2, 3, always))) == [["", "x", "key"]]
+
+
+def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_with_spaces() -> None:
+    # Copied from a rendered page: the indentation became no-break spaces. Rung 3 read them as
+    # spaces, so the new text's are written as spaces too (U+00A0 in indentation breaks Python).
+    nbsp = "\u00a0" * 4
+    data = "def f(x):\n    return x\n"
+    found = ladder(data, f"def f(x):\n{nbsp}return x\n", f"def f(x):\n{nbsp}return x + 1\n")
+    assert found.rung == 3 and applied(data, found) == "def f(x):\n    return x + 1\n"
+    assert found.detail == (
+        "the old text indents with no-break space (U+00A0); unchanged lines kept the file's characters"
+    )
+    # Only indentation: a lookalike space inside a line, or on a line continued mid-line, stays.
+    one = "\u00a0"
+    inside = ladder("x= 1\n", f"={one}1", f"{one}={one}2\n{nbsp}y")
+    assert inside.spans[0].start == 1 and inside.spans[0].new == f"{one}={one}2\n    y"
+    # Indentation ends at a form feed (not a blank): a no-break space after it is text.
+    paged = ladder("x= 1\n", f"={one}1", f"={one}2\n{one}\x0c{one}y")
+    assert paged.spans[0].new == f"={one}2\n \x0c{one}y"
+    # A match starting mid-line did not compare that line's indentation: nothing said of it.
+    mid = ladder(f"{one}x = \u201ca\u201d\n", '"a"', '"b"')
+    assert mid.rung == 3 and "indents" not in mid.detail

@@ -90,6 +90,23 @@ async def test_a_utf16_file_goes_down_the_ladder_in_its_own_encoding(ws: Path) -
     assert (ws / "notes.txt").read_bytes() == codecs.BOM_UTF16_LE + 'Say "bye" now\n'.encode("utf-16-le")
 
 
+async def test_an_edit_indented_with_no_break_spaces_is_written_with_the_files_spaces(ws: Path) -> None:
+    # Code copied from a rendered page: its indentation became no-break spaces, which Python
+    # refuses ("invalid non-printable character U+00A0"). The new text is indented as the file is.
+    nbsp = "\u00a0" * 4
+    (ws / "f.py").write_text("def f(x):\n    return x\n")
+    edit = {"old": f"def f(x):\n{nbsp}return x\n", "new": f"def f(x):\n{nbsp}y = x + 1\n{nbsp}return y\n"}
+    async with connect(ws, "auto") as c:
+        await call(c, "ReadFile", path="f.py")
+        r = await call(c, "StrReplaceFile", path="f.py", edit=edit)
+    assert not r.is_error, text(r)
+    assert (
+        "Edit 1 matched reading lookalike characters as plain ones at lines 1-2: the old text indents with "
+        "no-break space (U+00A0); unchanged lines kept the file's characters." in text(r)
+    )
+    assert (ws / "f.py").read_text() == "def f(x):\n    y = x + 1\n    return y\n"
+
+
 async def test_two_near_identical_blocks_are_refused_with_both_places(ws: Path) -> None:
     source = "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n"
     (ws / "a.go").write_text(source)

@@ -412,10 +412,12 @@ def _rewritten(hit: _Hit, shape: _Old, new: str, rung: int, tab_width: int) -> s
     ends = (-1, len(hit.lines[last].text))
     whole = {j for j in range(last + 1) if (j or hit.begin == 0) and (j < last or hit.finish in ends)}
     out = list(new_lines)
+    if rung == 3:  # the old text's lookalike spaces were read as spaces: so are the new text's
+        out = [line if i == 0 and hit.begin > 0 else _plain_indentation(line) for i, line in enumerate(out)]
     convert = rung >= 2 and _reindents(hit)
     if convert:
         tabs = _file_style_tabs(hit)
-        for i, line in enumerate(new_lines):
+        for i, line in enumerate(out):
             if i == 0 and hit.begin > 0:
                 continue  # continues a line of the file: no indentation of its own
             body = line.lstrip(BLANKS)
@@ -429,6 +431,12 @@ def _rewritten(hit: _Hit, shape: _Old, new: str, rung: int, tab_width: int) -> s
                 if o1 + k in whole:
                     out[n1 + k] = hit.lines[o1 + k].text
     return "\n".join(out)
+
+
+def _plain_indentation(line: str) -> str:
+    """``line`` with the lookalike spaces of its indentation written as spaces."""
+    body = line.lstrip(BLANKS + _SPACES)
+    return line[: len(line) - len(body)].translate(LOOKALIKES) + body
 
 
 def _indent(width: int, tabs: bool, tab_width: int) -> str:
@@ -464,17 +472,24 @@ def _indent_detail(hit: _Hit) -> str:
 
 def _lookalike_detail(hit: _Hit, shape: _Old) -> str:
     """Which lookalikes differed: "the file has no-break space (U+00A0) where the old text
-    has space (U+0020)", at most three pairs."""
+    has space (U+0020)", at most three pairs; then the lookalike spaces either side indents
+    with, on the lines whose indentation was compared."""
     pairs: dict[tuple[str, str], None] = {}
+    indents: dict[str, None] = {}
     for j, (line, old) in enumerate(zip(hit.lines, shape.lines, strict=True)):
         f, o = _shape(line.text, 3), _shape(old, 3)
+        if j or hit.begin == 0:  # the line's indentation was compared
+            for side, indent in (("the file", line.text[: f.lead]), ("the old text", old[: o.lead])):
+                for ch in indent:
+                    if ch in _SPACES:
+                        indents.setdefault(f"{side} indents with {_name(ch)}", None)
         start = max(hit.begin, f.lead) if j == 0 else f.lead
         seen = line.text[start : start + len(o.core)]
         for f_ch, o_ch in zip(seen, old[o.lead : o.lead + len(o.core)], strict=False):
             if f_ch != o_ch:
                 pairs.setdefault((f_ch, o_ch), None)
     said = [f"the file has {_name(f)} where the old text has {_name(o)}" for f, o in list(pairs)[:3]]
-    return ", ".join(said) + "; unchanged lines kept the file's characters"
+    return ", ".join(said + list(indents)) + "; unchanged lines kept the file's characters"
 
 
 def _name(ch: str) -> str:
