@@ -513,6 +513,31 @@ def test_an_eviction_for_age_and_bytes_at_once_says_both(
     ]
 
 
+def test_an_eviction_whose_log_cannot_be_rewritten_evicts_nothing(target: Path, tmp_path: Path) -> None:
+    """The rewritten log cannot be written whole (the file size limit here; a full disk alike):
+    the write is refused and the history is as it was, for this process and the next — the
+    write it would have evicted is still listed and its pre-image still kept, and no part of
+    the rewritten log is left behind."""
+    import resource
+
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    a, b = _files(tmp_path, 2, 60)
+    first = write(h, a, b"x")
+    with open(h.log_path, "ab") as f:  # recent tombstones: the rewrite is longer than the limit below
+        f.writelines(b'{"id":"w-%06x","evicted":%d}\n' % (k, time.time()) for k in range(300))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(WriteError, match="file size limit"):
+            write(h, b, b"y")  # 60 + 60 > 100: the first would go
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    for reader in (h, WriteHistory()):
+        assert [e.id for e in reader.entries()] == [first] and not reader.evicted(first)
+        assert reader.pre_image(reader.entries()[0]) == b"A" * 60
+    assert sorted(p.name for p in history_dir().iterdir()) == ["history.jsonl", "lock", "objects"]
+
+
 # --- a pre-image kept as the replaced file's own inode ----------------------------------------
 
 
