@@ -3,6 +3,7 @@ what a line holds, where a pre-image goes, who may read it, ids, bounds, several
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -10,6 +11,7 @@ import os
 import shutil
 import stat
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -468,6 +470,74 @@ def test_writes_evicted_for_age_make_room_before_any_is_evicted_for_bytes(
     ]
 
 
+def test_an_aged_write_freeing_nothing_leaves_a_history_at_exactly_its_byte_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The aged write's pre-image is a younger write's too: evicting it frees no byte, and the
+    new pre-image then fills the bound exactly, which is within it (only age is said)."""
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_bytes=100, max_age_s=10))
+    a, b, c = _files(tmp_path, 3, 40)
+    b.write_bytes(a.read_bytes())  # one pre-image of 40 bytes for both
+    aged = write(h, a, b"x")
+    clock[0] = 5
+    shared = write(h, b, b"y")
+    clock[0] = 12
+    c.write_bytes(b"C" * 60)
+    newest = write(h, c, b"z")  # 40 + 60 = 100: the bound exactly
+    assert [e.id for e in h.entries()] == [shared, newest] and h.kept_bytes() == 100
+    assert h.evicted(aged)
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 1 write(s), oldest first (older than --history-max-age)"
+    ]
+
+
+def test_an_eviction_for_age_and_bytes_at_once_says_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_bytes=100, max_age_s=10))
+    a, b, c = _files(tmp_path, 3, 40)
+    b.write_bytes(a.read_bytes())
+    write(h, a, b"x")
+    clock[0] = 5
+    write(h, b, b"y")
+    clock[0] = 12
+    c.write_bytes(b"C" * 61)
+    newest = write(h, c, b"z")  # 40 + 61 > 100, and the aged write frees nothing: the young one goes too
+    assert [e.id for e in h.entries()] == [newest] and h.kept_bytes() == 61
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 2 write(s), oldest first (older than --history-max-age, over --history-max-bytes)"
+    ]
+
+
+def test_an_eviction_whose_log_cannot_be_rewritten_evicts_nothing(target: Path, tmp_path: Path) -> None:
+    """The rewritten log cannot be written whole (the file size limit here; a full disk alike):
+    the write is refused and the history is as it was, for this process and the next — the
+    write it would have evicted is still listed and its pre-image still kept, and no part of
+    the rewritten log is left behind."""
+    import resource
+
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    a, b = _files(tmp_path, 2, 60)
+    first = write(h, a, b"x")
+    with open(h.log_path, "ab") as f:  # recent tombstones: the rewrite is longer than the limit below
+        f.writelines(b'{"id":"w-%06x","evicted":%d}\n' % (k, time.time()) for k in range(300))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(WriteError, match="file size limit"):
+            write(h, b, b"y")  # 60 + 60 > 100: the first would go
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    for reader in (h, WriteHistory()):
+        assert [e.id for e in reader.entries()] == [first] and not reader.evicted(first)
+        assert reader.pre_image(reader.entries()[0]) == b"A" * 60
+    assert sorted(p.name for p in history_dir().iterdir()) == ["history.jsonl", "lock", "objects"]
+
+
 # --- a pre-image kept as the replaced file's own inode ----------------------------------------
 
 
@@ -538,16 +608,19 @@ def test_a_file_changed_in_place_since_it_was_read_is_not_linked(target: Path) -
     assert blob_of(b"old\n").read_bytes() == b"old\n"
 
 
+@pytest.mark.parametrize("content", [b"old\n", b""], ids=["a file", "an empty file"])
 def test_a_write_that_did_not_land_drops_its_linked_pre_image_and_leaves_the_file_alone(
-    target: Path, with_proc: None
+    target: Path, with_proc: None, content: bytes
 ) -> None:
+    target.write_bytes(content)
     h = WriteHistory()
     write_id, snap = begin_read(h, target, b"new content\n")
+    assert os.stat(target).st_nlink == 2  # linked
     h.finish(write_id, ok=False)  # e.g. the stale check refused it: no rename
-    assert not blob_of(b"old\n").exists()
+    assert not blob_of(content).exists()
     st = os.stat(target)
     assert (st.st_ino, st.st_nlink, stat.S_IMODE(st.st_mode)) == (snap.ino, 1, 0o640)
-    assert target.read_bytes() == b"old\n"
+    assert target.read_bytes() == content
 
 
 def test_a_linked_pre_image_named_elsewhere_by_its_rename_is_replaced_by_a_copy(
@@ -670,3 +743,181 @@ def test_a_copy_the_file_size_limit_cuts_short_leaves_no_part_of_it(
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert "file size limit" in caught.value.message
     assert [p for p in (history_dir() / "objects").rglob("*") if p.is_file()] == []
+
+
+# --- symlinks planted in the history directory -------------------------------------------------
+# The directory is owner-only, so only its owner (or a process of theirs gone astray) can plant
+# one; each open in it must still refuse to follow it rather than write or read elsewhere.
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory outside the history, where a planted symlink points."""
+    path = tmp_path / "outside"
+    path.mkdir()
+    return path
+
+
+def private_history_dir() -> Path:
+    history_dir().mkdir(parents=True, mode=0o700)
+    return history_dir()
+
+
+def test_a_symlink_planted_as_the_lock_stops_the_write_and_creates_nothing_outside(
+    target: Path, outside: Path
+) -> None:
+    (private_history_dir() / "lock").symlink_to(outside / "planted")  # followed, O_CREAT would make it
+    with pytest.raises(WriteError) as caught:
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new\n")
+    assert "(too many levels of symbolic links)" in caught.value.message.lower()
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_planted_as_the_log_is_neither_read_nor_appended_to(target: Path, outside: Path) -> None:
+    forged = outside / "forged.jsonl"
+    line = Entry("w-f0f0f0", time.time(), "cli", "WriteFile", "/etc/x", "auto", kept=False).line()
+    forged.write_text(json.dumps(line) + "\n")
+    (private_history_dir() / "history.jsonl").symlink_to(forged)
+    with pytest.raises(OSError) as read:
+        WriteHistory().entries()  # not the forged entry
+    assert read.value.errno == errno.ELOOP
+    with pytest.raises(WriteError):
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new\n")
+    assert forged.read_text() == json.dumps(line) + "\n"
+
+
+def test_an_outcome_is_not_appended_through_a_symlink_that_replaced_the_log(
+    target: Path, outside: Path
+) -> None:
+    """finish() appends without reading first: its own open must refuse the symlink."""
+    h = WriteHistory()
+    write_id = h.begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new\n")
+    moved = outside / "history.jsonl"
+    os.replace(h.log_path, moved)
+    h.log_path.symlink_to(moved)
+    before = moved.read_bytes()
+    h.finish(write_id, ok=True)  # its failure is not the write's: swallowed
+    assert moved.read_bytes() == before
+
+
+@pytest.fixture
+def fixed_temp_names(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A seam, named so: history.py's ``secrets`` replaced so the random part of every temp
+    file's name is one known string (whatever length is asked), so a test can plant a symlink
+    where the next temp goes. Write ids are still drawn at random."""
+    real = store.secrets
+    token = "5eed5eed5eed"
+    monkeypatch.setattr(store, "secrets", types.SimpleNamespace(token_hex=lambda n: token))
+    monkeypatch.setattr(store, "draw_id", lambda: real.token_hex(3))
+    return f"{os.getpid()}-{token}"
+
+
+def test_a_symlink_planted_where_a_pre_image_temp_goes_stops_the_write(
+    target: Path, outside: Path, fixed_temp_names: str
+) -> None:
+    digest = sha(b"old\n")
+    objects = private_history_dir() / "objects" / digest[:2]
+    objects.mkdir(parents=True, mode=0o700)
+    (objects / f"tmp-{fixed_temp_names}").symlink_to(outside / "planted")
+    with pytest.raises(WriteError, match=r"\(File exists\)"):
+        WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new\n")
+    assert list(outside.iterdir()) == []
+    assert not (objects / digest[2:]).exists()
+
+
+def test_a_symlink_planted_where_the_rewritten_log_goes_stops_the_eviction(
+    target: Path, outside: Path, fixed_temp_names: str
+) -> None:
+    h = WriteHistory(limits=Limits(max_bytes=5))
+    write(h, target, b"new\n")
+    (history_dir() / f"history.jsonl.tmp-{fixed_temp_names}").symlink_to(outside / "planted")
+    before = h.log_path.read_bytes()
+    with pytest.raises(WriteError, match=r"\(File exists\)"):
+        write(h, target, b"newer\n")  # "new\n" needs room: the first is evicted, the log rewritten
+    assert list(outside.iterdir()) == []
+    assert h.log_path.read_bytes() == before
+
+
+def test_a_symlink_planted_as_a_linked_pre_image_is_not_followed_by_the_outcome(
+    target: Path, outside: Path, with_proc: None
+) -> None:
+    """After the rename the history makes its linked pre-image owner-only: through the
+    history's own name, never through a symlink put there meanwhile, even one to that inode."""
+    h = WriteHistory()
+    write_id, snap = begin_read(h, target, b"new content\n")
+    replace_file(target, b"new content\n", expect=snap, shown=target.name)
+    moved = outside / "pre-image"
+    os.replace(blob_of(b"old\n"), moved)
+    blob_of(b"old\n").symlink_to(moved)
+    h.finish(write_id, ok=True)
+    assert stat.S_IMODE(os.stat(moved).st_mode) == 0o640  # not made the history's
+    assert blob_of(b"old\n").is_symlink()
+
+
+def test_a_file_swapped_for_a_symlink_after_it_was_read_is_copied_not_linked(
+    target: Path, outside: Path, with_proc: None
+) -> None:
+    """The file read is renamed away and a symlink to it put in its place before begin():
+    the link of its inode must not follow the symlink (the inode would then be kept while
+    named outside the history); the bytes read are copied instead."""
+    h = WriteHistory()
+    old, snap = read_snapshot(target)
+    moved = outside / "a.txt"
+    os.replace(target, moved)
+    target.symlink_to(moved)
+    h.begin("WriteFile", rp(target), "cli", "auto", old, b"new\n", snap)
+    st = os.stat(blob_of(b"old\n"))
+    assert st.st_ino != snap.ino and os.stat(moved).st_nlink == 1
+    assert blob_of(b"old\n").read_bytes() == b"old\n"
+
+
+def test_a_file_swapped_for_a_fifo_after_it_was_read_is_copied_without_blocking(
+    target: Path, with_proc: None
+) -> None:
+    """The link's open must not wait for a FIFO's writer (O_NONBLOCK): the bytes read are copied."""
+    import threading
+
+    h = WriteHistory()
+    old, snap = read_snapshot(target)
+    target.unlink()
+    os.mkfifo(target)
+    done: list[str] = []
+    worker = threading.Thread(
+        target=lambda: done.append(h.begin("WriteFile", rp(target), "cli", "auto", old, b"new\n", snap))
+    )
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # blocked in the open: a writer releases it, then the test fails
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail("begin() blocked opening a FIFO")
+    assert done and blob_of(b"old\n").read_bytes() == b"old\n"
+
+
+def test_a_history_directory_of_another_user_stops_the_write(target: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        needs("root", "a directory of another user is made by chown")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 54321, 54321)
+    with pytest.raises(WriteError, match=rf"\({theirs} is not a directory of this user\)"):
+        WriteHistory(theirs).begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new\n")
+    assert list(theirs.iterdir()) == []
+
+
+def test_a_failed_write_leaves_the_pre_image_an_earlier_write_kept(target: Path) -> None:
+    """The record cannot be appended (the file size limit): the write's own new pre-image goes,
+    but not one it found kept already, which the earlier write's record still names."""
+    import resource
+
+    h = WriteHistory()
+    first = write(h, target, b"new\n")
+    target.write_bytes(b"old\n")  # the same pre-image again
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (h.log_path.stat().st_size + 20, hard))
+    try:
+        with pytest.raises(WriteError, match="file size limit"):
+            h.begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"newer\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert h.pre_image(h.find(first)) == b"old\n"  # type: ignore[arg-type]

@@ -415,15 +415,19 @@ class WriteHistory:
         return sum(size for digest, size in self._blob_sizes.items() if digest not in still)
 
     def _remove(self, gone: set[str], now: float) -> None:
+        """The log rewritten first, then the pre-images no write names go: the log never names
+        a pre-image that is gone, and a rewrite that fails evicts nothing."""
         for write_id in gone:
             self._entries.pop(write_id)
             self._tombstones[write_id] = now
         still = {e.before for e in self._entries.values() if e.kept}
-        for digest in [d for d in self._blob_sizes if d not in still]:
+        unnamed = [d for d in self._blob_sizes if d not in still]
+        for digest in unnamed:
             del self._blob_sizes[digest]
+        self._drop_old_tombstones(now, rewrite=True)
+        for digest in unnamed:
             with contextlib.suppress(OSError):
                 os.unlink(self.object_path(digest))
-        self._drop_old_tombstones(now, rewrite=True)
 
     def _drop_old_tombstones(self, now: float, *, rewrite: bool) -> None:
         keep_for = self.limits.max_age_s * TOMBSTONE_AGE_FACTOR
@@ -437,16 +441,22 @@ class WriteHistory:
         """history.jsonl as the entries and tombstones now are, replaced atomically."""
         temp = self.root / f"history.jsonl.tmp-{os.getpid()}-{secrets.token_hex(6)}"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            for write_id, when in self._tombstones.items():
-                f.write(_json_line({"id": write_id, "evicted": when}))
-            for entry in self._entries.values():
-                f.write(_json_line(entry.line()))
-                if entry.state != "unconfirmed":
-                    f.write(_json_line({"id": entry.id, "outcome": entry.state}))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, self.log_path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for write_id, when in self._tombstones.items():
+                    f.write(_json_line({"id": write_id, "evicted": when}))
+                for entry in self._entries.values():
+                    f.write(_json_line(entry.line()))
+                    if entry.state != "unconfirmed":
+                        f.write(_json_line({"id": entry.id, "outcome": entry.state}))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temp, self.log_path)
+        except BaseException:  # the log stays as it was: read again, whole, at the next look
+            self._reset((-1, 0))
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
         _fsync_dir(self.root)
         st = os.stat(self.log_path)
         self._seen = (st.st_ino, st.st_size)
