@@ -15,6 +15,7 @@ from pypdf import PdfWriter
 
 from filegate.errors import MediaError
 from filegate.media import pdf_pages
+from filegate.media.bounds import MAX_DECODE_BYTES, DecodeTimeout
 from tests import pdf_factory as pf
 
 pytest.importorskip("pypdfium2")
@@ -25,15 +26,27 @@ def answer(data: bytes, first: int = 1, last: int = 1, **kw: Any) -> dict[str, A
     return pdf_pages.answer_in_worker(io.BytesIO(data), request)
 
 
-def test_a_page_is_drawn_at_the_longest_side_with_its_size_in_points() -> None:
-    got = answer(pf.left_half_black((400, 100)))
+@pytest.mark.parametrize(
+    ("box", "px"),
+    [
+        ((400, 100), [200, 50]),  # drawn down to the longest side
+        ((50, 100), [100, 200]),  # and up to it: not at its size in points
+        ((0.5, 0.25), [100, 50]),  # under 1 pt: at the scale of a 1 pt page, not blown up further
+        ((1.5, 0.75), [200, 100]),  # from 1 pt on: at the longest side
+    ],
+)
+def test_a_page_is_drawn_at_the_longest_side_with_its_size_in_points(
+    box: tuple[float, float], px: list[int]
+) -> None:
+    got = answer(pf.left_half_black(box))
     assert got["total"] == 1
     [page] = got["pages"]
-    assert (page["number"], page["pt"], page["px"]) == (1, [400.0, 100.0], [200, 50])
+    assert (page["number"], page["pt"], page["px"]) == (1, pytest.approx(list(box)), px)
     im = Image.open(io.BytesIO(base64.b64decode(page["data"])))
-    assert im.size == (200, 50) and page["mime"] == f"image/{im.format.lower()}"
+    assert list(im.size) == px and page["mime"] == f"image/{im.format.lower()}"
     gray = im.convert("L")
-    assert gray.getpixel((50, 25)) < 30 and gray.getpixel((150, 25)) > 225
+    width, height = px
+    assert gray.getpixel((width // 4, height // 2)) < 30 and gray.getpixel((width * 3 // 4, height // 2)) > 225
 
 
 def test_the_pages_asked_for_and_at_most_max_page_images() -> None:
