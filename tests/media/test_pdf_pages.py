@@ -76,3 +76,26 @@ def test_a_damaged_pdf_is_refused_in_filegates_words() -> None:
     with pytest.raises(MediaError) as page:
         answer(pf.broken_object(b"MARKER-SECRET-42"))
     assert str(page.value) == "page 1 of it is damaged: PDFium could not load it."
+
+
+@pytest.mark.parametrize(
+    ("box", "max_side", "px"),
+    [
+        ((400, 100), 20_000, (20_000, 5_000)),
+        ((100, 400), 20_000, (5_000, 20_000)),
+        # A sliver's short side rounds to no pixel: it is counted as one.
+        ((14_400, 0.0001), 45_000_000, (45_000_000, 1)),
+        ((0.0001, 14_400), 45_000_000, (1, 45_000_000)),
+    ],
+)
+def test_a_page_too_large_to_draw_is_refused_with_its_pixels_before_drawing(
+    box: tuple[float, float], max_side: int, px: tuple[int, int]
+) -> None:
+    with pytest.raises(MediaError) as refused:
+        answer(pf.drawn_pdf([b""], box), max_side=max_side)
+    width, height = px
+    assert str(refused.value) == (
+        f"page 1 is {width}x{height}px with 3 bytes a pixel: {width * height * 3} bytes once decoded, "
+        f"over the {MAX_DECODE_BYTES} bytes this server decodes for one picture (a guard against "
+        "decompression bombs), so it was not rendered. Make a smaller copy with an image tool and read that."
+    )
