@@ -99,3 +99,34 @@ def test_a_page_too_large_to_draw_is_refused_with_its_pixels_before_drawing(
         f"over the {MAX_DECODE_BYTES} bytes this server decodes for one picture (a guard against "
         "decompression bombs), so it was not rendered. Make a smaller copy with an image tool and read that."
     )
+
+
+def test_a_pdf_without_pages_is_refused_as_damaged() -> None:
+    # PDFium opens it, then pypdfium2 refuses it with PDFium's code for success (0): no code
+    # of its own, so the refusal is the generic one.
+    empty = pf.build([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"])
+    with pytest.raises(MediaError) as refused:
+        answer(empty)
+    assert str(refused.value) == pdf_pages.DAMAGED + "."
+
+
+def test_pages_asked_for_past_the_end_stop_at_the_last_page() -> None:
+    book = pf.drawn_pdf([b""] * 3, (100, 100))
+    got = answer(book, 2, 5)
+    assert got["total"] == 3
+    assert [p["number"] for p in got["pages"]] == [2, 3]
+    assert answer(book, 4, 5) == {"total": 3, "pages": []}
+
+
+def test_a_page_pdfium_cannot_draw_is_refused_in_filegates_words() -> None:
+    # Its CropBox lies outside its MediaBox: the page shows nothing, 0 x 0 pt, and drawing it
+    # fails (pypdfium2's ValueError, not a PdfiumError).
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /CropBox [200 200 300 300] /Contents 4 0 R >>",
+        pf.stream(b"0 0 0 rg 0 0 100 100 re f"),
+    ]
+    with pytest.raises(MediaError) as refused:
+        answer(pf.build(objects))
+    assert str(refused.value) == "page 1 of it is damaged: PDFium could not draw it."

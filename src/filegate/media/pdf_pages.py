@@ -103,7 +103,9 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
     try:
         document = pypdfium2.PdfDocument(source)
     except pypdfium2.PdfiumError as exc:
-        raise MediaError(PDFIUM_LOAD_ERRORS.get(getattr(exc, "err_code", None) or 0, DAMAGED) + ".") from None
+        # pypdfium2 sets err_code on every PdfiumError (None where PDFium gave none, 0 for a PDF
+        # without pages): a code not listed is refused as damaged.
+        raise MediaError(PDFIUM_LOAD_ERRORS.get(exc.err_code, DAMAGED) + ".") from None
     try:
         # Opened without a password (an empty user password) is still encrypted: refused, as
         # ReadFile refuses it (SPEC §8.6).
