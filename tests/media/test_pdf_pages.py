@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from typing import Any
 
 import pytest
@@ -46,7 +47,8 @@ def test_a_page_is_drawn_at_the_longest_side_with_its_size_in_points(
     assert list(im.size) == px and page["mime"] == f"image/{im.format.lower()}"
     gray = im.convert("L")
     width, height = px
-    assert gray.getpixel((width // 4, height // 2)) < 30 and gray.getpixel((width * 3 // 4, height // 2)) > 225
+    assert gray.getpixel((width // 4, height // 2)) < 30  # the left half black
+    assert gray.getpixel((width * 3 // 4, height // 2)) > 225  # the right half blank
 
 
 def test_the_pages_asked_for_and_at_most_max_page_images() -> None:
@@ -130,3 +132,23 @@ def test_a_page_pdfium_cannot_draw_is_refused_in_filegates_words() -> None:
     with pytest.raises(MediaError) as refused:
         answer(pf.build(objects))
     assert str(refused.value) == "page 1 of it is damaged: PDFium could not draw it."
+
+
+def star(points: int, side: float) -> bytes:
+    """A filled star polygon whose every edge crosses the middle: slow to fill (each row of
+    pixels meets every edge), small to write."""
+    step = 2 * math.pi * (points // 2) / points
+    r = side / 2
+    xy = [(r + r * math.cos(i * step), r + r * math.sin(i * step)) for i in range(points)]
+    path = [b"%.2f %.2f m" % xy[0]] + [b"%.2f %.2f l" % p for p in xy[1:]]
+    return b" ".join(path) + b" f"
+
+
+def test_a_page_drawn_past_the_deadline_is_stopped_before_it_is_encoded() -> None:
+    # Opening the PDF takes about a millisecond and drawing this page far longer than the
+    # deadline: the deadline passes while it is drawn, after the page's own check, so only the
+    # encoder's checks can stop it.
+    slow = pf.drawn_pdf([star(6001, 100)], (100, 100))
+    with pytest.raises(DecodeTimeout) as late:
+        answer(slow, max_side=400, timeout=0.1)
+    assert "longer than the 0.1 s this server allows for one file" in str(late.value)
