@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,12 +104,16 @@ def test_a_page_too_large_to_draw_is_refused_with_its_pixels_before_drawing(
     )
 
 
-def test_a_pdf_without_pages_is_refused_as_damaged() -> None:
-    # PDFium opens it, then pypdfium2 refuses it with PDFium's code for success (0): no code
-    # of its own, so the refusal is the generic one.
-    empty = pf.build([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"])
-    with pytest.raises(MediaError) as refused:
-        answer(empty)
+def test_a_pdf_without_pages_is_refused_as_damaged(tmp_path: Path) -> None:
+    # PDFium opens it and pypdfium2 refuses it with FPDF_GetLastError's code, which a successful
+    # load leaves as it was: 0 in the worker's fresh process, but whatever an earlier failed load
+    # left in this one. So this runs in the worker (the unmutated package, out of mutmut's reach).
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(
+        pf.build([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"])
+    )
+    with path.open("rb") as f, pytest.raises(MediaError) as refused:
+        pdf_pages.render_pages(f.fileno(), 1, 1, 1 << 20, 200)
     assert str(refused.value) == pdf_pages.DAMAGED + "."
 
 
