@@ -81,8 +81,7 @@ def render_pages(
     """Pages ``first``..``last`` (1-based, inclusive; at most MAX_PAGE_IMAGES) of the open PDF
     ``fd``, each fitted to ``room`` base64 characters, rendered by PDFium in the worker."""
     request = {
-        "op": "render", "first": first, "last": last, "room": room, "max_side": max_side,
-        "timeout": timeout,
+        "first": first, "last": last, "room": room, "max_side": max_side, "timeout": timeout,
     }  # fmt: skip
     answer = run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, PDFIUM)
     pages = [
