@@ -60,6 +60,13 @@ async def test_a_page_comes_back_as_an_image_with_its_pixels(ws: Path, mode: str
     ]
 
 
+async def test_a_quote_in_the_name_is_escaped_in_the_pdf_tag(ws: Path) -> None:
+    (ws / 'say "hi".pdf').write_bytes(pf.drawn_pdf([b""], (100, 100)))
+    async with connect(ws, image_max_side=SMALL) as c:
+        r = await call(c, "ReadMediaFile", path='say "hi".pdf')
+    assert texts(r)[0] == '<pdf path="say &quot;hi&quot;.pdf">\nPage 1 of 1:\n'
+
+
 async def test_pages_choose_the_pages_and_page_1_is_the_default(ws: Path) -> None:
     black, blank = b"0 0 0 rg 0 0 612 792 re f", b""
     (ws / "three.pdf").write_bytes(pf.drawn_pdf([blank, black, blank]))
@@ -77,6 +84,7 @@ async def test_pages_choose_the_pages_and_page_1_is_the_default(ws: Path) -> Non
     assert second.getextrema() == (0, 0) and third.getextrema() == (255, 255)
     assert texts(later)[0] == '<pdf path="three.pdf">\nPages 2-3 of 3:\n'
     assert texts(later)[1].startswith("Page 2 (612x792 pt)") and texts(later)[2].startswith("Page 3 ")
+    assert ", 3 pages): pages 2-3 as 2 images, " in texts(later)[-1]  # counted, in the plural
     assert beyond.is_error and texts(beyond) == ["`three.pdf` has 3 pages; page 4 does not exist."]
     assert backwards.is_error and texts(backwards) == ['pages="3-2" ends before it starts.']
 

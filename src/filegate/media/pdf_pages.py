@@ -81,8 +81,7 @@ def render_pages(
     """Pages ``first``..``last`` (1-based, inclusive; at most MAX_PAGE_IMAGES) of the open PDF
     ``fd``, each fitted to ``room`` base64 characters, rendered by PDFium in the worker."""
     request = {
-        "op": "render", "first": first, "last": last, "room": room, "max_side": max_side,
-        "timeout": timeout,
+        "first": first, "last": last, "room": room, "max_side": max_side, "timeout": timeout,
     }  # fmt: skip
     answer = run_worker(fd, request, timeout, WORKER_ADDRESS_SPACE, PDFIUM)
     pages = [
@@ -103,7 +102,9 @@ def answer_in_worker(source: IO[bytes], request: dict[str, Any]) -> dict[str, An
     try:
         document = pypdfium2.PdfDocument(source)
     except pypdfium2.PdfiumError as exc:
-        raise MediaError(PDFIUM_LOAD_ERRORS.get(getattr(exc, "err_code", None) or 0, DAMAGED) + ".") from None
+        # pypdfium2 sets err_code on every PdfiumError (None where PDFium gave none, 0 for a PDF
+        # without pages): a code not listed is refused as damaged.
+        raise MediaError(PDFIUM_LOAD_ERRORS.get(exc.err_code, DAMAGED) + ".") from None
     try:
         # Opened without a password (an empty user password) is still encrypted: refused, as
         # ReadFile refuses it (SPEC §8.6).

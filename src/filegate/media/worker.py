@@ -114,9 +114,17 @@ def _limit(address_space: int, cpu_seconds: int) -> None:
         return
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    def within(limit: int, soft: int, hard: int) -> tuple[int, int]:
+        # A process cannot raise its hard limit: under a lower one it inherited (the server run
+        # with `ulimit -t` or systemd's LimitCPU=), that one stays, never a failed setrlimit.
+        inherited = resource.getrlimit(limit)[1]
+        if inherited == resource.RLIM_INFINITY:
+            return soft, hard
+        return min(soft, inherited), min(hard, inherited)
+
+    resource.setrlimit(resource.RLIMIT_AS, within(resource.RLIMIT_AS, address_space, address_space))
     # SIGXCPU at the soft limit ends the process; SIGKILL one second later if it is caught.
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_CPU, within(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
