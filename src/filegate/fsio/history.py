@@ -11,12 +11,13 @@ workspace::
       lock              the flock every process sharing the directory takes to append
 
 A write calls :meth:`WriteHistory.begin` before its rename (while its temp file is written):
-the pre-image is written and fsynced (file and directory), then the record line is appended and
-fsynced, and only then may the rename come, so a crash at any instant leaves the old content
-recoverable. :meth:`WriteHistory.finish` appends the outcome after the rename (not fsynced: a
-record without an outcome is "unconfirmed", and whether the write landed is told by the file's
-content against the record's hashes). A sensitive file's record keeps no pre-image, no hash and
-no size: it says "not kept".
+the pre-image's bytes are made durable, then the record line is appended and fsynced, then the
+pre-image's name (its directory), and only then may the rename come, so a crash at any instant
+leaves the old content recoverable (before the rename the file itself still holds it).
+:meth:`WriteHistory.finish` appends the outcome after the rename (not fsynced: a record without
+an outcome is "unconfirmed", and whether the write landed is told by the file's content against
+the record's hashes). A sensitive file's record keeps no pre-image, no hash and no size: it says
+"not kept".
 
 Write ids (``w-`` and six hex digits) are drawn at random and checked, under the flock,
 against every id the file holds, evicted ones included (their tombstones): unique across the
@@ -25,7 +26,6 @@ processes that share the directory.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import json
@@ -56,9 +56,6 @@ DEFAULT_MAX_AGE_S = 14 * 86400.0
 # Eviction frees down to this share of the byte bound, so a history at its bound is not
 # rewritten on every write.
 EVICT_TO = 0.9
-# Both versions of a write at least this large are hashed at once (below it a thread costs more
-# than it saves).
-PARALLEL_HASH_MIN = 4 << 20
 # An evicted write's tombstone (its id, so the id is never reused and an undo of it says it was
 # evicted) is kept this many times the age bound.
 TOMBSTONE_AGE_FACTOR = 10
@@ -200,6 +197,8 @@ class WriteHistory:
             try:
                 self._evict(incoming=entry)
                 self._append(entry.line(), durable=True)
+                if fresh:  # after the record's fsync, which on a journaling file system
+                    _fsync_dir(self.object_path(fresh).parent)  # committed it already
             except BaseException:  # no record: its pre-image goes too (nothing left behind)
                 self._linked.pop(write_id, None)
                 if fresh:
@@ -227,13 +226,14 @@ class WriteHistory:
     ) -> tuple[Entry, str]:
         """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
         if this write stored it ("" when there is none, or it was kept already)."""
-        before, after = _digests(old, new)
+        after = "" if new is None else content_sha256(new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
             entry, after=after, size_after=size_after, removed=new is None, created=old is None
         )
         if old is None:
             return entry, ""
+        before = content_sha256(old)
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
             return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes"), ""
@@ -243,9 +243,9 @@ class WriteHistory:
         return entry, "" if inode is None else before
 
     def _store(self, digest: str, data: bytes, source: _Source | None = None) -> int | None:
-        """The pre-image, durable before the record that names it (and before the rename):
-        the file's own inode linked in where it can be (its inode number), else a copy of
-        ``data`` (0); None: kept already."""
+        """The pre-image, its bytes durable before the record that names it (its name is made
+        durable after the record, and both before the rename): the file's own inode linked in
+        where it can be (its inode number), else a copy of ``data`` (0); None: kept already."""
         target = self.object_path(digest)
         if _kept_already(target, len(data)):
             return None  # content-addressed: already kept (renamed into place whole, once fsynced)
@@ -255,7 +255,6 @@ class WriteHistory:
         if not inode:
             _copy(data, temp)
         os.replace(temp, target)
-        _fsync_dir(target.parent)
         return inode
 
     def _make_private(self, digest: str, inode: int, *, landed: bool) -> None:
@@ -518,22 +517,10 @@ def _link(source: _Source, data: bytes, temp: Path) -> int:
         if os.fstat(fd).st_nlink != 2:  # named elsewhere too (before, or meanwhile): not ours alone
             os.unlink(temp)
             return 0
-        os.fsync(fd)  # its bytes on disk (a file written without fsync may not be yet)
+        os.fdatasync(fd)  # its bytes on disk; its new name is made durable with its directory
         return st.st_ino
     finally:
         os.close(fd)
-
-
-def _digests(old: bytes | None, new: Content | None) -> tuple[str, str]:
-    """The SHA-256 of ``old`` and of ``new`` ("" for None). Two large ones are hashed at once,
-    the old on a second thread (hashlib lets go of the GIL): a speed device, see
-    docs/ARCHITECTURE.md."""
-    if old is None or new is None or min(len(old), len(new)) < PARALLEL_HASH_MIN:
-        return ("" if old is None else content_sha256(old)), ("" if new is None else content_sha256(new))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="filegate-hash") as pool:
-        before = pool.submit(content_sha256, old)
-        after = content_sha256(new)
-        return before.result(), after
 
 
 def _kept_already(target: Path, size: int) -> bool:
