@@ -199,7 +199,10 @@ async def test_a_multi_line_new_in_a_mixed_file_is_written_as_given(ws: Path) ->
 async def test_one_edit_of_a_large_file_holds_it_once(ws: Path, mode: str) -> None:
     """Issue 13.3: the edit is spliced into the bytes read and written from the pieces, and the
     stale check compares in blocks: Python never holds a second copy of the file (the old route
-    held the old bytes, the replaced copy and hashed both: over 2x the file at its peak)."""
+    held the old bytes, the replaced copy and hashed both: over 2x the file at its peak). Beside
+    the file, a few MiB that do not grow with it (blocks read to compare, 1 MiB each; the
+    history's check of the inode it keeps and the stale check may run at once): 1.07-1.13x a
+    32 MB file."""
     line = b"int x = 0; /* filler of a large source file */\n"
     half = line * ((4 << 20) // len(line))
     (ws / "big.c").write_bytes(half + b"int marker = 1;\n" + half)
@@ -214,4 +217,4 @@ async def test_one_edit_of_a_large_file_holds_it_once(ws: Path, mode: str) -> No
             tracemalloc.stop()
     assert not r.is_error and "Lines: +1 -1." in text(r)
     assert (ws / "big.c").read_bytes() == half + b"int marker = 3;\n" + half
-    assert peak < 1.5 * size, f"peak {peak / size:.2f}x the file"
+    assert peak < size + (5 << 20), f"peak {peak / size:.2f}x the file"  # a second copy: + 8 MiB
