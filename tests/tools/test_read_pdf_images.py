@@ -21,6 +21,7 @@ from PIL import Image
 from pypdf import PdfWriter
 
 from filegate.media.pdf_pages import MAX_PAGE_IMAGES
+from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
 from filegate.tools.media_fit import MIN_MEDIA_CHARS
 from filegate.tools.outcome import BLOCK_FRAME_CHARS
 from filegate.tools.pdf_images import IGNORED_FOR_PDF
@@ -323,3 +324,48 @@ async def test_kimi_codes_text_budget_edge_leaves_the_pictures_out(ws: Path, mod
         refused = await call(c, "ReadMediaFile", path="p.pdf")
     assert not drawn.is_error and [im.size for im in pictures(drawn)] == [(64, 64)], texts(drawn)
     assert refused.is_error and texts(refused) == [no_room("p.pdf", edge - 1)]
+
+
+async def test_pages_share_the_room_evenly_and_one_page_has_it_all(ws: Path) -> None:
+    """Pages of random pixels take all the room they are given: page 1 of a two-page range is
+    the same picture as page 1 drawn by default with half the room; and a range that ends
+    before the last page asks for no more."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(3, 128))
+    share = 4_000
+    reserve = reserved_for_text("noise.pdf", kimi_code=False)
+    async with connect(ws, result_budget=reserve + 2 * share + 1, image_max_side=128) as c:
+        both = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-2")
+    async with connect(ws, result_budget=reserve + share, image_max_side=128) as c:
+        alone = await call(c, "ReadMediaFile", path="noise.pdf")
+    images = [[b.data for b in r.content if b.type == "image"] for r in (both, alone)]
+    assert [len(i) for i in images] == [2, 1], [texts(r) for r in (both, alone)]
+    assert images[0][0] == images[1][0]
+    assert all(share // 2 < len(data) <= share for data in images[0] + images[1])  # it fills its share
+    sent = sum(len(base64.b64decode(data)) for data in images[0])
+    assert texts(both)[-1].endswith(f"as 2 images, {sent} bytes. ReadFile shows its text.")
+
+
+async def test_a_share_too_small_for_a_page_is_named_in_whole_characters(ws: Path) -> None:
+    """The least room the budget leaves, split four ways: no JPEG is that small."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(4, 64))
+    budget = reserved_for_text("noise.pdf", kimi_code=False) + MIN_MEDIA_CHARS + 1
+    async with connect(ws, result_budget=budget, image_max_side=64) as c:
+        r = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-4")
+    share = (MIN_MEDIA_CHARS + 1) // 4
+    assert r.is_error and texts(r) == [
+        "Failed to read `noise.pdf` as a PDF (application/pdf): even at 16px it does not fit in "
+        f"{share} characters of base64."
+    ]
+
+
+@pytest.mark.slow
+async def test_kimi_code_gives_each_of_four_pages_a_whole_media_part(ws: Path) -> None:
+    """Four pages of random pixels at 2048 px take ~3.7 M base64 characters each: more than a
+    quarter of Kimi Code's 10 MiB part, within a part of their own."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(4, 2048, tile=256))
+    kimi_code = Implementation(name="kimi-code", version="2.1.0")
+    async with connect(ws, client_client_info=kimi_code) as c:
+        r = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-4")
+    sizes = [len(b.data) for b in r.content if b.type == "image"]
+    assert len(sizes) == 4 and min(sizes) > KIMI_CODE_MEDIA_PART_CHARS // 4, texts(r)
+    assert [im.size for im in pictures(r)] == [(2048, 2048)] * 4
