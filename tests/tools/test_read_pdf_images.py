@@ -20,6 +20,7 @@ from mcp.types import Implementation
 from PIL import Image
 from pypdf import PdfWriter
 
+from filegate.media.image import MIN_SIDE
 from filegate.media.pdf_pages import MAX_PAGE_IMAGES
 from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
 from filegate.tools.media_fit import MIN_MEDIA_CHARS
@@ -353,7 +354,7 @@ async def test_a_share_too_small_for_a_page_is_named_in_whole_characters(ws: Pat
         r = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-4")
     share = (MIN_MEDIA_CHARS + 1) // 4
     assert r.is_error and texts(r) == [
-        "Failed to read `noise.pdf` as a PDF (application/pdf): even at 16px it does not fit in "
+        f"Failed to read `noise.pdf` as a PDF (application/pdf): even at {MIN_SIDE}px it does not fit in "
         f"{share} characters of base64."
     ]
 
