@@ -309,6 +309,7 @@ async def test_the_smallest_budget_that_draws_a_page_counts_the_note(ws: Path) -
         refused = await call(c, "ReadMediaFile", path="p.pdf", region=square)
     assert not drawn.is_error and len(pictures(drawn)) == 1, texts(drawn)
     assert texts(drawn)[-1].endswith(IGNORED_FOR_PDF)
+    # (the figure it names is the budget less the note's room, as for images and videos)
     assert refused.is_error and texts(refused) == [no_room("p.pdf", edge - 1 - len(IGNORED_FOR_PDF))]
 
 
