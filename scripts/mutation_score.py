@@ -201,7 +201,13 @@ _base = configuration._config_reader
 def _reader():
     base = _base()
     override = json.loads(os.environ["FILEGATE_MUTMUT_CONFIG"])
-    return lambda key, default: override[key] if key in override else base(key, default)
+    extra = override.pop("pytest_add_cli_args_extra", [])
+    def read(key, default):
+        if key in override:
+            return override[key]
+        value = base(key, default)
+        return value + extra if key == "pytest_add_cli_args" else value
+    return read
 configuration._config_reader = _reader
 from mutmut.__main__ import cli
 sys.argv[0] = "mutmut"
@@ -271,6 +277,22 @@ def with_section(doc: str, key: str, table: str) -> str:
     return doc[:start] + table + doc[doc.index(end, start) :]
 
 
+def split_options(tests: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """A target's test paths, and its pytest options (``-m EXPR``, ``--deselect ID``: each with
+    its value). mutmut passes the selection only to its whole-suite runs; each mutant's run gets
+    test ids plus ``pytest_add_cli_args``. So the options go there: otherwise pyproject's
+    ``-m 'not slow'`` deselects a target's slow tests by id in every mutant's run."""
+    paths: list[str] = []
+    options: list[str] = []
+    it = iter(tests)
+    for arg in it:
+        if arg.startswith("-"):
+            options += [arg, next(it)]
+        else:
+            paths.append(arg)
+    return paths, options
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="reuse mutants/ and mutmut's cached results")
@@ -305,8 +327,13 @@ def main() -> int:
     env = dict(os.environ)
     if target is not None:
         mutmut = [sys.executable, "-c", _LAUNCHER]
+        paths, options = split_options(target.tests)
         env["FILEGATE_MUTMUT_CONFIG"] = json.dumps(
-            {"only_mutate": list(target.mutate), "pytest_add_cli_args_test_selection": list(target.tests)}
+            {
+                "only_mutate": list(target.mutate),
+                "pytest_add_cli_args_test_selection": paths,
+                "pytest_add_cli_args_extra": options,
+            }
         )
     if args.results:
         # mutmut reads its configuration for the listing too: give it the target's.

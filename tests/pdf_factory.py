@@ -3,6 +3,7 @@ SPEC §8.6 names (a flate bomb, many pages, a broken xref, a recursive object gr
 
 from __future__ import annotations
 
+import random
 import zlib
 from pathlib import Path
 
@@ -174,3 +175,32 @@ def image_bomb(side: int = 16_000) -> bytes:
             image,
         ]
     )
+
+
+def noise_pdf(pages: int, side: int, *, tile: int | None = None, seed: int = 3) -> bytes:
+    """``pages`` pages of ``side`` x ``side`` points covered by an image of random RGB pixels
+    (``tile`` points square, repeated; the whole page by default), each page its own image.
+    Drawn at ``side`` pixels, nothing compresses them (JPEG codes 8x8 blocks, blind to the
+    repetition): a page's picture takes all the room it is given."""
+    tile = tile or side
+    rnd = random.Random(seed)
+    kids = b" ".join(b"%d 0 R" % (3 + 3 * i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+    ]
+    image = b" /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceRGB /BitsPerComponent 8"
+    tiles = b" ".join(
+        b"q %d 0 0 %d %d %d cm /Im1 Do Q" % (tile, tile, x, y)
+        for x in range(0, side, tile)
+        for y in range(0, side, tile)
+    )
+    for i in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] "
+            b"/Resources << /XObject << /Im1 %d 0 R >> >> /Contents %d 0 R >>"
+            % (side, side, 5 + 3 * i, 4 + 3 * i)
+        )
+        objects.append(stream(tiles))
+        objects.append(stream(rnd.randbytes(tile * tile * 3), extra=image % (tile, tile)))
+    return build(objects)

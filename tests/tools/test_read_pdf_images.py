@@ -20,6 +20,12 @@ from mcp.types import Implementation
 from PIL import Image
 from pypdf import PdfWriter
 
+from filegate.media.image import MIN_SIDE
+from filegate.media.pdf_pages import MAX_PAGE_IMAGES
+from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
+from filegate.tools.media_fit import MIN_MEDIA_CHARS
+from filegate.tools.outcome import BLOCK_FRAME_CHARS
+from filegate.tools.pdf_images import IGNORED_FOR_PDF
 from tests import media_factory as mf
 from tests import pdf_factory as pf
 from tests.conftest import call, connect, texts
@@ -255,3 +261,113 @@ async def test_pdf_page_bombs_stay_within_bounds_and_the_server_stays_small(ws: 
     assert not after.is_error  # the server answers on
     assert peak - idle < PEAK_OVER_IDLE, f"server peak {peak >> 20} MiB, idle {idle >> 20} MiB; {seconds}"
     assert max(seconds.values()) < 30, seconds
+
+
+# --- the budget's edges: what is reserved for the text, and how the pages share the rest -------
+
+# Every figure the text around the pictures may hold, at its widest: the tool reserves room for
+# the text as if each page number, count, size and pixel figure were this wide.
+WIDE = str(10**12)
+WIDE_PT = str(10**9)
+
+
+def reserved_for_text(name: str, *, kimi_code: bool) -> int:
+    """Characters the tool sets aside before the pictures (SPEC §4: the whole result counts):
+    the text blocks of a result of MAX_PAGE_IMAGES pages with every figure WIDE and the "Pages
+    after" clause, each block with its closing line break and JSON frame; the pictures' frames,
+    and, where pictures share the result (every client but Kimi Code), their MIME types."""
+    blocks = [
+        f'<pdf path="{name}">\nPage {WIDE} of {WIDE}:',
+        *[f"Page {WIDE} ({WIDE_PT}x{WIDE_PT} pt) as {WIDE}x{WIDE}px image/jpeg:"] * MAX_PAGE_IMAGES,
+        "</pdf>",
+        f"Loaded PDF file `{name}` (application/pdf, {WIDE} bytes, {WIDE} pages): page {WIDE} as "
+        f"{MAX_PAGE_IMAGES} images, 0 bytes. ReadFile shows its text. Pages after {WIDE} were not "
+        f'drawn in this call: pass pages="{WIDE}-{WIDE}" for more.',
+    ]
+    text = sum(len(block) + 1 + BLOCK_FRAME_CHARS for block in blocks)
+    pictures = MAX_PAGE_IMAGES * (BLOCK_FRAME_CHARS + (0 if kimi_code else len("image/jpeg")))
+    return text + pictures
+
+
+def no_room(name: str, budget: int) -> str:
+    return (
+        f"Failed to read `{name}` as a PDF (application/pdf): this client's result budget of "
+        f"{budget} characters leaves no room for media after the text that describes it; raise "
+        "--result-budget."
+    )
+
+
+async def test_the_smallest_budget_that_draws_a_page_counts_the_note(ws: Path) -> None:
+    """One character under it, the PDF is refused in words (not an internal error); the note
+    on ignored parameters takes its room from the budget too."""
+    (ws / "p.pdf").write_bytes(pf.drawn_pdf([b""], (100, 100)))
+    edge = reserved_for_text("p.pdf", kimi_code=False) + len(IGNORED_FOR_PDF) + MIN_MEDIA_CHARS
+    square = {"x": 0, "y": 0, "width": 5, "height": 5}
+    async with connect(ws, result_budget=edge, image_max_side=64) as c:
+        drawn = await call(c, "ReadMediaFile", path="p.pdf", region=square)
+    async with connect(ws, result_budget=edge - 1, image_max_side=64) as c:
+        refused = await call(c, "ReadMediaFile", path="p.pdf", region=square)
+    assert not drawn.is_error and len(pictures(drawn)) == 1, texts(drawn)
+    assert texts(drawn)[-1].endswith(IGNORED_FOR_PDF)
+    # (the figure it names is the budget less the note's room, as for images and videos)
+    assert refused.is_error and texts(refused) == [no_room("p.pdf", edge - 1 - len(IGNORED_FOR_PDF))]
+
+
+async def test_kimi_codes_text_budget_edge_leaves_the_pictures_out(ws: Path, mode: str) -> None:
+    """Kimi Code's pictures have a part each: only the text counts against its text budget."""
+    (ws / "p.pdf").write_bytes(pf.drawn_pdf([b""], (100, 100)))
+    edge = reserved_for_text("p.pdf", kimi_code=True)
+    kimi_code = Implementation(name="kimi-code", version="2.1.0")
+    async with connect(ws, mode, result_budget=edge, image_max_side=64, client_client_info=kimi_code) as c:
+        drawn = await call(c, "ReadMediaFile", path="p.pdf")
+    async with connect(
+        ws, mode, result_budget=edge - 1, image_max_side=64, client_client_info=kimi_code
+    ) as c:
+        refused = await call(c, "ReadMediaFile", path="p.pdf")
+    assert not drawn.is_error and [im.size for im in pictures(drawn)] == [(64, 64)], texts(drawn)
+    assert refused.is_error and texts(refused) == [no_room("p.pdf", edge - 1)]
+
+
+async def test_pages_share_the_room_evenly_and_one_page_has_it_all(ws: Path) -> None:
+    """Pages of random pixels take all the room they are given: page 1 of a two-page range is
+    the same picture as page 1 drawn by default with half the room; and a range that ends
+    before the last page asks for no more."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(3, 128))
+    share = 4_000
+    reserve = reserved_for_text("noise.pdf", kimi_code=False)
+    async with connect(ws, result_budget=reserve + 2 * share + 1, image_max_side=128) as c:
+        both = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-2")
+    async with connect(ws, result_budget=reserve + share, image_max_side=128) as c:
+        alone = await call(c, "ReadMediaFile", path="noise.pdf")
+    images = [[b.data for b in r.content if b.type == "image"] for r in (both, alone)]
+    assert [len(i) for i in images] == [2, 1], [texts(r) for r in (both, alone)]
+    assert images[0][0] == images[1][0]
+    assert all(share // 2 < len(data) <= share for data in images[0] + images[1])  # it fills its share
+    sent = sum(len(base64.b64decode(data)) for data in images[0])
+    assert texts(both)[-1].endswith(f"as 2 images, {sent} bytes. ReadFile shows its text.")
+
+
+async def test_a_share_too_small_for_a_page_is_named_in_whole_characters(ws: Path) -> None:
+    """The least room the budget leaves, split four ways: no JPEG is that small."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(4, 64))
+    budget = reserved_for_text("noise.pdf", kimi_code=False) + MIN_MEDIA_CHARS + 1
+    async with connect(ws, result_budget=budget, image_max_side=64) as c:
+        r = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-4")
+    share = (MIN_MEDIA_CHARS + 1) // 4
+    assert r.is_error and texts(r) == [
+        f"Failed to read `noise.pdf` as a PDF (application/pdf): even at {MIN_SIDE}px it does not fit in "
+        f"{share} characters of base64."
+    ]
+
+
+@pytest.mark.slow
+async def test_kimi_code_gives_each_of_four_pages_a_whole_media_part(ws: Path) -> None:
+    """Four pages of random pixels at 2048 px take ~3.7 M base64 characters each: more than a
+    quarter of Kimi Code's 10 MiB part, within a part of their own."""
+    (ws / "noise.pdf").write_bytes(pf.noise_pdf(4, 2048, tile=256))
+    kimi_code = Implementation(name="kimi-code", version="2.1.0")
+    async with connect(ws, client_client_info=kimi_code) as c:
+        r = await call(c, "ReadMediaFile", path="noise.pdf", pages="1-4")
+    sizes = [len(b.data) for b in r.content if b.type == "image"]
+    assert len(sizes) == 4 and min(sizes) > KIMI_CODE_MEDIA_PART_CHARS // 4, texts(r)
+    assert [im.size for im in pictures(r)] == [(2048, 2048)] * 4

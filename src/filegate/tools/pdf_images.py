@@ -40,9 +40,9 @@ def read_pdf_pages(
     limits = Limits.of(env)
     fits = replace(limits, total=limits.total - len(note))
     wanted = 1 if last is None else min(last - first + 1, MAX_PAGE_IMAGES)
-    room = room_for(fits, _skeleton(rp, limits))
-    each = room if limits.part is not None else room // wanted  # Kimi Code: a part each
-    try:
+    try:  # a budget too small for any page is refused like a page PDFium cannot draw
+        room = room_for(fits, _skeleton(rp))
+        each = room if limits.part is not None else room // wanted  # Kimi Code: a part each
         images = render_pages(fd, first, first if last is None else last, each, env.image_max_side)
     except MediaError as exc:
         return Outcome.error(f"Failed to read `{rp.shown}` as a PDF ({MIME}): {exc}")
@@ -87,11 +87,11 @@ def _page_line(page: PageImage) -> str:
     )
 
 
-def _skeleton(rp: ResolvedPath, limits: Limits) -> Outcome:
+def _skeleton(rp: ResolvedPath) -> Outcome:
     """The result's text blocks at their longest: what they take before the pictures."""
     wide = PageImage(_WIDE, _WIDE_PT, _WIDE_PT, b"", "image/jpeg", _WIDE, _WIDE)
     images = PageImages(_WIDE, [wide] * MAX_PAGE_IMAGES)
-    outcome = _outcome(rp, _WIDE, images, _WIDE)
+    outcome = _outcome(rp, _WIDE, images, None)  # its clause on the pages after: added below
     wide_pages = f"{_WIDE}-{_WIDE}"
     outcome.message += (
         f' Pages after {_WIDE} were not drawn in this call: pass pages="{wide_pages}" for more.'
