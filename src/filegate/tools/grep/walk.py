@@ -226,9 +226,9 @@ class _ByPath:
     def is_itself(self, rel: str, st: os.stat_result) -> bool:
         """The path still names the directory ``st`` was taken of, through no link."""
         path = self.path(rel)
-        if os.path.normcase(os.path.realpath(path)) != os.path.normcase(path):
-            return False
-        try:
+        try:  # realpath fails (EINVAL) when a link is swapped for a directory while it resolves
+            if os.path.normcase(os.path.realpath(path)) != os.path.normcase(path):
+                return False
             now = os.lstat(path)
         except OSError:
             return False
