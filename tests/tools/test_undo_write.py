@@ -5,6 +5,7 @@ Every test asserts what is on disk afterwards, and what the model reads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -254,3 +255,35 @@ async def test_a_write_stopped_after_its_record_is_recorded_as_failed(ws: Path, 
     assert [r.get("outcome") for r in records] == [None, "failed"]
     assert records[0]["after"] == hashlib.sha256(data.replace(b"line one", b"LINE ONE", 1)).hexdigest()
     assert records[0]["before"] == hashlib.sha256(data).hexdigest()
+
+
+async def test_a_write_whose_folder_fsync_fails_after_the_rename_says_so_and_can_be_undone(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection, a mock (no disk here fails on cue): the workspace folder's fsync after
+    the rename raises EIO. The file holds the new content by then, so the error says it was
+    written (not "Nothing was written"), and its record says "done": it can be undone."""
+    path = _make(ws)
+    folder = os.stat(ws)
+    real_fsync = os.fsync
+
+    def failing_for_the_folder(fd: int) -> None:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (folder.st_dev, folder.st_ino):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        monkeypatch.setattr(os, "fsync", failing_for_the_folder)
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "line one", "new": "LINE ONE"})
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        assert r.is_error and text(r).startswith(
+            "`a.txt` was written, but making the change durable failed: Input/output error."
+        ), text(r)
+        assert path.read_bytes() == ORIGINAL.replace(b"line one", b"LINE ONE")
+        records = [json.loads(line) for line in (history_dir() / "history.jsonl").read_text().splitlines()]
+        assert [r.get("outcome") for r in records] == [None, "done"]
+        u = await call(c, "UndoWrite", write_id=records[0]["id"])
+    assert not u.is_error, text(u)
+    assert path.read_bytes() == ORIGINAL

@@ -151,12 +151,15 @@ def replace_file(
     create_dirs: bool = False,
     mode: int | None = None,
     before_rename: Callable[[], object] | None = None,
+    after_rename: Callable[[], object] | None = None,
 ) -> int:
     """Atomically make ``real`` hold ``data`` (bytes, or spliced pieces written as they are);
     return the bytes written.
 
     ``before_rename`` runs once the temp file is durable and the target found unchanged, just
     before the rename; what it raises stops the write (the temp file is removed).
+    ``after_rename`` runs right after the rename, before the directory is made durable: the
+    file holds its new content even if that then fails (it must not raise).
 
     ``expect`` is the target as the caller read it: if it changed since, nothing is written.
     An existing target keeps its mode bits but setuid/setgid (and owner, where permitted);
@@ -178,7 +181,9 @@ def replace_file(
     except OSError as exc:
         raise _failure(shown, exc) from None
     try:
-        return _replace_in(dfd, name, data, expect, shown, str(real.parent), mode, before_rename)
+        return _replace_in(
+            dfd, name, data, expect, shown, str(real.parent), mode, before_rename, after_rename
+        )
     finally:
         if dfd is not None:
             os.close(dfd)
@@ -260,10 +265,12 @@ def _replace_in(
     directory: str | None = None,
     mode: int | None = None,
     before_rename: Callable[[], object] | None = None,
+    after_rename: Callable[[], object] | None = None,
 ) -> int:
     temp_name: str | None = None
     record: Path | None = None
     tfd = held = -1
+    renamed = False
     try:
         # Inside the try: its lstat fails too (a name over NAME_MAX), and that is a WriteError.
         current = _lstat_at(dfd, name)
@@ -288,7 +295,9 @@ def _replace_in(
             before_rename()
         # os.replace: rename(2) here; on Windows it replaces an existing target (rename fails).
         os.replace(temp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        temp_name = None
+        temp_name, renamed = None, True
+        if after_rename is not None:
+            after_rename()
         if dfd is not None:
             os.fsync(dfd)
         else:
@@ -297,7 +306,7 @@ def _replace_in(
     except WriteError:
         raise
     except OSError as exc:
-        raise _failure(shown, exc) from None
+        raise (_not_durable(shown, exc) if renamed else _failure(shown, exc)) from None
     finally:
         if temp_name is not None:
             _remove_temp(dfd, temp_name, tfd)
@@ -307,10 +316,12 @@ def _replace_in(
         clear_pending(record)
 
 
-def remove_file(real: Path, *, expect: Snapshot, shown: str) -> int:
+def remove_file(
+    real: Path, *, expect: Snapshot, shown: str, removed: Callable[[], object] | None = None
+) -> int:
     """Remove ``real`` if it is still as the caller read it (``expect``), and make the removal
     durable (an undone creation); 0, the bytes left. WriteError when it changed or cannot be
-    removed."""
+    removed. ``removed`` runs right after the unlink (like ``after_rename``)."""
     try:
         flags = os.O_RDONLY | platform.DIRECTORY
         dfd = open_components(real.parent, flags) if platform.has_dir_fd() else None
@@ -318,17 +329,21 @@ def remove_file(real: Path, *, expect: Snapshot, shown: str) -> int:
         raise _failure(shown, exc) from None
     name = real.name if dfd is not None else str(real)
     held = -1
+    unlinked = False
     try:
         _check_target(_lstat_at(dfd, name), shown, dfd, name)
         held = _check_unchanged(dfd, name, expect, shown)
         os.unlink(name, dir_fd=dfd)
+        unlinked = True
+        if removed is not None:
+            removed()
         if dfd is not None:
             os.fsync(dfd)
         return 0
     except WriteError:
         raise
     except OSError as exc:
-        raise _failure(shown, exc) from None
+        raise (_not_durable(shown, exc) if unlinked else _failure(shown, exc)) from None
     finally:
         _release(held, expect.size)
         if dfd is not None:
@@ -586,6 +601,15 @@ _REASONS = {
 def failure_reason(exc: OSError) -> str:
     """Why a write failed, in words a user can act on (the file size limit named)."""
     return _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def _not_durable(shown: str, exc: OSError) -> WriteError:
+    """The file holds its new content (or is removed), but its folder's fsync failed."""
+    return WriteError(
+        f"`{shown}` was written, but making the change durable failed: {failure_reason(exc)}. "
+        "It may not survive a crash of the machine.",
+        "Written, not durable",
+    )
 
 
 def _failure(shown: str, exc: OSError) -> WriteError:

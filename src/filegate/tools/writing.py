@@ -481,15 +481,15 @@ async def _replace(
             with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="filegate-history") as pool:
                 args = (job.tool, rp, env.client, decision.route, old, kept, expect)
                 keeping = pool.submit(history.begin, *args)
-                done = False
+                done: list[bool] = []  # the rename happened: "done", even if its fsync then failed
+
                 try:
-                    size = _renamed(job, change, expect, keeping.result)
-                    done = True
+                    size = _renamed(job, change, expect, keeping.result, lambda: done.append(True))
                 finally:  # the outcome line: "failed" when the rename did not happen
                     # Waits for the record; "" (nothing to finish) when it failed, which then
                     # failed the write too: no rename without its record.
                     write_id = "" if keeping.exception() is not None else keeping.result()
-                    history.finish(write_id, ok=done)
+                    history.finish(write_id, ok=bool(done))
         if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
@@ -514,15 +514,19 @@ async def _replace(
 
 
 def _renamed(
-    job: WriteJob[T], change: Change[T], expect: Snapshot, before: Callable[[], object] | None
+    job: WriteJob[T],
+    change: Change[T],
+    expect: Snapshot,
+    before: Callable[[], object] | None,
+    after: Callable[[], object] | None = None,
 ) -> int:
-    """``change`` written over ``expect`` (or the file removed), ``before`` done first: the bytes
-    written."""
+    """``change`` written over ``expect`` (or the file removed), ``before`` done first and
+    ``after`` once the file holds it: the bytes written."""
     rp = job.rp
     if change.remove:
         if before is not None:
             before()
-        return remove_file(rp.real, expect=expect, shown=rp.shown)
+        return remove_file(rp.real, expect=expect, shown=rp.shown, removed=after)
     return replace_file(
         rp.real,
         change.new,
@@ -531,6 +535,7 @@ def _renamed(
         create_dirs=job.create_dirs,
         mode=change.mode,
         before_rename=before,
+        after_rename=after,
     )
 
 
