@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from filegate.fsio.spliced import Spliced, content_pieces, content_sha256
+from filegate.fsio.spliced import Spliced, content_pieces, content_sha256, sha256_pair
 
 
 def cases() -> list[tuple[bytes, int, int, bytes]]:
@@ -52,3 +55,15 @@ def test_misuse_is_refused_not_answered_wrongly() -> None:
         sp.count(b"\r\n")  # could straddle pieces: one byte at a time only
     with pytest.raises(TypeError):
         sp[::2]
+
+
+@given(st.binary(max_size=300), st.data())
+def test_the_pair_of_hashes_is_each_contents_own(base: bytes, data: st.DataObject) -> None:
+    """sha256_pair hashes a splice's shared prefix once: each hash is still its content's."""
+    start = data.draw(st.integers(0, len(base)))
+    end = data.draw(st.integers(start, len(base)))
+    sp = Spliced(base, start, end, data.draw(st.binary(max_size=40)))
+    ours = (hashlib.sha256(base).hexdigest(), hashlib.sha256(bytes(sp)).hexdigest())
+    assert sha256_pair(base, sp) == ours
+    assert sha256_pair(bytes(bytearray(base)), sp) == ours  # an equal base, another object
+    assert sha256_pair(base, bytes(sp)) == ours

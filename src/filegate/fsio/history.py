@@ -44,7 +44,7 @@ from filegate.fsio import platform
 from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
 from filegate.fsio.pending import state_dir
 from filegate.fsio.safeopen import read_whole
-from filegate.fsio.spliced import Content, content_pieces, content_sha256
+from filegate.fsio.spliced import Content, content_pieces, content_sha256, sha256_pair
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 
@@ -165,7 +165,9 @@ class WriteHistory:
         try:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = _Source(rp.real, expect) if expect is not None and old is not None else None
-            return self._begin(tool, str(rp.real), client, route, old, mode, new, rp.sensitive, source)
+            # Hashed before the lock: the passes over both contents hold no other write up.
+            hashes = None if rp.sensitive else Hashes.of(old, new)
+            return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
             raise WriteError(
@@ -183,17 +185,19 @@ class WriteHistory:
         old: bytes | None,
         mode: int | None,
         new: Content | None,
-        sensitive: bool,
+        hashes: Hashes | None,
         source: _Source | None = None,
     ) -> str:
+        """``hashes`` None: a sensitive file (nothing of its content is hashed or kept)."""
         with self._locked():
             self._refresh()
             write_id = self._new_id()
-            entry = Entry(write_id, time.time(), client, tool, path, route, kept=not sensitive)
-            entry = dataclasses.replace(entry, not_kept="sensitive file") if sensitive else entry
+            entry = Entry(write_id, time.time(), client, tool, path, route, kept=hashes is not None)
             fresh = ""  # the hash of a pre-image kept by this write, not there before
-            if not sensitive:
-                entry, fresh = self._kept(entry, old, mode, new, source)
+            if hashes is None:
+                entry = dataclasses.replace(entry, not_kept="sensitive file")
+            else:
+                entry, fresh = self._kept(entry, old, mode, new, hashes, source)
             try:
                 self._evict(incoming=entry)
                 self._append(entry.line(), durable=True)
@@ -222,18 +226,23 @@ class WriteHistory:
                 self._make_private(*linked, landed=ok)
 
     def _kept(
-        self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None, source: _Source | None
+        self,
+        entry: Entry,
+        old: bytes | None,
+        mode: int | None,
+        new: Content | None,
+        hashes: Hashes,
+        source: _Source | None,
     ) -> tuple[Entry, str]:
         """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
         if this write stored it ("" when there is none, or it was kept already)."""
-        after = "" if new is None else content_sha256(new)
         size_after = None if new is None else len(new)
         entry = dataclasses.replace(
-            entry, after=after, size_after=size_after, removed=new is None, created=old is None
+            entry, after=hashes.after, size_after=size_after, removed=new is None, created=old is None
         )
         if old is None:
             return entry, ""
-        before = content_sha256(old)
+        before = hashes.before
         entry = dataclasses.replace(entry, before=before, size_before=len(old), mode=mode)
         if len(old) > self.limits.max_bytes:
             return dataclasses.replace(entry, kept=False, not_kept="larger than --history-max-bytes"), ""
@@ -475,6 +484,20 @@ class WriteHistory:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+@dataclass(frozen=True, slots=True)
+class Hashes:
+    """SHA-256 of a write's content before and after ("" where there is none)."""
+
+    before: str
+    after: str
+
+    @classmethod
+    def of(cls, old: bytes | None, new: Content | None) -> Hashes:
+        if old is not None and new is not None:
+            return cls(*sha256_pair(old, new))
+        return cls("" if old is None else content_sha256(old), "" if new is None else content_sha256(new))
 
 
 @dataclass(frozen=True, slots=True)

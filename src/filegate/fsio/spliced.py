@@ -127,3 +127,18 @@ def content_sha256(data: Content) -> str:
     for piece in content_pieces(data):
         h.update(piece)
     return h.hexdigest()
+
+
+def sha256_pair(old: bytes, new: Content) -> tuple[str, str]:
+    """The SHA-256 of ``old`` and of ``new``; a splice of ``old`` shares its prefix with it, so
+    the prefix is hashed once and its state copied (an edit in the middle of a file hashes
+    three halves of it, not four)."""
+    if not (isinstance(new, Spliced) and new.base is old):
+        return content_sha256(old), content_sha256(new)
+    base = memoryview(old)
+    h_old = hashlib.sha256(base[: new.start])
+    h_new = h_old.copy()
+    h_old.update(base[new.start :])
+    h_new.update(new.middle)
+    h_new.update(base[new.end :])
+    return h_old.hexdigest(), h_new.hexdigest()
