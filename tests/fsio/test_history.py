@@ -921,3 +921,37 @@ def test_a_failed_write_leaves_the_pre_image_an_earlier_write_kept(target: Path)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert h.pre_image(h.find(first)) == b"old\n"  # type: ignore[arg-type]
+
+
+def test_a_write_older_than_the_one_before_it_still_ages_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bounds are checked against figures kept up to date, not a scan per write: a record
+    out of time order (the clock stepped back between two writes) still counts as the oldest."""
+    clock = [1000.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    a, b, c = _files(tmp_path, 3, 5)
+    first = write(h, a, b"x")
+    clock[0] = 900.0  # stepped back: the second write looks 100 s older than the first
+    second = write(h, b, b"y")
+    clock[0] = 1005.0  # the first is 5 s old, the second 105 s
+    third = write(h, c, b"z")
+    assert [e.id for e in h.entries()] == [first, third] and h.evicted(second)
+
+
+def test_the_kept_bytes_agree_with_a_fresh_reading_through_evictions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_bytes=100, max_age_s=50))
+    files = _files(tmp_path, 6, 30)
+    for i, path in enumerate(files * 2):  # the second round keeps the first round's contents
+        clock[0] = i * 10.0
+        write(h, path, b"round %d" % i)
+        fresh = WriteHistory(limits=h.limits)
+        fresh.entries()
+        kept = {e.before: e.size_before for e in fresh.entries() if e.kept and e.before}
+        assert h.kept_bytes() == fresh.kept_bytes() == sum(kept.values()) <= 100
+    assert sum(1 for e in h.entries()) < 12  # evictions happened, by age and by bytes
