@@ -115,6 +115,24 @@ def test_everything_is_owner_only_whatever_the_umask(target: Path) -> None:
     assert stat.S_IMODE(os.stat(history_dir()).st_mode) == 0o700
 
 
+def test_each_folder_the_history_makes_is_made_durable_in_its_parent(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spy on the directory fsyncs (each goes through): the first write makes the state
+    folders, objects/ and the pre-image's objects/ab/; each new name is synced in its parent."""
+    synced: list[Path] = []
+    real = store._fsync_dir
+    monkeypatch.setattr(store, "_fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    h = WriteHistory()
+    old = target.read_bytes()
+    write(h, target, b"new\n")
+    made = [history_dir(), history_dir() / "objects", h.object_path(sha(old)).parent]
+    assert all(folder.parent in synced for folder in made), (made, synced)
+    synced.clear()
+    write(h, target, b"newer\n")  # its pre-image's folder may be new, nothing else is
+    assert history_dir().parent not in synced and history_dir() not in synced
+
+
 def test_a_history_directory_that_is_a_symlink_stops_the_write(target: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -609,8 +609,10 @@ def _json_line(record: dict[str, object]) -> bytes:
 
 
 def _make_private_dir(path: Path) -> None:
-    """``path`` and its missing parents made owner-only (0700), whatever the umask; an existing
-    history directory that is a symlink or not ours is refused."""
+    """``path`` and its missing parents made owner-only (0700), whatever the umask, each new
+    one's name durable in its parent (a pre-image's folder, made by its write, must survive a
+    crash as the pre-image does); an existing history directory that is a symlink or not ours
+    is refused."""
     missing = []
     here = path
     while not here.exists():
@@ -619,6 +621,7 @@ def _make_private_dir(path: Path) -> None:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process
             os.mkdir(directory, 0o700)  # a umask only narrows it
+            _fsync_dir(directory.parent)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
         raise HistoryError(f"{path} is not a directory of this user")
