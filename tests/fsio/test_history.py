@@ -973,3 +973,43 @@ def test_the_kept_bytes_agree_with_a_fresh_reading_through_evictions(
         kept = {e.before: e.size_before for e in fresh.entries() if e.kept and e.before}
         assert h.kept_bytes() == fresh.kept_bytes() == sum(kept.values()) <= 100
     assert sum(1 for e in h.entries()) < 12  # evictions happened, by age and by bytes
+
+
+def test_writes_about_to_age_go_with_an_aged_one_so_the_log_is_not_rewritten_per_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=100))
+    a, b, c, d = _files(tmp_path, 4, 5)
+    ids = []
+    for when, path in ((0.0, a), (5.0, b), (20.0, c)):
+        clock[0] = when
+        ids.append(write(h, path, b"x"))
+    clock[0] = 101.0  # the first is past the bound, the second within its last tenth (96 s)
+    ids.append(write(h, d, b"y"))
+    assert [e.id for e in h.entries()] == ids[2:] and h.evicted(ids[0]) and h.evicted(ids[1])
+    assert [r.getMessage() for r in caplog.records] == [
+        "history: evicted 2 write(s), oldest first (older than --history-max-age or within its last tenth)"
+    ]
+    ino = h.log_path.stat().st_ino
+    clock[0] = 109.0  # the third is 89 s old: nothing goes, the log is appended to
+    write(h, a, b"z")
+    assert h.log_path.stat().st_ino == ino and len(h.entries()) == 3
+
+
+def test_tombstones_about_to_expire_go_with_an_expired_one(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tombstones are kept TOMBSTONE_AGE_FACTOR times the age bound (100 s here); once one is
+    past that, those past nine tenths of it go too, in the same rewrite."""
+    clock = [101.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    history_dir().mkdir(parents=True, mode=0o700)
+    (history_dir() / "history.jsonl").write_bytes(
+        b'{"id":"w-000001","evicted":0}\n{"id":"w-000002","evicted":8}\n{"id":"w-000003","evicted":50}\n'
+    )
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    write(h, target, b"new\n")  # 101, 93 and 51 s old: the first two go
+    assert [h.evicted(f"w-00000{k}") for k in (1, 2, 3)] == [False, False, True]
+    assert [r["id"] for r in lines(h) if "evicted" in r] == ["w-000003"]

@@ -55,7 +55,10 @@ log = logging.getLogger("filegate.history")
 DEFAULT_MAX_BYTES = 1 << 30
 DEFAULT_MAX_AGE_S = 14 * 86400.0
 # Eviction frees down to this share of the byte bound, so a history at its bound is not
-# rewritten on every write.
+# rewritten on every write. Alike for age: once a write is past --history-max-age, the writes
+# past this share of it go with it (and tombstones alike), so a history kept busy for longer
+# than the age bound is rewritten once per tenth of it, not on every write (a rewrite of a
+# history of 7,000 writes and 70,000 tombstones took ~0.5 s).
 EVICT_TO = 0.9
 # An evicted write's tombstone (its id, so the id is never reused and an undo of it says it was
 # evicted) is kept this many times the age bound.
@@ -410,8 +413,9 @@ class WriteHistory:
     # --- bounds -----------------------------------------------------------------------------
 
     def _evict(self, incoming: Entry) -> None:
-        """Oldest first: writes older than the age bound, then as many as the byte bound needs
-        to make room for ``incoming``'s pre-image (down to EVICT_TO of it); said in the log."""
+        """Oldest first: writes older than the age bound (with those past EVICT_TO of it), then
+        as many as the byte bound needs to make room for ``incoming``'s pre-image (down to
+        EVICT_TO of it); said in the log."""
         now = time.time()
         adds = incoming.size_before if incoming.kept and incoming.before not in self._blob_sizes else 0
         budget = self.limits.max_bytes - (adds or 0)
@@ -423,8 +427,14 @@ class WriteHistory:
         if not aged and total <= budget:
             self._drop_old_tombstones(now, rewrite=False)
             return
+        reasons = []
+        if aged:
+            reasons.append("older than --history-max-age")
+            aging = [e for e in self._entries.values() if now - e.time > self.limits.max_age_s * EVICT_TO]
+            if len(aging) > len(aged):
+                reasons[0] += " or within its last tenth"
+            aged = aging
         gone = {e.id for e in aged}
-        reasons = ["older than --history-max-age"] if aged else []
         target = min(budget, int(self.limits.max_bytes * EVICT_TO))
         if total - self._freed(gone) > budget:
             reasons.append("over --history-max-bytes")
@@ -458,8 +468,10 @@ class WriteHistory:
 
     def _drop_old_tombstones(self, now: float, *, rewrite: bool) -> None:
         keep_for = self.limits.max_age_s * TOMBSTONE_AGE_FACTOR
-        if not rewrite and now - self._oldest_tombstone <= keep_for:
+        past = now - self._oldest_tombstone > keep_for
+        if not rewrite and not past:
             return
+        keep_for *= EVICT_TO if past else 1  # those about to pass go with it (see EVICT_TO)
         old = [i for i, t in self._tombstones.items() if now - t > keep_for]
         for write_id in old:
             del self._tombstones[write_id]
