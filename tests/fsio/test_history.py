@@ -1013,3 +1013,21 @@ def test_tombstones_about_to_expire_go_with_an_expired_one(
     write(h, target, b"new\n")  # 101, 93 and 51 s old: the first two go
     assert [h.evicted(f"w-00000{k}") for k in (1, 2, 3)] == [False, False, True]
     assert [r["id"] for r in lines(h) if "evicted" in r] == ["w-000003"]
+    clock[0] = 200.0  # the last one expires (150 s): none is left, the next writes go on
+    first = h.entries()[0].id
+    write(h, target, b"newer\n")  # the first write (99 s old) is evicted: its tombstone is new
+    write(h, target, b"newest\n")
+    assert [r["id"] for r in lines(h) if "evicted" in r] == [first] and not h.evicted("w-000003")
+
+
+def test_the_last_tombstone_expiring_leaves_none_and_writes_go_on(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    history_dir().mkdir(parents=True, mode=0o700)
+    (history_dir() / "history.jsonl").write_bytes(b'{"id":"w-000001","evicted":0}\n')
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    ids = [write(h, target, b"new\n"), write(h, target, b"newer\n")]  # expired: gone, none left
+    assert [e.id for e in h.entries()] == ids and not h.evicted("w-000001")
+    assert [r for r in lines(h) if "evicted" in r] == []

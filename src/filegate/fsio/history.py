@@ -424,9 +424,6 @@ class WriteHistory:
             self._drop_old_tombstones(now, rewrite=False)
             return
         aged = [e for e in self._entries.values() if now - e.time > self.limits.max_age_s]
-        if not aged and total <= budget:
-            self._drop_old_tombstones(now, rewrite=False)
-            return
         reasons = []
         if aged:
             reasons.append("older than --history-max-age")
@@ -471,8 +468,8 @@ class WriteHistory:
         past = now - self._oldest_tombstone > keep_for
         if not rewrite and not past:
             return
-        keep_for *= EVICT_TO if past else 1  # those about to pass go with it (see EVICT_TO)
-        old = [i for i, t in self._tombstones.items() if now - t > keep_for]
+        keep_for *= EVICT_TO  # once one is past it, those about to pass go with it (see EVICT_TO)
+        old = [i for i, t in self._tombstones.items() if now - t > keep_for] if past else []
         for write_id in old:
             del self._tombstones[write_id]
         self._oldest_tombstone = min(self._tombstones.values(), default=math.inf)
