@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -223,8 +223,11 @@ def apply_edits(
     *,
     tolerant: bool = True,
     tab_width: Callable[[], int | None] = lambda: None,
+    first: int = 1,
+    total: int | None = None,
 ) -> Applied:
-    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
+    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed
+    (numbered from ``first`` of ``total``: ApplyPatch applies a file's edits one at a time).
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
@@ -233,19 +236,20 @@ def apply_edits(
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
-    for number, edit in enumerate(edits, start=1):
+    total = len(edits) if total is None else total
+    for number, edit in enumerate(edits, start=first):
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, _utf8(edit.old), eols, edit.replace_all)
         if count == 0:
             if (
                 tolerant
                 and edit.match == "tolerant"
-                and _tolerated(out, current, edit, number, len(edits), tab_width)
+                and _tolerated(out, current, edit, number, total, tab_width)
             ):
                 continue
-            raise _not_found(current, edit, number, len(edits), shown)
+            raise _not_found(current, edit, number, total, shown)
         if count > 1 and not edit.replace_all:
-            raise _ambiguous(current, old, count, number, len(edits), shown)
+            raise _ambiguous(current, old, count, number, total, shown)
         new = _utf8(edit.new)
         if eol == "crlf" or (b"\n" in new and eols.pure_crlf and _to_crlf(new) != new):
             new = _to_crlf(new)
@@ -459,8 +463,23 @@ def _check_text(rp: ResolvedPath, data: bytes) -> None:
         )
 
 
-def _edit_bytes(
-    rp: ResolvedPath, data: bytes, edits: list[Edit], env: ToolEnv | None = None
+class Applier(Protocol):
+    """What applies a file's edits to its UTF-8 text: :func:`apply_edits`, or ApplyPatch's
+    hunks (tools/patch/hunks.py), which narrow a V4A hunk by its ``@@`` lines."""
+
+    def __call__(
+        self,
+        data: bytes,
+        edits: list[Edit],
+        shown: str,
+        *,
+        tolerant: bool,
+        tab_width: Callable[[], int | None],
+    ) -> Applied: ...
+
+
+def edit_bytes(
+    rp: ResolvedPath, data: bytes, edits: list[Edit], env: ToolEnv | None = None, apply: Applier = apply_edits
 ) -> Change[Applied]:
     """The pure transformation: the file's bytes → the edited bytes, in its own encoding."""
     _check_text(rp, data)
@@ -473,7 +492,7 @@ def _edit_bytes(
             )
             return Change(applied.data, encoding, applied, (), applied.span(data))
     tolerant = env is None or env.edit_match == "tolerant"
-    applied = _edited(rp, data, edits, encoding, tolerant)
+    applied = _edited(rp, data, edits, encoding, tolerant, apply)
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
@@ -486,12 +505,14 @@ def _edit_bytes(
     return Change(applied.data, encoding, applied, notes, span, spans)
 
 
-def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:
+def _edited(
+    rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool, apply: Applier
+) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        return apply(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -508,7 +529,7 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(_utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
+    applied = apply(_utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:
@@ -543,7 +564,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     job = WriteJob(
         tool="StrReplaceFile",
         rp=rp,
-        transform=lambda data: _edit_bytes(rp, data or b"", edits, env),
+        transform=lambda data: edit_bytes(rp, data or b"", edits, env),
         requested=requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(),
