@@ -19,11 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory
 from filegate.fsio.spliced import content_sha256
+from filegate.policy.changeset import gate_path
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
 from filegate.tools.diffing import plural, unified_diff
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.patch.run import Label, Member, run_set
 from filegate.tools.writing import (
     SENSITIVE_DONE,
     Change,
@@ -31,6 +33,7 @@ from filegate.tools.writing import (
     Written,
     detect_encoding,
     lines_sentence,
+    load_current,
     resolve_for_write,
     run_write,
 )
@@ -63,6 +66,8 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
     entry = await anyio.to_thread.run_sync(lambda: history.find(write_id))
     if entry is None:
         raise WriteError(_unknown(history, write_id), "Unknown write id")
+    if entry.group:  # one file of a set (ApplyPatch): the set is undone as one (SPEC §10)
+        return await _undo_set(history, entry.group, params, env)
     _check_undoable(entry)
     rp = resolve_for_write(env, entry.path, "write")
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
@@ -87,6 +92,58 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
         would=lambda _: f"Would undo {entry.id} ({entry.tool}, {_when(entry)}).",
     )
     return await run_write(job, env)
+
+
+async def _undo_set(history: WriteHistory, set_id: str, params: UndoWriteParams, env: ToolEnv) -> Outcome:
+    """Every file of set ``set_id`` put back as it was before it, as one write: one question
+    with the combined diff, all or nothing, refused (naming each file) when any changed since."""
+    entries = await anyio.to_thread.run_sync(history.entries)
+    members = [e for e in entries if e.group == set_id]
+    for entry in members:
+        _check_undoable(entry)
+    mine = {e.id for e in members}
+    prepared = await anyio.to_thread.run_sync(
+        lambda: [_set_member(history, e, entries, mine, env) for e in members]
+    )
+    changed = [f"`{rp.shown}` ({why})" for rp, why, _ in prepared if why]
+    if changed and not params.force:
+        raise WriteError(
+            f"Set {set_id} cannot be undone as it is: {'; '.join(changed)}. Nothing was written. "
+            "`force: true` restores every file of the set anyway (their later changes are lost).",
+            "File changed since",
+        )
+    first = members[0]
+    verb = f"undo {set_id} ({first.tool}, {_when(first)}), restoring"
+    done = await run_set("UndoWrite", [m for _, _, m in prepared], env, verb=verb, dry_run=params.dry_run)
+    if isinstance(done, Outcome):
+        return done
+    lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
+    message = f"Undid {set_id}: {len(lines)} files as they were before it. Write id: {done.write_id}."
+    return Outcome(output="\n".join(lines), message=message)
+
+
+def _set_member(
+    history: WriteHistory, entry: Entry, entries: list[Entry], mine: set[str], env: ToolEnv
+) -> tuple[ResolvedPath, str, Member]:
+    """One file of a set to undo: its path (gated as a set's), why it is no longer as the set
+    left it ("" when it is), and the member that restores it."""
+    gated = gate_path(env.workspace, entry.path, "write")
+    rp = dataclasses.replace(gated.rp, shown=env.workspace.display(gated.rp.real))
+    later = [e for e in entries if e.path == entry.path and e.time > entry.time and e.id not in mine]
+    before = None if entry.created else _pre_image(history, entry, rp)
+    current = load_current(rp, must_exist=False)
+    why = _what_changed(entry, current.data, later)
+    job: WriteJob[None] = WriteJob(
+        tool="UndoWrite",
+        rp=rp,
+        transform=lambda data: _restore(entry, before, data, rp, True, later),
+        requested="",
+        requested_unsafe=False,
+        arguments={},
+        done=lambda _: Outcome(),
+    )
+    label: Label = "removed" if entry.created else "restored"
+    return rp, why, Member(label, job, gated.asked)
 
 
 def _unknown(history: WriteHistory, write_id: str) -> str:

@@ -63,7 +63,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     job = WriteJob(
         tool="WriteFile",
         rp=rp,
-        transform=lambda data: _new_bytes(params, data, rp, env),
+        transform=lambda data: new_bytes(params, data, rp, env),
         requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(),
@@ -91,7 +91,7 @@ def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
     )
 
 
-def _new_bytes(params: WriteFileParams, data: bytes | None, rp: ResolvedPath, env: ToolEnv) -> Change[Kept]:
+def new_bytes(params: WriteFileParams, data: bytes | None, rp: ResolvedPath, env: ToolEnv) -> Change[Kept]:
     """The pure transformation: the file's bytes (None: absent) → the bytes to write, in the
     file's codec and line-ending style (SPEC §8.1); a new file in the style its folder asks."""
     if data is None:

@@ -87,10 +87,9 @@ class PlanError(EditFailed):
 # --- the ``changes`` form ------------------------------------------------------------------
 
 
+# StrReplaceFile's edit object; its fields are described there (the schema stays short: SPEC
+# §9's tool-list budget). An absent field is its default, never null, for the same reason.
 class PatchEdit(BaseModel):
-    """StrReplaceFile's edit object (its field descriptions are StrReplaceFile's: the schema
-    here stays short, SPEC §9's tool-list budget)."""
-
     model_config = ConfigDict(extra="forbid")
 
     old: str
@@ -103,10 +102,10 @@ class ChangeItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    edits: Annotated[list[PatchEdit] | None, Field(description="StrReplaceFile's edits")] = None
-    content: Annotated[str | None, Field(description="whole content: create or overwrite")] = None
+    edits: list[PatchEdit] = []
+    content: Annotated[str | None, Field(description="create or overwrite")] = None
     delete: bool = False
-    move_to: str | None = None
+    move_to: str = ""
 
 
 def plan_from_changes(items: Sequence[ChangeItem]) -> Plan:
@@ -119,7 +118,7 @@ def plan_from_changes(items: Sequence[ChangeItem]) -> Plan:
         given = [
             name
             for name, there in (
-                ("edits", item.edits is not None),
+                ("edits", bool(item.edits)),
                 ("content", item.content is not None),
                 ("delete", item.delete),
             )
@@ -135,9 +134,7 @@ def plan_from_changes(items: Sequence[ChangeItem]) -> Plan:
                 f"{which} gives {shown or 'nothing to do'}: each change gives exactly one of "
                 "`edits`, `content`, `delete: true` or `move_to` (a move may carry `edits`)."
             )
-        edits = tuple(PlanEdit(e.old, e.new, e.replace_all, e.match) for e in (item.edits or []))
-        if item.edits is not None and not edits:
-            raise PlanError(f"{which} has an empty `edits` list.")
+        edits = tuple(PlanEdit(e.old, e.new, e.replace_all, e.match) for e in item.edits)
         for n, edit in enumerate(edits, start=1):
             if edit.old == "":
                 label = f"{which}, edit {n} (of {len(edits)})" if len(edits) > 1 else which
@@ -145,7 +142,7 @@ def plan_from_changes(items: Sequence[ChangeItem]) -> Plan:
                     f"{label}: `old` is empty. Give the exact text to replace; to write a whole "
                     "file, give `content`."
                 )
-        out.append(FileChange(item.path, edits, item.content, item.delete, item.move_to))
+        out.append(FileChange(item.path, edits, item.content, item.delete, item.move_to or None))
     return checked(Plan(tuple(out)))
 
 

@@ -1,0 +1,318 @@
+"""A set of files written all or nothing (SPEC §10): the atomic write of fsio/atomic.py grown to
+a set, with the history's records as its intent record.
+
+The commit, under every file's lock (the caller holds them, in one order):
+
+1. the history keeps every file's pre-image and appends one record per file, made durable
+   together (:meth:`~filegate.fsio.history.WriteHistory.begin_set`): the intent record, naming
+   the set, its owner process and each file's hashes before and after;
+2. each file's temp file is written beside it and fsynced, and the file checked unchanged
+   since the set was planned — :func:`~filegate.fsio.atomic.replace_file` for each, nested
+   through its ``before_rename``, so every temp is durable before the first rename;
+3. every file (the deleted ones too) is checked once more (compare-and-swap), then the files
+   are renamed, each folder fsynced;
+4. the deleted files (a moved file's old name among them) are removed, each checked again;
+5. the outcome is appended, durable.
+
+Any failure restores every file already renamed or removed (its bytes and mode, from the
+pre-images held in memory) and removes folders the set made; the error names the file that
+failed and why. A process killed mid-commit leaves records with no outcome: at the next start
+(:func:`recover_sets`) a set whose files are each as before or as after is rolled back (or, when
+every file is as after, forward: it is marked done); one whose files someone changed since is
+left as it is and said in the log.
+
+"All or nothing" is as seen after the call returns or after a restart; a reader during the
+commit may see some files new and others old (SPEC §10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filegate.errors import PathError, Refusal, WriteError
+from filegate.fsio.atomic import (
+    Snapshot,
+    check_unchanged,
+    read_all,
+    remove_file,
+    replace_file,
+)
+from filegate.fsio.history import Entry, Hashes, SetFile, WriteHistory
+from filegate.fsio.locks import PATH_LOCKS
+from filegate.fsio.safeopen import open_regular
+from filegate.fsio.spliced import Content
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath
+
+log = logging.getLogger("filegate.writes")
+
+# A file the recovery reads to tell its state: at most this large (the writes' own bound).
+RECOVER_MAX_BYTES = 128 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SetWrite:
+    """One file of a set: its content after (None: removed) over the file as planned."""
+
+    rp: ResolvedPath
+    expect: Snapshot  # as planned; absent: the set creates it
+    new: Content | None  # None: the set removes it
+    mode: int | None = None  # the permission bits to give it (a moved file keeps its own)
+    old_mode: int | None = None  # its permission bits as planned (restored on a failure)
+    create_dirs: bool = False
+
+
+@dataclass(slots=True)
+class _Done:
+    """What the commit changed so far, to restore on a failure."""
+
+    renamed: list[tuple[SetWrite, Snapshot | None]] = field(default_factory=list)
+    removed: list[SetWrite] = field(default_factory=list)
+    made_dirs: list[Path] = field(default_factory=list)
+
+
+def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, client: str, route: str) -> str:
+    """Write ``writes`` all or nothing (blocking: call in a thread, holding every file's lock);
+    the set's write id. WriteError names the file that failed and says what was restored."""
+    files = [SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect) for w in writes]
+    ids = history.begin_set(tool, files, client, route)
+    done = _Done(made_dirs=_missing_dirs(writes))
+    try:
+        _write_all(writes, done)
+    except WriteError as exc:
+        failed = _restore(done)
+        if not failed:
+            history.finish_set(ids, ok=False)
+        raise _told(exc, done, failed) from None
+    history.finish_set(ids, ok=True)
+    return ids[0]
+
+
+def _write_all(writes: Sequence[SetWrite], done: _Done) -> None:
+    replaced = [w for w in writes if w.new is not None]
+    removed = [w for w in writes if w.new is None]
+
+    def checked_again() -> None:  # every temp is durable: each file once more, then the renames
+        for w in writes:
+            check_unchanged(w.rp.real, w.expect, w.rp.shown)
+
+    def write(i: int) -> None:
+        if i == len(replaced):
+            checked_again()
+            return
+        w = replaced[i]
+        assert w.new is not None
+        replace_file(
+            w.rp.real,
+            w.new,
+            expect=w.expect,
+            shown=w.rp.shown,
+            create_dirs=w.create_dirs,
+            mode=w.mode,
+            before_rename=lambda: write(i + 1),
+            after_rename=lambda: done.renamed.append((w, _status(w.rp.real, w.new))),
+        )
+
+    write(0)
+    for w in removed:
+        remove_file(w.rp.real, expect=w.expect, shown=w.rp.shown, removed=_noting(done.removed, w))
+
+
+def _noting(into: list[SetWrite], w: SetWrite) -> Callable[[], None]:
+    return lambda: into.append(w)
+
+
+def _status(real: Path, new: Content | None) -> Snapshot | None:
+    """The file as the set just wrote it: what a restore checks it still is."""
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return None
+    content = None if new is None else bytes(new)
+    return Snapshot(
+        True, st.st_size, st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, False, content
+    )
+
+
+def _missing_dirs(writes: Sequence[SetWrite]) -> list[Path]:
+    """The folders the set will make (its new files' missing parents), deepest first."""
+    missing: dict[Path, None] = {}
+    for w in writes:
+        if not w.create_dirs:
+            continue
+        parent = w.rp.real.parent
+        while not os.path.lexists(parent) and parent != parent.parent:
+            missing[parent] = None
+            parent = parent.parent
+    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
+
+
+def _restore(done: _Done) -> list[str]:
+    """Every file the failed commit changed put back; the ones that could not be (shown, why)."""
+    failed: list[str] = []
+    for w in reversed(done.removed):
+        try:
+            old = w.expect.content or b""
+            replace_file(w.rp.real, old, expect=Snapshot.absent(), shown=w.rp.shown, mode=w.old_mode)
+        except WriteError as exc:
+            failed.append(f"`{w.rp.shown}` ({exc.message})")
+    for w, now in reversed(done.renamed):
+        try:
+            current = now if now is not None else _status(w.rp.real, w.new)
+            if current is None:
+                raise WriteError(f"`{w.rp.shown}` cannot be examined.")
+            if w.expect.exists:
+                old = w.expect.content or b""
+                replace_file(w.rp.real, old, expect=current, shown=w.rp.shown, mode=w.old_mode)
+            else:
+                remove_file(w.rp.real, expect=current, shown=w.rp.shown)
+        except WriteError as exc:
+            failed.append(f"`{w.rp.shown}` ({exc.message})")
+    for folder in done.made_dirs:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)  # only if empty: a file someone else put there stays
+    return failed
+
+
+def _told(exc: WriteError, done: _Done, failed: list[str]) -> WriteError:
+    """The failure of the set: which file and why (the write's own sentence), and what was put
+    back."""
+    message = exc.message.replace(" Nothing was written.", "")
+    changed = len(done.renamed) + len(done.removed)
+    if failed:
+        message += (
+            f" The set was not written whole, and {len(failed)} of the {changed} files it had "
+            f"already changed could not be restored: {'; '.join(failed)}. The others were."
+        )
+        return WriteError(message, "Set partly written", exc.output)
+    if changed:
+        files = (
+            "file it had already changed was"
+            if changed == 1
+            else f"{changed} files it had already changed were"
+        )
+        message += f" Nothing in the set was written: the {files} restored as they were."
+    else:
+        message += " Nothing in the set was written."
+    return WriteError(message, exc.brief, exc.output)
+
+
+# --- after a crash ---------------------------------------------------------------------------
+
+
+def _owner_dead(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's (a shared state directory): its own start recovers it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process of that number: alive
+        return False
+    return False
+
+
+def interrupted_sets(history: WriteHistory) -> dict[str, list[Entry]]:
+    """The sets whose commit a killed process left without an outcome, by set id."""
+    sets: dict[str, list[Entry]] = {}
+    for entry in history.entries():
+        if entry.group and entry.state == "unconfirmed" and _owner_dead(entry.owner):
+            sets.setdefault(entry.group, []).append(entry)
+    return sets
+
+
+async def recover_sets(history: WriteHistory) -> list[str]:
+    """Roll back (or forward) each set a killed process left mid-commit; what was done, one
+    sentence a set (for the log). Each set's files are locked as a write would lock them."""
+    said = []
+    for set_id, members in interrupted_sets(history).items():
+        async with contextlib.AsyncExitStack() as stack:
+            for path in sorted({m.path for m in members}):
+                await stack.enter_async_context(PATH_LOCKS.hold(Path(path)))
+            said.append(_recover(history, set_id, members))
+    return said
+
+
+def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> str:
+    states = [_state_of(m) for m in members]
+    ids = [m.id for m in members]
+    if all(s == "after" for s in states):
+        history.finish_set(ids, ok=True)
+        return f"set {set_id}: every file was written before the crash; marked done"
+    if "other" in states:
+        names = ", ".join(escape(m.path) for m, s in zip(members, states, strict=True) if s == "other")
+        return (
+            f"set {set_id}: left as it is: changed since the crash ({names}); "
+            "`filegate history` lists it, `filegate undo` restores it"
+        )
+    problems = []
+    for member, state in zip(members, states, strict=True):
+        if state == "after":
+            try:
+                _roll_back(history, member)
+            except (OSError, ValueError, Refusal) as exc:
+                why = exc.message if isinstance(exc, Refusal) else str(exc)
+                problems.append(f"{escape(member.path)} ({escape(why)})")
+    if problems:
+        return f"set {set_id}: interrupted; could not restore {', '.join(problems)}"
+    history.finish_set(ids, ok=False)
+    return f"set {set_id}: interrupted by a crash; its files were restored as they were before it"
+
+
+def _state_of(entry: Entry) -> str:
+    """'before', 'after' or 'other': the file now against the record's hashes."""
+    try:
+        data = _read(Path(entry.path))
+    except Refusal:
+        return "other"  # not a file, too large, unreadable: not the set's to touch
+    if data is None:
+        return "after" if entry.removed else "before" if entry.created else "other"
+    digest = Hashes.of(data, None).before
+    if not entry.removed and digest == entry.after:
+        return "after"
+    if not entry.created and digest == entry.before:
+        return "before"
+    return "other"
+
+
+def _read(real: Path) -> bytes | None:
+    """The file's content, None when it is not there (PathError for anything else)."""
+    found = _load(real)
+    return None if found is None else found[0]
+
+
+def _load(real: Path) -> tuple[bytes, Snapshot] | None:
+    rp = ResolvedPath(escape(str(real)), real, True, False)
+    try:
+        fd = open_regular(rp)
+    except PathError as exc:
+        if exc.brief == "File not found":
+            return None
+        raise
+    try:
+        return read_all(fd, RECOVER_MAX_BYTES, rp.shown)
+    finally:
+        os.close(fd)
+
+
+def _roll_back(history: WriteHistory, entry: Entry) -> None:
+    """``entry``'s file put back as it was before the set (it is as the set left it)."""
+    real = Path(entry.path)
+    shown = escape(entry.path)
+    found = _load(real)
+    if entry.created:  # it was not there: it goes again
+        if found is not None:
+            remove_file(real, expect=found[1], shown=shown)
+        return
+    old = history.pre_image(entry)
+    mode = None if entry.mode is None else stat.S_IMODE(entry.mode)
+    expect = Snapshot.absent() if found is None else found[1]
+    replace_file(real, old, expect=expect, shown=shown, mode=mode)
