@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.errors import PathError, Refusal, WriteError
+from filegate.fsio import platform
 from filegate.fsio.atomic import (
     Snapshot,
     check_unchanged,
@@ -46,6 +47,7 @@ from filegate.fsio.atomic import (
 )
 from filegate.fsio.history import Entry, Hashes, SetFile, WriteHistory
 from filegate.fsio.locks import PATH_LOCKS
+from filegate.fsio.pending import state_dir
 from filegate.fsio.safeopen import open_regular
 from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape
@@ -83,16 +85,55 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
     the set's write id. WriteError names the file that failed and says what was restored."""
     files = [SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect) for w in writes]
     ids = history.begin_set(tool, files, client, route)
+    marker = _mark(ids[0])
     done = _Done(made_dirs=_missing_dirs(writes))
     try:
         _write_all(writes, done)
     except WriteError as exc:
         failed = _restore(done)
-        if not failed:
+        if not failed:  # else the marker stays: the next start tries the restore again
             history.finish_set(ids, ok=False)
+            _unmark(marker)
         raise _told(exc, done, failed) from None
     history.finish_set(ids, ok=True)
+    _unmark(marker)
     return ids[0]
+
+
+def sets_dir() -> Path:
+    """Where a set being committed is marked ("host-pid-id"), so a start finds a set its killed
+    process left without reading the whole history."""
+    return state_dir() / "sets"
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _mark(set_id: str) -> Path | None:
+    """The set's mark, durable before any file changes (None: no state directory to mark it
+    in; its records still are the intent record, read by ``filegate history``)."""
+    folder = sets_dir()
+    mark = folder / f"{_owner().replace(':', '-')}-{set_id}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
+        os.close(fd)
+        if os.name != "nt":
+            dfd = os.open(folder, os.O_RDONLY | platform.CLOEXEC)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+    except OSError:
+        return None
+    return mark
+
+
+def _unmark(mark: Path | None) -> None:
+    if mark is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(mark)
 
 
 def _write_all(writes: Sequence[SetWrite], done: _Done) -> None:
@@ -207,10 +248,11 @@ def _told(exc: WriteError, done: _Done, failed: list[str]) -> WriteError:
 # --- after a crash ---------------------------------------------------------------------------
 
 
-def _owner_dead(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
+def _dead(host: str, pid: str) -> bool:
+    """Whether the process that marked a set is gone: on this machine only (a shared state
+    directory's other machines recover their own sets at their start)."""
     if host != socket.gethostname() or not pid.isdigit():
-        return False  # another machine's (a shared state directory): its own start recovers it
+        return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -220,39 +262,54 @@ def _owner_dead(owner: str) -> bool:
     return False
 
 
-def interrupted_sets(history: WriteHistory) -> dict[str, list[Entry]]:
-    """The sets whose commit a killed process left without an outcome, by set id."""
-    sets: dict[str, list[Entry]] = {}
-    for entry in history.entries():
-        if entry.group and entry.state == "unconfirmed" and _owner_dead(entry.owner):
-            sets.setdefault(entry.group, []).append(entry)
-    return sets
+def interrupted_sets() -> list[tuple[str, Path]]:
+    """(set id, its mark) of each set a process of this machine left mid-commit when it died."""
+    try:
+        marks = list(sets_dir().iterdir())
+    except OSError:
+        return []
+    found = []
+    for mark in marks:
+        head, _, set_id = mark.name.rpartition("-w-")
+        host, _, pid = head.rpartition("-")
+        if set_id and _dead(host, pid):
+            found.append((f"w-{set_id}", mark))
+    return found
 
 
 async def recover_sets(history: WriteHistory) -> list[str]:
     """Roll back (or forward) each set a killed process left mid-commit; what was done, one
     sentence a set (for the log). Each set's files are locked as a write would lock them."""
     said = []
-    for set_id, members in interrupted_sets(history).items():
+    for set_id, mark in interrupted_sets():
+        members = [e for e in history.entries() if e.group == set_id and e.state == "unconfirmed"]
+        if not members:  # its outcome made it to the history: only the mark was left
+            _unmark(mark)
+            continue
         async with contextlib.AsyncExitStack() as stack:
             for path in sorted({m.path for m in members}):
                 await stack.enter_async_context(PATH_LOCKS.hold(Path(path)))
-            said.append(_recover(history, set_id, members))
+            told, settled = _recover(history, set_id, members)
+        said.append(told)
+        if settled:
+            _unmark(mark)
     return said
 
 
-def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> str:
+def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> tuple[str, bool]:
+    """What was done (one sentence), and whether the set is settled (its mark may go)."""
     states = [_state_of(m) for m in members]
     ids = [m.id for m in members]
     if all(s == "after" for s in states):
         history.finish_set(ids, ok=True)
-        return f"set {set_id}: every file was written before the crash; marked done"
+        return f"set {set_id}: every file was written before the crash; marked done", True
     if "other" in states:
         names = ", ".join(escape(m.path) for m, s in zip(members, states, strict=True) if s == "other")
-        return (
-            f"set {set_id}: left as it is: changed since the crash ({names}); "
-            "`filegate history` lists it, `filegate undo` restores it"
+        told = (
+            f"set {set_id}: interrupted by a crash and left as it is: changed since ({names}); "
+            "`filegate history` lists it"
         )
+        return told, True
     problems = []
     for member, state in zip(members, states, strict=True):
         if state == "after":
@@ -262,9 +319,9 @@ def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> str:
                 why = exc.message if isinstance(exc, Refusal) else str(exc)
                 problems.append(f"{escape(member.path)} ({escape(why)})")
     if problems:
-        return f"set {set_id}: interrupted; could not restore {', '.join(problems)}"
+        return f"set {set_id}: interrupted by a crash; could not restore {', '.join(problems)}", False
     history.finish_set(ids, ok=False)
-    return f"set {set_id}: interrupted by a crash; its files were restored as they were before it"
+    return f"set {set_id}: interrupted by a crash; its files were restored as they were before it", True
 
 
 def _state_of(entry: Entry) -> str:

@@ -113,8 +113,11 @@ async def _undo_set(history: WriteHistory, set_id: str, params: UndoWriteParams,
             "File changed since",
         )
     first = members[0]
+    restoring = [m for _, _, m in prepared if m is not None]
+    if not restoring:
+        return Outcome(message=f"Every file of {set_id} is already as it was before it; nothing changed.")
     verb = f"undo {set_id} ({first.tool}, {_when(first)}), restoring"
-    done = await run_set("UndoWrite", [m for _, _, m in prepared], env, verb=verb, dry_run=params.dry_run)
+    done = await run_set("UndoWrite", restoring, env, verb=verb, dry_run=params.dry_run)
     if isinstance(done, Outcome):
         return done
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
@@ -124,15 +127,17 @@ async def _undo_set(history: WriteHistory, set_id: str, params: UndoWriteParams,
 
 def _set_member(
     history: WriteHistory, entry: Entry, entries: list[Entry], mine: set[str], env: ToolEnv
-) -> tuple[ResolvedPath, str, Member]:
+) -> tuple[ResolvedPath, str, Member | None]:
     """One file of a set to undo: its path (gated as a set's), why it is no longer as the set
-    left it ("" when it is), and the member that restores it."""
+    left it ("" when it is), and the member that restores it (None: it is as before already)."""
     gated = gate_path(env.workspace, entry.path, "write")
     rp = dataclasses.replace(gated.rp, shown=env.workspace.display(gated.rp.real))
     later = [e for e in entries if e.path == entry.path and e.time > entry.time and e.id not in mine]
     before = None if entry.created else _pre_image(history, entry, rp)
     current = load_current(rp, must_exist=False)
     why = _what_changed(entry, current.data, later)
+    if _as_before(entry, current.data):  # nothing to restore (a forced undo of a set)
+        return rp, why, None
     job: WriteJob[None] = WriteJob(
         tool="UndoWrite",
         rp=rp,
@@ -144,6 +149,12 @@ def _set_member(
     )
     label: Label = "removed" if entry.created else "restored"
     return rp, why, Member(label, job, gated.asked)
+
+
+def _as_before(entry: Entry, data: bytes | None) -> bool:
+    if entry.created:
+        return data is None
+    return data is not None and content_sha256(data) == entry.before
 
 
 def _unknown(history: WriteHistory, write_id: str) -> str:

@@ -20,8 +20,8 @@ from filegate.errors import EditFailed
 from filegate.policy.escape import escape
 
 # A set holds at most this many files: one question shows them all, and one commit holds the
-# lock of each (a thousand small files make a question nobody reads).
-MAX_FILES = 200
+# lock of each and, while it renames, three descriptors each (its folder, its temp, the file).
+MAX_FILES = 100
 
 Kind = Literal["edit", "write", "delete", "move"]
 
@@ -124,12 +124,10 @@ def plan_from_changes(items: Sequence[ChangeItem]) -> Plan:
             )
             if there
         ]
-        if item.move_to is not None and given in ([], ["edits"]):
+        if item.move_to and given in ([], ["edits"]):
             pass  # a move, maybe with edits (V4A's Update File + Move to)
-        elif len(given) != 1 or item.move_to is not None:
-            shown = " and ".join(
-                f"`{g}`" for g in (*given, *(["move_to"] if item.move_to is not None else []))
-            )
+        elif len(given) != 1 or item.move_to:
+            shown = " and ".join(f"`{g}`" for g in (*given, *(["move_to"] if item.move_to else [])))
             raise PlanError(
                 f"{which} gives {shown or 'nothing to do'}: each change gives exactly one of "
                 "`edits`, `content`, `delete: true` or `move_to` (a move may carry `edits`)."
