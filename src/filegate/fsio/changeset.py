@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import socket
 import stat
 from collections.abc import Callable, Sequence
@@ -83,9 +84,16 @@ class _Done:
 def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, client: str, route: str) -> str:
     """Write ``writes`` all or nothing (blocking: call in a thread, holding every file's lock);
     the set's write id. WriteError names the file that failed and says what was restored."""
-    files = [SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect) for w in writes]
-    ids = history.begin_set(tool, files, client, route)
-    marker = _mark(ids[0])
+    files = [
+        SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect, _missing(w))
+        for w in writes
+    ]
+    marker = _mark()
+    try:
+        ids = history.begin_set(tool, files, client, route)
+    except BaseException:
+        _unmark(marker)
+        raise
     done = _Done(made_dirs=_missing_dirs(writes))
     try:
         _write_all(writes, done)
@@ -101,8 +109,8 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
 
 
 def sets_dir() -> Path:
-    """Where a set being committed is marked ("host-pid-id"), so a start finds a set its killed
-    process left without reading the whole history."""
+    """Where a set being committed is marked ("host-pid-token", before its records are), so a
+    start finds a set its killed process left without reading the whole history."""
     return state_dir() / "sets"
 
 
@@ -110,11 +118,11 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _mark(set_id: str) -> Path | None:
-    """The set's mark, durable before any file changes (None: no state directory to mark it
-    in; its records still are the intent record, read by ``filegate history``)."""
+def _mark() -> Path | None:
+    """The set's mark, durable before its records (None: no state directory to mark it in;
+    its records still are the intent record, and ``filegate history`` shows them)."""
     folder = sets_dir()
-    mark = folder / f"{_owner().replace(':', '-')}-{set_id}"
+    mark = folder / f"{_owner().replace(':', '-')}-{secrets.token_hex(8)}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
@@ -180,6 +188,14 @@ def _status(real: Path, new: Content | None) -> Snapshot | None:
     return Snapshot(
         True, st.st_size, st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, False, content
     )
+
+
+def _missing(w: SetWrite) -> int:
+    """How many folders above ``w``'s file the set will make for it."""
+    count, parent = 0, w.rp.real.parent
+    while w.create_dirs and not os.path.lexists(parent) and parent != parent.parent:
+        count, parent = count + 1, parent.parent
+    return count
 
 
 def _missing_dirs(writes: Sequence[SetWrite]) -> list[Path]:
@@ -263,17 +279,18 @@ def _dead(host: str, pid: str) -> bool:
 
 
 def interrupted_sets() -> list[tuple[str, Path]]:
-    """(set id, its mark) of each set a process of this machine left mid-commit when it died."""
+    """(owner "host:pid", its mark) of each set a process of this machine left mid-commit
+    when it died."""
     try:
         marks = list(sets_dir().iterdir())
     except OSError:
         return []
     found = []
     for mark in marks:
-        head, _, set_id = mark.name.rpartition("-w-")
-        host, _, pid = head.rpartition("-")
-        if set_id and _dead(host, pid):
-            found.append((f"w-{set_id}", mark))
+        owner, _, token = mark.name.rpartition("-")
+        host, _, pid = owner.rpartition("-")
+        if token and _dead(host, pid):
+            found.append((f"{host}:{pid}", mark))
     return found
 
 
@@ -281,18 +298,26 @@ async def recover_sets(history: WriteHistory) -> list[str]:
     """Roll back (or forward) each set a killed process left mid-commit; what was done, one
     sentence a set (for the log). Each set's files are locked as a write would lock them."""
     said = []
-    for set_id, mark in interrupted_sets():
-        members = [e for e in history.entries() if e.group == set_id and e.state == "unconfirmed"]
-        if not members:  # its outcome made it to the history: only the mark was left
-            _unmark(mark)
-            continue
+    marks: dict[str, list[Path]] = {}
+    for owner, mark in interrupted_sets():
+        marks.setdefault(owner, []).append(mark)
+    settled_all = {owner: True for owner in marks}
+    entries = history.entries() if marks else []
+    sets: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.group and entry.state == "unconfirmed" and entry.owner in marks:
+            sets.setdefault(entry.group, []).append(entry)
+    for set_id, members in sets.items():
         async with contextlib.AsyncExitStack() as stack:
             for path in sorted({m.path for m in members}):
                 await stack.enter_async_context(PATH_LOCKS.hold(Path(path)))
             told, settled = _recover(history, set_id, members)
         said.append(told)
-        if settled:
-            _unmark(mark)
+        settled_all[members[0].owner] &= settled
+    for owner, owned in marks.items():
+        if settled_all[owner]:  # else kept: the next start tries again
+            for mark in owned:
+                _unmark(mark)
     return said
 
 
@@ -312,6 +337,8 @@ def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> tuple[
         return told, True
     problems = []
     for member, state in zip(members, states, strict=True):
+        if state == "before" and member.created:  # its temp may have been put in a folder made for it
+            _remove_made(Path(member.path), member.made_dirs)
         if state == "after":
             try:
                 _roll_back(history, member)
@@ -322,6 +349,17 @@ def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> tuple[
         return f"set {set_id}: interrupted by a crash; could not restore {', '.join(problems)}", False
     history.finish_set(ids, ok=False)
     return f"set {set_id}: interrupted by a crash; its files were restored as they were before it", True
+
+
+def _remove_made(real: Path, count: int) -> None:
+    """The ``count`` folders above ``real`` a set made, where empty (a file put there stays)."""
+    parent = real.parent
+    for _ in range(count):
+        try:
+            os.rmdir(parent)
+        except OSError:
+            return
+        parent = parent.parent
 
 
 def _state_of(entry: Entry) -> str:
@@ -365,9 +403,10 @@ def _roll_back(history: WriteHistory, entry: Entry) -> None:
     real = Path(entry.path)
     shown = escape(entry.path)
     found = _load(real)
-    if entry.created:  # it was not there: it goes again
+    if entry.created:  # it was not there: it goes again, and the folders made for it
         if found is not None:
             remove_file(real, expect=found[1], shown=shown)
+        _remove_made(real, entry.made_dirs)
         return
     old = history.pre_image(entry)
     mode = None if entry.mode is None else stat.S_IMODE(entry.mode)
