@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools.changed_lines import changed_lines, ranges, touched_lines
-from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, line_index
+from filegate.tools.readguard.changed_lines import changed_lines, ranges, touched_lines
+from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, ReadLedger, line_index
 from tests.conftest import call, connect, text, without_write_id
 
 SOURCE = "".join(f"line {n}\n" for n in range(1, 21))
@@ -492,7 +492,7 @@ async def test_a_file_replaced_between_the_guard_and_the_load_keeps_the_plain_re
     replaced by a new file before the load (an editor's atomic save). The race is staged by a
     writer that acts just before the load (writing.load_current wrapped; the load stays real):
     the new file has no lines to compare, so the plain refusal stands and nothing is written."""
-    from filegate.tools import writing
+    from filegate.tools.edit import writing
 
     p = ws / "a.py"
     p.write_text(SOURCE)

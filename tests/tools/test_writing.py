@@ -1,4 +1,4 @@
-"""The write route (tools/writing.py) through a fake approver: no MCP, real files.
+"""The write route (tools/edit/writing.py) through a fake approver: no MCP, real files.
 
 A fake approver stands in for the user here (named as such): it records what it is asked and
 what the process holds at that moment. Everything a client sees is tested through real

@@ -2,7 +2,7 @@
 
 The walk is iterative (any depth of tree), checks the caller's cancellation and its time
 budget at every directory, skips VCS folders and what `.gitignore` files ignore (see
-:mod:`filegate.tools.ignores`), and shows every name through :func:`escape`.
+:mod:`filegate.tools.search.ignores`), and shows every name through :func:`escape`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from filegate.errors import PathError
 from filegate.policy.escape import escape, unescape
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.tools.describe import load_description
-from filegate.tools.glob_summary import WalkReport, fit
-from filegate.tools.ignores import IGNORE_NAME, VCS_DIRS, IgnoreReader, Ignores
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.search.glob_summary import WalkReport, fit
+from filegate.tools.search.ignores import IGNORE_NAME, VCS_DIRS, IgnoreReader, Ignores
 
 # Kimi's glob.py MAX_MATCHES; the walk stops one past it.
 MAX_MATCHES = 1000

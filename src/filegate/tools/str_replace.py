@@ -25,12 +25,11 @@ from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
-from filegate.tools.diffing import requested_change
-from filegate.tools.notebook_edit import edit_cells
-from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
-from filegate.tools.textstyle import declared_tab_width
-from filegate.tools.tolerant_edit import already_applied, apply_tolerant
-from filegate.tools.writing import (
+from filegate.tools.edit.diffing import requested_change
+from filegate.tools.edit.notebook_edit import edit_cells
+from filegate.tools.edit.textstyle import declared_tab_width
+from filegate.tools.edit.tolerant_edit import already_applied, apply_tolerant
+from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
     Change,
     Encoding,
@@ -41,6 +40,7 @@ from filegate.tools.writing import (
     resolve_for_write,
     run_write,
 )
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # A "found N times" error lists the line numbers of at most this many matches.
 MAX_LISTED_MATCHES = 20

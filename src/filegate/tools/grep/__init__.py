@@ -7,7 +7,7 @@ One pass, top to bottom (:func:`grep`):
 2. ``walk`` → ``plan`` — for a directory: a walk of the tree (remembered per tree, so a
    repeated search stats its directories instead of listing them) vets each `.gitignore` rg
    may read itself and finds the files that may hold secrets; the plan turns that into rg's
-   ignore flags and one rules file (the rules themselves: tools/ignores.py, shared with Glob).
+   ignore flags and one rules file (the rules themselves: tools/search/ignores.py, shared with Glob).
 3. ``rg`` — rg's command line, started in its Landlock sandbox (``sandbox``) where there is
    one, under its memory cap and timeout; its output read by a worker thread and fed to
 4. ``parse`` — which checks every named file (secrets dropped, names escaped) as it comes;

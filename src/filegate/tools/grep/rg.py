@@ -26,8 +26,8 @@ from filegate.fsio import platform
 from filegate.tools.grep import sandbox as landlock
 from filegate.tools.grep.params import MAX_LINE_CHARS, GrepParams, Target
 from filegate.tools.grep.parse import Parser
-from filegate.tools.ignores import VCS_DIRS
 from filegate.tools.outcome import Reporter, ToolEnv
+from filegate.tools.search.ignores import VCS_DIRS
 
 # -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
 MAX_CONTEXT_LINES = 2**32
