@@ -11,8 +11,9 @@ from pathlib import Path
 
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.policy.workspace import Workspace
+from filegate.tools.edit.replacing import Edit
 from filegate.tools.outcome import Decision, ToolEnv, answer
-from filegate.tools.str_replace import Edit, StrReplaceFileParams, str_replace_file
+from filegate.tools.str_replace import StrReplaceFileParams, str_replace_file
 from filegate.tools.write_file import WriteFileParams, write_file
 from tests.fakes import FakeApprover
 
