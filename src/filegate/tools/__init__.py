@@ -5,4 +5,4 @@ once as its ``SPEC``, with its description in the ``.md`` beside it; ``outcome``
 ``describe`` are the boundary every tool shares. Their helpers live in subpackages named for
 what they do: ``edit`` (the write route, the matching ladder, diffs), ``readguard`` (what a
 session read), ``documents`` (notebook and PDF views, media fitting) and ``search`` (ignore
-files, Glob's summary)."""
+files, Glob's patterns and summary)."""
