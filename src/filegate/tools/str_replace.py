@@ -8,24 +8,20 @@ lossless (checked: a file that does not read back byte for byte is refused).
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
-from filegate.fsio.codec import Unencodable
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
 from filegate.tools.edit.diffing import requested_change
 from filegate.tools.edit.notebook_edit import edit_cells
-from filegate.tools.edit.replacing import Applied, Edit, apply_edits, utf8
-from filegate.tools.edit.textstyle import declared_tab_width
+from filegate.tools.edit.replacing import Applied, Edit, apply_in_codec
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
     Change,
-    Encoding,
     WriteJob,
     Written,
     detect_encoding,
@@ -98,7 +94,7 @@ def _edit_bytes(
             )
             return Change(applied.data, encoding, applied, (), applied.span(data))
     tolerant = env is None or env.edit_match == "tolerant"
-    applied = _edited(rp, data, edits, encoding, tolerant)
+    applied = apply_in_codec(rp, data, edits, encoding, tolerant)
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
@@ -109,53 +105,6 @@ def _edit_bytes(
     spans = tuple(applied.matched) if span is not None and applied.matched else None
     notes = _notes(applied) + applied.codec_notes
     return Change(applied.data, encoding, applied, notes, span, spans)
-
-
-def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool) -> Applied:
-    """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
-    written in the codec, every byte outside the replaced spans as it was."""
-    declared = functools.partial(declared_tab_width, rp.real)
-    if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
-    _check_encodable(edits, encoding)
-    body = data[len(encoding.bom) :]
-    try:
-        text = encoding.decode(body)
-    except UnicodeDecodeError:
-        raise EditFailed(
-            f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
-            f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
-            brief="Undecodable file",
-        ) from None
-    if encoding.encode(text) != body:  # a codec with two spellings of one character
-        raise EditFailed(
-            f"`{rp.shown}` does not read back byte for byte in {encoding.shown}, so an edit would "
-            "change bytes outside it. Nothing was written.",
-            brief="Undecodable file",
-        )
-    applied = apply_edits(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
-    edited = bytes(applied.data).decode("utf-8", "surrogatepass")
-    applied.data = encoding.bom + encoding.encode(edited)
-    if encoding.source:
-        applied.codec_notes = (f"Encoding: {encoding.shown} (from {encoding.source}); written in it.",)
-    return applied
-
-
-def _check_encodable(edits: list[Edit], encoding: Encoding) -> None:
-    """Refuse an edit whose ``new`` holds a character the file's codec cannot store: the file
-    would then hold two encodings (SPEC §8.1)."""
-    total = len(edits)
-    for number, edit in enumerate(edits, start=1):
-        try:
-            encoding.encode(edit.new)
-        except Unencodable as exc:
-            which = "`new`" if total == 1 else f"`new` of edit {number} (of {total})"
-            raise EditFailed(
-                f"{which} holds {exc.code} ({exc.char!r}), which the file's encoding "
-                f"{encoding.shown} cannot store. Nothing was written. Write it as the file "
-                "would (an escape or entity), or convert the file first.",
-                brief="Character not in the file's encoding",
-            ) from None
 
 
 async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcome:

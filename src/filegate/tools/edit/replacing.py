@@ -1,12 +1,14 @@
 """StrReplaceFile's edits on UTF-8 bytes (SPEC §4, §8.2): each ``old`` matched exactly, across
 LF/CRLF, else down the matching ladder (tolerant_edit.py); the replacements spliced in and
 tracked back to the original's spans (SPEC §8.3); and what an edit that missed or matched more
-than once is told (the closest region, the lines of the matches). Pure: bytes in, bytes out.
+than once is told (the closest region, the lines of the matches). Pure: bytes in, bytes out;
+a file in another codec is matched in its decoded text and written back in it (SPEC §8.1).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +18,12 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
+from filegate.fsio.codec import Unencodable
 from filegate.fsio.spliced import Content, Spliced
+from filegate.policy.workspace import ResolvedPath
+from filegate.tools.edit.textstyle import declared_tab_width
 from filegate.tools.edit.tolerant_edit import already_applied, apply_tolerant
+from filegate.tools.edit.writing import Encoding
 
 # A "found N times" error lists the line numbers of at most this many matches.
 MAX_LISTED_MATCHES = 20
@@ -383,3 +389,55 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
     if not out:
         return None
     return first, first + len(out) - 1, "\n".join(out)
+
+
+# --- in the file's codec ---------------------------------------------------------------
+
+
+def apply_in_codec(
+    rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool
+) -> Applied:
+    """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
+    written in the codec, every byte outside the replaced spans as it was."""
+    declared = functools.partial(declared_tab_width, rp.real)
+    if encoding.utf8:
+        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+    _check_encodable(edits, encoding)
+    body = data[len(encoding.bom) :]
+    try:
+        text = encoding.decode(body)
+    except UnicodeDecodeError:
+        raise EditFailed(
+            f"`{rp.shown}` starts with a {encoding.codec} byte order mark but is not valid "
+            f"{encoding.codec}, so it cannot be edited without damage. Nothing was written.",
+            brief="Undecodable file",
+        ) from None
+    if encoding.encode(text) != body:  # a codec with two spellings of one character
+        raise EditFailed(
+            f"`{rp.shown}` does not read back byte for byte in {encoding.shown}, so an edit would "
+            "change bytes outside it. Nothing was written.",
+            brief="Undecodable file",
+        )
+    applied = apply_edits(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
+    edited = bytes(applied.data).decode("utf-8", "surrogatepass")
+    applied.data = encoding.bom + encoding.encode(edited)
+    if encoding.source:
+        applied.codec_notes = (f"Encoding: {encoding.shown} (from {encoding.source}); written in it.",)
+    return applied
+
+
+def _check_encodable(edits: list[Edit], encoding: Encoding) -> None:
+    """Refuse an edit whose ``new`` holds a character the file's codec cannot store: the file
+    would then hold two encodings (SPEC §8.1)."""
+    total = len(edits)
+    for number, edit in enumerate(edits, start=1):
+        try:
+            encoding.encode(edit.new)
+        except Unencodable as exc:
+            which = "`new`" if total == 1 else f"`new` of edit {number} (of {total})"
+            raise EditFailed(
+                f"{which} holds {exc.code} ({exc.char!r}), which the file's encoding "
+                f"{encoding.shown} cannot store. Nothing was written. Write it as the file "
+                "would (an escape or entity), or convert the file first.",
+                brief="Character not in the file's encoding",
+            ) from None
