@@ -185,14 +185,14 @@ def test_each_change_kind_compiles() -> None:
         ({"path": "a"}, "change 1 (`a`) gives nothing to do"),
         ({"path": "a", "content": "x", "delete": True}, "gives `content` and `delete`"),
         ({"path": "a", "content": "x", "move_to": "b"}, "gives `content` and `move_to`"),
-        ({"path": "a", "edits": []}, "empty `edits` list"),
+        ({"path": "a", "edits": []}, "change 1 (`a`) gives nothing to do"),
         ({"path": "a", "edits": [{"old": "", "new": "x"}]}, "`old` is empty"),
         (
             {"path": "a", "edits": [{"old": "q", "new": "r"}, {"old": "x", "new": "x"}]},
             "edit 2 (of 2): `old` is the same",
         ),
         ({"path": "", "delete": True}, "empty `path`"),
-        ({"path": "a", "move_to": ""}, "empty `move_to`"),
+        ({"path": "a", "move_to": ""}, "change 1 (`a`) gives nothing to do"),
     ],
 )
 def test_a_malformed_change_is_refused_naming_it(item: dict[str, object], words: str) -> None:

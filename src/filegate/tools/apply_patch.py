@@ -22,15 +22,16 @@ from filegate.policy.changeset import GatedPath, Role, gate_path
 from filegate.policy.escape import escape_log
 from filegate.policy.filetype import SNIFF_BYTES, document_kind
 from filegate.tools.describe import load_description
-from filegate.tools.diffing import plural
+from filegate.tools.edit.diffing import plural
+from filegate.tools.edit.replacing import Applied, Edit
+from filegate.tools.edit.text_change import edit_bytes
+from filegate.tools.edit.whole_content import WholeContent, new_bytes
+from filegate.tools.edit.writing import Change, WriteJob, Written, detect_encoding
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.patch.hunks import apply_hunks
 from filegate.tools.patch.plan import ChangeItem, FileChange, Plan, PlanEdit, PlanError, plan_from_changes
 from filegate.tools.patch.run import Committed, Member, run_set
 from filegate.tools.patch.v4a import parse_v4a
-from filegate.tools.str_replace import Applied, Edit, edit_bytes
-from filegate.tools.write_file import WriteFileParams, new_bytes
-from filegate.tools.writing import Change, WriteJob, Written, detect_encoding
 
 # The answer lists each file in at most this share of the client's result budget; the rest
 # are counted (every one of them was written, and `filegate history` lists them).
@@ -103,8 +104,8 @@ def _member(change: FileChange, g: GatedPath, target: GatedPath | None, env: Too
         return Member("deleted", job, g.asked)
     if change.kind == "write":
         assert change.content is not None
-        params = WriteFileParams(path=change.path, content=change.content)
-        job = _job(rp, lambda data: new_bytes(params, data, rp, env), "overwrite", must_exist=False)
+        whole = WholeContent(change.path, change.content)
+        job = _job(rp, lambda data: new_bytes(whole, data, rp, env), "overwrite", must_exist=False)
         return Member("overwritten" if g.exists else "added", job, g.asked)
     assert target is not None
     carried: list[Content] = []
@@ -157,7 +158,7 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
                 "(old/new text from a cell), not with `@@` hunks. Nothing was written.",
                 brief="Notebook hunk",
             )
-        return edit_bytes(rp, data, edits, env, apply=apply)
+        return edit_bytes(rp, data, edits, env, apply=apply, tool="ApplyPatch")
 
     job: WriteJob[Applied] = WriteJob(
         tool="ApplyPatch",

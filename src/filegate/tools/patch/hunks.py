@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 
 from filegate.errors import EditFailed
 from filegate.policy.escape import escape
-from filegate.tools.matching import LOOKALIKES, line_range
+from filegate.tools.edit.matching import LOOKALIKES, line_range
+from filegate.tools.edit.replacing import Applied, Edit, apply_edits
 from filegate.tools.patch.plan import PlanEdit
-from filegate.tools.str_replace import Applied, Edit, apply_edits
 
 # An edit's failure that narrowing may still resolve.
 _AMBIGUOUS = "Ambiguous edit"

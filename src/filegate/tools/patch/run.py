@@ -31,10 +31,10 @@ from filegate.fsio.spliced import Content, content_sha256
 from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape, escape_log, escape_text
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.diffing import diff_header, fold, plural
+from filegate.tools.edit.diffing import diff_header, fold, plural
+from filegate.tools.edit.writing import Current, Prepared, WriteJob, described, load_current, prepare
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
-from filegate.tools.readguard import INDEX_MAX_BYTES, identity_of
-from filegate.tools.writing import Current, Prepared, WriteJob, described, load_current, prepare
+from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, identity_of
 
 audit = logging.getLogger("filegate.writes")
 
