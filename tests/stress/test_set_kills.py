@@ -169,7 +169,8 @@ def test_a_set_killed_at_each_step_is_all_old_or_all_new_after_the_next_start(
             assert (ws / name).stat().st_mode & 0o7777 == mode, name
     assert not (ws / "sub").exists() or landed  # a folder the set made goes with it
     entries = WriteHistory(history_dir()).entries()
-    if step == "marked":
+    # The records are kept while the temps are written: a kill at a temp may come before them.
+    if step == "marked" or (step == "temp" and not entries):
         assert entries == [] and said == []
     else:
         assert len(entries) == 5

@@ -27,6 +27,7 @@ commit may see some files new and others old (SPEC §10).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -84,25 +85,31 @@ class _Done:
 def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, client: str, route: str) -> str:
     """Write ``writes`` all or nothing (blocking: call in a thread, holding every file's lock);
     the set's write id. WriteError names the file that failed and says what was restored."""
-    files = [
-        SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect, _missing(w))
-        for w in writes
-    ]
-    marker = _mark()
-    try:
-        ids = history.begin_set(tool, files, client, route)
-    except BaseException:
-        _unmark(marker)
-        raise
+    files = [SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect) for w in writes]
     done = _Done(made_dirs=_missing_dirs(writes))
-    try:
-        _write_all(writes, done)
-    except WriteError as exc:
-        failed = _restore(done)
-        if not failed:  # else the marker stays: the next start tries the restore again
-            history.finish_set(ids, ok=False)
-            _unmark(marker)
-        raise _told(exc, done, failed) from None
+    marker = _mark(done.made_dirs)
+    # The records are kept while the temp files are written (as a single write keeps its
+    # pre-image: docs/ARCHITECTURE.md, speed devices); the first rename waits for them.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="filegate-history") as pool:
+        keeping = pool.submit(history.begin_set, tool, files, client, route)
+        try:
+            _write_all(writes, done, keeping.result)
+        except WriteError as exc:
+            failed = _restore(done)
+            try:
+                ids = keeping.result()
+            except WriteError:  # the history kept nothing: no file was renamed either
+                _unmark(marker)
+                raise _told(exc, done, failed) from None
+            if not failed:  # else the mark stays: the next start tries the restore again
+                history.finish_set(ids, ok=False)
+                _unmark(marker)
+            raise _told(exc, done, failed) from None
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                keeping.result()
+            raise
+    ids = keeping.result()
     history.finish_set(ids, ok=True)
     _unmark(marker)
     return ids[0]
@@ -118,15 +125,20 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _mark() -> Path | None:
-    """The set's mark, durable before its records (None: no state directory to mark it in;
-    its records still are the intent record, and ``filegate history`` shows them)."""
+def _mark(made: list[Path]) -> Path | None:
+    """The set's mark, durable before its records and before any folder or file is made: it
+    names the folders the set will make (a rollback after a crash removes them, as records
+    made after them could not say). None: no state directory to mark it in."""
     folder = sets_dir()
     mark = folder / f"{_owner().replace(':', '-')}-{secrets.token_hex(8)}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
-        os.close(fd)
+        try:
+            os.write(fd, b"\n".join(os.fsencode(str(p)) for p in made))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         if os.name != "nt":
             dfd = os.open(folder, os.O_RDONLY | platform.CLOEXEC)
             try:
@@ -144,11 +156,14 @@ def _unmark(mark: Path | None) -> None:
             os.unlink(mark)
 
 
-def _write_all(writes: Sequence[SetWrite], done: _Done) -> None:
+def _write_all(writes: Sequence[SetWrite], done: _Done, kept: Callable[[], object]) -> None:
+    """Every temp written; ``kept`` waited for (the intent record); every file checked again;
+    the renames; the removes."""
     replaced = [w for w in writes if w.new is not None]
     removed = [w for w in writes if w.new is None]
 
     def checked_again() -> None:  # every temp is durable: each file once more, then the renames
+        kept()
         for w in writes:
             check_unchanged(w.rp.real, w.expect, w.rp.shown)
 
@@ -188,14 +203,6 @@ def _status(real: Path, new: Content | None) -> Snapshot | None:
     return Snapshot(
         True, st.st_size, st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, False, content
     )
-
-
-def _missing(w: SetWrite) -> int:
-    """How many folders above ``w``'s file the set will make for it."""
-    count, parent = 0, w.rp.real.parent
-    while w.create_dirs and not os.path.lexists(parent) and parent != parent.parent:
-        count, parent = count + 1, parent.parent
-    return count
 
 
 def _missing_dirs(writes: Sequence[SetWrite]) -> list[Path]:
@@ -317,6 +324,7 @@ async def recover_sets(history: WriteHistory) -> list[str]:
     for owner, owned in marks.items():
         if settled_all[owner]:  # else kept: the next start tries again
             for mark in owned:
+                _remove_made(mark)
                 _unmark(mark)
     return said
 
@@ -337,8 +345,6 @@ def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> tuple[
         return told, True
     problems = []
     for member, state in zip(members, states, strict=True):
-        if state == "before" and member.created:  # its temp may have been put in a folder made for it
-            _remove_made(Path(member.path), member.made_dirs)
         if state == "after":
             try:
                 _roll_back(history, member)
@@ -351,15 +357,13 @@ def _recover(history: WriteHistory, set_id: str, members: list[Entry]) -> tuple[
     return f"set {set_id}: interrupted by a crash; its files were restored as they were before it", True
 
 
-def _remove_made(real: Path, count: int) -> None:
-    """The ``count`` folders above ``real`` a set made, where empty (a file put there stays)."""
-    parent = real.parent
-    for _ in range(count):
-        try:
-            os.rmdir(parent)
-        except OSError:
-            return
-        parent = parent.parent
+def _remove_made(mark: Path) -> None:
+    """The folders a mark names, where empty (a file put there stays), deepest first."""
+    with contextlib.suppress(OSError):
+        for name in mark.read_bytes().split(b"\n"):
+            if name:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.fsdecode(name))
 
 
 def _state_of(entry: Entry) -> str:
@@ -403,10 +407,9 @@ def _roll_back(history: WriteHistory, entry: Entry) -> None:
     real = Path(entry.path)
     shown = escape(entry.path)
     found = _load(real)
-    if entry.created:  # it was not there: it goes again, and the folders made for it
+    if entry.created:  # it was not there: it goes again
         if found is not None:
             remove_file(real, expect=found[1], shown=shown)
-        _remove_made(real, entry.made_dirs)
         return
     old = history.pre_image(entry)
     mode = None if entry.mode is None else stat.S_IMODE(entry.mode)

@@ -106,7 +106,6 @@ class Entry:
     # rolls a set back at the next start from these, when that process died mid-commit).
     group: str = ""
     owner: str = ""
-    made_dirs: int = 0  # the folders above it the set made for it (a restore removes them, empty)
     state: State = "unconfirmed"
 
     def line(self) -> dict[str, object]:
@@ -286,7 +285,6 @@ class WriteHistory:
                         True,
                         group=ids[0],
                         owner=owner,
-                        made_dirs=f.made_dirs,
                     )
                     entry, kept = self._kept(entry, f.old, mode, f.new, hashes, source)
                     if not entry.kept:
@@ -648,7 +646,6 @@ class SetFile:
     old: bytes | None
     new: Content | None
     expect: Snapshot | None = None
-    made_dirs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
