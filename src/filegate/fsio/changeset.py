@@ -77,7 +77,7 @@ class SetWrite:
 class _Done:
     """What the commit changed so far, to restore on a failure."""
 
-    renamed: list[tuple[SetWrite, Snapshot | None]] = field(default_factory=list)
+    renamed: list[tuple[SetWrite, os.stat_result | None]] = field(default_factory=list)
     removed: list[SetWrite] = field(default_factory=list)
     made_dirs: list[Path] = field(default_factory=list)
 
@@ -87,19 +87,29 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
     the set's write id. WriteError names the file that failed and says what was restored."""
     files = [SetFile(w.rp, w.expect.content if w.expect.exists else None, w.new, w.expect) for w in writes]
     done = _Done(made_dirs=_missing_dirs(writes))
-    marker = _mark(done.made_dirs)
-    # The records are kept while the temp files are written (as a single write keeps its
-    # pre-image: docs/ARCHITECTURE.md, speed devices); the first rename waits for them.
+    # A set that makes folders is marked before the first is made (the mark names them);
+    # otherwise the mark is made beside its records.
+    early = _mark(done.made_dirs) if done.made_dirs else None
+
+    def keep() -> tuple[Path | None, list[str]]:
+        mark = early if done.made_dirs else _mark([])
+        try:
+            return mark, history.begin_set(tool, files, client, route)
+        except BaseException:
+            _unmark(mark)
+            raise
+
+    # The mark and the records are kept while the temp files are written (as a single write
+    # keeps its pre-image: docs/ARCHITECTURE.md, speed devices); the first rename waits for them.
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="filegate-history") as pool:
-        keeping = pool.submit(history.begin_set, tool, files, client, route)
+        keeping = pool.submit(keep)
         try:
             _write_all(writes, done, keeping.result)
         except WriteError as exc:
             failed = _restore(done)
             try:
-                ids = keeping.result()
+                marker, ids = keeping.result()
             except WriteError:  # the history kept nothing: no file was renamed either
-                _unmark(marker)
                 raise _told(exc, done, failed) from None
             if not failed:  # else the mark stays: the next start tries the restore again
                 history.finish_set(ids, ok=False)
@@ -109,7 +119,7 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
             with contextlib.suppress(BaseException):
                 keeping.result()
             raise
-    ids = keeping.result()
+    marker, ids = keeping.result()
     history.finish_set(ids, ok=True)
     _unmark(marker)
     return ids[0]
@@ -135,8 +145,9 @@ def _mark(made: list[Path]) -> Path | None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
         try:
-            os.write(fd, b"\n".join(os.fsencode(str(p)) for p in made))
-            os.fsync(fd)
+            if made:
+                os.write(fd, b"\n".join(os.fsencode(str(p)) for p in made))
+                os.fsync(fd)
         finally:
             os.close(fd)
         if os.name != "nt":
@@ -163,9 +174,11 @@ def _write_all(writes: Sequence[SetWrite], done: _Done, kept: Callable[[], objec
     removed = [w for w in writes if w.new is None]
 
     def checked_again() -> None:  # every temp is durable: each file once more, then the renames
-        kept()
         for w in writes:
             check_unchanged(w.rp.real, w.expect, w.rp.shown)
+        # Then the records (keeping a pre-image may link the file's inode, which moves its
+        # ctime: checked after that, a file would be read whole to be found unchanged).
+        kept()
 
     def write(i: int) -> None:
         if i == len(replaced):
@@ -181,7 +194,7 @@ def _write_all(writes: Sequence[SetWrite], done: _Done, kept: Callable[[], objec
             create_dirs=w.create_dirs,
             mode=w.mode,
             before_rename=lambda: write(i + 1),
-            after_rename=lambda: done.renamed.append((w, _status(w.rp.real, w.new))),
+            after_rename=lambda: done.renamed.append((w, _lstat(w.rp.real))),
         )
 
     write(0)
@@ -193,11 +206,18 @@ def _noting(into: list[SetWrite], w: SetWrite) -> Callable[[], None]:
     return lambda: into.append(w)
 
 
-def _status(real: Path, new: Content | None) -> Snapshot | None:
-    """The file as the set just wrote it: what a restore checks it still is."""
+def _lstat(real: Path) -> os.stat_result | None:
     try:
-        st = os.lstat(real)
+        return os.lstat(real)
     except OSError:
+        return None
+
+
+def _status(real: Path, new: Content | None, st: os.stat_result | None = None) -> Snapshot | None:
+    """The file as the set just wrote it (``st``, its status right after the rename): what a
+    restore checks it still is. Made only for a restore: it holds a copy of the new bytes."""
+    st = st if st is not None else _lstat(real)
+    if st is None:
         return None
     content = None if new is None else bytes(new)
     return Snapshot(
@@ -229,7 +249,7 @@ def _restore(done: _Done) -> list[str]:
             failed.append(f"`{w.rp.shown}` ({exc.message})")
     for w, now in reversed(done.renamed):
         try:
-            current = now if now is not None else _status(w.rp.real, w.new)
+            current = _status(w.rp.real, w.new, now)
             if current is None:
                 raise WriteError(f"`{w.rp.shown}` cannot be examined.")
             if w.expect.exists:

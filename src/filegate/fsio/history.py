@@ -314,11 +314,11 @@ class WriteHistory:
             return ids
 
     def finish_set(self, write_ids: Sequence[str], ok: bool) -> None:
-        """A set's outcome, one line per file, made durable (a set whose outcome a crash lost
-        is looked at again at the next start; see fsio/changeset.py)."""
+        """A set's outcome, one line per file (not fsynced: a set whose outcome a crash lost is
+        looked at again at the next start, which finds its files as it left them: done)."""
         outcome: State = "done" if ok else "failed"
         with contextlib.suppress(OSError), self._locked():
-            self._append_lines([{"id": i, "outcome": outcome} for i in write_ids], durable=True)
+            self._append_lines([{"id": i, "outcome": outcome} for i in write_ids], durable=False)
             for write_id in write_ids:
                 linked = self._linked.pop(write_id, None)
                 if linked is not None:
