@@ -74,6 +74,20 @@ async def test_an_old_in_two_cells_is_ambiguous_and_replace_all_takes_both(ws: P
     ]
 
 
+async def test_an_old_found_twice_in_one_cell_is_ambiguous_and_replace_all_takes_both(ws: Path) -> None:
+    """Ambiguity counts occurrences, not cells: two hits in one cell are two candidates."""
+    write_nb(ws / "n.ipynb", cell(["x = load()\n", "print(x)\n", "x = load()\n"]), cell("y = 1"))
+    data = (ws / "n.ipynb").read_bytes()
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)")
+    assert err, parts
+    assert "replace_all" in parts[0], parts  # refused as ambiguous, naming the way out
+    assert (ws / "n.ipynb").read_bytes() == data  # nothing written
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)", replace_all=True)
+    assert not err and "2 total replacement(s)" in parts[0], parts
+    sources = ["".join(c["source"]) for c in json.loads((ws / "n.ipynb").read_text())["cells"]]
+    assert sources == ["x = load(fresh=True)\nprint(x)\nx = load(fresh=True)\n", "y = 1"]
+
+
 async def test_an_old_outside_the_cells_edits_the_json_as_before(ws: Path) -> None:
     notebook(ws / "n.ipynb")
     err, parts = await edit(ws, old='"name": "python3"', new='"name": "python3.12"')
