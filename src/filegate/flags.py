@@ -119,7 +119,7 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         "--read-only",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="do not offer WriteFile, StrReplaceFile and UndoWrite at all (default: off)",
+        help="do not offer WriteFile, StrReplaceFile, UndoWrite and ApplyPatch at all (default: off)",
     )
     a(
         "--read-guard",
