@@ -17,7 +17,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import WriteError
-from filegate.fsio.history import Entry, WriteHistory
+from filegate.fsio.history import Entry, WriteHistory, is_write_id
 from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
@@ -44,7 +44,7 @@ class UndoWriteParams(BaseModel):
 
     write_id: Annotated[
         str,
-        Field(description='The id a write\'s message ended with ("Write id: w-3f9a2c.").', pattern=r"^\s*w-"),
+        Field(description='The whole id a write\'s message ended with ("Write id: w-3f9a2c1d8e07b654.").'),
     ]
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
     force: Annotated[
@@ -54,15 +54,51 @@ class UndoWriteParams(BaseModel):
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
-    history = env.history
-    if history is None:
+    history = history_of(env)
+    write_id = params.write_id.strip()
+    if not is_write_id(write_id):
+        shown = escape(write_id[:40]) + ("…" if len(write_id) > 40 else "")
+        raise WriteError(
+            f"`{shown}` is not a write id. Give the whole id a write's message ended with "
+            "(w- and 16 hex digits, as in `Write id: w-3f9a2c1d8e07b654.`).",
+            "Not a write id",
+        )
+    entry = await anyio.to_thread.run_sync(lambda: _in_workspace(history, write_id, env))
+    if entry is None:
+        raise WriteError(unknown(write_id), "Unknown write id")
+    return await undo_entry(entry, env, dry_run=params.dry_run, force=params.force)
+
+
+def history_of(env: ToolEnv) -> WriteHistory:
+    if env.history is None:
         raise WriteError(
             "The write history is off (`--history off`), so no write can be undone.", "History off"
         )
-    write_id = params.write_id.strip()
-    entry = await anyio.to_thread.run_sync(lambda: history.find(write_id))
-    if entry is None:
-        raise WriteError(_unknown(history, write_id), "Unknown write id")
+    return env.history
+
+
+def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry | None:
+    """The write ``write_id`` when its file is inside the caller's workspace, else None: an id
+    no write has, an evicted one and one of another workspace's (replicas and other projects
+    share the state directory) take the same steps and get the same answer, which names
+    nothing (SPEC §8.4; a tombstone keeps no path, so "evicted" would tell an id that was)."""
+    entry = history.find(write_id)
+    inside = entry is not None and env.workspace.contains(entry.path)
+    return entry if inside else None
+
+
+def unknown(write_id: str) -> str:
+    return (
+        f"No write {escape(write_id)} in this workspace's history: no write had that id, or it was "
+        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id "
+        "a write's message ended with."
+    )
+
+
+async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:
+    """Undo the write ``entry`` (found by the caller: UndoWrite in its workspace, the terminal
+    by id or prefix) through the write route."""
+    history = history_of(env)
     _check_undoable(entry)
     rp = resolve_for_write(env, entry.path, "write")
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
@@ -75,30 +111,18 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
     job = WriteJob(
         tool="UndoWrite",
         rp=rp,
-        transform=lambda data: _restore(entry, before, data, rp, params.force, later),
+        transform=lambda data: _restore(entry, before, data, rp, force, later),
         requested=f"Restores the content it had before write {entry.id} ({_when(entry)}).",
         requested_unsafe=False,
-        arguments=params.model_dump(),
+        arguments={"write_id": entry.id, "dry_run": dry_run, "force": force},
         done=lambda written: _success(entry, rp, written),
         unchanged=lambda size: Outcome(
             message=f"`{rp.shown}` is already as it was before {entry.id}; nothing changed."
         ),
-        dry_run=params.dry_run,
+        dry_run=dry_run,
         would=lambda _: f"Would undo {entry.id} ({entry.tool}, {_when(entry)}).",
     )
     return await run_write(job, env)
-
-
-def _unknown(history: WriteHistory, write_id: str) -> str:
-    if history.evicted(write_id):
-        return (
-            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
-            "or beyond --history-max-bytes), so it can no longer be undone."
-        )
-    return (
-        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
-        "(w- and 6 hex digits)."
-    )
 
 
 def _check_undoable(entry: Entry) -> None:
