@@ -20,10 +20,12 @@ from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory, is_write_id
 from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
+from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
-from filegate.tools.diffing import plural, unified_diff
+from filegate.tools.diffing import binary_diff, plural, unified_diff
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.readguard import reader_of
 from filegate.tools.writing import (
     SENSITIVE_DONE,
     Change,
@@ -157,7 +159,10 @@ def _restore(
         changed = _what_changed(entry, data, later)
         if changed:
             target = b"" if before is None else before
-            diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
+            if shown_as_text(rp, data) and shown_as_text(rp, before):
+                diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
+            else:  # the type gate of every preview: a file no tool shows is told by its sizes
+                diff = binary_diff(len(data or b""), len(target)).text
             raise WriteError(
                 f"`{rp.shown}` is no longer as {entry.id} left it: {changed}. Nothing was written. "
                 "`force: true` restores it anyway; below is what that would change.",
@@ -171,7 +176,13 @@ def _restore(
         return Change(b"", detect_encoding(data), None, notes=(note,), remove=True)
     # The permission bits it had, but setuid/setgid (a restore never hands out an owner's rights).
     mode = None if entry.mode is None else entry.mode & ~(stat.S_ISUID | stat.S_ISGID)
-    return Change(before, detect_encoding(before), None, mode=mode)
+    binary = not shown_as_text(rp, before)
+    return Change(before, detect_encoding(before), None, mode=mode, binary=binary)
+
+
+def shown_as_text(rp: ResolvedPath, data: bytes | None) -> bool:
+    """Whether ReadFile would show these bytes of this file (no content: nothing to hide)."""
+    return data is None or reader_of(rp.real.name, data[:SNIFF_BYTES]) == "ReadFile"
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:

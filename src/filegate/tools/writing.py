@@ -147,6 +147,9 @@ class Change(Generic[T]):
     spans: tuple[tuple[int, int], ...] | None = None
     mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
     remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
+    # ``new`` is not the model's and no tool would show it (an undo's binary pre-image): the
+    # question, preview and result give its sizes only, as for a binary file being replaced.
+    binary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +322,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
-    binary = current.data is not None and reader != "ReadFile"
+    binary = (current.data is not None and reader != "ReadFile") or change.binary
     # The line counts of the result only; the text a question shows is made by _described.
     if binary:
         diff = binary_diff(len(old), len(change.new))
