@@ -122,8 +122,10 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
             return refused
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)  # 4.
         in_scope = await _in_scope(exe, params, ignores.sensitive) if ignores else []
-        parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in in_scope]
-        parsed.rule_sources = env.workspace.secrets.rule_sources(f"{target.cwd}/{rel}" for rel in in_scope)
+        secrets, parsed.hidden, parsed.rule_sources = env.workspace.secrets.hidden_apart(
+            f"{target.cwd}/{rel}" for rel in in_scope
+        )
+        parsed.skipped = [escape(path.rsplit("/", 1)[-1]) for path in secrets]
         return _result(parsed, params, env, run, ignores.unsafe if ignores else 0)
     finally:
         target.close()
@@ -136,8 +138,11 @@ def _unsearched(params: GrepParams, target: Target, env: ToolEnv) -> Parsed:
     parsed = Parsed(rows=None if params.output_mode != "content" else [])
     if params.output_mode == "count_matches":
         parsed.total_matches, parsed.files = 0, 0
-    parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
-    parsed.rule_sources = env.workspace.secrets.rule_sources([str(target.real)] if target.real else [])
+    _, parsed.hidden, parsed.rule_sources = env.workspace.secrets.hidden_apart(
+        [str(target.real)] if target.real else []
+    )
+    if parsed.hidden == 0:  # a secret: named as the caller gave it (a hidden one never is)
+        parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
     return parsed
 
 
@@ -215,8 +220,8 @@ def _result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe
     total = parsed.total
     page, page_length = page_lines(parsed, params)
     notes: list[str] = []  # after the paging sentence
-    if parsed.skipped:
-        notes.append(skipped_secrets_warning(parsed.skipped, parsed.rule_sources))
+    if parsed.skipped or parsed.hidden:
+        notes.append(skipped_secrets_warning(parsed.skipped, parsed.rule_sources, parsed.hidden))
     if unsafe_ignores:
         notes.append(
             f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks, not regular files "
@@ -261,6 +266,7 @@ def _result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe
         output="\n".join(shown),
         message=message,
         skipped_sensitive=len(set(parsed.skipped)),  # as the sentence counts them: by name
+        skipped_hidden=parsed.hidden,
         timed_out=run.timed_out,
         partial=cut or run.output.overflow,
     )
