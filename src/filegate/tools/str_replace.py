@@ -355,6 +355,19 @@ def _where(lines: list[int], count: int) -> str:
     return ", ".join(said) + more
 
 
+def _near_in_view(view: bytes, old: str, new: str) -> tuple[str, str]:
+    """A notebook edit's miss told in its cell view (SPEC §8.6): "already applied", or the
+    closest match among the view's lines with the view's numbers."""
+    applied = already_applied(view, new)
+    if applied is not None:
+        return applied, ""
+    region = closest_region(view, old)
+    if region is None:
+        return " No similar text was found either; read the notebook again before editing it.", ""
+    first, last, text = region
+    return f" The closest match is at lines {first}-{last} of the notebook view (shown below).", text
+
+
 def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
     """(first line, last line, numbered text) of the part of ``data`` most like ``old``."""
     old_lines = old.splitlines() or [old]
@@ -466,12 +479,12 @@ def _edit_bytes(
     _check_text(rp, data)
     encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
     if document_kind(rp.real.name, data[:SNIFF_BYTES]) == "notebook":
-        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown)
+        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown, _near_in_view)
         if by_cell is not None:
             applied = Applied(
                 by_cell.data, by_cell.replacements, kept_head=by_cell.kept_head, kept_tail=by_cell.kept_tail
             )
-            return Change(applied.data, encoding, applied, (), applied.span(data))
+            return Change(applied.data, encoding, applied, (), applied.span(data), view=by_cell.view)
     tolerant = env is None or env.edit_match == "tolerant"
     applied = _edited(rp, data, edits, encoding, tolerant)
     if applied.data == data:
