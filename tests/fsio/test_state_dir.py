@@ -99,10 +99,10 @@ def test_a_state_folder_that_is_not_ours_is_not_used(tmp_path: Path) -> None:
     top.mkdir()
     (top / "locks").symlink_to(elsewhere)  # a link below the state folder: never followed
     with pytest.raises(OSError):
-        private_dir(top / "locks")
+        private_dir("locks")
     (top / "pending").write_text("a file")
     with pytest.raises(OSError):
-        private_dir(top / "pending")
+        private_dir("pending")
     assert list(elsewhere.iterdir()) == []
 
 
@@ -113,7 +113,7 @@ def test_the_state_folder_may_be_the_users_own_link(tmp_path: Path) -> None:
     os.chmod(real, 0o755)
     state_dir().parent.mkdir(parents=True, exist_ok=True)
     state_dir().symlink_to(real)
-    private_dir(state_dir() / "locks")
+    private_dir("locks")
     assert stat.S_IMODE(os.stat(real).st_mode) == 0o700 and (real / "locks").is_dir()
 
 
@@ -123,7 +123,7 @@ def test_another_users_state_folder_is_refused(tmp_path: Path) -> None:
     state_dir().mkdir(parents=True, mode=0o700)
     os.chown(state_dir(), NOBODY, NOBODY)
     with pytest.raises(NotPrivate, match="is not a folder of this user"):
-        private_dir(state_dir() / "locks")
+        private_dir("locks")
     assert not (state_dir() / "locks").exists()
 
 
@@ -248,7 +248,7 @@ async def test_lock_names_all_taken_by_others_answer_busy_at_once(ws: Path) -> N
     target = ws / "a.txt"
     target.write_text("before\n")
     first = lock_path(str(target))
-    private_dir(first.parent)
+    private_dir("locks")
     (ws / "decoy").write_text("x")
     for step in range(locks.MAX_LOCK_NAMES):
         name = first if step == 0 else first.with_name(f"{first.name}.{step}")

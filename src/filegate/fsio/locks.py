@@ -95,7 +95,11 @@ def lock_dir() -> Path:
 
 def lock_path(key: str) -> Path:
     """The first name of ``key``'s lock file (see :data:`MAX_LOCK_NAMES` for the others)."""
-    return lock_dir() / hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
+    return lock_dir() / _lock_name(key)
+
+
+def _lock_name(key: str) -> str:
+    return hashlib.sha256(os.fsencode(key)).hexdigest()[:32]
 
 
 async def _lock_file(key: str, deadline: float, wait_s: float) -> tuple[Path, int] | None:
@@ -109,9 +113,8 @@ async def _lock_file(key: str, deadline: float, wait_s: float) -> tuple[Path, in
     """
     if os.name == "nt":  # no flock (and no fcntl module): the process lock only
         return None
-    first = lock_path(key)
     try:
-        private_dir(first.parent)
+        first = private_dir("locks") / _lock_name(key)
     except OSError:
         return None
     for step in range(MAX_LOCK_NAMES):

@@ -35,28 +35,47 @@ class NotPrivate(PermissionError):
     a folder, a link below the state directory): it is not used."""
 
 
-def private_dir(path: Path) -> Path:
-    """``path`` (the state directory or a folder under it) made owner-only, whatever the umask,
-    with each folder from the state directory down to it: a missing one is made 0700 (as are
-    missing parents above the state directory, XDG's rule), and an existing one of this user
-    whose mode lets others in (made under umask 000, or by an older filegate) is narrowed to
-    0700 — the state directory is filegate's own, and another user who can list or add to it can
-    hold a path's lock file or plant records. One that is another user's, not a folder, or a link
-    below the state directory raises :class:`NotPrivate` (an OSError: the callers' best effort)."""
-    top = state_dir()
-    parts = path.relative_to(top).parts
-    if not top.exists():
-        top.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a umask only narrows it
+def private_dir(*parts: str) -> Path:
+    """The folder ``parts`` of the state directory (none: the state directory itself) made
+    owner-only, whatever the umask, with each folder from the state directory down to it: a
+    missing one is made 0700 (as are missing parents above the state directory, XDG's rule),
+    and an existing one of this user whose mode lets others in (made under umask 000, or by an
+    older filegate) is narrowed to 0700 — the state directory is filegate's own, and another
+    user who can list or add to it can hold a path's lock file or plant records. One that is
+    another user's, not a folder, or a link below the state directory raises
+    :class:`NotPrivate` (an OSError: the callers' best effort). When all is well it costs one
+    lstat a folder (every write takes a lock here)."""
+    top = str(state_dir())
     here = top
     for name in ("", *parts):
-        here = here / name if name else here
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(here, 0o700)
+        here = os.path.join(here, name) if name else here
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            _make(here)
+        else:  # one lstat when all is well (every write takes a lock here): nothing to change
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and _ours(st):
+                continue
         _owner_only(here, here == top)
-    return path
+    return Path(here)
 
 
-def _owner_only(folder: Path, top: bool) -> None:
+def _make(folder: str) -> None:
+    try:
+        os.mkdir(folder, 0o700)  # a umask only narrows it
+    except FileExistsError:
+        pass  # made meanwhile by another process: judged as any existing one
+    except FileNotFoundError:  # the state directory's parents (XDG_STATE_HOME): made 0700 too
+        os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+
+
+def _ours(st: os.stat_result) -> bool:
+    return not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+
+
+def _owner_only(folder: str, top: bool) -> None:
     if os.name == "nt":  # pragma: no cover - no owners or mode bits: the profile's ACL decides
         return
     # Opened without following, then judged and narrowed on the descriptor: a name swapped
@@ -87,7 +106,7 @@ def record_pending(dfd: int | None, temp_name: str, directory: str | None = None
             directory = "" if dfd is None else platform.fd_path(dfd)
         if directory is None:
             return None
-        record = private_dir(pending_dir()) / f"{os.getpid()}-{secrets.token_hex(8)}"
+        record = private_dir("pending") / f"{os.getpid()}-{secrets.token_hex(8)}"
         # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY
         fd = os.open(record, flags, 0o600)
@@ -113,7 +132,7 @@ def sweep_pending_temps() -> int:
         return 0  # nothing recorded (a read-only server never makes the state directory)
     try:
         # Made owner-only first: a record another user planted names a file to remove.
-        records = list(private_dir(pending_dir()).iterdir())
+        records = list(private_dir("pending").iterdir())
     except OSError:
         return 0
     for record in records:
