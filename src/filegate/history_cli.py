@@ -88,7 +88,12 @@ class TerminalApprover:
         print(approval_message(request))
         if self.yes:
             return Decision(True, "terminal")
-        answer = input("Undo this write? [y/N] ").strip().lower() if sys.stdin.isatty() else ""
+        answer = ""
+        if sys.stdin.isatty():
+            try:
+                answer = input("Undo this write? [y/N] ").strip().lower()
+            except EOFError:  # the input ended (Ctrl-D): no answer, so no
+                print()
         if answer in ("y", "yes"):
             return Decision(True, "terminal")
         return Decision(False, "terminal", "Not undone: the user did not confirm.")

@@ -11,7 +11,7 @@ from pathlib import Path
 from filegate.policy.clientrules import ClientRules
 from filegate.policy.gitignore import nfc
 from filegate.policy.secrets import SecretMatcher, skipped_secrets_warning
-from filegate.tools.ignores import read_rule_file
+from filegate.tools.search.ignores import read_rule_file
 
 
 def matcher(ws: Path) -> SecretMatcher:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
+from filegate.tools.edit.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
+from filegate.tools.str_replace import cell_view
 from tests.conftest import call, connect, texts
 from tests.tools.test_read_notebook import cell, png_output, write_nb
 
@@ -72,6 +73,20 @@ async def test_an_old_in_two_cells_is_ambiguous_and_replace_all_takes_both(ws: P
         "# Heading é\nprose",
         "total = radius + 1",
     ]
+
+
+async def test_an_old_found_twice_in_one_cell_is_ambiguous_and_replace_all_takes_both(ws: Path) -> None:
+    """Ambiguity counts occurrences, not cells: two hits in one cell are two candidates."""
+    write_nb(ws / "n.ipynb", cell(["x = load()\n", "print(x)\n", "x = load()\n"]), cell("y = 1"))
+    data = (ws / "n.ipynb").read_bytes()
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)")
+    assert err, parts
+    assert "replace_all" in parts[0], parts  # refused as ambiguous, naming the way out
+    assert (ws / "n.ipynb").read_bytes() == data  # nothing written
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)", replace_all=True)
+    assert not err and "2 total replacement(s)" in parts[0], parts
+    sources = ["".join(c["source"]) for c in json.loads((ws / "n.ipynb").read_text())["cells"]]
+    assert sources == ["x = load(fresh=True)\nprint(x)\nx = load(fresh=True)\n", "y = 1"]
 
 
 async def test_an_old_outside_the_cells_edits_the_json_as_before(ws: Path) -> None:
@@ -190,7 +205,7 @@ def test_the_kept_head_and_tail_are_every_byte_the_edit_left(old: str, new: str,
     before = [cell("x = 1", big)] if where == "past two blocks" else []
     nb = nb_json(*before, cell(f"{old}\nprint(r)"), cell("tail = 1"))
     data = json.dumps(nb, indent=1).encode()
-    done = edit_cells(data, [(old, new, False)], "n.ipynb")
+    done = edit_cells(data, [(old, new, False)], "n.ipynb", cell_view)
     assert done is not None
     head, tail = done.kept_head, done.kept_tail
     assert data[:head] == done.data[:head] and data[len(data) - tail :] == done.data[len(done.data) - tail :]

@@ -22,14 +22,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from filegate.errors import EditFailed
-from filegate.tools.notebook import NotANotebook, NotebookView, render_notebook
+from filegate.tools.edit.replacing import closest_region
+from filegate.tools.edit.tolerant_edit import already_applied
 
 # The largest notebook edited by cell. Its bytes are already held by the write route (and
 # charged to the load budget there); the parse and the rewritten copy come on top of them.
 MAX_EDIT_BYTES = 16 << 20
-# What a miss adds, from the cell view's text, ``old`` and ``new``: a sentence (the closest
-# match, or "already applied") and the numbered view lines it shows (str_replace.py's own).
-Near = Callable[[bytes, str, str], tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A notebook's cell view as ReadFile shows it: its rows (each with its line break) and,
+    per cell, (its header row, the end of its source rows, its end) as row indexes."""
+
+    rows: list[str]
+    cells: tuple[tuple[int, int, int], ...]
+
+
+# The view of parsed notebook JSON, None when it has none (ReadFile then shows the JSON text).
+# documents/notebook.py's, handed in by the tool: edit/ and documents/ know nothing of each other.
+Render = Callable[[dict[str, Any]], View | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +115,7 @@ def _set_source(cell: dict[str, Any], text: str) -> None:
 
 
 def edit_cells(
-    data: bytes, edits: list[tuple[str, str, bool]], shown: str, near: Near | None = None
+    data: bytes, edits: list[tuple[str, str, bool]], shown: str, render: Render
 ) -> CellEdit | None:
     """The edits (old, new, replace_all) applied to cell sources; None when the file is not a
     notebook edited by cell, or when the edits are about its JSON text (no ``old`` is in a
@@ -112,9 +124,8 @@ def edit_cells(
     if parsed is None:
         return None
     notebook, layout = parsed
-    try:
-        before = render_notebook(notebook)
-    except NotANotebook:  # ReadFile shows it as JSON text: its edits speak JSON
+    before = render(notebook)
+    if before is None:  # ReadFile shows it as JSON text: its edits speak JSON
         return None
     cells = notebook["cells"]  # every one a dict: the view was rendered
     sources = [_source(c) for c in cells]
@@ -125,14 +136,16 @@ def edit_cells(
     total = 0
     for number, (old, new, replace_all) in enumerate(edits, 1):
         which = _which(number, len(edits))
-        total += _apply(notebook, sources, old, new, replace_all, which, shown, near)
+        total += _apply(notebook, sources, old, new, replace_all, which, shown, render)
     edited = layout.dump(notebook)
     head = _common_head(data, edited)
     tail = _common_head(data[head:][::-1], edited[head:][::-1])
-    return CellEdit(edited, total, head, tail, (_text(before), _text(render_notebook(notebook))))
+    after = render(notebook)
+    assert after is not None  # the same cells, sources edited
+    return CellEdit(edited, total, head, tail, (_text(before), _text(after)))
 
 
-def _text(view: NotebookView) -> bytes:
+def _text(view: View) -> bytes:
     return "".join(view.rows).encode("utf-8", "surrogatepass")
 
 
@@ -160,13 +173,15 @@ def _apply(
     replace_all: bool,
     which: str,
     shown: str,
-    near: Near | None,
+    render: Render,
 ) -> int:
     cells = notebook["cells"]
     found = [i for i, s in enumerate(sources) if old in s]
     count = sum(sources[i].count(old) for i in found)
     if not found:
-        raise _not_in_a_cell(render_notebook(notebook), sources, old, new, which, shown, near)
+        view = render(notebook)
+        assert view is not None  # the same cells, sources edited
+        raise _not_in_a_cell(view, sources, old, new, which, shown)
     if count > 1 and not replace_all:
         raise EditFailed(
             f"{which} is found {count} times in the cells of `{shown}` (cells "
@@ -179,9 +194,7 @@ def _apply(
     return count
 
 
-def _not_in_a_cell(
-    view: NotebookView, sources: list[str], old: str, new: str, which: str, shown: str, near: Near | None
-) -> EditFailed:
+def _not_in_a_cell(view: View, sources: list[str], old: str, new: str, which: str, shown: str) -> EditFailed:
     """Why ``old`` (in no cell's source) cannot be edited, in the view's terms (as the notebook
     is after the edits before it)."""
     cells = _cells_in_view(view, old) or _cells_in_sources(sources, old)
@@ -200,13 +213,22 @@ def _not_in_a_cell(
             "Nothing was written."
         )
     message = f"{which} was not found in any cell of `{shown}`. Nothing was written."
-    if near is None:
-        return EditFailed(message)
-    said, lines = near(_text(view), old, new)
-    return EditFailed(message + said, lines)
+    text = _text(view)
+    applied = already_applied(text, new)  # in the view's lines, numbered as the model read them
+    if applied is not None:
+        return EditFailed(message + applied)
+    region = closest_region(text, old)
+    if region is None:
+        return EditFailed(
+            message + " No similar text was found either; read the notebook again before editing it."
+        )
+    first, last, lines = region
+    return EditFailed(
+        message + f" The closest match is at lines {first}-{last} of the notebook view (shown below).", lines
+    )
 
 
-def _cells_in_view(view: NotebookView, old: str) -> tuple[int, int] | None:
+def _cells_in_view(view: View, old: str) -> tuple[int, int] | None:
     """The first and last cell (numbered from 1) whose view rows ``old`` covers, where it is
     in the view's text but not in one cell's source rows; None when it is not in the view."""
     text = "".join(view.rows)
@@ -215,10 +237,10 @@ def _cells_in_view(view: NotebookView, old: str) -> tuple[int, int] | None:
         return None
     first_row = text.count("\n", 0, pos)
     last_row = first_row + old.count("\n", 0, max(len(old) - 1, 0))
-    touched = [n for n, c in enumerate(view.layout, 1) if c.first <= last_row and first_row < c.end]
+    touched = [n for n, (first, _, end) in enumerate(view.cells, 1) if first <= last_row and first_row < end]
     if len(touched) == 1:
-        c = view.layout[touched[0] - 1]
-        if c.first < first_row and last_row < c.source_end:
+        first, source_end, _ = view.cells[touched[0] - 1]
+        if first < first_row and last_row < source_end:
             return None  # within its source rows (spelled otherwise in the file): not found
     return (touched[0], touched[-1]) if touched else None
 
