@@ -482,3 +482,65 @@ async def test_patch_and_changes_together_or_neither_are_refused(ws: Path) -> No
         neither = await call(c, "ApplyPatch")
     for r in (both, neither):
         assert r.is_error and "Give either `patch`" in text(r)
+
+
+async def test_a_move_onto_a_name_taken_while_the_user_looked_refuses_the_set(ws: Path) -> None:
+    """Handshake era: the move's target appears between the question and the commit."""
+    before = make(ws)
+
+    class Taking(Answers):
+        async def __call__(self, *args: Any) -> Any:
+            (ws / "lib").mkdir()
+            (ws / "lib" / "util.py").write_text("someone else's\n")
+            return await super().__call__(*args)
+
+    async with connect(ws, "legacy", client_elicitation_handler=Taking(), read_guard=False) as c:
+        r = await call(c, "ApplyPatch", patch=PATCH)
+    assert r.is_error
+    assert (
+        "`lib/util.py` changed on disk after the change was prepared (it was created by someone else)"
+        in text(r)
+    )
+    assert tree(ws) == {**before, "lib/util.py": b"someone else's\n"}
+
+
+async def test_under_confine_an_outside_path_refuses_the_set(ws: Path, outside: Path) -> None:
+    before = make(ws)
+    async with connect(ws, approval="auto", confine=True, read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "app.py", "delete": True}, {"path": str(outside / "x"), "content": "x"}],
+        )
+    assert r.is_error and "is outside the workspace. This server is confined" in text(r)
+    assert tree(ws) == before and not (outside / "x").exists()
+
+
+async def test_the_question_cuts_each_files_diff_to_its_share_and_says_so(ws: Path) -> None:
+    body = "".join(f"line {k}\n" for k in range(40))
+    for i in range(30):
+        (ws / f"f{i:02d}.txt").write_text(body)
+    changes = [{"path": f"f{i:02d}.txt", "content": body.upper()} for i in range(30)]
+    answers = Answers("approve")
+    async with connect(ws, "legacy", client_elicitation_handler=answers, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=changes)
+    assert not r.is_error, text(r)
+    (question,) = answers.messages
+    assert question.count("of this file's change not shown") == 30
+    assert question.count("--- a/f") == 30  # every file is in it, each cut to its share
+    assert len(question.splitlines()) < 30 * (8 + 4) + 40
+
+
+async def test_undoing_a_set_asks_once_with_the_combined_diff(ws: Path) -> None:
+    make(ws)
+    answers = Answers("approve")
+    async with connect(ws, "legacy", client_elicitation_handler=answers, read_guard=False) as c:
+        set_id = write_id_of(text(await call(c, "ApplyPatch", patch=PATCH)))
+        u = await call(c, "UndoWrite", write_id=set_id)
+    assert not u.is_error, text(u)
+    question = answers.messages[-1]
+    first = question.splitlines()[0]
+    assert first.startswith(f"Inside the workspace: UndoWrite wants to undo {set_id} (ApplyPatch, ")
+    assert first.endswith("), restoring 5 files as one write (2 removed, 3 restored).")
+    assert "- restored `old.txt` (18 bytes, +2 lines)" in question and "-# Hello" in question
+    assert '-    print("Hello")' in question and '+    print("Hi")' in question
