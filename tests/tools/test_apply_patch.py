@@ -544,3 +544,24 @@ async def test_undoing_a_set_asks_once_with_the_combined_diff(ws: Path) -> None:
     assert first.endswith("), restoring 5 files as one write (2 removed, 3 restored).")
     assert "- restored `old.txt` (18 bytes, +2 lines)" in question and "-# Hello" in question
     assert '-    print("Hello")' in question and '+    print("Hi")' in question
+
+
+async def test_a_binary_file_is_described_by_its_size_never_shown(ws: Path) -> None:
+    blob = b"\x00\x01BINARY-CANARY\x02" * 50
+    (ws / "a.bin").write_bytes(blob)
+    (ws / "b.bin").write_bytes(blob)
+    (ws / "c.txt").write_text("old text\n")
+    answers = Answers("approve")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await read_all(c, "c.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "a.bin", "delete": True}, {"path": "b.bin", "move_to": "c.txt"}],
+        )
+    assert not r.is_error, text(r)
+    (question,) = answers.messages
+    assert "BINARY-CANARY" not in question and "BINARY-CANARY" not in text(r)
+    assert f"deletes a binary file of {len(blob)} bytes (not shown)" in question
+    assert f"binary file, 9 → {len(blob)} bytes" in question  # c.txt replaced by the moved file
+    assert (ws / "c.txt").read_bytes() == blob and not (ws / "a.bin").exists() and not (ws / "b.bin").exists()

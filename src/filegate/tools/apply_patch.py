@@ -34,6 +34,7 @@ from filegate.tools.patch.hunks import apply_hunks
 from filegate.tools.patch.plan import ChangeItem, FileChange, Plan, PlanEdit, PlanError, plan_from_changes
 from filegate.tools.patch.run import Committed, Member, run_set
 from filegate.tools.patch.v4a import parse_v4a
+from filegate.tools.readguard.ledger import reader_of
 
 # The answer lists each file in at most this share of the client's result budget; the rest
 # are counted (every one of them was written, and `filegate history` lists them).
@@ -111,15 +112,17 @@ def _member(change: FileChange, g: GatedPath, target: GatedPath | None, env: Too
         return Member("overwritten" if g.exists else "added", job, g.asked)
     assert target is not None
     carried: list[Content] = []
-    moved = _job(target.rp, lambda _: _carried(carried), "overwrite", must_exist=False)
+    moved = _job(target.rp, lambda _: _carried(carried, rp.real.name), "overwrite", must_exist=False)
     source_job = _edit_job(rp, change.edits, env) if change.edits else None
     return Member("moved", moved, g.asked or target.asked, rp, source_job, carried=carried)
 
 
-def _carried(carried: list[Content]) -> Change[None]:
-    """A move's content at its new path: the source's bytes (after its edits), as they are."""
+def _carried(carried: list[Content], name: str) -> Change[None]:
+    """A move's content at its new path: the source's bytes (after its edits), as they are; a
+    file no tool shows as text is described by its size only (SPEC §4), wherever it lands."""
     data = carried[0]
-    return Change(data, detect_encoding(bytes(data[:4])), None)
+    head = bytes(data[:SNIFF_BYTES])
+    return Change(data, detect_encoding(head), None, binary=reader_of(name, head) != "ReadFile")
 
 
 def _job(
