@@ -175,6 +175,7 @@ async def test_one_question_shows_every_file_and_its_diff(ws: Path, mode: str) -
     assert "moves `util.py` → `lib/util.py`" in lines
     assert "deletes 18 bytes, 2 lines; its first lines:" in lines and "-obsolete" in lines
     assert "+# Hello" in lines
+    assert "- added `docs/hello.md` (14 bytes, +2 lines, in a folder it makes)" in lines
     assert tree(ws) == AFTER
 
 

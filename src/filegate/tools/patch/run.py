@@ -238,7 +238,8 @@ def _listed(m: Member, env: ToolEnv) -> str:
     if p.request.binary:
         return f"- {m.label} `{shown}` (binary file, {p.request.old_size} → {p.request.new_size} bytes)"
     if p.request.created:
-        return f"- {m.label} `{shown}` ({plural(p.request.new_size, 'byte')}, +{p.diff.added} lines)"
+        folder = "" if os.path.lexists(m.rp.real.parent) else ", in a folder it makes"
+        return f"- {m.label} `{shown}` ({plural(p.request.new_size, 'byte')}, +{p.diff.added} lines{folder})"
     return f"- {m.label} `{shown}` (+{p.diff.added} -{p.diff.removed} lines)"
 
 
