@@ -19,6 +19,11 @@ an outcome is "unconfirmed", and whether the write landed is told by the file's 
 the record's hashes). A sensitive file's record keeps no pre-image, no hash and no size: it says
 "not kept".
 
+A set of files written as one (ApplyPatch, an undone set; fsio/changeset.py) calls
+:meth:`WriteHistory.begin_set`: one record per file, each naming the set's id (its first
+file's) and the process committing it, appended under one lock with one fsync; they are the
+set's intent record, and ``filegate history`` and UndoWrite treat the set as one write.
+
 Write ids (``w-`` and 16 hex digits: 64 random bits, so an id cannot be guessed, SPEC §8.4;
 ids written before keep their six digits and still resolve) are drawn at random and checked,
 under the flock, against every id the file holds, evicted ones included (their tombstones):
