@@ -566,3 +566,32 @@ async def test_a_binary_file_is_described_by_its_size_never_shown(ws: Path) -> N
     assert f"deletes a binary file of {len(blob)} bytes (not shown)" in question
     assert f"binary file, 9 → {len(blob)} bytes" in question  # c.txt replaced by the moved file
     assert (ws / "c.txt").read_bytes() == blob and not (ws / "a.bin").exists() and not (ws / "b.bin").exists()
+
+
+@pytest.fixture
+def other_fs(ws: Path) -> Any:
+    """A folder on another file system than the workspace (tmpfs), or a skip saying why."""
+    import shutil
+    import tempfile
+
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == ws.stat().st_dev:
+        pytest.skip("no second file system (/dev/shm) on this machine")
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    yield Path(os.path.realpath(folder))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_a_move_across_file_systems_copies_then_removes_the_source_and_undoes(
+    ws: Path, other_fs: Path
+) -> None:
+    (ws / "src.txt").write_bytes(b"moving across\r\n")
+    (ws / "src.txt").chmod(0o640)
+    target = other_fs / "dst.txt"
+    async with connect(ws, approval="auto", read_guard=False, add_dirs=[other_fs]) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "src.txt", "move_to": str(target)}])
+        assert not r.is_error, text(r)
+        assert target.read_bytes() == b"moving across\r\n" and not (ws / "src.txt").exists()
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(r)))
+    assert not u.is_error, text(u)
+    assert (ws / "src.txt").read_bytes() == b"moving across\r\n" and not target.exists()
