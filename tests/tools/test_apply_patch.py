@@ -595,3 +595,30 @@ async def test_a_move_across_file_systems_copies_then_removes_the_source_and_und
         u = await call(c, "UndoWrite", write_id=write_id_of(text(r)))
     assert not u.is_error, text(u)
     assert (ws / "src.txt").read_bytes() == b"moving across\r\n" and not target.exists()
+
+
+async def test_a_file_changed_since_its_read_away_from_the_hunk_still_takes_it(ws: Path) -> None:
+    """SPEC §8.3 per file of a set: a formatter changed another line since the read; the hunk
+    lands, and the answer says which lines changed and that the edit left them alone."""
+    body = "".join(f"line {k}\n" for k in range(1, 31))
+    (ws / "f.txt").write_text(body)
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "f.txt")
+        (ws / "f.txt").write_text(body.replace("line 28\n", "line 28 (reformatted)\n"))
+        r = await call(
+            c,
+            "ApplyPatch",
+            patch="*** Begin Patch\n*** Update File: f.txt\n@@\n-line 3\n+line three\n*** End Patch",
+        )
+        assert not r.is_error, text(r)
+        touching = await call(
+            c,
+            "ApplyPatch",
+            patch="*** Begin Patch\n*** Update File: f.txt\n@@\n-line 2\n+line two\n*** End Patch",
+        )
+    assert (ws / "f.txt").read_text().startswith("line 1\nline two\nline three\n")
+    assert (
+        "`f.txt` changed on disk since it was read (now different: line 28); the edits did not touch "
+        "those lines, so they were applied."
+    ) in text(r)
+    assert not touching.is_error  # the file as the set left it counts as read
