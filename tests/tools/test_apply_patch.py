@@ -622,3 +622,14 @@ async def test_a_file_changed_since_its_read_away_from_the_hunk_still_takes_it(w
         "those lines, so they were applied."
     ) in text(r)
     assert not touching.is_error  # the file as the set left it counts as read
+
+
+async def test_a_move_onto_a_file_with_the_same_content_still_removes_the_source(ws: Path) -> None:
+    (ws / "a.txt").write_text("same\n")
+    (ws / "b.txt").write_text("same\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "b.txt")
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": "b.txt"}])
+    assert not r.is_error, text(r)
+    assert not (ws / "a.txt").exists() and (ws / "b.txt").read_text() == "same\n"
+    assert "Applied 1 file change as one write." in text(r)

@@ -206,7 +206,7 @@ def _answer(done: Committed, plan: Plan, env: ToolEnv) -> Outcome:
             shown.append(f"… and {more}, written too (`filegate history` lists them).")
             break
         shown.append(line)
-    written = sum(1 for m in done.members if not m.same)
+    written = sum(1 for m in done.members if not m.same or m.source is not None)
     message = f"Applied {plural(written, 'file change')} as one write."
     if done.write_id:
         message += f" Write id: {done.write_id}."

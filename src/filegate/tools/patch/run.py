@@ -361,19 +361,18 @@ async def _commit(tool: str, members: list[Member], env: ToolEnv, decision: Deci
 
 def _writes(m: Member) -> list[SetWrite]:
     p = _prepared(m)
-    if m.same:
-        return []
-    expect = p.current.snapshot
-    out = [
-        SetWrite(
-            m.rp,
-            expect,
-            None if p.change.remove else p.change.new,
-            mode=p.change.mode if p.change.mode is not None else _kept_mode(m),
-            old_mode=m.mode,
-            create_dirs=not os.path.lexists(m.rp.real.parent),
+    out = []
+    if not m.same:  # a content the file holds already is not written (a move's source still goes)
+        out.append(
+            SetWrite(
+                m.rp,
+                p.current.snapshot,
+                None if p.change.remove else p.change.new,
+                mode=p.change.mode if p.change.mode is not None else _kept_mode(m),
+                old_mode=m.mode,
+                create_dirs=not os.path.lexists(m.rp.real.parent),
+            )
         )
-    ]
     if m.source is not None and m.source_current is not None:
         out.append(SetWrite(m.source, m.source_current.snapshot, None, old_mode=m.source_mode))
     return out
