@@ -92,9 +92,13 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
     early = _mark(done.made_dirs) if done.made_dirs else None
 
     def keep() -> tuple[Path | None, list[str]]:
-        mark = early if done.made_dirs else _mark([])
+        mark = early if done.made_dirs else _mark([], durable=False)
         try:
-            return mark, history.begin_set(tool, files, client, route)
+            ids = history.begin_set(tool, files, client, route)
+            if not done.made_dirs:
+                with contextlib.suppress(OSError):  # best effort, as the mark itself
+                    _settle_mark(mark)
+            return mark, ids
         except BaseException:
             _unmark(mark)
             raise
@@ -135,10 +139,11 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _mark(made: list[Path]) -> Path | None:
-    """The set's mark, durable before its records and before any folder or file is made: it
-    names the folders the set will make (a rollback after a crash removes them, as records
-    made after them could not say). None: no state directory to mark it in."""
+def _mark(made: list[Path], *, durable: bool = True) -> Path | None:
+    """The set's mark: it names the folders the set will make (a rollback after a crash
+    removes them, as records made after them could not say). ``durable``: its name fsynced in
+    its folder now (else by :func:`_settle_mark`, after the records). None: no state
+    directory to mark it in."""
     folder = sets_dir()
     mark = folder / f"{_owner().replace(':', '-')}-{secrets.token_hex(8)}"
     try:
@@ -150,15 +155,25 @@ def _mark(made: list[Path]) -> Path | None:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        if os.name != "nt":
-            dfd = os.open(folder, os.O_RDONLY | platform.CLOEXEC)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+        if durable:
+            _settle_mark(mark)
     except OSError:
         return None
     return mark
+
+
+def _settle_mark(mark: Path | None) -> None:
+    """The mark's name made durable in its folder. Done after the records' fsync for a set that
+    makes no folder: on a journaling file system that fsync committed the mark already (the
+    state directory is one file system), so this costs little; it still comes before any
+    rename."""
+    if mark is None or os.name == "nt":
+        return
+    dfd = os.open(mark.parent, os.O_RDONLY | platform.CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _unmark(mark: Path | None) -> None:
@@ -171,35 +186,39 @@ def _write_all(writes: Sequence[SetWrite], done: _Done, kept: Callable[[], objec
     """Every temp written; ``kept`` waited for (the intent record); every file checked again;
     the renames; the removes."""
     replaced = [w for w in writes if w.new is not None]
-    removed = [w for w in writes if w.new is None]
+    _write_from(0, replaced, writes, done, kept)
+    for w in writes:
+        if w.new is None:
+            remove_file(w.rp.real, expect=w.expect, shown=w.rp.shown, removed=_noting(done.removed, w))
 
-    def checked_again() -> None:  # every temp is durable: each file once more, then the renames
-        for w in writes:
+
+def _write_from(
+    i: int, replaced: list[SetWrite], writes: Sequence[SetWrite], done: _Done, kept: Callable[[], object]
+) -> None:
+    """``replaced[i]``'s temp written, then (its ``before_rename``) the rest's, each nesting
+    the next; the innermost checks every file once more and waits for the records, and the
+    renames come back out. A module function, not a nested one: a closure that calls itself is
+    a reference cycle, which kept a set's contents alive until the collector ran (a 50 MB
+    edit's peak RSS +85 MiB on the next call)."""
+    if i == len(replaced):
+        for w in writes:  # every temp is durable: each file once more, then the renames
             check_unchanged(w.rp.real, w.expect, w.rp.shown)
         # Then the records (keeping a pre-image may link the file's inode, which moves its
         # ctime: checked after that, a file would be read whole to be found unchanged).
         kept()
-
-    def write(i: int) -> None:
-        if i == len(replaced):
-            checked_again()
-            return
-        w = replaced[i]
-        assert w.new is not None
-        replace_file(
-            w.rp.real,
-            w.new,
-            expect=w.expect,
-            shown=w.rp.shown,
-            create_dirs=w.create_dirs,
-            mode=w.mode,
-            before_rename=lambda: write(i + 1),
-            after_rename=lambda: done.renamed.append((w, _lstat(w.rp.real))),
-        )
-
-    write(0)
-    for w in removed:
-        remove_file(w.rp.real, expect=w.expect, shown=w.rp.shown, removed=_noting(done.removed, w))
+        return
+    w = replaced[i]
+    assert w.new is not None
+    replace_file(
+        w.rp.real,
+        w.new,
+        expect=w.expect,
+        shown=w.rp.shown,
+        create_dirs=w.create_dirs,
+        mode=w.mode,
+        before_rename=lambda: _write_from(i + 1, replaced, writes, done, kept),
+        after_rename=lambda: done.renamed.append((w, _lstat(w.rp.real))),
+    )
 
 
 def _noting(into: list[SetWrite], w: SetWrite) -> Callable[[], None]:
