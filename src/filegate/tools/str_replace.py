@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import EditFailed
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description, path_help
+from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.edit.diffing import requested_change
 from filegate.tools.edit.notebook_edit import edit_cells
 from filegate.tools.edit.replacing import Applied, Edit, apply_in_codec
@@ -45,6 +45,7 @@ class StrReplaceFileParams(BaseModel):
     ]
 
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    grant: GrantArg = ""
 
     @property
     def edits(self) -> list[Edit]:
@@ -120,7 +121,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         transform=lambda data: _edit_bytes(rp, data or b"", edits, env),
         requested=requested,
         requested_unsafe=unsafe,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         done=lambda written: _success(params, rp, written),
         must_exist=True,
         guarded=True,

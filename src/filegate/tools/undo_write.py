@@ -21,7 +21,7 @@ from filegate.fsio.history import Entry, WriteHistory
 from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import GrantArg, load_description
 from filegate.tools.edit.diffing import plural, unified_diff
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
@@ -51,6 +51,7 @@ class UndoWriteParams(BaseModel):
         bool,
         Field(description="Restore even if the file changed since that write (its later changes are lost)."),
     ] = False
+    grant: GrantArg = ""
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
@@ -78,7 +79,7 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
         transform=lambda data: _restore(entry, before, data, rp, params.force, later),
         requested=f"Restores the content it had before write {entry.id} ({_when(entry)}).",
         requested_unsafe=False,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         done=lambda written: _success(entry, rp, written),
         unchanged=lambda size: Outcome(
             message=f"`{rp.shown}` is already as it was before {entry.id}; nothing changed."
