@@ -130,7 +130,9 @@ async def test_a_handshake_session_approval_not_offered_is_not_remembered(ws: Pa
         assert not (await call(c, "WriteFile", path="plain.txt", content="x")).is_error
         assert not (await call(c, "WriteFile", path="more.txt", content="y")).is_error
     # The second question offered the session choice and its answer took it: the third is not asked.
-    assert asked == [["approve", "reject"], ["approve", "approve_file", "approve_for_session", "reject"]], asked
+    assert asked == [["approve", "reject"], ["approve", "approve_file", "approve_for_session", "reject"]], (
+        asked
+    )
 
 
 async def test_a_client_that_refuses_its_own_answer_writes_nothing_and_says_why_in_one_line(

@@ -26,8 +26,8 @@ from mcp.types import InputRequiredResult
 from filegate.server import approval
 from filegate.server.app import build_server
 from filegate.server.approval import OpenQuestions, SealedOperation
-from filegate.server.questions import Choices
 from filegate.server.http import build_http_app
+from filegate.server.questions import Choices
 from filegate.settings import Settings
 from filegate.tools.outcome import WriteRequest
 from tests.conftest import call, connect, free_port, make_server, text

@@ -146,6 +146,24 @@ def live_grants(root: Path | None = None, now: float | None = None) -> list[Gran
     return [r for r in _records(root / "grants.jsonl") if r.live(now)]
 
 
+def listing(workdir: str, root: Path | None = None, now: float | None = None) -> str:
+    """The grants in force for the workspace at ``workdir``, for `filegate rules` (their scope
+    and client were escaped when recorded)."""
+    now = time.time() if now is None else now
+    lines = []
+    for r in live_grants(root, now):
+        if r.workspace != workdir:
+            continue
+        if r.expires is None:
+            held = f"for the {r.held} of process {r.pid}"
+        else:
+            left = max(1, round((r.expires - now) / 60))
+            until = time.strftime("%H:%M UTC", time.gmtime(r.expires))
+            held = f"{r.held}, {left} minute{'s' if left != 1 else ''} left (until {until})"
+        lines.append(f"  {r.id}  {r.scope}  {held}; client: {r.client or '-'}")
+    return "\n".join(lines) or "  (none)"
+
+
 def _records(path: Path) -> list[GrantRecord]:
     try:
         fd = os.open(path, os.O_RDONLY | platform.NOFOLLOW | platform.CLOEXEC)

@@ -84,6 +84,8 @@ SPENT_FOR_S = ASK_TIMEOUT_S + 60.0
 # Open questions remembered at most (one per file asked about in the last SPENT_FOR_S); past
 # that the oldest is forgotten, and its answer then counts as superseded (writes nothing).
 MAX_OPEN_QUESTIONS = 10_000
+# Where a session's grant lives, as its log line and `filegate rules` say.
+HELD_IN = {"stdio": "stdio session", "streamable-http": "HTTP session"}
 # How often an open handshake-era question looks whether its client's stream is still open.
 STREAM_CHECK_S = 0.5
 
@@ -289,9 +291,7 @@ class ElicitingApprover:
         (no session) sealed into a handle this call's result names."""
         session = self._session_key()
         kept = None if session is None else self.approvals.grants.setdefault(session, [])
-        held = "stdio session" if self.call.transport == "stdio" else "HTTP session"
-        if session is None:
-            held = "handle"
+        held = "handle" if session is None else HELD_IN.get(self.call.transport or "", "session")
         given = await give(
             request, kind, self.settings, self.workspace, self.keys, kept, held, self.call.client_name
         )
