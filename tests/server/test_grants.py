@@ -328,3 +328,23 @@ async def test_every_grant_is_logged_escaped_and_listed_by_filegate_rules(
     listing = out.getvalue()
     assert "edits under `we\\u202eird\\x0aname/`" in listing, listing
     assert ("minutes left" in listing) == (mode == "auto"), listing
+
+
+# --- the form as a client receives it, as the README shows it ---------------------------------
+
+
+def transcript(message: str, schema: dict[str, Any]) -> str:
+    decision = schema["properties"]["decision"]
+    rows = [f"{v:<21} {t}" for v, t in zip(decision["enum"], decision["enumNames"], strict=True)]
+    choices = "\n".join(("decision:  " if i == 0 else " " * 11) + row for i, row in enumerate(rows))
+    return f"{message}\n\n{choices}\nfeedback:  {schema['properties']['feedback']['description']}"
+
+
+async def test_the_readmes_transcript_is_the_form_a_client_receives(ws: Path) -> None:
+    (ws / "src").mkdir()
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="src/one.py", content="one = 1\n")
+    shown = transcript(answers.messages[0], answers.schemas[0])
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"```text\n{shown}\n```" in readme, shown
