@@ -87,4 +87,7 @@ def test_claude_code_answering_by_its_elicitation_hook_is_asked_once_for_three_e
         "approve_for_session": "Approve all writes inside the workspace for this session",
         "reject": "Reject",
     }
-    assert [p.read_text() for p in (ws / "src" / "three.py", ws / "docs" / "four.md")] == ["three = 3\n", "four\n"]
+    assert [p.read_text() for p in (ws / "src" / "three.py", ws / "docs" / "four.md")] == [
+        "three = 3\n",
+        "four\n",
+    ]

@@ -45,7 +45,10 @@ async def test_over_stdio_three_edits_under_one_folder_ask_once_and_a_fourth_out
         assert len(answers.messages) == 1
         await write(c, "docs/e.md")
     assert len(answers.messages) == 2
-    assert answers.schemas[0]["properties"]["decision"]["enumNames"][2] == "Approve edits under `src/` for this session"
+    assert (
+        answers.schemas[0]["properties"]["decision"]["enumNames"][2]
+        == "Approve edits under `src/` for this session"
+    )
 
 
 async def test_over_http_a_handshake_session_keeps_its_grant(ws: Path) -> None:
@@ -67,7 +70,10 @@ async def test_a_2026_handle_works_across_replicas_and_retries_and_nothing_forge
     other.mkdir()
     answers = Answers("approve_folder")
     with http_server(ws) as one, http_server(ws) as two, http_server(other) as elsewhere:
-        async with Client(one, elicitation_handler=answers) as c1, Client(two, elicitation_handler=answers) as c2:
+        async with (
+            Client(one, elicitation_handler=answers) as c1,
+            Client(two, elicitation_handler=answers) as c2,
+        ):
             handle = await write(c1, "src/a.py")
             assert handle and len(answers.messages) == 1
             # Reused within its scope at either replica, as often as the model retries.
@@ -98,7 +104,10 @@ async def test_a_2026_handle_stops_at_its_expiry_on_every_replica(ws: Path) -> N
     answers = Answers("approve_folder")
     ttl = 8
     with http_server(ws, "--grant-ttl", f"{ttl}s") as one, http_server(ws, "--grant-ttl", f"{ttl}s") as two:
-        async with Client(one, elicitation_handler=answers) as c1, Client(two, elicitation_handler=answers) as c2:
+        async with (
+            Client(one, elicitation_handler=answers) as c1,
+            Client(two, elicitation_handler=answers) as c2,
+        ):
             started = time.monotonic()
             handle = await write(c1, "src/a.py")
             assert handle

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from filegate.fsio import platform
-from filegate.fsio.pending import state_dir
+from filegate.fsio.pending import private_dir, state_dir
 
 KEY_BYTES = 32
 # The record is compacted (expired and ended grants dropped) once it grows past this.
@@ -42,12 +42,11 @@ def grants_dir() -> Path:
     return state_dir() / "grants"
 
 
-def grant_key(root: Path | None = None) -> bytes:
+def grant_key() -> bytes:
     """This user's grant key, made on first use (blocking: call it in a thread)."""
-    root = grants_dir() if root is None else root
-    path = root / "key"
+    path = grants_dir() / "key"
     try:
-        _private_dir(root)
+        root = private_dir("grants")  # owner-only, this user's own (or NotPrivate, an OSError)
         key = _read_key(path)
         if key is not None:
             return key
@@ -119,11 +118,10 @@ class GrantRecord:
         return _alive(self.pid)
 
 
-def record_grant(record: GrantRecord, root: Path | None = None) -> None:
+def record_grant(record: GrantRecord) -> None:
     """Append ``record`` (blocking: call it in a thread); the record compacted when large."""
-    root = grants_dir() if root is None else root
     line = json.dumps(asdict(record), separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-    with _locked(root):
+    with _locked() as root:
         path = root / "grants.jsonl"
         try:
             size = os.stat(path).st_size
@@ -139,19 +137,18 @@ def record_grant(record: GrantRecord, root: Path | None = None) -> None:
             os.close(fd)
 
 
-def live_grants(root: Path | None = None, now: float | None = None) -> list[GrantRecord]:
+def live_grants(now: float | None = None) -> list[GrantRecord]:
     """The grants recorded that still hold, oldest first (blocking)."""
-    root = grants_dir() if root is None else root
     now = time.time() if now is None else now
-    return [r for r in _records(root / "grants.jsonl") if r.live(now)]
+    return [r for r in _records(grants_dir() / "grants.jsonl") if r.live(now)]
 
 
-def listing(workdir: str, root: Path | None = None, now: float | None = None) -> str:
+def listing(workdir: str, now: float | None = None) -> str:
     """The grants in force for the workspace at ``workdir``, for `filegate rules` (their scope
     and client were escaped when recorded)."""
     now = time.time() if now is None else now
     lines = []
-    for r in live_grants(root, now):
+    for r in live_grants(now):
         if r.workspace != workdir:
             continue
         if r.expires is None:
@@ -197,15 +194,15 @@ def _compact(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    _private_dir(root)
+def _locked() -> Iterator[Path]:
+    root = private_dir("grants")
     fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
     try:
         if os.name != "nt":
             import fcntl  # POSIX only
 
             fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield root
     finally:
         os.close(fd)  # releases the flock
 
@@ -222,24 +219,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _private_dir(path: Path) -> None:
-    """``path`` (and its missing parents) made as owner-only folders; one that exists must be
-    a folder of this user (it is then made owner-only)."""
-    missing = []
-    here = path
-    while not here.exists():
-        missing.append(here)
-        here = here.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
-            os.mkdir(directory, 0o700)
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
-        raise GrantStoreError(f"{path} is not a folder of this user")
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
 
 
 def _fsync_dir(path: Path) -> None:

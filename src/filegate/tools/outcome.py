@@ -61,6 +61,7 @@ class Outcome:
     # edits under `src/` for 30 minutes."), rendered on its own line after the write id.
     grant: str = ""
     skipped_sensitive: int = 0  # files left out because they may hold secrets
+    skipped_hidden: int = 0  # files left out because a client rule hides them (SPEC §8.5)
     timed_out: bool = False  # the work stopped at its time limit: results are partial
     partial: bool = False  # fewer results than found: the text says how to page
 
