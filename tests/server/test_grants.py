@@ -9,6 +9,7 @@ and what is on disk.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -322,12 +323,31 @@ async def test_every_grant_is_logged_escaped_and_listed_by_filegate_rules(
     assert "edits under `we\\u202eird\\x0aname/`" in line and "\n" not in line and "\u202e" not in line
     held = "handle" if mode == "auto" else "session"  # in memory: neither stdio nor HTTP
     assert (" until 20" in line) == (mode == "auto") and f"({held})" in line
+    gc.collect()  # the session's objects, and with them its grants
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["rules", "--workdir", str(ws)]) == 0
     listing = out.getvalue()
-    assert "edits under `we\\u202eird\\x0aname/`" in listing, listing
-    assert ("minutes left" in listing) == (mode == "auto"), listing
+    if mode == "auto":  # a handle holds until it expires
+        assert "edits under `we\\u202eird\\x0aname/`  handle, 30 minutes left" in listing, listing
+    else:  # a session's grant ends with the session
+        assert "(none)" in listing and "edits under" not in listing, listing
+
+
+async def test_a_session_grant_is_listed_while_its_session_lasts(ws: Path) -> None:
+    from filegate.cli import main
+
+    def listed() -> str:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            main(["rules", "--workdir", str(ws)])
+        return out.getvalue()
+
+    async with connect(ws, "legacy", client_elicitation_handler=Answers("approve_file")) as c:
+        assert not (await call(c, "WriteFile", path="a.txt", content="x")).is_error
+        assert f"edits of `a.txt`  while its session lasts (server process {os.getpid()})" in listed()
+    gc.collect()
+    assert "edits of `a.txt`" not in listed()
 
 
 # --- the form as a client receives it, as the README shows it ---------------------------------

@@ -113,6 +113,8 @@ class GrantRecord:
     pid: int
 
     def live(self, now: float) -> bool:
+        """Not expired, and (a session's) not ended: its process still runs and no end was
+        recorded (:func:`record_end`)."""
         if self.expires is not None:
             return now < self.expires
         return _alive(self.pid)
@@ -137,6 +139,20 @@ def record_grant(record: GrantRecord) -> None:
             os.close(fd)
 
 
+def record_end(grant_id: str) -> None:
+    """Note that a session's grant ended with its session (best effort, never raises). One
+    append without the lock: this runs when the session is collected, which may happen on any
+    thread at any allocation, the lock's holder's included."""
+    line = json.dumps({"ended": grant_id, "time": time.time()}, separators=(",", ":")).encode() + b"\n"
+    with contextlib.suppress(OSError):
+        flags = os.O_WRONLY | os.O_APPEND | platform.NOFOLLOW | platform.CLOEXEC
+        fd = os.open(grants_dir() / "grants.jsonl", flags)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
 def live_grants(now: float | None = None) -> list[GrantRecord]:
     """The grants recorded that still hold, oldest first (blocking)."""
     now = time.time() if now is None else now
@@ -152,7 +168,7 @@ def listing(workdir: str, now: float | None = None) -> str:
         if r.workspace != workdir:
             continue
         if r.expires is None:
-            held = f"for the {r.held} of process {r.pid}"
+            held = f"while its {r.held} lasts (server process {r.pid})"
         else:
             left = max(1, round((r.expires - now) / 60))
             until = time.strftime("%H:%M UTC", time.gmtime(r.expires))
@@ -169,12 +185,17 @@ def _records(path: Path) -> list[GrantRecord]:
     with os.fdopen(fd, "rb") as f:
         raw = f.read(4 * MAX_RECORD_BYTES)
     found = []
+    ended = set()
     for line in raw.splitlines():
         try:
-            found.append(GrantRecord(**json.loads(line)))
+            fields = json.loads(line)
+            if isinstance(fields, dict) and "ended" in fields:
+                ended.add(fields["ended"])
+            else:
+                found.append(GrantRecord(**fields))
         except (ValueError, TypeError):
             continue  # a damaged or foreign line: not a grant
-    return found
+    return [r for r in found if r.id not in ended]
 
 
 def _compact(path: Path) -> None:

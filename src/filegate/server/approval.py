@@ -292,9 +292,8 @@ class ElicitingApprover:
         session = self._session_key()
         kept = None if session is None else self.approvals.grants.setdefault(session, [])
         held = "handle" if session is None else HELD_IN.get(self.call.transport or "", "session")
-        given = await give(
-            request, kind, self.settings, self.workspace, self.keys, kept, held, self.call.client_name
-        )
+        args = (self.settings, self.workspace, self.keys, kept, held, self.call.client_name, session)
+        given = await give(request, kind, *args)
         if given is None:
             return approved  # nothing grantable now (a rule came meanwhile): this write only
         self.granted = given

@@ -8,10 +8,11 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 
 import anyio
 
-from filegate.fsio.grantstore import GrantRecord, GrantStoreError, grant_key, record_grant
+from filegate.fsio.grantstore import GrantRecord, GrantStoreError, grant_key, record_end, record_grant
 from filegate.policy.escape import escape
 from filegate.policy.grants import (
     Grant,
@@ -86,11 +87,12 @@ async def give(
     kept: list[Grant] | None,
     held: str,
     client: str,
+    session: object = None,
 ) -> str | None:
     """Give the grant of ``kind`` for ``request``'s paths: appended to ``kept`` (a session's
-    grants), or, with no session (``kept`` None), sealed into a handle. Returns the line the
-    result ends with ("" in a session), or None when nothing is grantable now (the path is
-    judged again: a rule may have come since the question)."""
+    grants; ``session``'s end is recorded as the grant's), or, with no session (``kept`` None),
+    sealed into a handle. Returns the line the result ends with ("" in a session), or None when
+    nothing is grantable now (the path is judged again: a rule may have come since)."""
     grantable = offer(workspace, request.targets)
     target = None if grantable is None else grantable.file if kind == "file" else grantable.folder
     if target is None:
@@ -99,6 +101,8 @@ async def give(
     if kept is not None:
         grant = Grant(kind, target, None, new_grant_id())
         kept.append(grant)
+        if session is not None:  # `filegate rules` no longer lists it once the session is gone
+            weakref.finalize(session, record_end, grant.id)
     else:
         key = await keys.get()
         if key is None:
