@@ -73,9 +73,7 @@ def test_a_key_file_others_could_read_or_that_is_not_one_is_refused(spoil: objec
 
 
 def record(ident: str, expires: float | None, pid: int | None = None) -> GrantRecord:
-    return GrantRecord(
-        ident, time.time(), "edits under `src/`", "/w", "c", "handle", expires, pid or os.getpid()
-    )
+    return GrantRecord(ident, time.time(), "folder", "src/", "/w", "c", "handle", expires, pid or os.getpid())
 
 
 def test_live_grants_are_those_not_expired_whose_holder_still_runs() -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from filegate.fsio import platform
 from filegate.fsio.pending import private_dir, state_dir
+from filegate.policy.escape import escape_log
 
 KEY_BYTES = 32
 # The record is compacted (expired and ended grants dropped) once it grows past this.
@@ -105,7 +106,8 @@ class GrantRecord:
 
     id: str
     time: float
-    scope: str  # "edits under `src/`", escaped as every shown name
+    kind: str  # "folder" or "file"
+    target: str  # the folder or file as shown (`src/`), escaped as every shown name
     workspace: str  # the workdir, as the process serving it named it
     client: str  # the client's own name, escaped ("" when it gave none)
     held: str  # "stdio session", "HTTP session", "handle"
@@ -160,8 +162,9 @@ def live_grants(now: float | None = None) -> list[GrantRecord]:
 
 
 def listing(workdir: str, now: float | None = None) -> str:
-    """The grants in force for the workspace at ``workdir``, for `filegate rules` (their scope
-    and client were escaped when recorded)."""
+    """The grants in force for the workspace at ``workdir``, for `filegate rules`: edits under
+    `src/`, its holder and time left, the client (names escaped when recorded, and again here
+    without doubling: the file is read back)."""
     now = time.time() if now is None else now
     lines = []
     for r in live_grants(now):
@@ -173,7 +176,8 @@ def listing(workdir: str, now: float | None = None) -> str:
             left = max(1, round((r.expires - now) / 60))
             until = time.strftime("%H:%M UTC", time.gmtime(r.expires))
             held = f"{r.held}, {left} minute{'s' if left != 1 else ''} left (until {until})"
-        lines.append(f"  {r.id}  {r.scope}  {held}; client: {r.client or '-'}")
+        scope = f"edits {'under' if r.kind == 'folder' else 'of'} `{escape_log(r.target)}`"
+        lines.append(f"  {escape_log(r.id)}  {scope}  {held}; client: {escape_log(r.client) or '-'}")
     return "\n".join(lines) or "  (none)"
 
 

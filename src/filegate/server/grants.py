@@ -130,7 +130,10 @@ async def record(grant: Grant, held: str, workspace: Workspace, client: str) -> 
         held,
         who or "-",
     )
-    entry = GrantRecord(grant.id, time.time(), scope, workdir, who, held, grant.expires, os.getpid())
+    target = shown_target(workspace, grant)
+    entry = GrantRecord(
+        grant.id, time.time(), grant.kind, target, workdir, who, held, grant.expires, os.getpid()
+    )
     try:
         await anyio.to_thread.run_sync(record_grant, entry)
     except (OSError, GrantStoreError) as exc:  # the log line above is the grant's record
