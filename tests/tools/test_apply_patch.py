@@ -633,3 +633,32 @@ async def test_a_move_onto_a_file_with_the_same_content_still_removes_the_source
     assert not r.is_error, text(r)
     assert not (ws / "a.txt").exists() and (ws / "b.txt").read_text() == "same\n"
     assert "Applied 1 file change as one write." in text(r)
+
+
+async def test_a_folder_grant_covers_a_set_only_when_every_file_is_under_it(ws: Path, mode: str) -> None:
+    """SPEC §11: a grant covers ApplyPatch when every file of the set is in its scope; a set
+    reaching outside it is asked, and its question offers no folder grant (no common folder)."""
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("a\n")
+    answers = Answers("approve_folder")
+    async with connect(ws, mode, client_elicitation_handler=answers, read_guard=False) as c:
+        r = await call(c, "StrReplaceFile", path="src/a.py", edit={"old": "a", "new": "A"})
+        assert not r.is_error, text(r)
+        grant = {"grant": r_grant} if (r_grant := _grant_line(text(r))) else {}
+        inside = [{"path": "src/b.py", "content": "b\n"}, {"path": "src/a.py", "delete": True}]
+        r = await call(c, "ApplyPatch", changes=inside, **grant)
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 1  # covered by the grant: not asked
+        reaching = [{"path": "src/c.py", "content": "c\n"}, {"path": "top.txt", "content": "t\n"}]
+        r = await call(c, "ApplyPatch", changes=reaching, **grant)
+        assert not r.is_error, text(r)
+    assert len(answers.messages) == 2
+    assert "approve_folder" not in answers.choices
+    assert (ws / "src" / "b.py").exists() and not (ws / "src" / "a.py").exists() and (ws / "top.txt").exists()
+
+
+def _grant_line(said: str) -> str:
+    import re
+
+    found = re.search(r"^Grant: (g-\S+):", said, re.MULTILINE)
+    return found.group(1) if found else ""

@@ -21,7 +21,7 @@ from filegate.fsio.spliced import Content
 from filegate.policy.changeset import GatedPath, Role, gate_path
 from filegate.policy.escape import escape_log
 from filegate.policy.filetype import SNIFF_BYTES, document_kind
-from filegate.tools.describe import load_description
+from filegate.tools.describe import GrantArg, load_description
 from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import plural
 from filegate.tools.edit.notebook_edit import View
@@ -47,6 +47,7 @@ class ApplyPatchParams(BaseModel):
     patch: str = ""
     changes: list[ChangeItem] = []
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    grant: GrantArg = ""
 
 
 async def apply_patch(params: ApplyPatchParams, env: ToolEnv) -> Outcome:
@@ -252,7 +253,7 @@ def _edited(applied: Applied, edits: int, diff: Any) -> str:
 
 SPEC = ToolSpec(
     name="ApplyPatch",
-    title="Change several files (one write)",
+    title="Apply a patch (several files)",
     description=load_description("apply_patch"),
     params=ApplyPatchParams,
     handler=apply_patch,

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import PathError
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description, path_help
+from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.edit.diffing import requested_change
 from filegate.tools.edit.whole_content import Kept, WholeContent, new_bytes
 from filegate.tools.edit.writing import (
@@ -46,6 +46,7 @@ class WriteFileParams(BaseModel):
         bool,
         Field(description='Overwrite even if `content` holds a "... rest of the code unchanged" comment.'),
     ] = False
+    grant: GrantArg = ""
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -59,7 +60,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         transform=lambda data: new_bytes(_whole(params), data, rp, env),
         requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
         requested_unsafe=unsafe,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         create_dirs=params.create_dirs,
         notes=_notes(rp, params.create_dirs),
         done=lambda written: _success(params, rp, written),

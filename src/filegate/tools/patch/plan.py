@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from filegate.errors import EditFailed
 from filegate.policy.escape import escape
@@ -102,8 +102,14 @@ class ChangeItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    edits: list[PatchEdit] = []
-    content: Annotated[str | None, Field(description="create or overwrite")] = None
+    # Described by reference: StrReplaceFile's schema beside it spells the edit object out.
+    edits: Annotated[
+        list[PatchEdit],
+        WithJsonSchema(
+            {"type": "array", "items": {"type": "object"}, "description": "StrReplaceFile's edits"}
+        ),
+    ] = []
+    content: str | None = None  # create or overwrite
     delete: bool = False
     move_to: str = ""
 

@@ -203,6 +203,7 @@ def set_request(tool: str, members: list[Member], verb: str, env: ToolEnv) -> Wr
         diff="",
         notes=tuple(_listed(m, env) for m in members),
         title=f"{tool} wants to {verb} {plural(len(members), 'file')} as one write ({counts}).",
+        paths=tuple(dict.fromkeys([*(m.rp.real for m in members), *(s.real for s in sources)])),
         always_ask=asked is not None,
         guarded_as=f"ASKED about always: `{_shown(asked.rp, env)}` is under an `ask` rule" if asked else "",
     )
