@@ -69,7 +69,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         requested_unsafe=unsafe,
         arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         create_dirs=params.create_dirs,
-        notes=_notes(rp, params.create_dirs),
+        notes=_notes(rp, params.create_dirs, env),
         done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
         guarded=params.mode == "overwrite",
@@ -181,7 +181,9 @@ def _check_placeholders(params: WriteFileParams, old: str) -> None:
     )
 
 
-def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
+def _notes(rp: ResolvedPath, create_dirs: bool, env: ToolEnv) -> tuple[str, ...]:
+    """The question's note on the folders a write makes: named as messages name paths
+    (relative to the workdir when inside it: SPEC §2.9, never the server's absolute workdir)."""
     if not create_dirs:
         return ()
     missing = []
@@ -191,7 +193,7 @@ def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
         parent = parent.parent
     if not missing:
         return ()
-    return (f"Creates the missing directory `{escape(str(missing[-1]))}` (and any below it).",)
+    return (f"Creates the missing directory `{env.workspace.display(missing[-1])}` (and any below it).",)
 
 
 def _verb(params: WriteFileParams) -> str:
