@@ -1,4 +1,4 @@
-"""``filegate history`` and ``filegate undo`` (SPEC §8.4): the write history from a terminal.
+"""``filegate history`` and ``filegate undo``: the write history from a terminal.
 
 ``filegate undo ID`` goes through the very route an UndoWrite call takes (tools/undo_write.py:
 the same checks, the file's lock shared with running servers, its own history line), with the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -17,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 
 from filegate.flags import ArgumentParser
-from filegate.fsio.history import Entry, Limits, WriteHistory
+from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.pending import shown_home_relative
 from filegate.policy.escape import escape
 from filegate.tools.outcome import Decision, WriteRequest
 
@@ -88,10 +90,24 @@ class TerminalApprover:
         print(approval_message(request))
         if self.yes:
             return Decision(True, "terminal")
-        answer = input("Undo this write? [y/N] ").strip().lower() if sys.stdin.isatty() else ""
+        if not sys.stdin.isatty():
+            return Decision(False, "terminal", NO_TERMINAL)
+        answer = input("Undo this write? [y/N] ").strip().lower()
         if answer in ("y", "yes"):
             return Decision(True, "terminal")
-        return Decision(False, "terminal", "Not undone: the user did not confirm.")
+        return Decision(False, "terminal", "Not undone: the answer was not yes.")
+
+
+NO_TERMINAL = "Not undone: there is no terminal to ask; add --yes to undo it without asking."
+_ID = re.compile(r"(?:w-)?([0-9a-f]+)")
+
+
+def write_id_of(text: str) -> str:
+    """A write id as a terminal user may type it (``w-3f9a2c``, ``3f9a2c``, ``W-3F9A2C``) in the
+    spelling the history uses; anything else as given (the tool answers it as unknown)."""
+    typed = text.strip()
+    found = _ID.fullmatch(typed.lower())
+    return f"w-{found[1]}" if found else typed
 
 
 async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
@@ -112,7 +128,10 @@ async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
     env = ToolEnv(
         workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
     )
-    outcome = await answer(undo_write, UndoWriteParams(write_id=write_id, force=force), env)
+    # Not validated by the tool's schema: an id the schema refuses gets the tool's own answer
+    # for an id it does not know, not a validation error.
+    params = UndoWriteParams.model_construct(write_id=write_id_of(write_id), force=force)
+    outcome = await answer(undo_write, params, env)
     message = outcome.message.replace("`force: true`", "`--force`")  # the terminal's spelling
     text = message + (f"\n{outcome.output}" if outcome.output else "")
     return not outcome.is_error, text
@@ -130,11 +149,17 @@ def main(argv: Sequence[str]) -> int:
             "--since", metavar="T", type=parse_since, help="only since T: 2026-11-27T14:00, or 2h, 3d"
         )
         ns = p.parse_args(args)
-        for entry in list_history(ns.path, ns.since):
+        entries = list_history(ns.path, ns.since)
+        for entry in entries:
             print(entry_line(entry))
+        if not entries:
+            where = shown_home_relative(history_dir())
+            what = "No write matches" if ns.path is not None or ns.since is not None else "No writes"
+            # On stderr: what is listed on stdout stays one write a line for a pipe.
+            sys.stderr.write(f"{what} in the write history, kept in {where}.\n")
         return 0
     p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
-    p.add_argument("write_id", metavar="ID", help="the write's id (w-xxxxxx), as its message or history says")
+    p.add_argument("write_id", metavar="ID", help="the write's id (w-3f9a2c), as its message or history says")
     p.add_argument("--yes", action="store_true", help="do not ask (the diff is still shown)")
     p.add_argument("--force", action="store_true", help="undo even if the file changed since that write")
     ns = p.parse_args(args)

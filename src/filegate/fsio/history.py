@@ -43,7 +43,7 @@ from typing import Literal
 from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
-from filegate.fsio.pending import state_dir
+from filegate.fsio.pending import shown_home_relative, state_dir
 from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256, sha256_pair
 from filegate.policy.escape import escape
@@ -181,9 +181,13 @@ class WriteHistory:
             return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            where = shown_home_relative(self.root)
+            fix = "`--history off` turns the history off."
+            if isinstance(exc, PermissionError):
+                fix = "Set XDG_STATE_HOME to a folder this user can write, or " + fix
             raise WriteError(
-                f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
-                "Nothing was written. `--history off` turns the history off.",
+                f"Failed to keep the previous content of `{rp.shown}` in the write history at "
+                f"{where} ({why}). Nothing was written. {fix}",
                 "History failed",
             ) from None
 
