@@ -207,3 +207,38 @@ def test_undo_with_no_terminal_to_ask_says_add_yes(
     assert "-two\n+one" in out  # the question (the diff) is shown
     assert "there is no terminal to ask; add --yes to undo it without asking" in err
     assert (ws / "a.txt").read_text() == "two\n"
+
+
+def test_check_starts_filegate_lists_its_tools_and_reads_a_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The console script as a client starts it, in a scratch folder: the start-up line, every
+    tool listed, the file's line and the summary, then "filegate works"."""
+    from filegate.server.app import build_server
+    from filegate.settings import Settings
+
+    async def names() -> list[str]:
+        return [t.name for t in await build_server(Settings()).list_tools()]
+
+    assert run(["check"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Starting ") and " --workdir " in out.splitlines()[0]
+    assert "  start-up line: filegate " in out and "PROBLEM" not in out
+    assert f"  tools listed: {', '.join(anyio.run(names))}\n" in out
+    assert "         1\thello from filegate\n" in out
+    assert "1 lines read from file starting from line 1." in out
+    assert out.endswith("filegate works. Next: filegate install CLIENT (see filegate install --help).\n")
+
+
+def test_check_fails_when_the_server_names_a_problem(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "a.txt").write_text("text\n")
+    home = ws.parent / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("{")
+    monkeypatch.setenv("HOME", str(home))
+    assert run(["check", "--workdir", str(ws)]) == 1
+    out, err = capsys.readouterr()
+    assert "PROBLEM: A client rule file cannot be used: `~/.claude/settings.json`" in out
+    assert err == "filegate check: error: the server named a problem in its start-up line (above)\n"

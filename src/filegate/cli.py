@@ -1,7 +1,7 @@
 """``filegate``: flags and environment → Settings → a running server.
 
 A first word that is not a flag is a command instead (COMMANDS): ``install`` and ``uninstall``
-(filegate.install) edit a client's configuration, ``check`` (filegate.check) tries the server
+(filegate.install) edit a client's configuration, ``check`` (filegate.server.check) tries the server
 as a client would, ``history`` and ``undo`` (filegate.history_cli) use the write history,
 ``rules`` lists the agents' rule files that bind the tools.
 Importing this module stays cheap: fastmcp is imported only once a server is built.
@@ -15,6 +15,7 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from filegate import __version__
@@ -157,10 +158,32 @@ def _dispatch(command: str, args: list[str]) -> int:
 
         return history(args)
     if command == "check":
-        from filegate.check import main as check
-
-        return check(args[1:])
+        return run_check(args[1:])
     return print_rules(args[1:])
+
+
+def run_check(argv: Sequence[str]) -> int:
+    """``filegate check``: this filegate started by a real client (server/check.py)."""
+    from filegate.install.clients import server_command
+    from filegate.server.check import check
+
+    p = ArgumentParser(
+        prog="filegate check",
+        description="Start filegate as a client does (stdio), list its tools and read one file; "
+        "print what it saw. Writes nothing.",
+    )
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="serve this folder and read a file at its top (default: a scratch folder with one file)",
+    )
+    ns = p.parse_args(argv)
+    folder = None
+    if ns.workdir is not None:
+        folder = Path(os.path.expanduser(ns.workdir)).resolve()
+        if not folder.is_dir():
+            p.error(f"--workdir: {escape(str(folder))} is not a folder")
+    return check(server_command(), folder)
 
 
 # The server flags `filegate rules` reads: the ones that decide which rule files apply.

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from filegate.flags import ArgumentParser
-from filegate.policy.escape import escape
+from filegate.policy.escape import escape, escape_log
 
 # A hang guard for the whole round trip (a cold start takes about a second).
 CHECK_TIMEOUT_S = 120.0
@@ -25,34 +24,19 @@ HELLO = "hello from filegate\n"
 SHOWN_LINES = 5
 
 
-def main(argv: Sequence[str]) -> int:
-    p = ArgumentParser(
-        prog="filegate check",
-        description="Start filegate as a client does (stdio), list its tools and read one file; "
-        "print what it saw. Writes nothing.",
-    )
-    p.add_argument(
-        "--workdir",
-        metavar="DIR",
-        help="serve this folder and read a file at its top (default: a scratch folder with one file)",
-    )
-    ns = p.parse_args(argv)
-    if ns.workdir is not None:
-        folder = Path(os.path.expanduser(ns.workdir)).resolve()
-        if not folder.is_dir():
-            p.error(f"--workdir: {escape(str(folder))} is not a folder")
-        return run_check(folder, scratch=False)
+def check(server: Sequence[str], folder: Path | None) -> int:
+    """``server``: the command line that starts this filegate (what ``filegate install``
+    writes); ``folder``: the folder to serve, or None for a scratch one holding one file."""
+    if folder is not None:
+        return run_check([*server, "--workdir", str(folder)], scratch=False)
     with tempfile.TemporaryDirectory(prefix="filegate-check-") as tmp:
         (Path(tmp) / "hello.txt").write_text(HELLO)
-        return run_check(Path(tmp), scratch=True)
+        return run_check([*server, "--workdir", tmp], scratch=True)
 
 
-def run_check(folder: Path, scratch: bool) -> int:
+def run_check(command: list[str], scratch: bool) -> int:
     import anyio
 
-    from filegate.install.clients import server_command
-
-    command = [*server_command(), "--workdir", str(folder)]
     print(f"Starting {escape(' '.join(command))} over stdio, as a client does:")
     with tempfile.TemporaryDirectory(prefix="filegate-check-log-") as logs:
         log = Path(logs) / "stderr"
@@ -122,10 +106,6 @@ async def _top_files(client: Any, most: int = 5) -> list[str]:
 
 def _read(log: Path) -> str:
     try:
-        return escape_lines(log.read_text(errors="replace"))
+        return "\n".join(escape_log(line) for line in log.read_text(errors="replace").splitlines())
     except OSError:
         return ""
-
-
-def escape_lines(text: str) -> str:
-    return "\n".join(escape(line) for line in text.splitlines())
