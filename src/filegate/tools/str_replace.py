@@ -491,7 +491,14 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        try:
+            return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        except EditFailed as exc:
+            # The read showed U+FFFD for the bytes that are not UTF-8, and said how to decode
+            # them; an edit of such text fails where they are, so the hint is said again.
+            if encoding.fallback and not rp.sensitive and exc.brief == "No replacements made":
+                raise EditFailed(exc.message + UNDECODED_HINT, exc.output, exc.brief) from None
+            raise
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -514,6 +521,13 @@ def _edited(rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding
     if encoding.source:
         applied.codec_notes = (f"Encoding: {encoding.shown} (from {encoding.source}); written in it.",)
     return applied
+
+
+UNDECODED_HINT = (
+    " The file is not valid UTF-8: its bytes that are not were shown as \ufffd (U+FFFD) and match"
+    " nothing. Read it with ReadFile's `encoding` (e.g. cp1252, gb18030, shift_jis), which this"
+    " session's edits of it then use, or start filegate with --legacy-encoding NAME (or auto)."
+)
 
 
 def _check_encodable(edits: list[Edit], encoding: Encoding) -> None:
