@@ -177,7 +177,7 @@ class WriteHistory:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = _Source(rp.real, expect) if expect is not None and old is not None else None
             # Hashed before the lock: the passes over both contents hold no other write up.
-            hashes = None if rp.sensitive else Hashes.of(old, new)
+            hashes = None if rp.secret else Hashes.of(old, new)
             return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)

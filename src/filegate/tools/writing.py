@@ -472,7 +472,7 @@ async def _replace(
         # SPEC §8.4: the pre-image and the record are durable before the rename. They are kept
         # while the temp file is written (a speed device, docs/ARCHITECTURE.md), and the rename
         # waits for them.
-        old = expect.content if expect.exists and not rp.sensitive else None
+        old = expect.content if expect.exists and not rp.secret else None
         kept = None if change.remove else new
         history = env.history
         if history is None:
