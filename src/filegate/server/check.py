@@ -54,7 +54,7 @@ def run_check(command: list[str], scratch: bool) -> int:
     print(f"  tools listed: {', '.join(seen['tools'])}")
     print(f"  {seen['read_call']}:")
     for line in seen["read"].splitlines():
-        print(f"    {line}")
+        print(f"    {line}".rstrip())
     if "PROBLEM:" in startup:
         sys.stderr.write("filegate check: error: the server named a problem in its start-up line (above)\n")
         return 1
