@@ -34,7 +34,7 @@ examples:
   filegate check --workdir ~/src/project            start it as a client would and read one file
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
-  filegate undo w-3f9a2c                            put a file back as it was before that write
+  filegate undo w-3f9a2c1d8e07b654                  put a file back as it was before that write
   filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
                                                     that bind the tools there, with sources
 
@@ -195,7 +195,7 @@ def print_rules(argv: Sequence[str]) -> int:
     honour, with their sources and precedence. Exit 1 when a rule file cannot be used (every
     tool call fails until it is fixed)."""
     from filegate.policy.rulelisting import describe
-    from filegate.tools.ignores import client_rules_of
+    from filegate.tools.search.ignores import client_rules_of
 
     parser = ArgumentParser(
         prog="filegate rules",

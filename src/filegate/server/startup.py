@@ -98,7 +98,7 @@ def startup_problems(settings: Settings) -> list[str]:
 
 def _rule_file_problems(settings: Settings) -> list[str]:
     from filegate.errors import PathError
-    from filegate.tools.ignores import client_rules_of
+    from filegate.tools.search.ignores import client_rules_of
 
     rules = client_rules_of(settings)
     try:
