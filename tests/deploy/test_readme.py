@@ -86,9 +86,11 @@ def test_the_first_screen_runs_as_written_in_a_fresh_clone(tmp_path: Path) -> No
     script = [block.strip() for block in re.findall(r"```sh\n(.*?)\n```", steps, flags=re.S)]
     assert len(script) == 3, script
     shown = steps.split("```text\n", 1)[1].split("\n```", 1)[0]
-    source = tmp_path / "source"
+    source = tmp_path / "upstream" / "filegate"  # cloned as `filegate`, as from GitHub
     subprocess.run(["git", "clone", "-q", str(ROOT), str(source)], check=True, timeout=120)
     script[0] = script[0].replace("https://github.com/filegate/filegate", str(source))
+    work = tmp_path / "work"
+    work.mkdir()
     home = tmp_path / "home"
     (home / "src" / "myproject").mkdir(parents=True)
     tools = tmp_path / "bin"
@@ -98,7 +100,7 @@ def test_the_first_screen_runs_as_written_in_a_fresh_clone(tmp_path: Path) -> No
     (tools / "git").symlink_to(shutil.which("git") or "git")
     env = {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k in ("LANG", "TMPDIR")}
     env |= {"HOME": str(home), "PATH": f"{tools}:/usr/bin:/bin"}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(script)], cwd=tmp_path, env=env,
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(script)], cwd=work, env=env,
                           capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     printed = done.stdout.splitlines()
