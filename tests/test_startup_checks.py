@@ -120,9 +120,11 @@ def test_a_broken_user_settings_file_is_named_with_its_fix(place: Path) -> None:
 
 
 def calls(place: Path, *args: str) -> list[str]:
-    """Each call's answer from a real client on the server as this test starts it."""
+    """Each call's answer from a real client on the server as this test starts it (its stderr
+    in place / "stderr")."""
     argv = server_argv("--workdir", str(place / "ws"), "--approval", "auto", *args)
-    transport = StdioTransport(argv[0], argv[1:], env=env_of(place), keep_alive=False)
+    log = place / "stderr"
+    transport = StdioTransport(argv[0], argv[1:], env=env_of(place), keep_alive=False, log_file=log)
 
     async def go() -> list[str]:
         async with Client(transport) as c:
@@ -154,3 +156,8 @@ def test_a_calls_error_names_the_unwritable_state_folder(place: Path) -> None:
         "XDG_STATE_HOME to a folder this user can write, or `--history off` turns the history off."
     )
     assert not (place / "ws" / "b.txt").exists()
+    # The log line reads as the sentence: filegate's quotes stay backticks (\x60 before).
+    assert (
+        "error: Failed to keep the previous content of `b.txt` in the write history at "
+        in (place / "stderr").read_text()
+    )

@@ -133,17 +133,23 @@ def escape(s: str, *, separator: bool = False) -> str:
 _UNSAFE_IN_LOG = re.compile(_UNSAFE.pattern.replace(re.escape("\\"), "", 1))
 
 
-# A whole record keeps its backticks: they quote names in filegate's own sentences, and a
-# name in a record was escaped (its backticks too) as a field before.
+def escape_log(s: str) -> str:
+    """A whole log record, or a string escaped before: like :func:`escape`, but a backslash
+    stays one, so escaping an escaped string again changes nothing. The fields a caller names
+    in a record are escaped already (their backslashes doubled); the record is escaped once
+    more only for what a library put in it, without doubling those again."""
+    s = _UNSAFE_IN_LOG.sub(_escape_char, s)
+    return s if s.isascii() else _stacked_marks(s)
+
+
+# A whole record keeps its backticks too: they quote names in filegate's own sentences, and a
+# name in a record was escaped (its backticks included) as a field before.
 _UNSAFE_IN_RECORD = re.compile(_UNSAFE_IN_LOG.pattern.replace("`", "", 1))
 
 
-def escape_log(s: str) -> str:
-    """A whole log record, or a string escaped before: like :func:`escape`, but a backslash
-    stays one, so escaping an escaped string again changes nothing, and a backtick stays one
-    (a record's names were escaped as fields, backticks included; what is left quotes them).
-    The fields a caller names in a record are escaped already (their backslashes doubled); the
-    record is escaped once more only for what a library put in it, without doubling those again."""
+def escape_record(s: str) -> str:
+    """A whole log line as the log handler writes it: :func:`escape_log` less the backtick, so
+    a record reads as its sentence (`a.txt`, not \\x60a.txt\\x60)."""
     s = _UNSAFE_IN_RECORD.sub(_escape_char, s)
     return s if s.isascii() else _stacked_marks(s)
 

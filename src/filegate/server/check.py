@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from filegate.policy.escape import escape, escape_log
+from filegate.policy.escape import escape, escape_record
 
 # A hang guard for the whole round trip (a cold start takes about a second).
 CHECK_TIMEOUT_S = 120.0
@@ -106,6 +106,6 @@ async def _top_files(client: Any, most: int = 5) -> list[str]:
 
 def _read(log: Path) -> str:
     try:
-        return "\n".join(escape_log(line) for line in log.read_text(errors="replace").splitlines())
+        return "\n".join(escape_record(line) for line in log.read_text(errors="replace").splitlines())
     except OSError:
         return ""
