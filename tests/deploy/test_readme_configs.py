@@ -290,7 +290,7 @@ def docker_stdio_lines(sec: str) -> list[list[str]]:
 async def test_docker_stdio_lines_override_the_images_http_entrypoint(ws: Path) -> None:
     """No engine here: the image's ENTRYPOINT (from the Dockerfile) plus the README's words after
     the image name, run locally with /workspace mapped to a temp workspace, serve stdio."""
-    dockerfile = (README.parent / "Dockerfile").read_text()
+    dockerfile = (README.parents[1] / "Dockerfile").read_text()
     entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M).group(1))  # type: ignore[union-attr]
     lines = docker_stdio_lines(section(README.read_text()))
     assert len(lines) == 2, lines
