@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import PathError
-from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.edit.diffing import requested_change
@@ -62,7 +61,7 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         requested_unsafe=unsafe,
         arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         create_dirs=params.create_dirs,
-        notes=_notes(rp, params.create_dirs),
+        notes=_notes(rp, params.create_dirs, env),
         done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
         guarded=params.mode == "overwrite",
@@ -89,7 +88,9 @@ def _whole(params: WriteFileParams) -> WholeContent:
     return WholeContent(params.path, params.content, params.mode, params.allow_placeholders)
 
 
-def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
+def _notes(rp: ResolvedPath, create_dirs: bool, env: ToolEnv) -> tuple[str, ...]:
+    """The question's note on the folders a write makes: named as messages name paths
+    (relative to the workdir when inside it: SPEC §2.9, never the server's absolute workdir)."""
     if not create_dirs:
         return ()
     missing = []
@@ -99,7 +100,7 @@ def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
         parent = parent.parent
     if not missing:
         return ()
-    return (f"Creates the missing directory `{escape(str(missing[-1]))}` (and any below it).",)
+    return (f"Creates the missing directory `{env.workspace.display(missing[-1])}` (and any below it).",)
 
 
 def _verb(params: WriteFileParams) -> str:
@@ -118,9 +119,9 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[Kept]) -> Out
         return Outcome(
             message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
         )
-    message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
-    message += " Created a new file." if w.created else ""
-    message += lines_sentence(w.diff)
+    # A file that did not exist was created, not overwritten (Kimi says "overwritten" here too).
+    done = f"Created `{rp.shown}`." if w.created else f"File successfully {_verb(params)}."
+    message = f"{done} Current size: {w.size} bytes." + lines_sentence(w.diff)
     if w.facts.created and w.facts.rules:
         message += " Written as " + "; ".join(w.facts.rules) + " asked."
     elif w.facts.rules:
