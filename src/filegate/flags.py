@@ -151,11 +151,18 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
         help="result-budget preset (default: from the client's name)",
     )
     a(
+        "--defer-tools",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let a client's tool search load these tools when needed, instead of every turn "
+        "(Claude Code: no alwaysLoad) (default: off)",
+    )
+    a(
         "--result-budget",
         metavar="N",
         help="most characters one tool result may have, base64 included: ReadFile, Grep and Glob "
         "return less and say where to continue, ReadMediaFile shrinks its media "
-        "(default: 1 MiB; 100,000 for Kimi CLI and Kimi Code)",
+        "(default: from the client: docs/CLIENTS.md)",
     )
     a(
         "--image-max-side",

@@ -242,7 +242,7 @@ def logging_filegate(folder: Path, log: Path) -> str:
 CONNECTED = re.compile(r"client (.+?) (\S+) connected \(protocol")
 
 
-def client_names(log: Path) -> list[str]:
+def client_names(log: Path) -> list[tuple[str, str]]:
     """The clientInfo names filegate logged connecting (see :func:`logging_filegate`)."""
     return CONNECTED.findall(log.read_text()) if log.exists() else []
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from filegate.server.app import build_server
 from filegate.settings import Settings
 from tests.agents import harness as h
 from tests.agents import installs, runners
+from tests.agents.model import TOOL_SEARCH
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(installs.INSTALL_S + h.RUN_S + 300)]
 
@@ -108,6 +110,14 @@ def first_request_tools(run: h.Run) -> list[str]:
 def test_filegates_tools_are_in_the_first_request(agent: str, run: h.Run) -> None:
     names = first_request_tools(run)
     ours = [n for n in names if "filegate" in n and n.endswith("ReadFile")]
+    if agent == "codex":
+        # Codex defers every MCP tool behind its tool_search (always on; no setting of a server's
+        # brings one into the first request): filegate's must be found by a search for the task
+        # ("read a file", tests/agents/model.py), by its names, descriptions and instructions.
+        assert not ours and TOOL_SEARCH in run.rec.tool_names, names
+        found = [n for n in run.rec.tool_names if "filegate" in n and n.endswith("ReadFile")]
+        assert found, f"Codex's tool search did not find filegate's ReadFile: {run.rec.tool_names}"
+        return
     assert ours, f"{agent}'s first request defines no filegate tool; it defines {names}"
 
 
@@ -117,6 +127,11 @@ def test_the_agent_is_known_by_the_name_it_sends(agent: str, run: h.Run) -> None
     assert text_budget_for(Settings(), names[0][0]) == TEXT_BUDGETS[agent]
 
 
+def unquoted(text: str) -> str:
+    """``text`` with JSON string escapes read (``\\n`` → a line break, ``\\t`` → a tab, ``\\"``)."""
+    return re.sub(r'\\(["\\/bfnrt])', lambda m: json.loads(f'"\\{m.group(1)}"'), text)
+
+
 def normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").splitlines()).strip()
 
@@ -124,7 +139,8 @@ def normalized(text: str) -> str:
 @pytest.mark.parametrize("step", [h.READ_BIG, h.GREP_CAP, h.MISS], ids=["read", "grep-at-cap", "long-miss"])
 def test_the_result_reaches_the_model_whole(agent: str, run: h.Run, sent: list[list[str]], step: int) -> None:
     seen = run.seen(step)
-    got = normalized(seen.text)
+    # Gemini CLI quotes a failed call's text as a JSON string inside its own sentence.
+    got = normalized(seen.text) + "\n" + normalized(unquoted(seen.text))
     for block in sent[step]:
         want = normalized(block)
         last = want.splitlines()[-1]

@@ -7,6 +7,9 @@ uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.as
 ``Read(...)``, ``Edit(...)``, ``Write(...)`` in the workspace's `.claude/settings.json`,
 `.claude/settings.local.json` and the user's `~/.claude/settings.json`.
 
+A rule that names only a tool (``Read``, ``Edit`` with no path) is not a path rule: it switches
+Claude Code's own tool off (SPEC §9's routing), and binds nothing of filegate's.
+
 Verdicts, on a resolved (real) path:
 
 - :meth:`ClientRules.read_source`: hidden for reading (an ignore file, or a ``Read`` deny rule):
@@ -499,12 +502,13 @@ class ClientRules:
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
-        if not rest:
-            pattern = "//**"  # the bare tool name: every path
-        elif rest.endswith(")"):
-            pattern = rest[:-1].strip() or "**"
-        else:
+        if rest and not rest.endswith(")"):
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
+        pattern = rest[:-1].strip()
+        if not pattern:
+            # SPEC §8.5: a rule naming only the tool (`Read`, `Edit()`) switches Claude Code's own
+            # tool off (install --route-builtins writes such rules); it binds no path of filegate's.
+            return None
         base, line = self.anchor(pattern, root)
         rules = compile_ignore([line], self.fold_case)
         if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home

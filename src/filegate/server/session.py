@@ -13,7 +13,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
 from filegate.fsio.history import Limits, WriteHistory
-from filegate.policy.budget import media_part_budget_for, result_budget_for
+from filegate.policy.budget import TRAILER_CHARS, budget_for
 from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.server import upstream
@@ -182,12 +182,14 @@ class SessionRuntime:
 
     async def env_for(self, call: CallContext) -> ToolEnv:
         workspace = await self.workspace_for(call)
+        budget = budget_for(self.settings, call.client_name)
         return ToolEnv(
             workspace=workspace,
             approver=ElicitingApprover(self.settings, self.approvals, call),
             reporter=call,
-            result_budget=result_budget_for(self.settings, call.client_name),
-            media_part_budget=media_part_budget_for(self.settings, call.client_name),
+            text_budget=budget.text - TRAILER_CHARS,  # room for the lines render ends it with
+            result_budget=budget.result,
+            media_part_budget=budget.media_part,
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
             reads=self.reads_for(call),

@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory
 from filegate.fsio.spliced import content_sha256
+from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
-from filegate.tools.diffing import plural, unified_diff
+from filegate.tools.diffing import fit_lines_to, plural, unified_diff
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.writing import (
     SENSITIVE_DONE,
@@ -136,9 +137,10 @@ def _restore(
             diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
             raise WriteError(
                 f"`{rp.shown}` is no longer as {entry.id} left it: {changed}. Nothing was written. "
-                "`force: true` restores it anyway; below is what that would change.",
+                "Below is what `force: true` would change.",
                 "File changed since",
-                output=diff,
+                output=fit_lines_to(diff, ERROR_CHARS - 1000),
+                next_step="Call UndoWrite again with `force: true` to restore it anyway.",
             )
     if before is None:  # the write created the file: undoing it removes it
         if data is None:
