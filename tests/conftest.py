@@ -140,7 +140,7 @@ def texts(result: Any) -> list[str]:
     while end > 1 and TRAILER.match(lines[end - 1]):
         end -= 1
     last = lines[end - 1]
-    if end == len(lines) and (not last.endswith(".") or OUTPUT_LINE.match(last)):
+    if end == len(lines) and (not last.endswith((".", ".)")) or OUTPUT_LINE.match(last)):
         return sent  # no summary: the output alone (a list of names, of matching lines)
     summary = " ".join(lines[end - 1 :])
     output = "\n".join(lines[: end - 1])

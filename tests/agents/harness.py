@@ -242,9 +242,15 @@ def logging_filegate(folder: Path, log: Path) -> str:
 CONNECTED = re.compile(r"client (.+?) (\S+) connected \(protocol")
 
 
+# A write's log line names the client too (a 2026-07-28 client has no handshake to log).
+WRITE_CLIENT = re.compile(r"filegate\.writes: .*?; client: ([^;\n]+?)(?:; error:|\n|$)", re.M)
+
+
 def client_names(log: Path) -> list[tuple[str, str]]:
-    """The clientInfo names filegate logged connecting (see :func:`logging_filegate`)."""
-    return CONNECTED.findall(log.read_text()) if log.exists() else []
+    """The clientInfo (name, version) filegate logged connecting (see :func:`logging_filegate`),
+    else the names its write log lines give (with no version)."""
+    text = log.read_text() if log.exists() else ""
+    return CONNECTED.findall(text) or [(name, "") for name in WRITE_CLIENT.findall(text)]
 
 
 def install(client: str, env: dict[str, str], cwd: Path, *flags: str, exe: str | None = None) -> str:

@@ -47,6 +47,10 @@ def claude(
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            # A hang guard, as Codex's startup_timeout_sec below: on a loaded machine filegate's
+            # start (its imports) can take longer than Claude Code waits for a server by default,
+            # and the first turn then goes without it (seen at load 14: 15 s to import).
+            MCP_TIMEOUT="120000",
         )
         if not defaults:
             # Connect MCP servers before the first turn, and list their tools to the model

@@ -174,3 +174,26 @@ def test_report(agent: str, run: h.Run, sent: list[list[str]]) -> None:
         ],
     }
     print(f"\n{agent}: {json.dumps(rows)}")
+
+
+# --- a routed Claude Code (install --route-builtins): its own file tools off, filegate's used ---
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp("routed-claude-code")
+    steps = [h.STEPS[h.READ], h.STEPS[h.EDIT]]
+    flags = ("--route-builtins", "--approval", "auto")
+    return runners.claude(tmp, *flags, steps=steps, version=installs.NEWEST["claude-code"], defaults=True)
+
+
+def test_a_routed_claude_code_reads_and_writes_through_filegate(routed: h.Run) -> None:
+    """SPEC §8.5/§9: the tool-only deny rules switch Claude Code's Read/Edit/Write off and bind
+    nothing of filegate's: its read and its edit go through filegate and land."""
+    names = first_request_tools(routed)
+    assert not {"Read", "Edit", "Write", "Glob", "Grep"} & set(names), names
+    assert "mcp__filegate__ReadFile" in names and "mcp__filegate__StrReplaceFile" in names, names
+    h.check_read(routed.seen(0))
+    edited = routed.seen(1)
+    assert not edited.error and "successfully" in edited.text, edited.text
+    assert "crane flies" in (routed.ws / "notes.txt").read_text()

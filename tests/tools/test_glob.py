@@ -455,7 +455,7 @@ async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> N
     assert msg.startswith("Found 300 matches for pattern `*/*.txt`.")
     assert f"Only the first {len(lines)} of these 300 are listed: the rest ({left})" in msg
     assert r.structured_content is None
-    async with connect(ws, mode) as c:  # a 1 MiB client gets them all
+    async with connect(ws, mode, result_budget=1 << 20) as c:  # a 1 MiB budget gets them all
         r = await call(c, "Glob", pattern="*/*.txt")
     out, msg = texts(r)
     assert len(out.splitlines()) == 300 and msg == "Found 300 matches for pattern `*/*.txt`."

@@ -63,8 +63,16 @@ CLIENT_NAMES = {
 # its first and last 5,000).
 ERROR_CHARS = 10_000
 # Room kept in the text budget for the lines server/render.py ends a result with (the write id,
-# a grant line, the change notice of at most five names): tools fill the rest.
+# a grant line, the change notice of at most five names): tools fill the rest. A tiny budget
+# (--result-budget 1024) keeps a twentieth of itself.
 TRAILER_CHARS = 1_000
+
+
+def tool_text_budget(text: int) -> int:
+    """The characters a tool may fill of a client's text budget ``text``."""
+    return text - min(TRAILER_CHARS, text // 20)
+
+
 # Media files over this are refused before anything else (Kimi's MAX_MEDIA_MEGABYTES).
 MAX_MEDIA_BYTES = 100 << 20
 

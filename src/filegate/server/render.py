@@ -112,12 +112,13 @@ def fit_error(text: str) -> str:
     last = last if len(last) <= room // 4 else last[: room // 4] + "…"
     kept: list[str] = []
     used = len(first) + len(last)
-    for line in lines[1:-1]:
+    middle = lines[1:-1]
+    for line in middle:
         if used + len(line) + 1 > room:
             break
         kept.append(line)
         used += len(line) + 1
-    left_out = len(lines) - 2 - len(kept)
+    left_out = len(middle) - len(kept)
     said = f"[{left_out} more line{'s' if left_out != 1 else ''} not shown: an error stays under"
     gap = [f"{said} {ERROR_CHARS} characters]"]
     return "\n".join([first, *kept, *(gap if left_out else []), *([last] if len(lines) > 1 else [])])

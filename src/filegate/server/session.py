@@ -13,7 +13,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
 from filegate.fsio.history import Limits, WriteHistory
-from filegate.policy.budget import TRAILER_CHARS, budget_for
+from filegate.policy.budget import budget_for, tool_text_budget
 from filegate.policy.escape import escape
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.server import upstream
@@ -187,7 +187,7 @@ class SessionRuntime:
             workspace=workspace,
             approver=ElicitingApprover(self.settings, self.approvals, call),
             reporter=call,
-            text_budget=budget.text - TRAILER_CHARS,  # room for the lines render ends it with
+            text_budget=tool_text_budget(budget.text),  # room for the lines render ends it with
             result_budget=budget.result,
             media_part_budget=budget.media_part,
             image_max_side=self.settings.image_max_side,
