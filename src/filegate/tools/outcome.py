@@ -14,7 +14,7 @@ from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
-from filegate.tools.readguard import ChosenEncodings, ReadLedger
+from filegate.tools.readguard.ledger import ChosenEncodings, ReadLedger
 
 
 @dataclass(frozen=True, slots=True)
