@@ -523,3 +523,23 @@ async def test_a_file_replaced_between_the_guard_and_the_load_keeps_the_plain_re
         r = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 15\n", "new": "line XV\n"})
     assert replaced and r.is_error and "changed since it was read: read it again" in text(r)
     assert p.read_text() == SOURCE.replace("line 2\n", "line two\n")
+
+
+async def test_a_refusal_with_many_long_changed_lines_stays_under_the_error_size(ws: Path) -> None:
+    """SPEC §9: a §8.3 refusal's changed lines count toward ERROR_CHARS, whatever the client's
+    budget: what failed on the first line, what to do on the last."""
+    from filegate.policy.budget import ERROR_CHARS
+
+    before = "".join(f"line {n}\n" for n in range(1, 41)).encode()
+    now = "".join(f"{n:02d}" + "w" * 1990 + "\n" for n in range(1, 41)).encode()
+    async with connect(ws, "auto", approval="auto", client="claude-code") as c:
+        (ws / "a.txt").write_bytes(before)
+        await call(c, "ReadFile", path="a.txt")
+        rewrite_in_place(ws / "a.txt", now.decode())
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "line 3\n", "new": "three\n"})
+    said = text(r)
+    assert r.is_error and len(said) < ERROR_CHARS, len(said)
+    first, *rows, last = said.split("\n")
+    assert first.startswith("`a.txt` changed on disk since it was read") and "Only some" in first
+    assert 2 <= len(rows) < 10 and all(row.endswith("w" * 100) for row in rows)
+    assert last == 'Read it again with ReadFile(path="a.txt") before you edit it.'
