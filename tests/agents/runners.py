@@ -47,10 +47,12 @@ def claude(
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            # A hang guard, as Codex's startup_timeout_sec below: on a loaded machine filegate's
-            # start (its imports) can take longer than Claude Code waits for a server by default,
-            # and the first turn then goes without it (seen at load 14: 15 s to import).
+            # Hang guards, as Codex's startup_timeout_sec below, not a change of what is loaded:
+            # Claude Code 2.1.332 waits about 5 s for its servers before the first turn (filegate
+            # started 4 s late was waited for, 8 s late was not: the turn went without it), and on
+            # this shared machine filegate's imports alone took 15 s at load 14.
             MCP_TIMEOUT="120000",
+            CLAUDE_CODE_MCP_STARTUP_WAIT_MS="120000",
         )
         if not defaults:
             # Connect MCP servers before the first turn, and list their tools to the model
