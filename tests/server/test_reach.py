@@ -40,6 +40,7 @@ async def test_the_whole_tool_list_as_sent_leaves_room_for_two_more_tools(ws: Pa
     }  # fmt: skip
     text = json.dumps(tools)
     assert '{"type": "null"}' not in text  # an optional field is its type alone
+    assert "$ref" not in text and "$defs" not in text  # every schema whole (Kimi Code resolves none)
     assert '"fastmcp"' not in text  # no framework tags paid for on every turn
 
 

@@ -52,7 +52,9 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
                 again = name in expanded  # a second copy (StrReplaceFile's list of edits):
                 expanded.add(name)  # its fields were described in the first
                 return clean(merged, described and not again)
-            node = _without_null(node)
+            unwrapped = _without_null(node)
+            if unwrapped is not node:  # the optional field's own type, maybe a $ref
+                return clean(unwrapped, described)
             drop = ("title",) if described else ("title", "description")
             return {k: clean(v, described) for k, v in node.items() if k not in drop}
         if isinstance(node, list):
