@@ -118,3 +118,20 @@ async def test_every_large_result_fits_the_clients_text_budget(big: Path, name: 
                 assert any(
                     w in last for w in ("continue", "offset=", "Only the first", "Found", "Total lines")
                 ), last
+
+
+async def test_an_undo_refused_with_a_large_diff_stays_under_the_error_size(ws: Path) -> None:
+    """UndoWrite's refusal shows what `force` would change: its diff is cut in whole lines to
+    stay under ERROR_CHARS, the next step on the last line (SPEC §9)."""
+    info = Implementation(name="claude-code", version="1")
+    async with connect(ws, client_client_info=info, approval="auto") as c:
+        wide = "".join(f"{i:04d} {WIDE}\n" for i in range(1, 80))
+        written = await call(c, "WriteFile", path="u.txt", content=wide)
+        write_id = blocks(written)[0].rsplit("Write id: ", 1)[1].rstrip(".")
+        (ws / "u.txt").write_text(wide.replace("abc", "xyz"))
+        r = await call(c, "UndoWrite", write_id=write_id)
+    [text] = blocks(r)
+    assert r.is_error and len(text) < ERROR_CHARS, len(text)
+    lines = text.split("\n")
+    assert "is no longer as" in lines[0] and lines[-1].startswith("Call UndoWrite again with `force: true`")
+    assert lines[-2].startswith("[") and lines[-2].endswith("more lines not shown]")
