@@ -152,7 +152,8 @@ def text(result: Any) -> str:
 
 
 # How every write's message ends (SPEC §8.4).
-WRITE_ID = re.compile(r" Write id: (w-[0-9a-f]{16})\.$")
+# (after a space where texts() joined it to the summary, on its own line where it was sent so)
+WRITE_ID = re.compile(r"[ \n]Write id: (w-[0-9a-f]{16})\.$")
 
 
 def without_write_id(message: str) -> str:
