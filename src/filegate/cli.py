@@ -118,9 +118,19 @@ def print_rules(argv: Sequence[str]) -> int:
     rules = client_rules_of(settings)
     if rules is None:
         print("Client rules are off (--client-rules off): no agent's rule file binds filegate.")
-        return 0
-    print(describe(rules))
+    else:
+        print(describe(rules))
+    print_grants(settings)
     return 0
+
+
+def print_grants(settings: Any) -> None:
+    """SPEC §11: the grants in force for this workspace (each one's scope, holder, time left)."""
+    from filegate.fsio.grantstore import listing
+
+    off = " (--approval ask-always: none is honoured)" if settings.approval == "ask-always" else ""
+    print(f"\nGrants in force here: writes they cover are not asked{off}.")
+    print(listing(str(settings.workdir)))
 
 
 if __name__ == "__main__":

@@ -112,8 +112,14 @@ def add_server_flags(p: argparse.ArgumentParser) -> None:
     a(
         "--approval",
         choices=get_args(ApprovalMode),
-        help="how writes are approved. ask: ask before each write where the client can answer; "
-        "strict: refuse what cannot be asked; auto: never ask (default: ask)",
+        help="how writes are approved. ask: ask before each write where the client can answer, "
+        "offering grants for a file, a folder or the session; strict: refuse what cannot be asked; "
+        "auto: never ask; ask-always: ask, with no grants and no allow rules (default: ask)",
+    )
+    a(
+        "--grant-ttl",
+        metavar="AGE",
+        help="how long a grant given to a 2026-07-28 HTTP client holds (90s, 30m, 2h) (default: 30m)",
     )
     a(
         "--read-only",

@@ -298,12 +298,18 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     (ws / "node_modules").mkdir()
     (ws / "node_modules" / ".aiignore").write_text("x\n")  # not walked into
     settings(ws / ".claude" / "settings.json", deny=["Read(./s)"], ask=["Edit(./e)"])
+    (ws / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Edit(**)"]}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Edit(src/**)"]}}))
     os.symlink("/nowhere", ws / ".aiexclude")
     said = describe(ClientRules((ws,), ws, home, read_rule_file))
     assert "Precedence" in said
     assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
     assert ".claude/settings.json (Claude Code settings" in said
-    assert "  deny  Read(./s)" in said and "  ask   Edit(./e)" in said
+    assert "  deny   Read(./s)" in said and "  ask    Edit(./e)" in said
+    # SPEC §11: the user's own allow rule is listed; a workspace's is no rule here at all
+    assert "~/.claude/settings.json (Claude Code settings" in said and "  allow  Edit(src/**)" in said
+    assert "Edit(**)" not in said
+    (home / ".claude" / "settings.json").unlink()
     assert "Unusable rule files" in said and ".aiexclude is a symlink" in said
     assert "node_modules" not in said
     assert ignore_files_under(str(ws), max_dirs=1)[1] is False

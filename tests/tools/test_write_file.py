@@ -292,3 +292,20 @@ async def test_a_name_with_control_characters_is_escaped_in_every_write_message(
         assert not any(ch in shown for ch in "\n\r\x1b"), shown
     assert text(missing_file) == "`x\\x0a\\x1b[2Kfake\\x60.txt` does not exist."
     assert not written.is_error and (ws / name).read_text() == "x"
+
+
+async def test_the_question_names_a_folder_it_makes_as_the_caller_sees_it_never_the_workdir(
+    ws: Path,
+) -> None:
+    """SPEC §2.9: the approval question about a write that makes folders names the first
+    missing one relative to the workdir, as every message names paths (it showed the server's
+    absolute workdir, which the caller never gave)."""
+    from tests.fakes import Answers
+
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="docs/new/a.md", content="x\n", create_dirs=True)
+    (question,) = answers.messages
+    assert "Creates the missing directory `docs` (and any below it)." in question
+    assert str(ws) not in question
+    assert not (ws / "docs").exists()

@@ -8,7 +8,9 @@ uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.as
 `.claude/settings.local.json` and the user's `~/.claude/settings.json`.
 
 A rule that names only a tool (``Read``, ``Edit`` with no path) is not a path rule: it switches
-Claude Code's own tool off (SPEC §9's routing), and binds nothing of filegate's.
+Claude Code's own tool off (SPEC §9's routing), binds nothing of filegate's and allows nothing.
+Only the user's own ``~/.claude/settings.json`` is read for ``permissions.allow`` ``Edit(...)`` and
+``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes).
 
 Verdicts, on a resolved (real) path:
 
@@ -16,6 +18,8 @@ Verdicts, on a resolved (real) path:
   the path is sensitive — refused, left out of searches and counted.
 - :meth:`ClientRules.write_rule`: ``deny`` (an ``Edit``/``Write`` deny rule: refused without a
   question) or ``ask`` (an ``ask`` rule, or a rule file itself: always asked).
+- :meth:`ClientRules.allow_source`: the user's allow rule that lets a write through unasked
+  (policy/grants.py decides when it counts: never for a path asked about every time).
 
 A rule file that cannot be used (a symlink, not a regular file, over :data:`MAX_RULE_BYTES`, not
 JSON of the documented shape) fails closed: :meth:`ClientRules.check` raises on every tool call
@@ -48,7 +52,7 @@ MAX_RULE_BYTES = 1 << 20
 
 # A folder changed this recently may change again within one timestamp tick: not remembered.
 RACY_NS = 2_000_000_000
-Verdict = Literal["deny", "ask"]
+Verdict = Literal["deny", "ask", "allow"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
 # Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
 # exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/search/ignores.py).
@@ -280,6 +284,12 @@ class ClientRules:
         own = self.rule_file(real)
         return ("ask", own) if own is not None else None
 
+    def allow_source(self, real: str) -> str | None:
+        """The file (shown) whose ``allow`` ``Edit``/``Write`` rule names ``real``, or None: only
+        the user's own settings hold such rules here (see :meth:`parse_settings`)."""
+        rule = self._claude_match(self.slashed(real), ("Edit", "Write"), ("allow",))
+        return rule.source.shown if rule is not None else None
+
     def rule_file(self, real: str) -> str | None:
         """``real`` shown, if it is a rule file itself (a write to it could unhide what it hides)."""
         real = self.slashed(real)
@@ -489,7 +499,12 @@ class ClientRules:
         root = path.rsplit("/", 2)[0]
         source = Source(shown)
         out: list[ClaudeRule] = []
-        for verdict in ("deny", "ask"):
+        # SPEC §11: allow rules count from the user's own file only (a workspace's are its
+        # repository's, which must not grant itself writes).
+        verdicts: tuple[Verdict, ...] = ("deny", "ask")
+        if self.is_user_settings(path):
+            verdicts += ("allow",)
+        for verdict in verdicts:
             entries = perms.get(verdict, [])
             if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
                 raise RuleFileError(f"has a `permissions.{verdict}` that is not a list of strings")
@@ -499,11 +514,19 @@ class ClientRules:
                     out.append(rule)
         return tuple(out)
 
+    def is_user_settings(self, path: str) -> bool:
+        """Whether ``path`` is the user's own ``~/.claude/settings.json``."""
+        return self.home is not None and self.folded(self.slashed(path)) == self.folded(
+            f"{self.home}/{USER_SETTINGS}"
+        )
+
     def _claude_rule(self, entry: str, verdict: Verdict, root: str, source: Source) -> ClaudeRule | None:
         tool, _, rest = nfc(entry).strip().partition("(")
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
+        if verdict == "allow" and tool == "Read":
+            return None  # a read needs no approval
         if rest and not rest.endswith(")"):
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
         pattern = rest[:-1].strip()

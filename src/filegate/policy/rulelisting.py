@@ -22,6 +22,9 @@ Precedence (strictest wins; filegate's own secret list and --secret-pattern alwa
      it out and count it); a write to it is asked every time, with no diff
   3. ask Edit(...)/Write(...), and the rule files themselves: every write asked, whatever
      --approval says (auto included)
+  4. allow Edit(...)/Write(...) in ~/.claude/settings.json only: those writes are not asked
+     (never one of the above, nor a secret; --approval ask-always ignores them); allow rules
+     in a workspace's .claude/ files count for nothing (a repository cannot allow itself)
 An ignore file applies to its own folder's subtree; a deeper file cannot re-include ('!')
 what a file above it hides. Claude Code forms: //abs, ~/home, /project-root, ./workdir, bare."""
 # The listing's walk for ignore files stops past these (a huge tree is not listed whole).
@@ -70,7 +73,7 @@ def describe(rules: ClientRules) -> str:
             continue
         root = escape(os.path.dirname(os.path.dirname(path)))
         out.append(f"{shown} (Claude Code settings; `/` patterns relative to {root})")
-        out += [f"  {r.verdict:<4}  {escape(r.text)}" for r in parsed] or ["  (no Read/Edit/Write rules)"]
+        out += [f"  {r.verdict:<5}  {escape(r.text)}" for r in parsed] or ["  (no Read/Edit/Write rules)"]
     for top in rules.dirs:
         paths, complete = ignore_files_under(top)
         for path in paths:

@@ -20,6 +20,7 @@ from filegate.policy.budget import PRESETS
 from filegate.policy.escape import escape, escape_log
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
+from filegate.server.approval import ElicitingApprover
 from filegate.server.call import CallContext, InputRequired
 from filegate.server.notify import NotableEvents, tell
 from filegate.server.render import render
@@ -136,7 +137,8 @@ class FilegateTool(Tool):
             return ToolResult(content=[TextContent(type="text", text=msg)], is_error=True)
         call = CallContext(get_context())
         try:
-            env = await self._runtime.env_for(call)
+            # SPEC §11: a write tool's `grant` carries a handle back; the approver judges it
+            env = await self._runtime.env_for(call, getattr(params, "grant", ""))
             outcome = await answer(self._spec.handler, params, env)
         except InputRequired as ask:
             return InputRequiredToolResult(ask.result)
@@ -155,6 +157,8 @@ class FilegateTool(Tool):
                 "%s raised an unexpected error", self._spec.name, exc_info=True, extra={UNEXPECTED: True}
             )
             raise
+        if isinstance(env.approver, ElicitingApprover):  # a handle this call's answer granted
+            outcome.grant = env.approver.granted
         await tell(call, self._spec.name, outcome)
         # SPEC §8.3: a handshake-era session hears of files it read that changed on disk since;
         # a 2026-07-28 call has no session whose reads these would be.

@@ -23,7 +23,7 @@ from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import GrantArg, load_description
 from filegate.tools.edit.diffing import binary_diff, fit_lines_to, plural, unified_diff
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
@@ -54,6 +54,7 @@ class UndoWriteParams(BaseModel):
         bool,
         Field(description="Restore even if the file changed since that write (its later changes are lost)."),
     ] = False
+    grant: GrantArg = ""
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
