@@ -120,8 +120,8 @@ def blocks(result: Any) -> list[str]:
 
 
 # The lines a result ends with after its summary (SPEC §9; server/render.py): the write id, the
-# change notice.
-TRAILER = re.compile(r"^(Write id: w-[0-9a-f]+\.|Changed on disk since you read them: .*)$")
+# grant line, the change notice.
+TRAILER = re.compile(r"^(Write id: w-[0-9a-f]+\.|Grant: g-\S+: .*|Changed on disk since you read them: .*)$")
 # An output line, never a summary: ReadFile's numbered line, Grep's `path:line:` or `path-line-`.
 OUTPUT_LINE = re.compile(r"^\s*\d+\t|^[^\s:]+[:-]\d+[:-]")
 
@@ -152,8 +152,8 @@ def text(result: Any) -> str:
 
 
 # How every write's message ends (SPEC §8.4).
-# (after a space where texts() joined it to the summary, on its own line where it was sent so)
-WRITE_ID = re.compile(r"[ \n]Write id: (w-[0-9a-f]{16})\.$")
+# (after a space where texts() joined it to the summary, on a line of its own as it was sent)
+WRITE_ID = re.compile(r"(?:^|[ \n])Write id: (w-[0-9a-f]{16})\.$")
 
 
 def without_write_id(message: str) -> str:
