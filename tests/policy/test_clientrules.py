@@ -13,7 +13,7 @@ import pytest
 
 from filegate.errors import PathError
 from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
-from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.policy.rulelisting import PRECEDENCE, describe, ignore_files_under
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
@@ -301,7 +301,8 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     (ws / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Edit(**)"]}}))
     (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Edit(src/**)"]}}))
     os.symlink("/nowhere", ws / ".aiexclude")
-    said = describe(ClientRules((ws,), ws, home, read_rule_file))
+    said, unusable = describe(ClientRules((ws,), ws, home, read_rule_file))
+    assert unusable == 1
     assert "Precedence" in said
     assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
     assert ".claude/settings.json (Claude Code settings" in said
@@ -315,7 +316,10 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     assert ignore_files_under(str(ws), max_dirs=1)[1] is False
     empty = Path(str(ws) + "-empty")
     empty.mkdir()
-    assert "No client rule file found." in describe(ClientRules((empty,), empty, home, read_rule_file))
+    assert describe(ClientRules((empty,), empty, home, read_rule_file)) == (
+        f"{PRECEDENCE}\n\nNo client rule file found.",
+        0,
+    )
 
 
 def test_filegate_rules_command(
@@ -329,6 +333,23 @@ def test_filegate_rules_command(
     assert ".geminiignore (Gemini CLI; hides from reading under ./)\n  *.csv" in capsys.readouterr().out
     assert main(["rules", "--workdir", str(ws), "--client-rules", "off"]) == 0
     assert "Client rules are off" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("broken", ["workspace", "home"])
+def test_filegate_rules_exits_non_zero_on_a_broken_rule_file(
+    ws: Path, home: Path, broken: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule file that stops every tool call is not a listing that went well: exit 1."""
+    from filegate.cli import main
+
+    monkeypatch.setenv("HOME", str(home))
+    where = ws if broken == "workspace" else home
+    (where / ".claude").mkdir(exist_ok=True)
+    (where / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Read(./x)",]}}')
+    assert main(["rules", "--workdir", str(ws)]) == 1
+    out = capsys.readouterr().out
+    assert "Unusable rule files (every tool call fails until they are fixed):" in out
+    assert "settings.json is not valid JSON" in out
 
 
 # --- the bookkeeping a mutation run found untested ----------------------------------------------
@@ -447,8 +468,8 @@ def test_the_fail_closed_message_in_full(ws: Path, home: Path) -> None:
         "A client rule file cannot be used: `.claude/settings.json` is not a JSON object; "
         "`.claude/settings.local.json` has a `permissions` that is not an object; "
         "`~/.claude/settings.json` is not valid JSON (not UTF-8 text). filegate refuses every call "
-        "until it is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the "
-        "server runs with `--client-rules off`."
+        "until it is fixed (a rule it cannot read might hide anything), or until the server runs "
+        "with `--client-rules off`. `filegate rules` lists the rule files."
     )
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
 from filegate.policy.budget import PRESETS
-from filegate.policy.escape import escape, escape_log
+from filegate.policy.escape import escape, escape_record
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.server.approval import ElicitingApprover
@@ -257,7 +257,7 @@ class OneLineFormatter(logging.Formatter):
     line breaks show as ``\x0a`` on the record's one line."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = escape_log(record.message)
+        record.message = escape_record(record.message)
         return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
@@ -266,10 +266,10 @@ class OneLineFormatter(logging.Formatter):
         return super().format(record).replace("\n", " ")
 
     def formatException(self, ei: Any) -> str:
-        return escape_log(super().formatException(ei))
+        return escape_record(super().formatException(ei))
 
     def formatStack(self, stack_info: str) -> str:
-        return escape_log(super().formatStack(stack_info))
+        return escape_record(super().formatStack(stack_info))
 
 
 def configure_logging(level: str) -> None:

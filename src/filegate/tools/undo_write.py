@@ -157,6 +157,12 @@ def _restore(
     entry: Entry, before: bytes | None, data: bytes | None, rp: ResolvedPath, force: bool, later: list[Entry]
 ) -> Change[None]:
     """The file's bytes now → the bytes before ``entry`` (or its removal, for a creation)."""
+    if _is_undone(entry, data):
+        raise WriteError(
+            f"Write {entry.id} is already undone: `{rp.shown}` is as it was before it"
+            f"{_undone_by(entry, later)}. Nothing was written.",
+            "Already undone",
+        )
     if not force:
         changed = _what_changed(entry, data, later)
         if changed:
@@ -186,6 +192,24 @@ def _restore(
 def shown_as_text(rp: ResolvedPath, data: bytes | None) -> bool:
     """Whether ReadFile would show these bytes of this file (no content: nothing to hide)."""
     return data is None or reader_of(rp.real.name, data[:SNIFF_BYTES]) == "ReadFile"
+
+
+def _is_undone(entry: Entry, data: bytes | None) -> bool:
+    """Whether the file is back as it was before ``entry`` (and was not so after it)."""
+    if entry.created:
+        return data is None
+    if data is None or entry.removed or not entry.before or entry.before == entry.after:
+        return False
+    return content_sha256(data) == entry.before
+
+
+def _undone_by(entry: Entry, later: list[Entry]) -> str:
+    """ " (undone by w-… at …)" when the last later write is an UndoWrite that left it so."""
+    last = later[-1] if later else None
+    if last is None or last.tool != "UndoWrite":
+        return ""
+    left = last.removed if entry.created else last.after == entry.before
+    return f" (undone by {last.id}, {_when(last)})" if left else ""
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:

@@ -212,9 +212,9 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[Kept]) -> Out
         return Outcome(
             message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
         )
-    message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
-    message += " Created a new file." if w.created else ""
-    message += lines_sentence(w.diff)
+    # A file that did not exist was created, not overwritten (Kimi says "overwritten" here too).
+    done = f"Created `{rp.shown}`." if w.created else f"File successfully {_verb(params)}."
+    message = f"{done} Current size: {w.size} bytes." + lines_sentence(w.diff)
     if w.facts.created and w.facts.rules:
         message += " Written as " + "; ".join(w.facts.rules) + " asked."
     elif w.facts.rules:
