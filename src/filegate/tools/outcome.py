@@ -141,6 +141,7 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    codec: str = ""  # SPEC §8.1: a codec that is not UTF-8, and where from ("gb18030 (from .editorconfig)")
 
 
 # How a write was decided, for the log and the tests.

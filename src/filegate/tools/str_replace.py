@@ -482,6 +482,8 @@ def _edit_bytes(
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
     spans = tuple(applied.matched) if span is not None and applied.matched else None
+    if encoding.refused:  # SPEC §8.1: a declared codec not used, said in the question and the result
+        applied.codec_notes += (encoding.refusal("written"),)
     notes = _notes(applied) + applied.codec_notes
     return Change(applied.data, encoding, applied, notes, span, spans)
 

@@ -341,6 +341,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         created=current.data is None,
         notes=(*job.notes, *change.notes, *((notice,) if notice else ())),
         binary=binary,
+        codec="" if binary else change.encoding.named(),
     )
     return _Prepared(current, change, diff, request, known=known, notice=notice)
 
