@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from filegate.errors import Refusal
 from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
+from filegate.fsio.loads import Work
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
 from filegate.tools.readguard import ChosenEncodings, ReadLedger
@@ -205,6 +206,9 @@ class ToolEnv:
     # session's ReadFile calls named for files (None: not remembered).
     legacy_encoding: str | None = None
     encodings: ChosenEncodings | None = None
+    # This call's work on a loaded file, stoppable at its deadline or when its client gives up
+    # (fsio/loads.py): the matching ladder and the closest match check it as they go.
+    work: Work = field(default_factory=Work)
 
     def chosen_encoding(self, real: Path) -> tuple[str, str] | None:
         """(codec, where from) a ReadFile of this session chose for ``real``, if any."""
