@@ -77,7 +77,7 @@ TARGETS: dict[str, Target] = {
     # The codec decision of SPEC §8.1 (issue 35), against its pure tests.
     "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
     # StrReplaceFile's matching ladder (SPEC §8.2), a pure module tested alone.
-    "ladder": Target(("src/filegate/tools/matching.py",), ("tests/tools/test_matching.py",), 90.0),
+    "ladder": Target(("src/filegate/tools/edit/matching.py",), ("tests/tools/test_matching.py",), 90.0),
     # The client rules of SPEC §8.5 (issue 38): the sources' verdicts, on real files, and on
     # Windows spellings as pure logic.
     "clientrules": Target(
@@ -124,7 +124,7 @@ TARGETS: dict[str, Target] = {
     # The read guard's change tracking (SPEC §8.3): which lines changed since the read, and the
     # refusal or notice an edit gets; its tests drive StrReplaceFile through in-memory clients.
     "guardlines": Target(
-        ("src/filegate/tools/changed_lines.py",),
+        ("src/filegate/tools/readguard/changed_lines.py",),
         (
             "tests/tools/test_read_guard_lines.py",
             # A refusal that shows the changed lines tells the change: no notice repeats it.
@@ -137,21 +137,23 @@ TARGETS: dict[str, Target] = {
     # The documents' notebook view (SPEC §8.6): ReadFile's cells of an .ipynb, against its
     # in-process tests (the slow one left out).
     "notebook": Target(
-        ("src/filegate/tools/notebook.py",), ("tests/tools/test_read_notebook.py", "-m", "not slow"), 90.0
+        ("src/filegate/tools/documents/notebook.py",),
+        ("tests/tools/test_read_notebook.py", "-m", "not slow"),
+        90.0,
     ),
     # WriteFile's placeholder guard (SPEC §8.4): the omission comments it refuses, against its
     # corpus and one overwrite through a client.
     "placeholders": Target(
-        ("src/filegate/tools/placeholders.py",), ("tests/tools/test_placeholders.py",), 90.0
+        ("src/filegate/tools/edit/placeholders.py",), ("tests/tools/test_placeholders.py",), 90.0
     ),
     # StrReplaceFile's cell edits of a notebook (SPEC §8.6), through in-memory clients.
     "notebookedit": Target(
-        ("src/filegate/tools/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
+        ("src/filegate/tools/edit/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
     ),
     # The documents' PDF text (SPEC §8.6): pypdf's side as the worker runs it (called in-process
     # by tests/media/test_pdf_text.py) and ReadFile's page view, against the in-process tests.
     "pdf": Target(
-        ("src/filegate/media/pdf.py", "src/filegate/tools/pdf_view.py"),
+        ("src/filegate/media/pdf.py", "src/filegate/tools/documents/pdf_view.py"),
         ("tests/media/test_pdf_text.py", "tests/tools/test_read_pdf.py", "-m", "not slow"),
         90.0,
     ),
@@ -160,7 +162,7 @@ TARGETS: dict[str, Target] = {
     # in-process tests, the tool's slow-marked ones too (the page cap, the shared budget and Kimi
     # Code's parts are only tested there) but for the bombs, which take seconds each.
     "pdfimages": Target(
-        ("src/filegate/media/pdf_pages.py", "src/filegate/tools/pdf_images.py"),
+        ("src/filegate/media/pdf_pages.py", "src/filegate/tools/documents/pdf_images.py"),
         (
             "tests/media/test_pdf_pages.py",
             "tests/tools/test_read_pdf_images.py",

@@ -110,7 +110,7 @@ def print_rules(argv: Sequence[str]) -> int:
     """``filegate rules``: the client rules (SPEC §8.5) this server would honour, with their
     sources and precedence. Takes the server's flags (--workdir, --add-dir, --client-rules)."""
     from filegate.policy.rulelisting import describe
-    from filegate.tools.ignores import client_rules_of
+    from filegate.tools.search.ignores import client_rules_of
 
     parser = ArgumentParser(prog="filegate rules", description=print_rules.__doc__)
     add_server_flags(parser)

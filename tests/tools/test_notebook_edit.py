@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
+from filegate.tools.edit.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
 from tests.conftest import call, connect, texts
 from tests.tools.test_read_notebook import cell, png_output, write_nb
 

@@ -48,7 +48,7 @@ RACY_NS = 2_000_000_000
 Verdict = Literal["deny", "ask"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
 # Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
-# exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/ignores.py).
+# exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/search/ignores.py).
 Reader = Callable[[str, bool], "tuple[Signature, bytes] | None"]
 
 

@@ -1,6 +1,6 @@
 """gitignore(5) rules as matchers: the one ignore-file matcher filegate has (SPEC §4, §8.5).
 
-Pure (no I/O): Glob walks with it (tools/ignores.py reads the files), and the client rules of
+Pure (no I/O): Glob walks with it (tools/search/ignores.py reads the files), and the client rules of
 SPEC §8.5 (policy/clientrules.py) judge paths with it. git's precedence: deeper files first, the
 last matching line of a file wins, `!` re-includes.
 """

@@ -15,7 +15,7 @@ from filegate.fsio.history import WriteHistory
 from filegate.fsio.loads import Work
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
-from filegate.tools.readguard import ChosenEncodings, ReadLedger
+from filegate.tools.readguard.ledger import ChosenEncodings, ReadLedger
 
 
 @dataclass(frozen=True, slots=True)

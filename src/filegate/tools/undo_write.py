@@ -1,6 +1,6 @@
 """UndoWrite: put a file back as it was before one write, from the write history (SPEC §8.4).
 
-It is a write like the others: the same route (tools/writing.py), the same path rules and
+It is a write like the others: the same route (tools/edit/writing.py), the same path rules and
 approval (the question shows the diff), logged, kept in the history (so an undo can be undone)
 and given its own write id. It needs no earlier ReadFile: the check that the file is still as
 that write left it (its hash in the history) is stronger than a read.
@@ -22,9 +22,8 @@ from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
-from filegate.tools.diffing import plural, unified_diff
-from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
-from filegate.tools.writing import (
+from filegate.tools.edit.diffing import plural, unified_diff
+from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
     Change,
     WriteJob,
@@ -34,6 +33,7 @@ from filegate.tools.writing import (
     resolve_for_write,
     run_write,
 )
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 # Later writes to the same file named in a refusal, at most.
 MAX_LATER_NAMED = 5

@@ -42,10 +42,10 @@ from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.changed_lines import settle, since_read
-from filegate.tools.diffing import Diff, binary_diff, change_summary, plural, unified_diff
+from filegate.tools.edit.diffing import Diff, binary_diff, change_summary, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
-from filegate.tools.readguard import (
+from filegate.tools.readguard.changed_lines import settle, since_read
+from filegate.tools.readguard.ledger import (
     INDEX_MAX_BYTES,
     Identity,
     ReadLedger,
@@ -173,7 +173,7 @@ class WriteJob(Generic[T]):
     # a sensitive file, whose equality is not told). None: write anyway.
     unchanged: Callable[[int], Outcome] | None = None
     # The change replaces what the model must have seen (an edit, an overwrite): an existing
-    # file must have been read since it last changed (tools/readguard.py).
+    # file must have been read since it last changed (tools/readguard/ledger.py).
     guarded: bool = False
     # A file changed in place since its read may still be changed away from the lines that
     # changed (SPEC §8.3: StrReplaceFile; an overwrite needs a fresh read).
