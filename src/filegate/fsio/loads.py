@@ -100,9 +100,10 @@ class Work:
         self.at = math.inf
         self._cancelled = threading.Event()
 
-    def arm(self, seconds: float = WORK_S) -> None:
+    def arm(self, seconds: float | None = None) -> None:
         if self.at == math.inf:
-            self.seconds, self.at = seconds, time.monotonic() + seconds
+            self.seconds = WORK_S if seconds is None else seconds
+            self.at = time.monotonic() + self.seconds
 
     def cancel(self) -> None:
         self._cancelled.set()

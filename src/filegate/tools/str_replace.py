@@ -94,7 +94,9 @@ def _edit_bytes(
             )
             return Change(applied.data, encoding, applied, (), applied.span(data))
     tolerant = env is None or env.edit_match == "tolerant"
-    applied = apply_in_codec(rp, data, edits, encoding, tolerant)
+    applied = apply_in_codec(
+        rp, data, edits, encoding, tolerant, env.work.check if env is not None else lambda: None
+    )
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
