@@ -1,4 +1,4 @@
-# size: one job, the ladder (SPEC §8.2): its bounded lazy search, its rungs and the new text in the file's style share the line shapes, hits and anchors
+# size: one job, the ladder (SPEC §8.2): its bounded search, its rungs and the new text share shapes and hits
 """The matching ladder of StrReplaceFile (SPEC §8.2): where an edit's ``old`` is when it is not
 in the file exactly, and its ``new`` as the file would have written it.
 
