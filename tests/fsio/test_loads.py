@@ -101,7 +101,7 @@ def test_in_thread_cancelled_cancels_the_work_and_gives_the_room_back_when_the_t
     async def run() -> None:
         async with loads.ticket_held() as ticket:
             with anyio.move_on_after(0.2):  # the client gives up
-                await loads.in_thread(lambda: job(ticket), ticket, work)
+                await loads.in_thread(lambda: job(ticket), work, ticket)
         assert work.cancelled
 
     asyncio.run(run())

@@ -47,6 +47,12 @@ LOAD_WAIT_S = 30.0
 WORK_S = 20.0
 
 T = TypeVar("T")
+# What stops a call's slow work as it goes (Work.check), or :func:`unchecked`.
+Check = Callable[[], None]
+
+
+def unchecked() -> None:
+    """A check that never stops the work (no call's deadline to keep: a direct use, a test)."""
 
 
 def _busy(seconds: float) -> Refusal:
@@ -123,18 +129,18 @@ class Work:
             )
 
 
-async def in_thread(fn: Callable[[], T], ticket: Ticket | None, work: Work | None) -> T:
-    """``fn()`` on a worker thread that holds ``ticket``'s room until it ends, even when this
+async def in_thread(fn: Callable[[], T], work: Work | None, *tickets: Ticket) -> T:
+    """``fn()`` on a worker thread that holds ``tickets``' room until it ends, even when this
     call is cancelled meanwhile (the thread is then abandoned, ``work`` cancelled so that it
     stops at its next check, and the room given back as it ends)."""
 
     def run() -> T:
-        if ticket is not None:
+        for ticket in tickets:
             ticket.enter()
         try:
             return fn()
         finally:
-            if ticket is not None:
+            for ticket in tickets:
                 ticket.leave()
 
     try:

@@ -13,12 +13,13 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
 from filegate.fsio.codec import Unencodable
+from filegate.fsio.loads import Check, unchecked
 from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.textstyle import declared_tab_width
@@ -35,12 +36,12 @@ CLOSEST_LINE_CHARS = 400
 FUZZY_MAX_BYTES = 4 << 20
 # A line counts as "close" from this difflib ratio up.
 FUZZY_MIN_RATIO = 0.6
-# ... and the full ratios computed, at most this much work in all (the product of the two
-# lines' lengths: a ratio of two 2,000-character lines costs ~0.2 s, and a crafted file of
-# lines that are shuffles of ``old``'s took minutes); the best line so far is then the answer.
-FUZZY_MAX_WORK = 10_000_000
-# How often (in lines) the fuzzy search checks its call's deadline and cancellation.
-FUZZY_CHECK_EVERY = 1024
+# ... within this much work (both lines' lengths multiplied, summed: shuffles of ``old``'s line
+# took minutes), checking its call every FUZZY_CHECK_EVERY lines; then the best so far it is.
+FUZZY_MAX_WORK, FUZZY_CHECK_EVERY = 10_000_000, 1024
+
+
+Widths = Callable[[], int | None]  # the tab width an edit's file declares, asked only if needed
 
 
 class Edit(BaseModel):
@@ -193,9 +194,12 @@ def apply_edits(
     *,
     tolerant: bool = True,
     tab_width: Callable[[], int | None] = lambda: None,
-    check: Callable[[], None] = lambda: None,
+    first: int = 1,
+    total: int | None = None,
+    check: Check = unchecked,
 ) -> Applied:
-    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
+    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed
+    (numbered from ``first`` of ``total``: ApplyPatch applies a file's edits one at a time).
     ``check`` is called as the slow parts go (the ladder, the closest match): it raises to stop
     them (the call's deadline, a client that gave up: fsio/loads.py Work).
 
@@ -206,19 +210,20 @@ def apply_edits(
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
-    for number, edit in enumerate(edits, start=1):
+    total = len(edits) if total is None else total
+    for number, edit in enumerate(edits, start=first):
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, utf8(edit.old), eols, edit.replace_all)
         if count == 0:
             if (
                 tolerant
                 and edit.match == "tolerant"
-                and _tolerated(out, current, edit, number, len(edits), tab_width, check)
+                and _tolerated(out, current, edit, number, total, tab_width, check)
             ):
                 continue
-            raise _not_found(current, edit, number, len(edits), shown, check)
+            raise _not_found(current, edit, number, total, shown, check)
         if count > 1 and not edit.replace_all:
-            raise _ambiguous(current, old, count, number, len(edits), shown)
+            raise _ambiguous(current, old, count, number, total, shown)
         new = utf8(edit.new)
         if eol == "crlf" or (b"\n" in new and eols.pure_crlf and _to_crlf(new) != new):
             new = _to_crlf(new)
@@ -255,13 +260,7 @@ def _occurrence_spans(data: bytes, old: bytes, new_len: int, count: int) -> list
 
 
 def _tolerated(
-    out: Applied,
-    current: bytes,
-    edit: Edit,
-    number: int,
-    total: int,
-    tab_width: Callable[[], int | None],
-    check: Callable[[], None],
+    out: Applied, current: bytes, edit: Edit, number: int, total: int, tab_width: Widths, check: Check
 ) -> bool:
     """The edit applied by the matching ladder (SPEC §8.2), or False when no rung matches."""
     which = _which(number, total)
@@ -290,9 +289,7 @@ def _after(number: int) -> str:
     return f" Edits apply in order, so it must match the text as {earlier} left it."
 
 
-def _not_found(
-    data: bytes, edit: Edit, number: int, total: int, shown: str, check: Callable[[], None] = lambda: None
-) -> EditFailed:
+def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str, check: Check) -> EditFailed:
     message = (
         f"No replacements were made: {_which(number, total)} was not found in `{shown}`."
         f"{_after(number)} Nothing was written."
@@ -336,9 +333,7 @@ def _where(lines: list[int], count: int) -> str:
     return ", ".join(said) + more
 
 
-def closest_region(
-    data: bytes, old: str, check: Callable[[], None] = lambda: None
-) -> tuple[int, int, str] | None:
+def closest_region(data: bytes, old: str, check: Check = unchecked) -> tuple[int, int, str] | None:
     """(first line, last line, numbered text) of the part of ``data`` most like ``old``."""
     old_lines = old.splitlines() or [old]
     ranked = sorted(((len(s.strip()), i) for i, s in enumerate(old_lines) if s.strip()), reverse=True)
@@ -370,9 +365,7 @@ def _exact_anchor(
     return None
 
 
-def _fuzzy_anchor(
-    data: bytes, old_lines: list[str], i: int, check: Callable[[], None] = lambda: None
-) -> tuple[int, int, int] | None:
+def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int, check: Check) -> tuple[int, int, int] | None:
     """The file line most like the longest line of ``old`` (difflib ratio), small files only,
     within FUZZY_MAX_WORK."""
     if len(data) > FUZZY_MAX_BYTES:
@@ -422,6 +415,22 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
 # --- in the file's codec ---------------------------------------------------------------
 
 
+class Applier(Protocol):
+    """What applies a file's edits to its UTF-8 text: :func:`apply_edits`, or ApplyPatch's
+    hunks (tools/patch/hunks.py), which narrow a V4A hunk by its ``@@`` lines."""
+
+    def __call__(
+        self,
+        data: bytes,
+        edits: list[Edit],
+        shown: str,
+        *,
+        tolerant: bool,
+        tab_width: Callable[[], int | None],
+        check: Check = ...,
+    ) -> Applied: ...
+
+
 UNDECODED_HINT = (
     " The file is not valid UTF-8: its bytes that are not were shown as \ufffd (U+FFFD) and match"
     " nothing. Read it with ReadFile's `encoding` (e.g. cp1252, gb18030, shift_jis), which this"
@@ -435,14 +444,15 @@ def apply_in_codec(
     edits: list[Edit],
     encoding: Encoding,
     tolerant: bool,
-    check: Callable[[], None] = lambda: None,
+    apply: Applier = apply_edits,
+    check: Check = unchecked,
 ) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
         try:
-            return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
+            return apply(data, edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
         except EditFailed as exc:
             # The read showed U+FFFD for the bytes that are not UTF-8, and said how to decode
             # them; an edit of such text fails where they are, so the hint is said again.
@@ -465,7 +475,7 @@ def apply_in_codec(
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
+    applied = apply(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:
