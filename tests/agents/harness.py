@@ -303,11 +303,12 @@ def check_written(r: Run, first: int = 0, told: bool = True) -> None:
     """The two writes (steps ``first`` and ``first + 1``) done, and (``told``) the model told so."""
     assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(first).text
     assert "crane flies" in (r.ws / "notes.txt").read_text(), r.seen(first + 1).text
-    for step in (first, first + 1):
+    # A new file's message is "Created `new.txt`. …", an edit's Kimi's "… successfully edited …".
+    for step, said in ((first, "Created `new.txt`."), (first + 1, "successfully")):
         seen = r.seen(step)
         assert not seen.error, seen.text
         if told:
-            assert "successfully" in seen.text, seen.text
+            assert said in seen.text, seen.text
 
 
 def check_ladder_edit(r: Run) -> None:
