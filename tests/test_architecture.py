@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "filegate"
 
 # Lowest first. A module may import from its own layer's package and from layers below it.
 LAYERS: list[set[str]] = [
-    {"filegate", "errors"},
+    {"filegate", "errors", "charsets"},
     {"settings"},
     {"policy"},
     {"media"},

@@ -152,9 +152,15 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
     narrowed = any(e.anchors or e.at_end or not e.old for e in planned)
 
     def apply(
-        data: bytes, edits: list[Edit], shown: str, *, tolerant: bool, tab_width: Callable[[], int | None]
+        data: bytes,
+        edits: list[Edit],
+        shown: str,
+        *,
+        tolerant: bool,
+        tab_width: Callable[[], int | None],
+        check: Callable[[], None] = lambda: None,
     ) -> Applied:
-        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width)
+        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width, check=check)
 
     def transform(data: bytes | None) -> Change[Applied]:
         data = data or b""
