@@ -1,3 +1,4 @@
+# size: one job, an edit list applied to bytes (exact, CRLF, ladder, codec) and what a miss is told
 """StrReplaceFile's edits on UTF-8 bytes (SPEC §4, §8.2): each ``old`` matched exactly, across
 LF/CRLF, else down the matching ladder (tolerant_edit.py); the replacements spliced in and
 tracked back to the original's spans (SPEC §8.3); and what an edit that missed or matched more
