@@ -144,7 +144,7 @@ class Events(RootsChanged, NotableEvents):
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed: each
     declared once, as its module's ``SPEC``."""
-    from filegate.tools import glob, grep, read_file, read_media, str_replace, undo_write, write_file
+    from filegate.tools import changes, glob, grep, read_file, read_media, str_replace, undo_write, write_file
 
     specs = [
         read_file.SPEC,
@@ -154,6 +154,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         write_file.SPEC,
         str_replace.SPEC,
         undo_write.SPEC,
+        changes.SPEC,
     ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
 

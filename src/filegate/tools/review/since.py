@@ -1,0 +1,228 @@
+"""The writes since a point (SPEC §10): ``since`` read as a write id, an ISO 8601 time or an
+age, the history's writes from that point on to files inside the caller's workspace, grouped
+by file, and each file as it is now.
+
+A write id is looked up among the writes to files inside the caller's workspace only: one from
+another workspace is answered exactly as an unknown one. A write that failed wrote nothing and
+is left out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from filegate.errors import PathError, Refusal
+from filegate.fsio.history import Entry, WriteHistory
+from filegate.fsio.safeopen import open_regular, read_whole
+from filegate.fsio.spliced import content_sha256
+from filegate.policy.escape import escape
+from filegate.policy.workspace import ResolvedPath, Workspace
+
+# A whole write id: 16 hex digits, or the 6 of a history written before (SPEC §8.4).
+WRITE_ID = re.compile(r"w-(?:[0-9a-f]{16}|[0-9a-f]{6})")
+# An age: a number and its unit (90m, 2h, 3d, 1w).
+AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+SINCE_HELP = "a write id (w-…), an ISO 8601 time (2026-11-28T14:00) or an age (90m, 2h, 3d)"
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """A time: ISO 8601 ("2026-11-27", "2026-11-27T14:00", local time unless it says) or an age
+    ("90m", "2h", "3d": that long ago). ValueError otherwise."""
+    now = time.time() if now is None else now
+    text = text.strip()
+    unit = text[-1:].lower()
+    if unit in AGE_UNITS and text[:-1].replace(".", "", 1).isdigit():
+        return now - float(text[:-1]) * AGE_UNITS[unit]
+    return datetime.fromisoformat(text).timestamp()
+
+
+def when(t: float) -> str:
+    """A write's time as every answer says it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+def matches(entry: Entry, digest: str, data: bytes) -> bool:
+    """Whether ``data`` is the content one of ``entry``'s hashes (``digest``) names."""
+    return bool(digest) and content_sha256(data) == digest
+
+
+@dataclass(frozen=True, slots=True)
+class Since:
+    """The writes from a point on, to files inside the workspace (log order, failed ones left
+    out), and how answers name that point."""
+
+    writes: list[Entry]
+    point: str
+    start: Entry | None = None  # the write ``since`` named
+
+
+def writes_since(
+    history: WriteHistory,
+    since: str,
+    workspace: Workspace,
+    *,
+    under: Path | None = None,
+    now: float | None = None,
+) -> Since:
+    """The writes ``since`` names the start of (blocking: reads the history). ``under``: only
+    that file's, or those under that folder. Refusal for a ``since`` that names nothing here."""
+    entries = history.entries()
+    inside = _Inside(workspace)
+    text = since.strip()
+    if text.startswith("w-"):
+        at = _position(history, entries, text, inside)
+        start: Entry | None = entries[at]
+        point = f"{text} ({when(entries[at].time)})"
+        chosen = entries[at:]
+    else:
+        try:
+            t = parse_time(text, now)
+        except ValueError:
+            raise Refusal(
+                f"`since` must be {SINCE_HELP}; `{escape(text[:80])}` is none of these.", "Bad since"
+            ) from None
+        start, point = None, when(t)
+        chosen = [e for e in entries if e.time >= t]
+    kept = [e for e in chosen if e.state != "failed" and inside(e.path) and _under(e.path, under)]
+    return Since(kept, point, start)
+
+
+def _position(history: WriteHistory, entries: list[Entry], write_id: str, inside: _Inside) -> int:
+    """Where write ``write_id`` stands in the log; Refusal when it is not a write to a file
+    inside the workspace (said as for an id never seen) or was evicted."""
+    shown = escape(write_id[:40])
+    if WRITE_ID.fullmatch(write_id) is None:
+        raise Refusal(
+            f"`{shown}` is not a write id: give the id a write's message ended with (w- and 16 hex "
+            "digits), or a time (2026-11-28T14:00) or an age (2h).",
+            "Bad since",
+        )
+    for at, entry in enumerate(entries):
+        if entry.id == write_id and inside(entry.path):
+            return at
+    if history.evicted(write_id):
+        raise Refusal(
+            f"Write {shown} was evicted from the history (older than --history-max-age, or beyond "
+            "--history-max-bytes): the history no longer holds it or what it replaced. A time or "
+            "an age as `since` (2d) answers from what it still holds.",
+            "Evicted",
+        )
+    raise Refusal(
+        f"No write {shown} in this workspace's history. Give the id a write's message ended "
+        "with, or a time (2026-11-28T14:00) or an age (2h).",
+        "Unknown write id",
+    )
+
+
+class _Inside:
+    """Whether a written path is inside the workspace, each path judged once per call."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, path: str) -> bool:
+        known = self.seen.get(path)
+        if known is None:
+            known = self.seen[path] = self.workspace.contains(path)
+        return known
+
+
+def _under(path: str, top: Path | None) -> bool:
+    if top is None:
+        return True
+    root = str(top)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass(slots=True)
+class FileWrites:
+    """One file's writes since the point, in the log's order."""
+
+    real: Path
+    writes: list[Entry] = field(default_factory=list)
+
+    @property
+    def first(self) -> Entry:
+        return self.writes[0]
+
+    @property
+    def last(self) -> Entry:
+        return self.writes[-1]
+
+
+def by_file(writes: Iterable[Entry]) -> list[FileWrites]:
+    """The writes grouped by file, files in the order of their first write."""
+    files: dict[str, FileWrites] = {}
+    for entry in writes:
+        files.setdefault(entry.path, FileWrites(Path(entry.path))).writes.append(entry)
+    return list(files.values())
+
+
+Visibility = Literal["shown", "sensitive", "hidden"]
+
+
+def visibility(workspace: Workspace, f: FileWrites) -> Visibility:
+    """ "hidden": a client rule hides it (counted, never named); "sensitive": named, never
+    diffed (a secret now, or one when it was written: the history kept nothing of it)."""
+    key = workspace.rules.secret_key(str(f.real))
+    if workspace.secrets.hidden_by(key) is not None:
+        return "hidden"
+    if workspace.secrets.is_sensitive(key) or any(e.not_kept == "sensitive file" for e in f.writes):
+        return "sensitive"
+    return "shown"
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """A file as it is now: ``data`` None when it is absent (``exists`` False) or was not read
+    (``why`` says why: too large, not a regular file, unreadable)."""
+
+    exists: bool
+    data: bytes | None = None
+    size: int = 0
+    why: str = ""
+
+
+def read_now(real: Path, shown: str, limit: int) -> Now:
+    """The file at ``real`` now, read whole when at most ``limit`` bytes (blocking)."""
+    rp = ResolvedPath(shown, real, True, False)
+    try:
+        fd = open_regular(rp)  # never follows a link, never blocks on a FIFO
+    except PathError as exc:
+        if exc.brief == "File not found":
+            return Now(False)
+        return Now(os.path.lexists(real), why="it is not a regular file now, or cannot be opened")
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            return Now(True, None, size, f"it is larger than {limit >> 20} MiB")
+        data = read_whole(fd, limit)
+    except OSError as exc:
+        return Now(True, why=f"it cannot be read ({exc.strerror})")
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return Now(True, None, len(data), f"it is larger than {limit >> 20} MiB")
+    return Now(True, data, len(data))
+
+
+def as_last_left(f: FileWrites, now: Now) -> bool | None:
+    """Whether the file is as its last write through filegate left it (None: not known, it
+    was not read or that write kept no hash)."""
+    last = f.last
+    if last.removed:
+        return not now.exists
+    if not now.exists:
+        return False
+    if now.data is None or not last.after:
+        return None
+    return matches(last, last.after, now.data)
