@@ -29,6 +29,7 @@ examples:
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
   filegate undo w-3f9a2c                            put a file back as it was before that write
+  filegate changes --since 2h --against HEAD        what was written since, diffed against git's HEAD
   filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
                                                     that bind the tools there, with sources
 
@@ -78,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filegate.install.uninstall import main as uninstall
 
         return uninstall(args[1:])
+    if args[:1] == ["changes"]:
+        from filegate.review_cli import main as changes
+
+        return changes(args)
     if args[:1] in (["history"], ["undo"]):
         from filegate.history_cli import main as history
 

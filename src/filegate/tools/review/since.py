@@ -76,10 +76,13 @@ def writes_since(
     that file's, or those under that folder. Refusal for a ``since`` that names nothing here."""
     entries = history.entries()
     inside = _Inside(workspace)
+    start: Entry | None
     text = since.strip()
-    if text.startswith("w-"):
+    if not text:  # the terminal's default: all the history holds
+        start, point, chosen = None, "the oldest write the history holds", entries
+    elif text.startswith("w-"):
         at = _position(history, entries, text, inside)
-        start: Entry | None = entries[at]
+        start = entries[at]
         point = f"{text} ({when(entries[at].time)})"
         chosen = entries[at:]
     else:
