@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"tools"},
     {"server"},
     {"flags"},
-    {"install", "history_cli"},
+    {"install", "history_cli", "review_cli"},
     {"cli", "__main__"},
 ]
 PROTOCOL = ("fastmcp", "mcp", "starlette", "sse_starlette", "uvicorn")
