@@ -132,9 +132,13 @@ async def test_the_combined_diff_is_cut_to_the_budget_and_says_so(ws: Path, mode
         got = await call(c, "Changes", since=first)
     body = text(got)
     assert len(body) <= 12_000
-    for name in ("f1.txt", "f2.txt", "f3.txt", "f4.txt"):
-        assert f"added `{name}` (+300 -0 lines" in body  # every file listed
-    assert "Cut to fit this client's budget: `f1.txt`'s diff in part; no diff shown for `f2.txt`" in body
+    assert "added `f1.txt` (+300 -0 lines" in body
+    for name in ("f2.txt", "f3.txt", "f4.txt"):  # listed by kind: past the budget, not even read
+        assert f"added `{name}` (1 write: w-" in body
+    assert (
+        "Cut to fit this client's budget: `f1.txt`'s diff in part; no diff shown for `f2.txt`, "
+        "`f3.txt`, `f4.txt`." in body
+    )
     assert "more lines of this diff not shown" in body
     assert "`path` narrows the answer" in body
 
@@ -221,3 +225,18 @@ async def test_a_hostile_repository_runs_nothing_during_against_head(ws: Path, m
     assert not got.is_error, text(got)
     assert "-committed\n+through filegate" in text(got)  # HEAD's blob as committed, no filter
     assert os.listdir(canaries) == []
+
+
+async def test_at_most_so_many_files_are_diffed_the_rest_listed(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("filegate.tools.changes.MAX_FILES_DIFFED", 2)
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="f1.txt", content="one\n")))
+        for name in ("f2.txt", "f3.txt", "f4.txt"):
+            await call(c, "WriteFile", path=name, content="one\n")
+        got = await call(c, "Changes", since=first)
+    body = text(got)
+    assert body.count("+one") == 2
+    assert "added `f3.txt` (1 write: w-" in body
+    assert "no diff shown for `f3.txt`, `f4.txt`. `path` narrows" in body

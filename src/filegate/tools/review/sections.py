@@ -19,7 +19,8 @@ NAMED = 5
 @dataclass(frozen=True, slots=True)
 class Section:
     shown: str  # the file as the answer names it (escaped)
-    text: str  # its block: a diff with its header, or a line that stands for one
+    text: str  # its block: a diff with its header, or a line that stands for one ("": not
+    # made, the budget being spent already: it is said as left out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +69,11 @@ def fit(rows: list[str], sections: list[Section], budget: int, *, unlisted: int 
     left_out: list[str] = []
     for section in sections:
         need = len(section.text) + 2
-        if not left_out and not cut and need <= left:
+        if section.text and not left_out and not cut and need <= left:
             out.append(section.text)
             left -= need
             continue
-        if not left_out and not cut and left >= MIN_SECTION_CHARS:
+        if section.text and not left_out and not cut and left >= MIN_SECTION_CHARS:
             out.append(_cut(section.text, left - 2))
             cut = section.shown
             left = 0

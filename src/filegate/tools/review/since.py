@@ -164,10 +164,10 @@ class FileWrites:
 
 def by_file(writes: Iterable[Entry]) -> list[FileWrites]:
     """The writes grouped by file, files in the order of their first write."""
-    files: dict[str, FileWrites] = {}
+    files: dict[str, list[Entry]] = {}
     for entry in writes:
-        files.setdefault(entry.path, FileWrites(Path(entry.path))).writes.append(entry)
-    return list(files.values())
+        files.setdefault(entry.path, []).append(entry)
+    return [FileWrites(Path(path), entries) for path, entries in files.items()]
 
 
 Visibility = Literal["shown", "sensitive", "hidden"]
