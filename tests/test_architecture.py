@@ -246,6 +246,9 @@ GUARDED = {
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
     ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.history", "fchmod"): "_make_private: only a linked pre-image, and _link needs /proc",
+    ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
+    ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",
+    ("filegate.fsio.pending", "fchmod"): "_owner_only returns first `if os.name == 'nt'`",
 }
 
 

@@ -28,7 +28,7 @@ examples:
   filegate install --help                           every client install knows
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
-  filegate undo w-3f9a2c                            put a file back as it was before that write
+  filegate undo w-3f9a2c1d8e07b654                  put a file back as it was before that write
   filegate changes --since 2h --against HEAD        what was written since, diffed against git's HEAD
   filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
                                                     that bind the tools there, with sources

@@ -67,7 +67,7 @@ def test_a_write_keeps_its_pre_image_and_one_record_then_its_outcome(target: Pat
         "id", "time", "client", "tool", "path", "route", "kept", "before", "after", "size_before",
         "size_after", "mode",
     }  # fmt: skip
-    assert record["id"] == write_id and len(write_id) == 8 and write_id.startswith("w-")
+    assert record["id"] == write_id and len(write_id) == 18 and write_id.startswith("w-")
     assert (record["client"], record["tool"], record["path"], record["route"]) == (
         "cli",
         "WriteFile",

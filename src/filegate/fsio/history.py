@@ -19,9 +19,10 @@ an outcome is "unconfirmed", and whether the write landed is told by the file's 
 the record's hashes). A sensitive file's record keeps no pre-image, no hash and no size: it says
 "not kept".
 
-Write ids (``w-`` and six hex digits) are drawn at random and checked, under the flock,
-against every id the file holds, evicted ones included (their tombstones): unique across the
-processes that share the directory.
+Write ids (``w-`` and 16 hex digits: 64 random bits, so an id cannot be guessed, SPEC §8.4;
+ids written before keep their six digits and still resolve) are drawn at random and checked,
+under the flock, against every id the file holds, evicted ones included (their tombstones):
+unique across the processes that share the directory.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import stat
 import time
@@ -609,8 +611,17 @@ def _copy(data: Content, temp: Path) -> None:
 
 
 def draw_id() -> str:
-    """Six random hex digits: a write id's body."""
-    return secrets.token_hex(3)
+    """16 random hex digits (64 bits): a write id's body."""
+    return secrets.token_hex(8)
+
+
+# A whole write id as the tools take it: today's 16 digits, or the 6 of a history written before.
+WRITE_ID = re.compile(r"w-(?:[0-9a-f]{16}|[0-9a-f]{6})")
+
+
+def is_write_id(text: str) -> bool:
+    """Whether ``text`` is a whole write id (lower case, as ids are written)."""
+    return WRITE_ID.fullmatch(text) is not None
 
 
 def _json_line(record: dict[str, object]) -> bytes:

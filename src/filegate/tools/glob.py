@@ -95,6 +95,7 @@ class _Walk:
     reader: IgnoreReader | None  # None: include_ignored
     matches: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    hidden: int = 0  # files a client rule hides (counted, never named)
     rule_sources: set[str] = field(default_factory=set)  # client rule files that hid some (shown)
     unreadable: int = 0
     ignored: int = 0  # entries a pattern reached that .gitignore rules left out
@@ -230,9 +231,11 @@ class _Walk:
         if real is None:  # a link that stopped being one while it was resolved: leave it out
             return
         if not is_dir and self.workspace.secrets.is_sensitive(real):
-            self.skipped.append(path.rsplit("/", 1)[-1])
             source = self.workspace.secrets.hidden_by(real)
-            if source is not None:
+            if source is None:
+                self.skipped.append(path.rsplit("/", 1)[-1])
+            else:  # counted, never named (SPEC §8.5)
+                self.hidden += 1
                 self.rule_sources.add(source)
             return
         if self.passed < self.skip:  # counted, never held: any offset costs no memory
@@ -282,10 +285,12 @@ def _glob(params: GlobParams, workspace: Workspace, budget: int, cancelled: thre
         found=len(walk.matches), more=walk.more, offset=params.offset, cap=cap,
         paged=params.head_limit is not None or params.offset > 0, passed=walk.passed,
         timed_out=walk.timed_out, unreadable=walk.unreadable, ignored=walk.ignored,
-        skipped=walk.skipped, rule_sources=sorted(walk.rule_sources), budget_s=WALK_BUDGET_S,
+        skipped=walk.skipped, hidden=walk.hidden, rule_sources=sorted(walk.rule_sources),
+        budget_s=WALK_BUDGET_S,
     )  # fmt: skip
     lines, msg = fit([escape(m) for m in walk.matches], report, params.pattern, budget)
     return Outcome(output="\n".join(lines), message=msg, skipped_sensitive=len(walk.skipped),
+                   skipped_hidden=walk.hidden,
                    partial=walk.more or len(lines) < len(walk.matches))  # fmt: skip
 
 

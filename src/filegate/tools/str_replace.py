@@ -8,7 +8,7 @@ lossless (checked: a file that does not read back byte for byte is refused).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,8 +16,9 @@ from filegate.errors import EditFailed
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
+from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import requested_change
-from filegate.tools.edit.notebook_edit import edit_cells
+from filegate.tools.edit.notebook_edit import View, edit_cells
 from filegate.tools.edit.replacing import Applied, Edit, apply_in_codec
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
@@ -80,6 +81,15 @@ def _check_text(rp: ResolvedPath, data: bytes) -> None:
         )
 
 
+def cell_view(notebook: dict[str, Any]) -> View | None:
+    """ReadFile's cell view of a notebook, as its edits speak (SPEC §8.6); None: it has none."""
+    try:
+        view = render_notebook(notebook)
+    except NotANotebook:
+        return None
+    return View(view.rows, tuple((c.first, c.source_end, c.end) for c in view.layout))
+
+
 def _edit_bytes(
     rp: ResolvedPath, data: bytes, edits: list[Edit], env: ToolEnv | None = None
 ) -> Change[Applied]:
@@ -87,12 +97,12 @@ def _edit_bytes(
     _check_text(rp, data)
     encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
     if document_kind(rp.real.name, data[:SNIFF_BYTES]) == "notebook":
-        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown)
+        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown, cell_view)
         if by_cell is not None:
             applied = Applied(
                 by_cell.data, by_cell.replacements, kept_head=by_cell.kept_head, kept_tail=by_cell.kept_tail
             )
-            return Change(applied.data, encoding, applied, (), applied.span(data))
+            return Change(applied.data, encoding, applied, (), applied.span(data), view=by_cell.view)
     tolerant = env is None or env.edit_match == "tolerant"
     applied = apply_in_codec(rp, data, edits, encoding, tolerant)
     if applied.data == data:

@@ -59,8 +59,10 @@ async def grep(params: GrepParams, env: ToolEnv) -> Outcome:
             return refused
         parsed = await anyio.to_thread.run_sync(parser.finish, run.output.chunks, run.output.overflow)  # 4.
         in_scope = await sensitive_in_scope(exe, params, ignores.sensitive) if ignores else []
-        parsed.skipped = [escape(rel.rsplit("/", 1)[-1]) for rel in in_scope]
-        parsed.rule_sources = env.workspace.secrets.rule_sources(f"{target.cwd}/{rel}" for rel in in_scope)
+        secrets, parsed.hidden, parsed.rule_sources = env.workspace.secrets.hidden_apart(
+            f"{target.cwd}/{rel}" for rel in in_scope
+        )
+        parsed.skipped = [escape(path.rsplit("/", 1)[-1]) for path in secrets]
         return result(parsed, params, env, run, ignores.unsafe if ignores else 0)
     finally:
         target.close()

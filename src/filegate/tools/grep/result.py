@@ -25,8 +25,11 @@ def unsearched(params: GrepParams, target: Target, env: ToolEnv) -> Outcome:
     parsed = Parsed(rows=None if params.output_mode != "content" else [])
     if params.output_mode == "count_matches":
         parsed.total_matches, parsed.files = 0, 0
-    parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
-    parsed.rule_sources = env.workspace.secrets.rule_sources([str(target.real)] if target.real else [])
+    _, parsed.hidden, parsed.rule_sources = env.workspace.secrets.hidden_apart(
+        [str(target.real)] if target.real else []
+    )
+    if parsed.hidden == 0:  # a secret: named as the caller gave it (a hidden one never is)
+        parsed.skipped = [target.name.rsplit("/", 1)[-1]]  # escaped once already
     return result(parsed, params, env, RgRun(RgOutput(), returncode=1), 0)
 
 
@@ -34,8 +37,8 @@ def result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe_
     total = parsed.total
     page, page_length = page_lines(parsed, params)
     notes: list[str] = []  # after the paging sentence
-    if parsed.skipped:
-        notes.append(skipped_secrets_warning(parsed.skipped, parsed.rule_sources))
+    if parsed.skipped or parsed.hidden:
+        notes.append(skipped_secrets_warning(parsed.skipped, parsed.rule_sources, parsed.hidden))
     if unsafe_ignores:
         notes.append(
             f"{unsafe_ignores} .gitignore file(s) were not used: they are symlinks, not regular files "
@@ -80,6 +83,7 @@ def result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe_
         output="\n".join(shown),
         message=message,
         skipped_sensitive=len(set(parsed.skipped)),  # as the sentence counts them: by name
+        skipped_hidden=parsed.hidden,
         timed_out=run.timed_out,
         partial=cut or run.output.overflow,
     )
