@@ -44,6 +44,9 @@ def test_changes_prints_the_files_and_the_diff(writes: list[str], capsys: pytest
     assert cli_main(["changes", "--since", writes[1], "--path", "sub"]) == 0
     narrowed = capsys.readouterr().out
     assert "sub/b.txt" in narrowed and "a.txt" not in narrowed
+    assert cli_main(["changes", "--since", writes[1][:8]]) == 0  # a terminal takes a prefix
+    by_prefix = capsys.readouterr().out
+    assert "sub/b.txt" in by_prefix and "`a.txt`" not in by_prefix
 
 
 def test_changes_against_head(ws: Path, writes: list[str], capsys: pytest.CaptureFixture[str]) -> None:

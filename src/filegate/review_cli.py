@@ -50,6 +50,13 @@ async def changes(since: str, path: str | None, against: str) -> tuple[bool, str
     from filegate.tools.outcome import answer
 
     env = terminal_env(ReadOnly(), "filegate changes")
+    if since.strip().lower().startswith("w-") and env.history is not None:
+        from filegate.history_cli import UnknownId, find_write
+
+        try:  # the terminal takes a unique prefix of 6 digits or more (SPEC §8.4)
+            since = (await asyncio.to_thread(find_write, env.history, since)).id
+        except UnknownId as exc:
+            return False, str(exc)
     params = ChangesParams.model_validate({"since": since, "path": path, "against": against})
     outcome = await answer(run, params, env)
     text = "\n\n".join(part for part in (outcome.output, outcome.message) if part)

@@ -10,7 +10,6 @@ is left out.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,14 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 from filegate.errors import PathError, Refusal
-from filegate.fsio.history import Entry, WriteHistory
+from filegate.fsio.history import WRITE_ID, Entry, WriteHistory
 from filegate.fsio.safeopen import open_regular, read_whole
 from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath, Workspace
 
-# A whole write id: 16 hex digits, or the 6 of a history written before (SPEC §8.4).
-WRITE_ID = re.compile(r"w-(?:[0-9a-f]{16}|[0-9a-f]{6})")
 # An age: a number and its unit (90m, 2h, 3d, 1w).
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
