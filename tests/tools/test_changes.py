@@ -80,6 +80,18 @@ async def test_an_id_from_another_workspace_is_answered_as_an_unknown_one(
     assert "theirs.txt" not in text(foreign)
 
 
+async def test_an_evicted_id_is_answered_as_an_unknown_one(ws: Path, mode: str) -> None:
+    (ws / "big.txt").write_text("x" * 600)
+    async with connect(ws, mode, approval="auto", history_max_bytes=1000) as c:
+        old = write_id_of(text(await call(c, "WriteFile", path="big.txt", content="y" * 600)))
+        await call(c, "WriteFile", path="big.txt", content="z" * 600)  # evicts the first
+        evicted = await call(c, "Changes", since=old)
+        never = await call(c, "Changes", since="w-" + "0" * 16)
+    assert evicted.is_error and never.is_error
+    assert text(evicted).replace(old, "ID") == text(never).replace("w-" + "0" * 16, "ID")
+    assert "no write had that id, or it was evicted" in text(evicted)
+
+
 async def test_a_sensitive_file_is_named_never_diffed_and_a_hidden_one_only_counted(
     ws: Path, mode: str
 ) -> None:

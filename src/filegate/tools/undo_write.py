@@ -36,6 +36,7 @@ from filegate.tools.edit.writing import (
 )
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.readguard.ledger import reader_of
+from filegate.tools.review.since import unknown_write
 
 # Later writes to the same file named in a refusal, at most.
 MAX_LATER_NAMED = 5
@@ -90,11 +91,7 @@ def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry |
 
 
 def unknown(write_id: str) -> str:
-    return (
-        f"No write {escape(write_id)} in this workspace's history: no write had that id, or it was "
-        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id "
-        "a write's message ended with."
-    )
+    return unknown_write(write_id)
 
 
 async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:

@@ -78,7 +78,7 @@ def writes_since(
     if not text:  # the terminal's default: all the history holds
         start, point, chosen = None, "the oldest write the history holds", entries
     elif text.startswith("w-"):
-        at = _position(history, entries, text, inside)
+        at = _position(entries, text, inside)
         start = entries[at]
         point = f"{text} ({when(entries[at].time)})"
         chosen = entries[at:]
@@ -95,7 +95,7 @@ def writes_since(
     return Since(kept, point, start)
 
 
-def _position(history: WriteHistory, entries: list[Entry], write_id: str, inside: _Inside) -> int:
+def _position(entries: list[Entry], write_id: str, inside: _Inside) -> int:
     """Where write ``write_id`` stands in the log; Refusal when it is not a write to a file
     inside the workspace (said as for an id never seen) or was evicted."""
     shown = escape(write_id[:40])
@@ -108,17 +108,20 @@ def _position(history: WriteHistory, entries: list[Entry], write_id: str, inside
     for at, entry in enumerate(entries):
         if entry.id == write_id and inside(entry.path):
             return at
-    if history.evicted(write_id):
-        raise Refusal(
-            f"Write {shown} was evicted from the history (older than --history-max-age, or beyond "
-            "--history-max-bytes): the history no longer holds it or what it replaced. A time or "
-            "an age as `since` (2d) answers from what it still holds.",
-            "Evicted",
-        )
     raise Refusal(
-        f"No write {shown} in this workspace's history. Give the id a write's message ended "
-        "with, or a time (2026-11-28T14:00) or an age (2h).",
+        f"{unknown_write(write_id)} `since` also takes a time (2026-11-28T14:00) or an age (2h).",
         "Unknown write id",
+    )
+
+
+def unknown_write(write_id: str) -> str:
+    """The one answer for an id no write had, an evicted one and one of another workspace's:
+    they take the same steps and get the same words, which name nothing (SPEC §8.4, §10; a
+    tombstone keeps no path, so "evicted" would tell an id that was)."""
+    return (
+        f"No write {escape(write_id)} in this workspace's history: no write had that id, or it was "
+        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id "
+        "a write's message ended with."
     )
 
 
