@@ -108,10 +108,7 @@ def _position(entries: list[Entry], write_id: str, inside: _Inside) -> int:
     for at, entry in enumerate(entries):
         if entry.id == write_id and inside(entry.path):
             return at
-    raise Refusal(
-        f"{unknown_write(write_id)} `since` also takes a time (2026-11-28T14:00) or an age (2h).",
-        "Unknown write id",
-    )
+    raise Refusal(unknown_write(write_id), "Unknown write id")
 
 
 def unknown_write(write_id: str) -> str:
