@@ -245,6 +245,7 @@ GUARDED = {
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
     ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
+    ("filegate.fsio.grantstore", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.history", "fchmod"): "_make_private: only a linked pre-image, and _link needs /proc",
     ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
     ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",

@@ -1,4 +1,4 @@
-"""``filegate history`` and ``filegate undo`` (SPEC §8.4): the write history from a terminal.
+"""``filegate history`` and ``filegate undo``: the write history from a terminal.
 
 ``filegate undo ID`` goes through the very route an UndoWrite call takes (tools/undo_write.py:
 the same checks, the file's lock shared with running servers, its own history line), with the
@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 
 from filegate.flags import ArgumentParser
-from filegate.fsio.history import Entry, Limits, WriteHistory
+from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.pending import shown_home_relative
 from filegate.policy.escape import escape
 from filegate.tools.outcome import Decision, WriteRequest
 
@@ -88,15 +89,19 @@ class TerminalApprover:
         print(approval_message(request))
         if self.yes:
             return Decision(True, "terminal")
+        if not sys.stdin.isatty():
+            return Decision(False, "terminal", NO_TERMINAL)
         answer = ""
-        if sys.stdin.isatty():
-            try:
-                answer = input("Undo this write? [y/N] ").strip().lower()
-            except EOFError:  # the input ended (Ctrl-D): no answer, so no
-                print()
+        try:
+            answer = input("Undo this write? [y/N] ").strip().lower()
+        except EOFError:  # the input ended (Ctrl-D): no answer, so no
+            print()
         if answer in ("y", "yes"):
             return Decision(True, "terminal")
-        return Decision(False, "terminal", "Not undone: the user did not confirm.")
+        return Decision(False, "terminal", "Not undone: the answer was not yes.")
+
+
+NO_TERMINAL = "Not undone: there is no terminal to ask; add --yes to undo it without asking."
 
 
 # `filegate undo` takes a unique prefix of an id's digits, this many at least (SPEC §8.4).
@@ -176,8 +181,14 @@ def main(argv: Sequence[str]) -> int:
             "--since", metavar="T", type=parse_since, help="only since T: 2026-11-27T14:00, or 2h, 3d"
         )
         ns = p.parse_args(args)
-        for entry in list_history(ns.path, ns.since):
+        entries = list_history(ns.path, ns.since)
+        for entry in entries:
             print(entry_line(entry))
+        if not entries:
+            where = shown_home_relative(history_dir())
+            what = "No write matches" if ns.path is not None or ns.since is not None else "No writes"
+            # On stderr: what is listed on stdout stays one write a line for a pipe.
+            sys.stderr.write(f"{what} in the write history, kept in {where}.\n")
         return 0
     p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
     p.add_argument(

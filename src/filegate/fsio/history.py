@@ -45,7 +45,7 @@ from typing import Literal
 from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
-from filegate.fsio.pending import state_dir
+from filegate.fsio.pending import shown_home_relative, state_dir
 from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256, sha256_pair
 from filegate.policy.escape import escape
@@ -179,13 +179,17 @@ class WriteHistory:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = _Source(rp.real, expect) if expect is not None and old is not None else None
             # Hashed before the lock: the passes over both contents hold no other write up.
-            hashes = None if rp.sensitive else Hashes.of(old, new)
+            hashes = None if rp.secret else Hashes.of(old, new)
             return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            where = shown_home_relative(self.root)
+            fix = "`--history off` turns the history off."
+            if isinstance(exc, PermissionError):
+                fix = "Set XDG_STATE_HOME to a folder this user can write, or " + fix
             raise WriteError(
-                f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
-                "Nothing was written. `--history off` turns the history off.",
+                f"Failed to keep the previous content of `{rp.shown}` in the write history at "
+                f"{where} ({why}). Nothing was written. {fix}",
                 "History failed",
             ) from None
 

@@ -16,9 +16,10 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
-from filegate.policy.escape import escape, escape_log
+from filegate.policy.escape import escape, escape_record
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
+from filegate.server.approval import ElicitingApprover
 from filegate.server.call import CallContext, InputRequired
 from filegate.server.notify import NotableEvents, tell
 from filegate.server.render import render
@@ -109,7 +110,8 @@ class FilegateTool(Tool):
             return ToolResult(content=[TextContent(type="text", text=msg)], is_error=True)
         call = CallContext(get_context())
         try:
-            env = await self._runtime.env_for(call)
+            # SPEC §11: a write tool's `grant` carries a handle back; the approver judges it
+            env = await self._runtime.env_for(call, getattr(params, "grant", ""))
             outcome = await answer(self._spec.handler, params, env)
         except InputRequired as ask:
             return InputRequiredToolResult(ask.result)
@@ -128,6 +130,8 @@ class FilegateTool(Tool):
                 "%s raised an unexpected error", self._spec.name, exc_info=True, extra={UNEXPECTED: True}
             )
             raise
+        if isinstance(env.approver, ElicitingApprover):  # a handle this call's answer granted
+            outcome.grant = env.approver.granted
         await tell(call, self._spec.name, outcome)
         # SPEC §8.3: a handshake-era session hears of files it read that changed on disk since;
         # a 2026-07-28 call has no session whose reads these would be.
@@ -203,7 +207,7 @@ class OneLineFormatter(logging.Formatter):
     line breaks show as ``\x0a`` on the record's one line."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = escape_log(record.message)
+        record.message = escape_record(record.message)
         return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
@@ -212,10 +216,10 @@ class OneLineFormatter(logging.Formatter):
         return super().format(record).replace("\n", " ")
 
     def formatException(self, ei: Any) -> str:
-        return escape_log(super().formatException(ei))
+        return escape_record(super().formatException(ei))
 
     def formatStack(self, stack_info: str) -> str:
-        return escape_log(super().formatStack(stack_info))
+        return escape_record(super().formatStack(stack_info))
 
 
 def configure_logging(level: str) -> None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from filegate.errors import EditFailed
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description, path_help
+from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import requested_change
 from filegate.tools.edit.notebook_edit import View, edit_cells
@@ -46,6 +46,7 @@ class StrReplaceFileParams(BaseModel):
     ]
 
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
+    grant: GrantArg = ""
 
     @property
     def edits(self) -> list[Edit]:
@@ -130,7 +131,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
         transform=lambda data: _edit_bytes(rp, data or b"", edits, env),
         requested=requested,
         requested_unsafe=unsafe,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         done=lambda written: _success(params, rp, written),
         must_exist=True,
         guarded=True,

@@ -22,7 +22,7 @@ from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import GrantArg, load_description
 from filegate.tools.edit.diffing import binary_diff, plural, unified_diff
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
@@ -54,6 +54,7 @@ class UndoWriteParams(BaseModel):
         bool,
         Field(description="Restore even if the file changed since that write (its later changes are lost)."),
     ] = False
+    grant: GrantArg = ""
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
@@ -152,6 +153,12 @@ def _restore(
     entry: Entry, before: bytes | None, data: bytes | None, rp: ResolvedPath, force: bool, later: list[Entry]
 ) -> Change[None]:
     """The file's bytes now → the bytes before ``entry`` (or its removal, for a creation)."""
+    if _is_undone(entry, data):
+        raise WriteError(
+            f"Write {entry.id} is already undone: `{rp.shown}` is as it was before it"
+            f"{_undone_by(entry, later)}. Nothing was written.",
+            "Already undone",
+        )
     if not force:
         changed = _what_changed(entry, data, later)
         if changed:
@@ -180,6 +187,24 @@ def _restore(
 def shown_as_text(rp: ResolvedPath, data: bytes | None) -> bool:
     """Whether ReadFile would show these bytes of this file (no content: nothing to hide)."""
     return data is None or reader_of(rp.real.name, data[:SNIFF_BYTES]) == "ReadFile"
+
+
+def _is_undone(entry: Entry, data: bytes | None) -> bool:
+    """Whether the file is back as it was before ``entry`` (and was not so after it)."""
+    if entry.created:
+        return data is None
+    if data is None or entry.removed or not entry.before or entry.before == entry.after:
+        return False
+    return content_sha256(data) == entry.before
+
+
+def _undone_by(entry: Entry, later: list[Entry]) -> str:
+    """ " (undone by w-… at …)" when the last later write is an UndoWrite that left it so."""
+    last = later[-1] if later else None
+    if last is None or last.tool != "UndoWrite":
+        return ""
+    left = last.removed if entry.created else last.after == entry.before
+    return f" (undone by {last.id}, {_when(last)})" if left else ""
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:

@@ -13,7 +13,7 @@ from filegate.fsio.codec import Eol, Unencodable, line_endings, with_line_ending
 from filegate.fsio.spliced import Spliced
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description, path_help
+from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.edit.diffing import requested_change
 from filegate.tools.edit.placeholders import find_placeholder
 from filegate.tools.edit.textstyle import new_file_style
@@ -53,6 +53,7 @@ class WriteFileParams(BaseModel):
         bool,
         Field(description='Overwrite even if `content` holds a "... rest of the code unchanged" comment.'),
     ] = False
+    grant: GrantArg = ""
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -66,9 +67,9 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
         transform=lambda data: _new_bytes(params, data, rp, env),
         requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
         requested_unsafe=unsafe,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         create_dirs=params.create_dirs,
-        notes=_notes(rp, params.create_dirs),
+        notes=_notes(rp, params.create_dirs, env),
         done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
         guarded=params.mode == "overwrite",
@@ -180,7 +181,9 @@ def _check_placeholders(params: WriteFileParams, old: str) -> None:
     )
 
 
-def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
+def _notes(rp: ResolvedPath, create_dirs: bool, env: ToolEnv) -> tuple[str, ...]:
+    """The question's note on the folders a write makes: named as messages name paths
+    (relative to the workdir when inside it: SPEC §2.9, never the server's absolute workdir)."""
     if not create_dirs:
         return ()
     missing = []
@@ -190,7 +193,7 @@ def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
         parent = parent.parent
     if not missing:
         return ()
-    return (f"Creates the missing directory `{escape(str(missing[-1]))}` (and any below it).",)
+    return (f"Creates the missing directory `{env.workspace.display(missing[-1])}` (and any below it).",)
 
 
 def _verb(params: WriteFileParams) -> str:
@@ -209,9 +212,9 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[Kept]) -> Out
         return Outcome(
             message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
         )
-    message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
-    message += " Created a new file." if w.created else ""
-    message += lines_sentence(w.diff)
+    # A file that did not exist was created, not overwritten (Kimi says "overwritten" here too).
+    done = f"Created `{rp.shown}`." if w.created else f"File successfully {_verb(params)}."
+    message = f"{done} Current size: {w.size} bytes." + lines_sentence(w.diff)
     if w.facts.created and w.facts.rules:
         message += " Written as " + "; ".join(w.facts.rules) + " asked."
     elif w.facts.rules:

@@ -394,6 +394,13 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
 # --- in the file's codec ---------------------------------------------------------------
 
 
+UNDECODED_HINT = (
+    " The file is not valid UTF-8: its bytes that are not were shown as \ufffd (U+FFFD) and match"
+    " nothing. Read it with ReadFile's `encoding` (e.g. cp1252, gb18030, shift_jis), which this"
+    " session's edits of it then use, or start filegate with --legacy-encoding NAME (or auto)."
+)
+
+
 def apply_in_codec(
     rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool
 ) -> Applied:
@@ -401,7 +408,14 @@ def apply_in_codec(
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        try:
+            return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        except EditFailed as exc:
+            # The read showed U+FFFD for the bytes that are not UTF-8, and said how to decode
+            # them; an edit of such text fails where they are, so the hint is said again.
+            if encoding.fallback and not rp.sensitive and exc.brief == "No replacements made":
+                raise EditFailed(exc.message + UNDECODED_HINT, exc.output, exc.brief) from None
+            raise
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:

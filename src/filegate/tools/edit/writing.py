@@ -39,7 +39,7 @@ from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.media.bounds import Ticket
-from filegate.policy.escape import escape
+from filegate.policy.escape import escape, escape_record
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.diffing import Diff, binary_diff, change_summary, plural, unified_diff
@@ -483,7 +483,7 @@ async def _replace(
         # SPEC §8.4: the pre-image and the record are durable before the rename. They are kept
         # while the temp file is written (a speed device, docs/ARCHITECTURE.md), and the rename
         # waits for them.
-        old = expect.content if expect.exists and not rp.sensitive else None
+        old = expect.content if expect.exists and not rp.secret else None
         kept = None if change.remove else new
         history = env.history
         if history is None:
@@ -566,7 +566,7 @@ def _log_failure(job: WriteJob[T], env: ToolEnv, error: str) -> None:
         job.tool,
         escape(str(job.rp.real)),
         escape(env.client) or "-",
-        escape(error),
+        escape_record(error),  # filegate's own sentence: its names escaped in it, its quotes kept
     )
 
 
