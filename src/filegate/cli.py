@@ -52,10 +52,7 @@ COMMANDS = {
     "check": ("check [--workdir DIR]", "start filegate as a client does: list its tools, read a file"),
     "history": ("history [--path P] [--since T]", "list the writes filegate kept"),
     "undo": ("undo ID [--yes] [--force]", "put a file back as it was before one write"),
-    "changes": (
-        "changes [--since ID|TIME] [--path P] [--against HEAD]",
-        "what was written since, with one diff",
-    ),
+    "changes": ("changes [--since ID|T] [...]", "the files written since then, with one diff"),
     "rules": ("rules [--workdir DIR]", "the agents' rule files that bind the tools there"),
 }
 
