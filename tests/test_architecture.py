@@ -89,8 +89,18 @@ TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
     {"edit", "documents"},
-    {"review"},
-    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write", "changes"},
+    {"patch", "review"},
+    {
+        "read_file",
+        "read_media",
+        "glob",
+        "grep",
+        "write_file",
+        "str_replace",
+        "undo_write",
+        "apply_patch",
+        "changes",
+    },
 ]
 
 
@@ -347,6 +357,7 @@ TOOL_MODULES = (
     "write_file",
     "str_replace",
     "undo_write",
+    "apply_patch",
     "changes",
 )
 

@@ -64,6 +64,40 @@ def entry_line(entry: Entry) -> str:
     return f"{entry.id}  {when}  {entry.tool:<14} {escape(entry.path)}  ({about})"
 
 
+def history_lines(entries: list[Entry]) -> list[str]:
+    """Each write on its line; a set (ApplyPatch, an undone set) as one entry, by its id, with
+    its files (SPEC §10)."""
+    out: list[str] = []
+    sets: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.group:
+            if entry.group not in sets:
+                sets[entry.group] = []
+                out.append(entry.group)  # its place: where its first file is
+            sets[entry.group].append(entry)
+        else:
+            out.append(entry_line(entry))
+    return [set_line(sets[item]) if item in sets else item for item in out]
+
+
+def set_line(members: list[Entry]) -> str:
+    """A set as ``filegate history`` lists it: its id, time, tool, and each file's change."""
+    first = members[0]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first.time))
+    files = "; ".join(f"{escape(e.path)} ({_change(e)})" for e in members)
+    state = "" if first.state == "done" else f", {first.state}"
+    about = f"{first.route}; {escape(first.client) or '-'}{state}"
+    return f"{first.group}  {when}  {first.tool:<14} set of {len(members)} files: {files}  ({about})"
+
+
+def _change(entry: Entry) -> str:
+    if entry.created:
+        return f"created, {entry.size_after} bytes"
+    if entry.removed:
+        return f"removed, was {entry.size_before} bytes"
+    return f"{entry.size_before} -> {entry.size_after} bytes"
+
+
 def list_history(path: str | None, since: float | None) -> list[Entry]:
     entries = _history().entries()
     if path is not None:
@@ -182,8 +216,8 @@ def main(argv: Sequence[str]) -> int:
         )
         ns = p.parse_args(args)
         entries = list_history(ns.path, ns.since)
-        for entry in entries:
-            print(entry_line(entry))
+        for line in history_lines(entries):
+            print(line)
         if not entries:
             where = shown_home_relative(history_dir())
             what = "No write matches" if ns.path is not None or ns.since is not None else "No writes"

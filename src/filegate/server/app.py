@@ -148,7 +148,17 @@ class Events(RootsChanged, NotableEvents):
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed: each
     declared once, as its module's ``SPEC``."""
-    from filegate.tools import changes, glob, grep, read_file, read_media, str_replace, undo_write, write_file
+    from filegate.tools import (
+        apply_patch,
+        changes,
+        glob,
+        grep,
+        read_file,
+        read_media,
+        str_replace,
+        undo_write,
+        write_file,
+    )
 
     specs = [
         read_file.SPEC,
@@ -158,6 +168,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         write_file.SPEC,
         str_replace.SPEC,
         undo_write.SPEC,
+        apply_patch.SPEC,
         changes.SPEC,
     ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
@@ -247,6 +258,20 @@ def configure_logging(level: str) -> None:
     logging.captureWarnings(True)
 
 
+def _recover_sets(settings: Settings) -> None:
+    """Sets (ApplyPatch) a killed filegate process left mid-commit, rolled back (SPEC §10)."""
+    from filegate.fsio.changeset import interrupted_sets, recover_sets
+    from filegate.server.session import open_history
+
+    history = open_history(settings)
+    if history is None or not interrupted_sets():  # one folder listed: nothing else at a start
+        return
+    import asyncio
+
+    for said in asyncio.run(recover_sets(history)):
+        log.warning("history: %s", escape(said))
+
+
 def serve(settings: Settings) -> None:
     """Run the server on the configured transport until it is stopped."""
     configure_logging(settings.log_level)
@@ -254,6 +279,7 @@ def serve(settings: Settings) -> None:
 
     if swept := sweep_pending_temps():
         log.warning("removed %d temp file(s) left by a killed filegate write", swept)
+    _recover_sets(settings)
     server = build_server(settings)
     # The start is over (cli.main paused the collector for it): what it built lives as long
     # as the process, so it is left out of every later collection; garbage from here on is

@@ -145,6 +145,17 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    # A set of files (ApplyPatch, an undone set): the question's first line after the verdict
+    # ("ApplyPatch wants to change 3 files: ..."); "" for one file, said from the fields above.
+    title: str = ""
+    # Asked whatever --approval says and never "for the session", its content shown (a set
+    # holding a file an ``ask`` rule covers, SPEC §8.5); ``sensitive`` also hides the content.
+    always_ask: bool = False
+
+    @property
+    def asked_always(self) -> bool:
+        return self.sensitive or self.always_ask
+
     # Every real path a write of several files touches (ApplyPatch, an undone set), which a
     # grant must cover whole; () for one file: ``real``.
     paths: tuple[Path, ...] = ()
