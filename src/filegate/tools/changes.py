@@ -24,13 +24,11 @@ from filegate.fsio import githead
 from filegate.fsio.githead import GitUnreadable, HeadFile
 from filegate.fsio.history import WriteHistory
 from filegate.policy.escape import escape
-from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import Workspace
 from filegate.tools.describe import load_description
-from filegate.tools.edit.diffing import binary_diff, diff_header, plural, unified_diff
+from filegate.tools.edit.diffing import plural
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
-from filegate.tools.readguard.ledger import reader_of
-from filegate.tools.review.sections import LIST_SHARE, Section, fit
+from filegate.tools.review.sections import LIST_SHARE, Section, diff_block, fit
 from filegate.tools.review.since import (
     FileWrites,
     Now,
@@ -38,15 +36,14 @@ from filegate.tools.review.since import (
     by_file,
     read_now,
     visibility,
+    write_of,
+    writes_count,
     writes_since,
 )
 
 # A file (now, or its pre-image) is read for a diff when at most this large; a larger one is
 # listed with its change and no diff. The bound git's blobs have too.
 READ_MAX_BYTES = githead.BLOB_MAX_BYTES
-# Rows of one file's diff before it is cut (a question shows ~80; a review, more): the budget
-# cuts the combined diff further.
-REVIEW_DIFF_LINES = 2000
 # Files diffed in one answer, at most, whatever the budget: past them the list goes on, each
 # file by its kind (`path` narrows the answer). Typing a file for its diff (text or not, as
 # ReadFile would judge it) asks libmagic, ~1-3 ms a side on a loaded machine: 40 files keep
@@ -135,13 +132,13 @@ def review(history: WriteHistory, params: ChangesParams, env: ToolEnv, under: Pa
             else _against_head(head, f, now, name, env)
         )
         if as_last_left(f, now) is False:
-            detail += f"; changed outside filegate after {f.last.id}"
+            detail += f"; changed outside filegate after {write_of(f.last)}"
         rows.append(_row(kind, name, f, detail))
         if block:
             sections.append(Section(name, block))
             spent += len(block)
     fitted = fit(rows, sections, room, unlisted=len(shown) - len(listed))
-    writes = len(since.writes)
+    writes = writes_count(since.writes)
     clients = list(dict.fromkeys(escape(e.client) or "-" for e in since.writes))
     by = ", ".join(clients[:CLIENTS_NAMED]) + (
         f" and {len(clients) - CLIENTS_NAMED} more" if len(clients) > CLIENTS_NAMED else ""
@@ -184,7 +181,7 @@ def _kind(existed: bool, exists: bool, same: bool = False) -> str:
 
 
 def _row(kind: str, name: str, f: FileWrites, detail: str) -> str:
-    ids = [e.id for e in f.writes]
+    ids = list(dict.fromkeys(write_of(e) for e in f.writes))
     named = ", ".join(ids) if len(ids) <= IDS_NAMED else f"{ids[0]} … {ids[-1]}"
     detail = f"{detail}; " if detail else ""
     return f"{kind} `{name}` ({detail}{plural(len(ids), 'write')}: {named})"
@@ -198,13 +195,13 @@ def _against_history(
     if first.created:
         old: bytes | None = None
     elif not first.kept:
-        why = f"no diff: the history kept nothing of it before {first.id} ({first.not_kept})"
+        why = f"no diff: the history kept nothing of it before {write_of(first)} ({first.not_kept})"
         return _kind(True, now.exists), why, ""
     else:
         try:
             old = history.pre_image(first)
         except (OSError, ValueError):
-            why = f"no diff: the history no longer holds its content before {first.id}"
+            why = f"no diff: the history no longer holds its content before {write_of(first)}"
             return _kind(True, now.exists), why, ""
     same = old is not None and now.data is not None and old == now.data
     kind = _kind(old is not None, now.exists, same)
@@ -231,16 +228,7 @@ def _diff(name: str, real: Path, old: bytes | None, now: Now, env: ToolEnv) -> t
     """(detail, diff block) between ``old`` (None: absent) and the file now."""
     if now.exists and now.data is None:
         return f"no diff: {now.why}", ""
-    a, b = old or b"", now.data or b""
-    sides = [d for d in (a, b) if d]
-    if any(reader_of(real.name, d[:SNIFF_BYTES]) != "ReadFile" for d in sides):
-        diff = binary_diff(len(a), len(b))
-        return f"binary file, {len(a)} → {len(b)} bytes", "\n".join([*diff_header(name), diff.text])
-    codec = env.codec_of(b if now.exists else a, real).codec
-    diff = unified_diff(name, a, b, codec, max_lines=REVIEW_DIFF_LINES)
-    if diff.added == 0 and diff.removed == 0:
-        return "no change in its content", ""
-    return f"+{diff.added} -{diff.removed} lines", diff.text
+    return diff_block(name, real, old, now.data, env.codec_of)
 
 
 @dataclass(slots=True)

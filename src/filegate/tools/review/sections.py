@@ -3,9 +3,14 @@ order; what does not fit is cut at a line and said, never dropped without a word
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from filegate.tools.edit.diffing import plural
+from filegate.fsio.codec import FileCodec
+from filegate.policy.filetype import SNIFF_BYTES
+from filegate.tools.edit.diffing import binary_diff, diff_header, plural, unified_diff
+from filegate.tools.readguard.ledger import reader_of
 
 # A section is cut only where at least this much of it can still be shown; with less room
 # left, it is left out whole (a diff's header and a line or two say nothing).
@@ -14,6 +19,9 @@ MIN_SECTION_CHARS = 400
 LIST_SHARE = 0.5
 # Files named in a note of what was left out, at most.
 NAMED = 5
+# Rows of one file's diff before it is cut (a question shows ~80; a review, more): the budget
+# cuts the combined text further.
+REVIEW_DIFF_LINES = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,7 @@ def fit(rows: list[str], sections: list[Section], budget: int, *, unlisted: int 
             left = 0
             continue
         left_out.append(section.shown)
-    return Fitted("\n\n".join(out), listed_out, cut, left_out)
+    return Fitted("\n\n".join(part for part in out if part), listed_out, cut, left_out)
 
 
 def _cut(text: str, room: int) -> str:
@@ -94,3 +102,23 @@ def _cut(text: str, room: int) -> str:
         used += len(line) + 1
     kept.append(f"… {plural(len(lines) - len(kept), 'more line')} of this diff not shown")
     return "\n".join(kept)
+
+
+def diff_block(
+    name: str,
+    real: Path,
+    old: bytes | None,
+    new: bytes | None,
+    codec_of: Callable[[bytes, Path], FileCodec],
+) -> tuple[str, str]:
+    """(what changed, in words; its diff block) from ``old`` to ``new`` (None: absent). A file
+    no tool shows as text (binary, an image) is told by its sizes, never shown (SPEC §4)."""
+    a, b = old or b"", new or b""
+    if any(reader_of(real.name, d[:SNIFF_BYTES]) != "ReadFile" for d in (a, b) if d):
+        diff = binary_diff(len(a), len(b))
+        return f"binary file, {len(a)} → {len(b)} bytes", "\n".join([*diff_header(name), diff.text])
+    codec = codec_of(b if new is not None else a, real).codec
+    diff = unified_diff(name, a, b, codec, max_lines=REVIEW_DIFF_LINES)
+    if diff.added == 0 and diff.removed == 0:
+        return "no change in its content", ""
+    return f"+{diff.added} -{diff.removed} lines", diff.text

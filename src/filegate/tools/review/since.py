@@ -46,6 +46,17 @@ def when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
+def write_of(entry: Entry) -> str:
+    """The write id ``entry`` belongs to, as its message said it: a set's (ApplyPatch, a rewind)
+    for each of its files."""
+    return entry.group or entry.id
+
+
+def writes_count(entries: Iterable[Entry]) -> int:
+    """How many writes (a set counts once) ``entries`` hold."""
+    return len({write_of(e) for e in entries})
+
+
 def matches(entry: Entry, digest: str, data: bytes) -> bool:
     """Whether ``data`` is the content one of ``entry``'s hashes (``digest``) names."""
     return bool(digest) and content_sha256(data) == digest
@@ -58,7 +69,10 @@ class Since:
 
     writes: list[Entry]
     point: str
-    start: Entry | None = None  # the write ``since`` named
+    start: Entry | None = None  # the write ``since`` named (its set's first, when in a set)
+    # Sets (ApplyPatch, an undone set) among the writes that also wrote files outside the
+    # workspace: their ids (a rewind undoes a set whole, so it cannot undo these).
+    partial_sets: list[str] = field(default_factory=list)
 
 
 def writes_since(
@@ -79,6 +93,8 @@ def writes_since(
         start, point, chosen = None, "the oldest write the history holds", entries
     elif text.startswith("w-"):
         at = _position(entries, text, inside)
+        if entries[at].group:  # a set is one write: from its first file on
+            at = next(i for i, e in enumerate(entries) if e.group == entries[at].group)
         start = entries[at]
         point = f"{text} ({when(entries[at].time)})"
         chosen = entries[at:]
@@ -92,7 +108,9 @@ def writes_since(
         start, point = None, when(t)
         chosen = [e for e in entries if e.time >= t]
     kept = [e for e in chosen if e.state != "failed" and inside(e.path) and _under(e.path, under)]
-    return Since(kept, point, start)
+    sets = {e.group for e in kept if e.group}
+    partial = list(dict.fromkeys(e.group for e in chosen if e.group in sets and not inside(e.path)))
+    return Since(kept, point, start, partial)
 
 
 def _position(entries: list[Entry], write_id: str, inside: _Inside) -> int:
