@@ -5,7 +5,9 @@ itself (slow)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,61 @@ def test_the_console_script_prints_the_changes(writes: list[str], ws: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "modified `a.txt`" in done.stdout and "+new" in done.stdout
+
+
+# --- filegate undo --since ------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    """A stand-in for a terminal's input (a fake, named as such: no pty here)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class NoTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return False
+
+
+def test_undo_since_without_a_terminal_or_yes_says_to_add_yes_and_writes_nothing(
+    writes: list[str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", NoTerminal("y\n"))
+    assert cli_main(["undo", "--since", writes[0]]) == 1
+    captured = capsys.readouterr()
+    assert "UndoWrite wants to rewind 2 writes from" in captured.out  # the question, shown
+    assert "Not undone: no terminal to ask. Add --yes to undo without asking." in captured.err
+    assert (ws / "a.txt").read_text() == "two\n" and (ws / "sub" / "b.txt").exists()
+
+
+def test_undo_since_at_a_terminal_asks_once_and_restores_every_file(
+    writes: list[str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    prompts: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: prompts.append(prompt) or sys.stdin.readline())
+    assert cli_main(["undo", "--since", writes[0]]) == 0
+    out = capsys.readouterr().out
+    assert prompts == ["Undo these writes? [y/N] "]
+    assert f"Rewound 2 writes from {writes[0]}" in out
+    assert (ws / "a.txt").read_text() == "one\n" and not (ws / "sub" / "b.txt").exists()
+
+
+def test_undo_since_with_yes_refuses_a_file_changed_by_hand_naming_force(
+    writes: list[str], ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (ws / "a.txt").write_text("by hand\n")
+    assert cli_main(["undo", "--since", writes[0], "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "`a.txt` (it changed after" in err and "`--force` rewinds anyway" in err
+    assert (ws / "sub" / "b.txt").exists()
+    assert cli_main(["undo", "--since", writes[0], "--yes", "--force"]) == 0
+    assert (ws / "a.txt").read_text() == "one\n"
+
+
+def test_undo_takes_an_id_or_since_not_both(writes: list[str]) -> None:
+    for args in (["undo"], ["undo", writes[0], "--since", writes[0]]):
+        with pytest.raises(SystemExit) as exited:
+            cli_main(args)
+        assert exited.value.code == 2
