@@ -252,3 +252,13 @@ async def test_at_most_so_many_files_are_diffed_the_rest_listed(
     assert body.count("+one") == 2
     assert "added `f3.txt` (1 write: w-" in body
     assert "no diff shown for `f3.txt`, `f4.txt`. `path` narrows" in body
+
+
+async def test_changes_is_offered_under_read_only_and_marked_read_only(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="a\n")))
+    async with connect(ws, mode, read_only=True) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+        got = await call(c, "Changes", since=first)
+    assert tools["Changes"].annotations.read_only_hint is True
+    assert not got.is_error and "added `a.txt`" in text(got)

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
 from mcp.types import Implementation
 
 from filegate.fsio.history import WriteHistory
-from tests.conftest import call, connect, text, write_id_of
+from tests.conftest import call, connect, stdio_transport, text, write_id_of
 from tests.fakes import Answers
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -252,3 +253,80 @@ async def test_nothing_to_restore_says_so(ws: Path, mode: str) -> None:
     assert not r.is_error
     assert text(r).startswith(f"Nothing to rewind from {w} (")
     assert "Already as before" in text(r) and "`a.txt`" in text(r)
+
+
+async def test_changes_shows_a_set_s_move_and_a_rewind_moves_it_back(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("alpha\nbeta\n")
+    before = tree(ws)
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "a.txt", "move_to": "m.txt", "edits": [{"old": "beta", "new": "BETA"}]}],
+        )
+        set_id = write_id_of(text(r))
+        listed = await call(c, "Changes", since=set_id)
+        undone = await call(c, "UndoWrite", since=set_id)
+    body = text(listed)
+    assert f"moved `a.txt` → `m.txt` (+1 -1 lines; 1 write: {set_id})" in body
+    assert "--- a/a.txt\n+++ b/m.txt" in body and "-beta\n+BETA" in body
+    assert "1 file inside this workspace" in body
+    assert not undone.is_error, text(undone)
+    assert tree(ws) == before
+
+
+async def test_what_the_history_no_longer_holds_is_named_and_the_rest_restored(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("a before\n")
+    (ws / "b.txt").write_text("b before\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="a after\n")))
+        await call(c, "WriteFile", path="b.txt", content="b after\n")
+    entry = next(e for e in WriteHistory().entries() if e.id == first)
+    WriteHistory().object_path(entry.before).unlink()  # the kept copy of a.txt, gone
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert f"Left as it is: `a.txt`: the history no longer holds its content before {first}." in text(r)
+    assert (ws / "a.txt").read_text() == "a after\n" and (ws / "b.txt").read_text() == "b before\n"
+
+
+async def test_a_file_changed_while_the_user_looked_refuses_the_whole_rewind(ws: Path, mode: str) -> None:
+    start(ws)
+    async with connect(ws, mode, approval="auto") as c:
+        ids = await three_writes(c)
+    asked = Answers("approve")
+
+    async def meanwhile(message: str, response_type: object, params: object, context: object) -> object:
+        (ws / "b.txt").write_text("changed while asked\n")  # the user's editor, during the question
+        return await asked(message, response_type, params, context)
+
+    async with connect(ws, mode, client_elicitation_handler=meanwhile) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert r.is_error, text(r)
+    assert (ws / "a.txt").read_text() == "one\nTWO\nthree\n" and (ws / "c.txt").read_text() == "changed\n"
+    assert (ws / "b.txt").read_text() == "changed while asked\n"
+
+
+@pytest.mark.slow  # a server process of its own, over stdio
+async def test_a_process_of_its_own_shares_the_history_and_is_rewound_with_the_others(ws: Path) -> None:
+    """Replicas share the history through the state directory: a write made by a filegate
+    process over stdio and two in this process are undone by one rewind."""
+    before = start(ws)
+    async with connect(ws, approval="auto") as c:
+        ids = [
+            write_id_of(
+                text(await call(c, "StrReplaceFile", path="a.txt", edit={"old": "two", "new": "TWO"}))
+            )
+        ]
+    async with Client(stdio_transport(ws, "--approval", "auto")) as c:
+        r = await c.call_tool(
+            "WriteFile", {"path": "b.txt", "content": "from another process\n"}, raise_on_error=False
+        )
+        ids.append(write_id_of(text(r)))
+    async with connect(ws, approval="auto") as c:
+        ids.append(write_id_of(text(await call(c, "WriteFile", path="c.txt", content="changed\n"))))
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert not r.is_error, text(r)
+    assert "Rewound 3 writes from" in text(r)
+    assert tree(ws) == before

@@ -34,6 +34,7 @@ from filegate.tools.review.since import (
     Now,
     as_last_left,
     by_file,
+    moves,
     read_now,
     visibility,
     write_of,
@@ -107,6 +108,9 @@ def review(history: WriteHistory, params: ChangesParams, env: ToolEnv, under: Pa
             message=f"No file{where} inside this workspace was written through filegate since "
             f"{since.point}.{hidden_said}"
         )
+    moved = moves([f for f, sensitive in shown if not sensitive])
+    arrived = {d.real for d in moved.values()}
+    shown = [(f, sensitive) for f, sensitive in shown if f.real not in arrived]  # with their source
     room = max(env.result_budget - MESSAGE_ROOM, 2000)
     listed = _listed(shown, ws, int(room * LIST_SHARE))
     examined = [(f, name) for f, sensitive, name in listed if not sensitive]
@@ -121,17 +125,24 @@ def review(history: WriteHistory, params: ChangesParams, env: ToolEnv, under: Pa
             continue
         if spent >= room or diffed >= MAX_FILES_DIFFED:  # listed by its kind, nothing read
             existed = not f.first.created if head is None else head.existed(f.real)
-            rows.append(_row(_kind(existed, os.path.lexists(f.real)), name, f, ""))
+            kind = _kind(existed, os.path.lexists(f.real))
+            if f.real in moved:
+                kind, name, _ = _moved(name, ws.display(moved[f.real].real), "")
+            rows.append(_row(kind, name, f, ""))
             sections.append(Section(name, ""))
             continue
         diffed += 1
-        now = read_now(f.real, name, READ_MAX_BYTES)
+        there = moved.get(f.real)  # a move: the source's content before, the destination's now
+        now = read_now(f.real if there is None else there.real, name, READ_MAX_BYTES)
         kind, detail, block = (
             _against_history(history, f, now, name, env)
             if head is None
             else _against_head(head, f, now, name, env)
         )
-        if as_last_left(f, now) is False:
+        if there is not None:
+            kind, name, block = _moved(name, ws.display(there.real), block)
+            f = FileWrites(f.real, [*f.writes, *there.writes])
+        if as_last_left(f, now) is False and there is None:
             detail += f"; changed outside filegate after {write_of(f.last)}"
         rows.append(_row(kind, name, f, detail))
         if block:
@@ -170,6 +181,16 @@ def _listed(
             break
         listed.append((f, sensitive, name))
     return listed
+
+
+def _moved(name: str, to: str, block: str) -> tuple[str, str, str]:
+    """A moved file's kind, its row's name and its diff block headed from one name to the other."""
+    if block:
+        lines = block.split("\n")
+        if len(lines) >= 2 and lines[0].startswith("--- ") and lines[1].startswith("+++ "):
+            lines[1] = "+++ " + (to if to.startswith("/") else f"b/{to}")
+        block = "\n".join(lines)
+    return "moved", f"{name}` → `{to}", block
 
 
 def _kind(existed: bool, exists: bool, same: bool = False) -> str:

@@ -185,6 +185,34 @@ def by_file(writes: Iterable[Entry]) -> list[FileWrites]:
     return [FileWrites(Path(path), entries) for path, entries in files.items()]
 
 
+def moves(files: list[FileWrites]) -> dict[Path, FileWrites]:
+    """The files a set moved (ApplyPatch's ``move_to``) and are still moved: source → the
+    destination's writes. A pair: one set's write removed the source, which existed before,
+    and created the destination, each its first write since the point; the source is gone and
+    the destination there now. Where a set removed and created several, the pairs are those
+    whose content went along unchanged, and a set's single pair whatever its content."""
+    removed: dict[str, list[FileWrites]] = {}
+    created: dict[str, list[FileWrites]] = {}
+    for f in files:
+        first = f.first
+        if first.group and first.removed and not first.created and not os.path.lexists(f.real):
+            removed.setdefault(first.group, []).append(f)
+        elif first.group and first.created and os.path.lexists(f.real):
+            created.setdefault(first.group, []).append(f)
+    pairs: dict[Path, FileWrites] = {}
+    for group, sources in removed.items():
+        targets = created.get(group, [])
+        if len(sources) == 1 and len(targets) == 1:
+            pairs[sources[0].real] = targets[0]
+            continue
+        for source in sources:
+            same = [t for t in targets if t.first.after == source.first.before]
+            if len(same) == 1:
+                pairs[source.real] = same[0]
+                targets.remove(same[0])
+    return pairs
+
+
 Visibility = Literal["shown", "sensitive", "hidden"]
 
 
