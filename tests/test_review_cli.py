@@ -106,7 +106,7 @@ def test_undo_since_without_a_terminal_or_yes_says_to_add_yes_and_writes_nothing
     assert cli_main(["undo", "--since", writes[0]]) == 1
     captured = capsys.readouterr()
     assert "UndoWrite wants to rewind 2 writes from" in captured.out  # the question, shown
-    assert "Not undone: no terminal to ask. Add --yes to undo without asking." in captured.err
+    assert "Not undone: there is no terminal to ask; add --yes to undo it without asking." in captured.err
     assert (ws / "a.txt").read_text() == "two\n" and (ws / "sub" / "b.txt").exists()
 
 

@@ -51,7 +51,10 @@ COMMANDS = {
     "uninstall": ("uninstall CLIENT [...]", "take filegate's entry out of a client's configuration"),
     "check": ("check [--workdir DIR]", "start filegate as a client does: list its tools, read a file"),
     "history": ("history [--path P] [--since T]", "list the writes filegate kept"),
-    "undo": ("undo ID [--yes] [--force]", "put a file back as it was before one write"),
+    "undo": (
+        "undo ID|--since ID [--yes]",
+        "put a file back as it was before a write; --since: every one since",
+    ),
     "changes": ("changes [--since ID|T] [...]", "the files written since then, with one diff"),
     "rules": ("rules [--workdir DIR]", "the agents' rule files that bind the tools there"),
 }
