@@ -205,8 +205,10 @@ async def undo(write_id: str | None, yes: bool, force: bool, since: str | None =
         outcome = await answer(undo_write, params, env)
     else:
         outcome = await answer(lambda _, e: undo_entry(entry, e, force=force), None, env)
-    message = outcome.message.replace("`force: true`", "`--force`")  # the terminal's spelling
-    text = message + (f"\n{outcome.output}" if outcome.output else "")
+    write_id = f"Write id: {outcome.write_id}." if outcome.write_id else ""
+    lines = [outcome.message, outcome.output, write_id, outcome.next_step]
+    text = "\n".join(line for line in lines if line)
+    text = text.replace("`force: true`", "`--force`")  # the terminal's spelling
     return not outcome.is_error, text
 
 

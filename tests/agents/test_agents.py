@@ -191,7 +191,7 @@ def check_nothing_written(run: h.Run, said: str, error: bool = False) -> None:
 def test_headless_writes_proceed(run: h.Run) -> None:
     # Gemini CLI 0.61 declares no elicitation: filegate writes inside the workspace without
     # asking (it confirms the call itself, here by --approval-mode yolo).
-    assert "successfully" in run.seen(h.WRITE).text and "successfully" in run.seen(h.EDIT).text
+    assert "Created `new.txt`." in run.seen(h.WRITE).text and "successfully" in run.seen(h.EDIT).text
     assert (run.ws / "new.txt").read_text() == h.WRITTEN
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.history_cli import history_lines
-from tests.conftest import call, connect, text, write_id_of
+from tests.conftest import blocks, call, connect, text, write_id_of
 from tests.fakes import Answers
 
 PATCH = """*** Begin Patch
@@ -644,7 +644,7 @@ async def test_a_folder_grant_covers_a_set_only_when_every_file_is_under_it(ws: 
     async with connect(ws, mode, client_elicitation_handler=answers, read_guard=False) as c:
         r = await call(c, "StrReplaceFile", path="src/a.py", edit={"old": "a", "new": "A"})
         assert not r.is_error, text(r)
-        grant = {"grant": r_grant} if (r_grant := _grant_line(text(r))) else {}
+        grant = {"grant": r_grant} if (r_grant := _grant_line("\n".join(blocks(r)))) else {}  # as sent
         inside = [{"path": "src/b.py", "content": "b\n"}, {"path": "src/a.py", "delete": True}]
         r = await call(c, "ApplyPatch", changes=inside, **grant)
         assert not r.is_error, text(r)

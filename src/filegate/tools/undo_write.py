@@ -21,12 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory, is_write_id
 from filegate.fsio.spliced import content_sha256
+from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.changeset import gate_path
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import GrantArg, load_description
-from filegate.tools.edit.diffing import binary_diff, plural, unified_diff
+from filegate.tools.edit.diffing import binary_diff, fit_lines_to, plural, unified_diff
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
     Change,
@@ -355,9 +356,10 @@ def _restore(
                 diff = binary_diff(len(data or b""), len(target)).text
             raise WriteError(
                 f"`{rp.shown}` is no longer as {entry.id} left it: {changed}. Nothing was written. "
-                "`force: true` restores it anyway; below is what that would change.",
+                "Below is what `force: true` would change.",
                 "File changed since",
-                output=diff,
+                output=fit_lines_to(diff, ERROR_CHARS - 1000),
+                next_step="Call UndoWrite again with `force: true` to restore it anyway.",
             )
     if before is None:  # the write created the file: undoing it removes it
         if data is None:

@@ -31,6 +31,8 @@ MAX_LISTED_MATCHES = 20
 CLOSEST_MAX_LINES = 30
 # ... each cut to this many characters (ReadFile cuts at 2000; this is a hint, not a read),
 CLOSEST_LINE_CHARS = 400
+# ... and at most this many characters in all: the error stays under ERROR_CHARS (SPEC §9).
+CLOSEST_MAX_CHARS = 8_000
 # ... and the fuzzy line search runs only on files up to this size (it is O(lines)).
 FUZZY_MAX_BYTES = 4 << 20
 # A line counts as "close" from this difflib ratio up.
@@ -293,7 +295,8 @@ def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str) -> 
         return EditFailed(message, brief="No replacements made")
     first, last, text = region
     message += f" The closest match is at lines {first}-{last} (shown below)."
-    return EditFailed(message, text, "No replacements made")
+    then = "Copy `old` exactly from the lines above (or ReadFile the file again), then retry the edit."
+    return EditFailed(message, text, "No replacements made", then)
 
 
 def _ambiguous(data: bytes, old: bytes, count: int, number: int, total: int, shown: str) -> EditFailed:
@@ -380,6 +383,7 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
             if start == 0:
                 return None
     out: list[str] = []
+    used = 0
     for n in range(first, first + count):
         if start >= len(data):
             break
@@ -388,7 +392,11 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
         text = data[start:end].decode("utf-8", "replace").rstrip("\r")
         if len(text) > CLOSEST_LINE_CHARS:
             text = text[:CLOSEST_LINE_CHARS] + "..."
-        out.append(f"{n:6d}\t{text}")
+        row = f"{n:6d}\t{text}"
+        used += len(row) + 1
+        if out and used > CLOSEST_MAX_CHARS:
+            break
+        out.append(row)
         start = end + 1
     if not out:
         return None

@@ -39,6 +39,7 @@ from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.media.bounds import Ticket
+from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape, escape_record
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
@@ -229,8 +230,8 @@ async def run_write(job: WriteJob[T], env: ToolEnv) -> Outcome:
         outcome = job.done(written)
         if written.notice:
             outcome.message += " " + written.notice
-        if written.write_id:  # SPEC §8.4: every write's message ends with its id
-            outcome.message += f" Write id: {written.write_id}."
+        # SPEC §8.4: every write's result ends with its id (on its own line, SPEC §9)
+        outcome.write_id = written.write_id
         return outcome
     except Refusal as exc:
         _log_failure(job, env, exc.message)
@@ -322,7 +323,8 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
         change = job.transform(current.data)
     else:  # SPEC §8.3: a change in place since the read, away from the edit, lets it through
         codec = env.codec_of(current.data, rp.real).codec  # the changed lines shown as ReadFile would
-        args = (rp.real, identity, rp.shown, current.data, changed, env.result_budget, codec, job.transform)
+        budget = min(env.text_budget, ERROR_CHARS)  # SPEC §9: an error fits, its lines included
+        args = (rp.real, identity, rp.shown, current.data, changed, budget, codec, job.transform)
         change, notice = settle(env.reads, *args)
     if job.unchanged is not None and change.new == current.data:  # a whole file compared only if needed
         return job.unchanged(len(change.new))
