@@ -129,7 +129,7 @@ def test_undo_since_with_yes_refuses_a_file_changed_by_hand_naming_force(
     (ws / "a.txt").write_text("by hand\n")
     assert cli_main(["undo", "--since", writes[0], "--yes"]) == 1
     err = capsys.readouterr().err
-    assert "`a.txt` (it changed after" in err and "`--force` rewinds anyway" in err
+    assert "`a.txt` (it changed after" in err and "`--force` to rewind anyway" in err
     assert (ws / "sub" / "b.txt").exists()
     assert cli_main(["undo", "--since", writes[0], "--yes", "--force"]) == 0
     assert (ws / "a.txt").read_text() == "one\n"

@@ -124,7 +124,7 @@ async def test_a_file_changed_by_hand_refuses_the_whole_rewind_naming_it(
     )
     assert f"is refused: 1 file changed outside filegate since: `c.txt` ({why})" in message
     assert "`a.txt`" not in message.split("Nothing was written")[0]
-    assert "`force: true` rewinds anyway" in message
+    assert "`force: true` to rewind anyway" in message
     assert "+keep" in message  # what force would do to it
     assert not forced.is_error, text(forced)
     assert (ws / "c.txt").read_text() == "keep\n" and not (ws / "b.txt").exists()

@@ -216,9 +216,9 @@ def _as_before(entry: Entry, data: bytes | None) -> bool:
 
 # --- since: the rewind (SPEC §10) -------------------------------------------------------------
 
-# A refusal's diffs (what `force` would change) take at most this many characters: an error
-# stays under 10,000 (SPEC §9).
-REFUSAL_DIFF_CHARS = 7000
+# A refusal's diffs (what `force` would change) leave this much of an error's room (SPEC §9:
+# under ERROR_CHARS) to its sentences: the files named, what is left as it is.
+REFUSAL_WORDS_CHARS = 3000
 
 
 async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, env: ToolEnv) -> Outcome:
@@ -229,7 +229,12 @@ async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, en
     notes = plan.notes()
     if plan.changed and not params.force:
         output = await anyio.to_thread.run_sync(lambda: _force_diff(plan, env))
-        raise WriteError(_changed_refusal(plan, notes), "File changed since", output=output)
+        raise WriteError(
+            _changed_refusal(plan, notes),
+            "File changed since",
+            output=output,
+            next_step="Call UndoWrite again with `force: true` to rewind anyway (those changes are lost).",
+        )
     if not plan.restores:
         return Outcome(
             message=" ".join([f"Nothing to rewind from {plan.point}: no file needs restoring.", *notes])
@@ -242,10 +247,9 @@ async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, en
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
     message = (
         f"Rewound {plural(plan.count, 'write')} from {plan.point}: "
-        f"{plural(len(lines), 'file')} as they were before it, as one write. "
-        f"Write id: {done.write_id}."
+        f"{plural(len(lines), 'file')} as they were before it, as one write."
     )
-    return Outcome(output="\n".join([*lines, *notes]), message=message)
+    return Outcome(output="\n".join([*lines, *notes]), message=message, write_id=done.write_id)
 
 
 def _changed_refusal(plan: Plan, notes: list[str]) -> str:
@@ -253,8 +257,8 @@ def _changed_refusal(plan: Plan, notes: list[str]) -> str:
     return " ".join(
         [
             f"The rewind from {plan.point} is refused: {plural(len(plan.changed), 'file')} changed "
-            f"outside filegate since: {named}. Nothing was written. `force: true` rewinds anyway "
-            "(those changes are lost); below is what it would change in them.",
+            f"outside filegate since: {named}. Nothing was written. Below is what `force: true` "
+            "would change in them.",
             *notes,
         ]
     )
@@ -266,7 +270,7 @@ def _force_diff(plan: Plan, env: ToolEnv) -> str:
     for r in plan.changed:
         _, block = diff_block(r.rp.shown, r.rp.real, r.now, r.before, env.codec_of)
         sections.append(Section(r.rp.shown, block or f"`{r.rp.shown}`: no change in its content"))
-    fitted = fit([], sections, min(env.result_budget, REFUSAL_DIFF_CHARS))
+    fitted = fit([], sections, min(env.result_budget, ERROR_CHARS - REFUSAL_WORDS_CHARS))
     note = fitted.note("Changes with `path` shows one file's whole diff.")
     return fitted.text + (f"\n{note}" if note else "")
 
@@ -277,9 +281,9 @@ def _rewind_member(r: Restore, force: bool) -> Member:
     def restore(data: bytes | None) -> Change[None]:
         if data != r.now and not force:  # changed since the plan saw it
             raise WriteError(
-                f"`{r.rp.shown}` changed while the rewind was prepared. Nothing was written; "
-                "call it again to see the change.",
+                f"`{r.rp.shown}` changed while the rewind was prepared. Nothing was written.",
                 "File changed since",
+                next_step="Call UndoWrite with `since` again to see what changed.",
             )
         if r.before is None:
             if data is None:
