@@ -87,10 +87,17 @@ class Committed:
 
 
 async def run_set(
-    tool: str, members: list[Member], env: ToolEnv, *, verb: str, dry_run: bool = False
+    tool: str,
+    members: list[Member],
+    env: ToolEnv,
+    *,
+    verb: str,
+    dry_run: bool = False,
+    notes: Sequence[str] = (),
 ) -> Committed | Outcome:
     """Prepare, ask once, commit: the set's write id, or the Outcome that ends the call (a
-    preview, a refusal by the user). A Refusal from any file refuses the set."""
+    preview, a refusal by the user). A Refusal from any file refuses the set. ``notes``: lines
+    the question (and a preview) shows before the files (a rewind's files left as they are)."""
     history = env.history
     if history is None:
         raise WriteError(
@@ -104,7 +111,7 @@ async def run_set(
             held = [ticket for pair in tickets for ticket in pair]
             # The set's room goes back when this thread ends, not before (fsio/loads.py).
             await in_thread(lambda: _prepare_all(members, env, tickets), env.work, *held)
-            request = set_request(tool, members, verb, env)
+            request = set_request(tool, members, verb, env, notes)
             if dry_run:
                 request = await in_thread(lambda: described_set(request, members), env.work, *held)
                 return _preview(tool, request, members)
@@ -178,7 +185,9 @@ def _prepared(member: Member) -> Prepared[Any]:
 # --- the question ----------------------------------------------------------------------------
 
 
-def set_request(tool: str, members: list[Member], verb: str, env: ToolEnv) -> WriteRequest:
+def set_request(
+    tool: str, members: list[Member], verb: str, env: ToolEnv, notes: Sequence[str] = ()
+) -> WriteRequest:
     """The set as the approver settles it: asked when any file would be asked alone (outside
     the workspace, an ``ask`` rule). Its diff and hashes come with :func:`described_set`."""
     first = members[0]
@@ -199,7 +208,7 @@ def set_request(tool: str, members: list[Member], verb: str, env: ToolEnv) -> Wr
         old_lines=0,
         new_lines=0,
         diff="",
-        notes=tuple(_listed(m, env) for m in members),
+        notes=(*notes, *(_listed(m, env) for m in members)),
         title=f"{tool} wants to {verb} {plural(len(members), 'file')} as one write ({counts}){codecs}.",
         paths=tuple(dict.fromkeys([*(m.rp.real for m in members), *(s.real for s in sources)])),
         always_ask=asked is not None,
