@@ -90,6 +90,9 @@ async def test_a_set_lands_whole_and_the_answer_lists_each_file(ws: Path, mode: 
     assert "- moved `util.py` → `lib/util.py`: 1 edit, 1 replacement, lines +1 -1." in said
     assert "- deleted `old.txt`." in said
     assert said.rstrip().endswith(f"Applied 4 file changes as one write. Write id: {write_id_of(said)}.")
+    # As sent: one text block whose summary is followed by the write id on a line of its own.
+    (sent,) = blocks(r)
+    assert sent.endswith(f"Applied 4 file changes as one write.\nWrite id: {write_id_of(said)}."), sent
 
 
 async def test_both_forms_give_the_same_result(tmp_path: Path) -> None:
@@ -120,6 +123,7 @@ async def test_undo_of_the_set_restores_every_file_with_its_mode(ws: Path, mode:
     assert not redo.is_error, text(redo)
     assert tree(ws) == AFTER
     assert f"Undid {set_id}: 5 files as they were before it." in text(u)
+    assert blocks(u)[0].endswith(f"as they were before it.\nWrite id: {write_id_of(text(u))}."), blocks(u)
 
 
 async def test_undo_of_a_set_refuses_naming_every_file_changed_since_and_force_overrides(ws: Path) -> None:

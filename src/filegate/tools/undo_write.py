@@ -178,8 +178,8 @@ async def _undo_set(
     if isinstance(done, Outcome):
         return done
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
-    message = f"Undid {set_id}: {len(lines)} files as they were before it. Write id: {done.write_id}."
-    return Outcome(output="\n".join(lines), message=message)
+    message = f"Undid {set_id}: {len(lines)} files as they were before it."
+    return Outcome(output="\n".join(lines), message=message, write_id=done.write_id)
 
 
 def _set_member(
