@@ -181,6 +181,25 @@ TARGETS: dict[str, Target] = {
         ),
         90.0,
     ),
+    # Grants (SPEC §11, issue 52): what a grant covers and its sealed handle (policy/), the key
+    # and the record `filegate rules` lists (fsio/), and what a question offers and a granted
+    # answer gives (server/), against their seam tests and the in-memory clients' (issue 55).
+    "grants": Target(
+        (
+            "src/filegate/policy/grants.py",
+            "src/filegate/fsio/grantstore.py",
+            "src/filegate/server/grants.py",
+        ),
+        (
+            "tests/policy/test_grants.py",
+            "tests/fsio/test_grantstore.py",
+            "tests/server/test_grants.py",
+            # It reads README.md, which mutmut does not copy into mutants/.
+            "--deselect",
+            "tests/server/test_grants.py::test_the_readmes_transcript_is_the_form_a_client_receives",
+        ),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(

@@ -9,12 +9,14 @@ and what is on disk.
 
 from __future__ import annotations
 
+import base64
 import gc
 import io
 import json
 import logging
 import os
 import re
+import struct
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -218,11 +220,24 @@ async def test_a_forged_or_out_of_scope_handle_is_ignored_and_the_user_asked(ws:
     assert not (ws / "src" / "c.py").exists() and not (ws / "docs").exists()
 
 
-async def test_an_expired_handle_is_ignored(ws: Path) -> None:
-    async with Client(build_server(Settings(workdir=ws, grant_ttl=1)), elicitation_handler=Answers()) as c:
+def expiry_of(handle: str) -> int:
+    """The expiry a handle carries (SPEC §11's layout: after the id, version, kind, expiry)."""
+    sealed = handle.partition(".")[2]
+    raw = base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4))
+    expires: int = struct.unpack_from(">BcI", raw)[2]
+    return expires
+
+
+async def test_a_handle_lasts_its_whole_ttl_and_is_ignored_once_expired(ws: Path) -> None:
+    """Never a second less than --grant-ttl (a 1-second TTL once gave handles that had expired
+    by the next call: the expiry was rounded down to the second)."""
+    async with Client(build_server(Settings(workdir=ws, grant_ttl=2)), elicitation_handler=Answers()) as c:
+        before = time.time()
         handle = await _minted(c, "src/a.py")
+        expires = expiry_of(handle)
+        assert before + 2 <= expires <= time.time() + 3
         assert not await _asked(c, "src/b.py", handle)
-        time.sleep(1.2)
+        time.sleep(max(0.0, expires - time.time()) + 0.05)
         assert await _asked(c, "src/c.py", handle)
 
 

@@ -6,6 +6,7 @@ verdict; the key and the record `filegate rules` lists are fsio/grantstore.py's.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import weakref
@@ -108,7 +109,7 @@ async def give(
         if key is None:
             return None
         ttl = settings.grant_ttl
-        grant = Grant(kind, target, float(int(time.time() + ttl)), new_grant_id())
+        grant = Grant(kind, target, float(math.ceil(time.time() + ttl)), new_grant_id())  # never less
         line = f"Grant: {seal(key, workspace, grant)}: {describe(workspace, grant)} for {duration(ttl)}."
     await record(grant, held, workspace, client)
     return line
