@@ -44,15 +44,15 @@ class GrantKey:
 
     def __init__(self) -> None:
         self._key: bytes | None = None
-        self._failed = False
+        self._why: str | None = None  # why there is none: tried once, said once
 
     async def get(self) -> bytes | None:
-        if self._key is None and not self._failed:
+        if self._key is None and self._why is None:
             try:
                 self._key = await anyio.to_thread.run_sync(grant_key)
             except GrantStoreError as exc:
-                self._failed = True
-                log.warning("grant handles are off: %s", escape(str(exc)))
+                self._why = str(exc)
+                log.warning("grant handles are off: %s", escape(self._why))
         return self._key
 
 
