@@ -89,7 +89,8 @@ TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
     {"edit", "documents"},
-    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write"},
+    {"patch"},
+    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write", "apply_patch"},
 ]
 
 
@@ -338,7 +339,16 @@ def test_the_token_is_compared_in_constant_time_only() -> None:
     assert not compared, compared
 
 
-TOOL_MODULES = ("read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write")
+TOOL_MODULES = (
+    "read_file",
+    "read_media",
+    "glob",
+    "grep",
+    "write_file",
+    "str_replace",
+    "undo_write",
+    "apply_patch",
+)
 
 
 def test_each_tool_is_declared_once_in_its_own_module() -> None:

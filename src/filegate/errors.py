@@ -8,7 +8,7 @@ closest region). A tool turns one into an error result with
 
 Hierarchy::
 
-    Refusal                 a refusal the model reads (message, brief, output)
+    Refusal                 a refusal the model reads (message, brief, output, next step)
     ├── PathError           the path rules of SPEC §2 refuse the path, or it cannot be opened
     │                       (policy resolves, fsio opens; both raise it)
     ├── WriteError          a write that did not happen: too large, stale, the file changed
@@ -33,11 +33,12 @@ class Refusal(Exception):
 
     default_brief = "Refused"
 
-    def __init__(self, message: str, brief: str | None = None, output: str = "") -> None:
+    def __init__(self, message: str, brief: str | None = None, output: str = "", next_step: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.brief = self.default_brief if brief is None else brief
         self.output = output
+        self.next_step = next_step  # the result's last line, after ``output``: what to do
 
 
 class PathError(Refusal):
@@ -58,8 +59,8 @@ class EditFailed(Refusal):
     default_brief = "Failed to edit file"
 
     # Positional order kept from before the family existed: (message, output, brief).
-    def __init__(self, message: str, output: str = "", brief: str | None = None) -> None:
-        super().__init__(message, brief, output)
+    def __init__(self, message: str, output: str = "", brief: str | None = None, next_step: str = "") -> None:
+        super().__init__(message, brief, output, next_step)
 
 
 class MediaError(Refusal):

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Transport = Literal["stdio", "http"]
 ApprovalMode = Literal["ask", "strict", "auto", "ask-always"]
-ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "generic"]
+ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "codex", "gemini-cli", "generic"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 EditMatch = Literal["tolerant", "exact"]
 
@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     # Claude Code's permissions.deny/ask. Off: none of them is read.
     client_rules: bool = True
     client: ClientPreset | None = None
+    # SPEC §9: tools declare Claude Code's `anthropic/alwaysLoad` and a search hint (loaded in
+    # the first request); True leaves them to the client's tool search.
+    defer_tools: bool = False
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)
     # HTTP under abuse (server/connections.py, server/http.py). Connections: the cap is also

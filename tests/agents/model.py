@@ -325,7 +325,7 @@ class Handler(BaseHTTPRequestHandler):
         call = None if search else self.next_call(names, results)
         if search:
             item: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_" + resp_id, "call_id": "ts_" + resp_id,
-                                    "execution": "client", "arguments": {"query": "filegate ReadFile Glob Grep"},
+                                    "execution": "client", "arguments": {"query": "read a file"},
                                     "status": "completed"}  # fmt: skip
         elif call:
             item = {"type": "function_call", "id": "fc_" + call[0], "call_id": call[0],

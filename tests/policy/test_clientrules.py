@@ -13,7 +13,7 @@ import pytest
 
 from filegate.errors import PathError
 from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
-from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.policy.rulelisting import PRECEDENCE, describe, ignore_files_under
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
@@ -153,12 +153,18 @@ def test_claude_code_path_forms(ws: Path, home: Path, tmp_path: Path) -> None:
     assert r.read_source(f"{ws}/src/a/b/c.ts") == src and r.read_source(f"{ws}/src/c.js") is None
 
 
-def test_bare_tool_name_covers_everything_and_other_tools_are_not_paths(ws: Path, home: Path) -> None:
-    settings(ws / ".claude" / "settings.local.json", deny=["Bash(cat *)", "WebFetch", "mcp__x__y", "Edit"])
+def test_a_tool_only_rule_switches_the_clients_tool_off_and_binds_no_path(ws: Path, home: Path) -> None:
+    """SPEC §8.5/§9: `Edit`, `Read`, `Write()` with no path switch Claude Code's own tools off
+    (install --route-builtins writes them); they hide nothing from filegate and refuse no write.
+    Other tools' rules are not about paths either."""
+    deny = ["Bash(cat *)", "WebFetch", "mcp__x__y", "Edit", "Read", "Write()", "Read(./kept/**)"]
+    settings(ws / ".claude" / "settings.local.json", deny=deny, ask=["Edit()"])
     r = rules_in(ws, home)
     assert r.read_source(f"{ws}/anything") is None
-    assert r.write_rule(f"{ws}/anything") == ("deny", ".claude/settings.local.json")
-    assert r.write_rule(f"{home}/elsewhere") == ("deny", ".claude/settings.local.json")
+    assert r.write_rule(f"{ws}/anything") is None
+    assert r.write_rule(f"{home}/elsewhere") is None
+    assert [rule.text for rule in r.claude_rules()] == ["Read(./kept/**)"]  # a path rule still binds
+    assert r.read_source(f"{ws}/kept/x") == ".claude/settings.local.json"
 
 
 def test_deny_wins_over_ask_and_edit_and_write_both_bind_writes(ws: Path, home: Path) -> None:
@@ -295,7 +301,8 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     (ws / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Edit(**)"]}}))
     (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Edit(src/**)"]}}))
     os.symlink("/nowhere", ws / ".aiexclude")
-    said = describe(ClientRules((ws,), ws, home, read_rule_file))
+    said, unusable = describe(ClientRules((ws,), ws, home, read_rule_file))
+    assert unusable == 1
     assert "Precedence" in said
     assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
     assert ".claude/settings.json (Claude Code settings" in said
@@ -309,7 +316,10 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     assert ignore_files_under(str(ws), max_dirs=1)[1] is False
     empty = Path(str(ws) + "-empty")
     empty.mkdir()
-    assert "No client rule file found." in describe(ClientRules((empty,), empty, home, read_rule_file))
+    assert describe(ClientRules((empty,), empty, home, read_rule_file)) == (
+        f"{PRECEDENCE}\n\nNo client rule file found.",
+        0,
+    )
 
 
 def test_filegate_rules_command(
@@ -323,6 +333,23 @@ def test_filegate_rules_command(
     assert ".geminiignore (Gemini CLI; hides from reading under ./)\n  *.csv" in capsys.readouterr().out
     assert main(["rules", "--workdir", str(ws), "--client-rules", "off"]) == 0
     assert "Client rules are off" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("broken", ["workspace", "home"])
+def test_filegate_rules_exits_non_zero_on_a_broken_rule_file(
+    ws: Path, home: Path, broken: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule file that stops every tool call is not a listing that went well: exit 1."""
+    from filegate.cli import main
+
+    monkeypatch.setenv("HOME", str(home))
+    where = ws if broken == "workspace" else home
+    (where / ".claude").mkdir(exist_ok=True)
+    (where / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Read(./x)",]}}')
+    assert main(["rules", "--workdir", str(ws)]) == 1
+    out = capsys.readouterr().out
+    assert "Unusable rule files (every tool call fails until they are fixed):" in out
+    assert "settings.json is not valid JSON" in out
 
 
 # --- the bookkeeping a mutation run found untested ----------------------------------------------
@@ -441,8 +468,8 @@ def test_the_fail_closed_message_in_full(ws: Path, home: Path) -> None:
         "A client rule file cannot be used: `.claude/settings.json` is not a JSON object; "
         "`.claude/settings.local.json` has a `permissions` that is not an object; "
         "`~/.claude/settings.json` is not valid JSON (not UTF-8 text). filegate refuses every call "
-        "until it is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the "
-        "server runs with `--client-rules off`."
+        "until it is fixed (a rule it cannot read might hide anything), or until the server runs "
+        "with `--client-rules off`. `filegate rules` lists the rule files."
     )
 
 
@@ -464,7 +491,7 @@ def test_directory_only_and_name_rules_of_claude_code(ws: Path, home: Path) -> N
     r = rules_in(ws, home)
     claude = next(rule for rule in r.claude_rules() if rule.text == "Read(./build/)")
     assert claude.base == str(ws)
-    # Read() names every path, so each read is hidden; the two other rules are judged alone.
+    # Read() names no path (a tool-only rule, SPEC §8.5): the two other rules are judged alone.
     only = ClientRules((ws,), ws, home, read_rule_file)
     settings(ws / ".claude" / "settings.json", deny=["Read(./build/)", "Read(conf)"], ask=["Edit(/out/)"])
     only.check()
@@ -475,7 +502,7 @@ def test_directory_only_and_name_rules_of_claude_code(ws: Path, home: Path) -> N
     assert only.read_source(f"{ws}/a/confx/y") is None
     assert only.write_rule(f"{ws}/out/f") == ("ask", ".claude/settings.json")
     assert only.write_rule(f"{ws}/out") is None
-    assert r.read_source(f"{ws}/anything/at/all") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/anything/at/all") is None
 
 
 def test_an_add_dirs_settings_are_relative_to_it(ws: Path, home: Path, tmp_path: Path) -> None:

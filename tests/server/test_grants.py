@@ -31,7 +31,7 @@ from mcp.types import Implementation, InputRequiredResult
 from filegate.fsio.grantstore import grant_key, grants_dir, listing, live_grants
 from filegate.server.app import build_server
 from filegate.settings import Settings
-from tests.conftest import call, connect, text, write_id_of
+from tests.conftest import blocks, call, connect, text, write_id_of
 from tests.fakes import Answers
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -41,8 +41,8 @@ GRANT_LINE = re.compile(r"^Grant: (g-[0-9a-f]{8}\.[A-Za-z0-9_-]+): (edits (?:und
 
 
 def grant_of(result: Any) -> str:
-    """The handle a result's last line names (it must be there)."""
-    last = text(result).splitlines()[-1]
+    """The handle a result's last line names (it must be there), as sent (SPEC §9: its own line)."""
+    last = "\n".join(blocks(result)).splitlines()[-1]
     found = GRANT_LINE.match(last)
     assert found, text(result)
     return found.group(1)
@@ -61,7 +61,8 @@ class Writer:
         if self.handle:
             args["grant"] = self.handle
         result = await call(self.client, "WriteFile", **args)
-        found = GRANT_LINE.match(text(result).splitlines()[-1]) if text(result) else None
+        sent = "\n".join(blocks(result))
+        found = GRANT_LINE.match(sent.splitlines()[-1]) if sent else None
         if found:
             self.handle = found.group(1)
         return result
@@ -91,7 +92,7 @@ async def test_a_2026_grant_ends_the_result_after_the_write_id_and_is_reused_unt
     answers = Answers("approve_folder")
     async with connect(ws, "auto", client_elicitation_handler=answers) as c:
         first = await call(c, "WriteFile", path="src/a.py", content="1\n", create_dirs=True)
-        lines = text(first).splitlines()
+        lines = "\n".join(blocks(first)).splitlines()
         write_id_of(lines[-2])  # the write id, then the grant line (SPEC §9's order)
         assert GRANT_LINE.match(lines[-1]).group(2, 3) == ("edits under `src/`", "30 minutes")  # type: ignore[union-attr]
         handle = grant_of(first)

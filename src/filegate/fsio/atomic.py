@@ -350,6 +350,31 @@ def remove_file(
             os.close(dfd)
 
 
+def check_unchanged(real: Path, expect: Snapshot, shown: str) -> None:
+    """The stale-write check alone: WriteError unless ``real`` is still as ``expect`` (absent
+    where it was). A set checks each of its files again with it just before its first rename
+    (fsio/changeset.py)."""
+    try:
+        flags = os.O_RDONLY | platform.DIRECTORY
+        dfd = open_components(real.parent, flags) if platform.has_dir_fd() else None
+    except FileNotFoundError:
+        if not expect.exists:
+            return  # its folder is made by the write: nothing is there yet
+        raise _stale(shown, "it was deleted") from None
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    name = real.name if dfd is not None else str(real)
+    held = -1
+    try:
+        held = _check_unchanged(dfd, name, expect, shown)
+    except OSError as exc:
+        raise _failure(shown, exc) from None
+    finally:
+        _release(held, 0)
+        if dfd is not None:
+            os.close(dfd)
+
+
 def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
     """Without dir_fd the temp was created by a path, which a symlink swapped into it since
     the check can redirect out of the workspace: before a byte is written, the temp's final

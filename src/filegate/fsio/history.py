@@ -19,6 +19,11 @@ an outcome is "unconfirmed", and whether the write landed is told by the file's 
 the record's hashes). A sensitive file's record keeps no pre-image, no hash and no size: it says
 "not kept".
 
+A set of files written as one (ApplyPatch, an undone set; fsio/changeset.py) calls
+:meth:`WriteHistory.begin_set`: one record per file, each naming the set's id (its first
+file's) and the process committing it, appended under one lock with one fsync; they are the
+set's intent record, and ``filegate history`` and UndoWrite treat the set as one write.
+
 Write ids (``w-`` and 16 hex digits: 64 random bits, so an id cannot be guessed, SPEC §8.4;
 ids written before keep their six digits and still resolve) are drawn at random and checked,
 under the flock, against every id the file holds, evicted ones included (their tombstones):
@@ -35,9 +40,10 @@ import math
 import os
 import re
 import secrets
+import socket
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -45,7 +51,7 @@ from typing import Literal
 from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
-from filegate.fsio.pending import state_dir
+from filegate.fsio.pending import shown_home_relative, state_dir
 from filegate.fsio.safeopen import read_whole
 from filegate.fsio.spliced import Content, content_pieces, content_sha256, sha256_pair
 from filegate.policy.escape import escape
@@ -102,6 +108,11 @@ class Entry:
     created: bool = False  # the file did not exist before
     removed: bool = False  # the write removed the file (an undone creation)
     not_kept: str = ""  # why not: "sensitive file", "larger than --history-max-bytes"
+    # A write of a set (ApplyPatch, SPEC §10): the set's id (its first write's), shared by each
+    # of its files' records, and "host:pid" of the process committing it (fsio/changeset.py
+    # rolls a set back at the next start from these, when that process died mid-commit).
+    group: str = ""
+    owner: str = ""
     state: State = "unconfirmed"
 
     def line(self) -> dict[str, object]:
@@ -179,13 +190,17 @@ class WriteHistory:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = _Source(rp.real, expect) if expect is not None and old is not None else None
             # Hashed before the lock: the passes over both contents hold no other write up.
-            hashes = None if rp.sensitive else Hashes.of(old, new)
+            hashes = None if rp.secret else Hashes.of(old, new)
             return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            where = shown_home_relative(self.root)
+            fix = "`--history off` turns the history off."
+            if isinstance(exc, PermissionError):
+                fix = "Set XDG_STATE_HOME to a folder this user can write, or " + fix
             raise WriteError(
-                f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
-                "Nothing was written. `--history off` turns the history off.",
+                f"Failed to keep the previous content of `{rp.shown}` in the write history at "
+                f"{where} ({why}). Nothing was written. {fix}",
                 "History failed",
             ) from None
 
@@ -224,6 +239,101 @@ class WriteHistory:
                 raise
             self._add(entry)
             return write_id
+
+    def begin_set(self, tool: str, files: Sequence[SetFile], client: str, route: str) -> list[str]:
+        """:meth:`begin` for every file of a set under one lock: each pre-image kept, then one
+        record per file appended and made durable with one fsync; they share the set's id (the
+        first's) and this process as their owner. Those records are the set's intent record
+        (fsio/changeset.py). WriteError when any pre-image cannot be kept: a set that could not
+        be restored after a failure is not written at all."""
+        shown = ""
+        try:
+            prepared = []
+            for f in files:
+                shown = f.rp.shown
+                mode = None if f.old is None else stat.S_IMODE(os.lstat(f.rp.real).st_mode)
+                source = _Source(f.rp.real, f.expect) if f.expect is not None and f.old is not None else None
+                prepared.append((f, mode, source, Hashes.of(f.old, f.new)))
+            shown = ""
+            return self._begin_set(tool, client, route, prepared)
+        except (OSError, HistoryError) as exc:
+            why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            about = f"of `{shown}` " if shown else ""
+            raise WriteError(
+                f"Failed to keep the previous content {about}in the write history ({why}). Nothing "
+                "was written.",
+                "History failed",
+            ) from None
+
+    def _begin_set(
+        self,
+        tool: str,
+        client: str,
+        route: str,
+        prepared: list[tuple[SetFile, int | None, _Source | None, Hashes]],
+    ) -> list[str]:
+        with self._locked():
+            self._refresh()
+            ids: list[str] = []
+            for _ in prepared:
+                write_id = self._new_id()
+                while write_id in ids:
+                    write_id = self._new_id()
+                ids.append(write_id)
+            owner = f"{socket.gethostname()}:{os.getpid()}"
+            now = time.time()
+            entries: list[Entry] = []
+            fresh: list[str] = []
+            try:
+                for write_id, (f, mode, source, hashes) in zip(ids, prepared, strict=True):
+                    entry = Entry(
+                        write_id,
+                        now,
+                        client,
+                        tool,
+                        str(f.rp.real),
+                        route,
+                        True,
+                        group=ids[0],
+                        owner=owner,
+                    )
+                    entry, kept = self._kept(entry, f.old, mode, f.new, hashes, source)
+                    if not entry.kept:
+                        raise HistoryError(f"the previous content of `{f.rp.shown}` is {entry.not_kept}")
+                    entries.append(entry)
+                    if kept:
+                        fresh.append(kept)
+                # The bounds make room for every pre-image this set adds (one figure: their sum).
+                adds = sum(
+                    {
+                        e.before: e.size_before or 0 for e in entries if e.before not in self._blob_sizes
+                    }.values()
+                )
+                self._evict(incoming=dataclasses.replace(entries[0], before="", size_before=adds))
+                self._append_lines([e.line() for e in entries], durable=True)
+                for digest in dict.fromkeys(fresh):
+                    _fsync_dir(self.object_path(digest).parent)
+            except BaseException:  # no record: their pre-images go too (nothing left behind)
+                for write_id in ids:
+                    self._linked.pop(write_id, None)
+                for digest in fresh:
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.object_path(digest))
+                raise
+            for entry in entries:
+                self._add(entry)
+            return ids
+
+    def finish_set(self, write_ids: Sequence[str], ok: bool) -> None:
+        """A set's outcome, one line per file (not fsynced: a set whose outcome a crash lost is
+        looked at again at the next start, which finds its files as it left them: done)."""
+        outcome: State = "done" if ok else "failed"
+        with contextlib.suppress(OSError), self._locked():
+            self._append_lines([{"id": i, "outcome": outcome} for i in write_ids], durable=False)
+            for write_id in write_ids:
+                linked = self._linked.pop(write_id, None)
+                if linked is not None:
+                    self._make_private(*linked, landed=ok)
 
     def finish(self, write_id: str, ok: bool) -> None:
         """The write's outcome, after its rename (or its failure); no-op for ``""``."""
@@ -387,7 +497,10 @@ class WriteHistory:
         self._oldest_tombstone = min(self._oldest_tombstone, when)
 
     def _append(self, record: dict[str, object], *, durable: bool) -> None:
-        line = _json_line(record)
+        self._append_lines([record], durable=durable)
+
+    def _append_lines(self, records: list[dict[str, object]], *, durable: bool) -> None:
+        line = b"".join(_json_line(record) for record in records)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         fd = os.open(self.log_path, flags, 0o600)
         try:
@@ -441,6 +554,8 @@ class WriteHistory:
                 if total - self._freed(gone) <= target:
                     break
                 gone.add(entry.id)
+        sets = {e.group for e in self._entries.values() if e.id in gone and e.group}
+        gone |= {e.id for e in self._entries.values() if e.group in sets}  # a set goes whole
         self._remove(gone, now)
         log.warning("history: evicted %d write(s), oldest first (%s)", len(gone), ", ".join(reasons))
 
@@ -531,6 +646,17 @@ class Hashes:
         if old is not None and new is not None:
             return cls(*sha256_pair(old, new))
         return cls("" if old is None else content_sha256(old), "" if new is None else content_sha256(new))
+
+
+@dataclass(frozen=True, slots=True)
+class SetFile:
+    """One file of a set as :meth:`WriteHistory.begin_set` keeps it: its content before (None:
+    it did not exist) and after (None: removed), and the file as ``old`` was read from it."""
+
+    rp: ResolvedPath
+    old: bytes | None
+    new: Content | None
+    expect: Snapshot | None = None
 
 
 @dataclass(frozen=True, slots=True)

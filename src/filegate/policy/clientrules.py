@@ -7,9 +7,10 @@ uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.as
 ``Read(...)``, ``Edit(...)``, ``Write(...)`` in the workspace's `.claude/settings.json`,
 `.claude/settings.local.json` and the user's `~/.claude/settings.json`.
 
+A rule that names only a tool (``Read``, ``Edit`` with no path) is not a path rule: it switches
+Claude Code's own tool off (SPEC §9's routing), binds nothing of filegate's and allows nothing.
 Only the user's own ``~/.claude/settings.json`` is read for ``permissions.allow`` ``Edit(...)`` and
-``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes); a rule that
-names only the tool is no path rule and allows nothing here.
+``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes).
 
 Verdicts, on a resolved (real) path:
 
@@ -59,7 +60,12 @@ Reader = Callable[[str, bool], "tuple[Signature, bytes] | None"]
 
 
 class RuleFileError(Exception):
-    """A rule file that cannot be used; ``str()`` says what is wrong (never its content)."""
+    """A rule file that cannot be used; ``str()`` says what is wrong (never its content).
+    ``folder``: a folder on its way that this process may not enter, when that is the cause."""
+
+    def __init__(self, why: str, folder: str | None = None) -> None:
+        super().__init__(why)
+        self.folder = folder
 
 
 def signature(st: os.stat_result) -> Signature:
@@ -203,8 +209,8 @@ class ClientRules:
             what = "; ".join(f"`{shown}` {why}" for shown, why in sorted(self._broken.items()))
             raise PathError(
                 f"A client rule file cannot be used: {what}. filegate refuses every call until it "
-                "is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the server "
-                "runs with `--client-rules off`.",
+                "is fixed (a rule it cannot read might hide anything), or until the server runs "
+                "with `--client-rules off`. `filegate rules` lists the rule files.",
                 "Client rule file unusable",
             )
 
@@ -314,6 +320,22 @@ class ClientRules:
         if self.home is not None and self.starts(real, self.home + "/"):
             return escape("~/" + real[len(self.home) + 1 :])
         return escape(real)
+
+    def reason(self, exc: RuleFileError) -> str:
+        """What is wrong with a rule file, naming the real cause when it is a folder on its way
+        (an unreadable workspace or home folder: the rule file is only where it shows first)."""
+        if exc.folder is None:
+            return str(exc)
+        folder = self.folded(self.slashed(exc.folder))
+        if folder == self.folded(self.workdir):
+            where = "the workspace folder itself"
+        elif folder in (self.folded(d) for d in self.dirs):
+            where = f"the workspace folder `{self.shown(exc.folder)}`"
+        elif self.home is not None and folder == self.folded(self.home):
+            where = "the home folder `~`"
+        else:
+            where = f"the folder `{self.shown(exc.folder)}`"
+        return f"cannot be read: this user may not enter {where} (permission denied)"
 
     # --- spellings (Windows) ----------------------------------------------------------------
 
@@ -442,7 +464,7 @@ class ClientRules:
             read = self.read(path, False)
         except RuleFileError as exc:
             with self._lock:
-                self._broken[shown] = str(exc)
+                self._broken[shown] = self.reason(exc)
                 self._ignore_cache[path] = (None, IgnoreFile(source, None, broken=True))  # read again
             return self._ignore_cache[path][1]
         if read is None:
@@ -470,7 +492,7 @@ class ClientRules:
             read = self.read(path, follow)
             rules = () if read is None else self.parse_settings(path, shown, read[1])
         except RuleFileError as exc:
-            self._broken[shown] = str(exc)
+            self._broken[shown] = self.reason(exc)
             self._settings_cache.pop(path, None)
             return ()
         self._broken.pop(shown, None)
@@ -524,14 +546,15 @@ class ClientRules:
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
-        if verdict == "allow" and (tool == "Read" or not rest.rstrip(")").strip()):
-            return None  # a read needs no approval; a bare tool name allows no path of filegate's
-        if not rest:
-            pattern = "//**"  # the bare tool name: every path
-        elif rest.endswith(")"):
-            pattern = rest[:-1].strip() or "**"
-        else:
+        if verdict == "allow" and tool == "Read":
+            return None  # a read needs no approval
+        if rest and not rest.endswith(")"):
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
+        pattern = rest[:-1].strip()
+        if not pattern:
+            # SPEC §8.5: a rule naming only the tool (`Read`, `Edit()`) switches Claude Code's own
+            # tool off (install --route-builtins writes such rules); it binds no path of filegate's.
+            return None
         base, line = self.anchor(pattern, root)
         rules = compile_ignore([line], self.fold_case)
         if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home

@@ -1,4 +1,4 @@
-"""`filegate rules`: the client rules of SPEC §8.5 a server would honour, listed with their
+"""`filegate rules`: the rules users wrote for their agents that a server would honour, listed with their
 sources and precedence (the user's own terminal: rules are shown here, never in a tool's result)."""
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ def ignore_files_under(top: str, max_dirs: int = LIST_MAX_DIRS) -> tuple[list[st
     return sorted(found), True
 
 
-def describe(rules: ClientRules) -> str:
-    """The merged rules with their sources and precedence, for `filegate rules`."""
+def describe(rules: ClientRules) -> tuple[str, int]:
+    """The merged rules with their sources and precedence, for `filegate rules`; and how many
+    rule files cannot be used (each fails every tool call until it is fixed)."""
     out = [PRECEDENCE, ""]
     problems: list[str] = []
     for path, shown, follow in rules.settings_files():
@@ -99,4 +100,4 @@ def describe(rules: ClientRules) -> str:
         out.append("No client rule file found.")
     if problems:
         out += ["", "Unusable rule files (every tool call fails until they are fixed):", *problems]
-    return "\n".join(out)
+    return "\n".join(out), len(problems)

@@ -234,9 +234,9 @@ class ElicitingApprover:
 
     def settle(self, request: WriteRequest) -> Decision | None:
         mode = self.settings.approval
-        if mode == "auto" and not request.sensitive:  # SPEC §2.6: auto never covers secrets
+        if mode == "auto" and not request.asked_always:  # SPEC §2.6: auto never covers secrets
             return Decision(True, "auto")
-        if not request.sensitive and write_class(request) in self._session_classes():
+        if not request.asked_always and write_class(request) in self._session_classes():
             return Decision(True, "session")
         if mode != "ask-always":
             # policy/grants.py: never a sensitive file, a rule file or an ask rule's path
@@ -311,6 +311,14 @@ class ElicitingApprover:
                 f"filegate runs with `--approval strict` and {cannot}, so no write is allowed. "
                 "Nothing was written. Use a client that supports elicitation, or start filegate "
                 "with `--approval ask` to allow writes inside the workspace.",
+            )
+        if request.always_ask and not request.sensitive:
+            return Decision(
+                False,
+                "no-elicitation",
+                f"The set holds a file an `ask` rule covers, so it needs the user's approval every "
+                f"time (`--approval auto` does not cover it), and {cannot}. Nothing was written. "
+                "Leave that file out of the set, or use a client that supports MCP elicitation.",
             )
         if request.sensitive:
             return Decision(

@@ -63,7 +63,7 @@ async def choices_for(
     file, its top folder and its class (inside / outside the workspace), for the session;
     without one, its file and folder for ``--grant-ttl`` (as a handle). Nothing for a path asked
     about every time, nor under ``--approval ask-always``."""
-    if settings.approval == "ask-always" or request.sensitive:
+    if settings.approval == "ask-always" or request.asked_always:
         return Choices()
     if not session and await keys.get() is None:
         return Choices()  # no session to keep a grant in, and no key to seal a handle with

@@ -96,6 +96,8 @@ def approval_schema(choices: Choices) -> dict[str, Any]:
 def verdict(request: WriteRequest) -> str:
     """The question's first words: where the write lands and whether the file is sensitive."""
     where = "Inside the workspace" if request.inside else "OUTSIDE the workspace"
+    if request.always_ask and not request.sensitive:  # a set holding a file an ask rule covers
+        return f"{where}, {request.guarded_as or 'ASKED about always, by a client rule'}"
     if not request.sensitive:
         return where
     return f"{where}, {request.guarded_as or 'SENSITIVE file (it may hold secrets)'}"
@@ -106,6 +108,14 @@ def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
     path is escaped and every shown text went through escape_text (SPEC §2.9)."""
     # Escaped once already (tools.edit.writing._shown); escaped again without doubling its
     # backslashes, so no caller can put a raw line break in the question.
+    if request.title:  # a set: its files, their diffs and the notes come with the title
+        lines = [f"{verdict(request)}: {request.title}"]
+        if request.unsafe:
+            lines.append(UNSAFE_NOTE)
+        if changed:
+            lines.append("A file changed since you were asked; this is the change as it stands now.")
+        lines.extend(request.notes)
+        return "\n".join([*lines, "", request.diff])
     path = escape_log(request.shown)
     if request.sensitive:
         action = "write" if request.tool == "WriteFile" else "edit"

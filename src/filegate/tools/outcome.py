@@ -57,23 +57,29 @@ class Outcome:
     message: str = ""
     is_error: bool = False
     parts: list[MediaPart] = field(default_factory=list)
-    # SPEC §11: the line naming a grant handle the approval of this write gave ("Grant: g-…:
-    # edits under `src/` for 30 minutes."), rendered on its own line after the write id.
+    # The lines that end a result, each on its own line, in this order (SPEC §9): the write's
+    # id (SPEC §8.4), a grant line (§11: the grant handle the approval of this write gave,
+    # "Grant: g-…: edits under `src/` for 30 minutes."), the change notice (§8.3, set by the
+    # server).
+    write_id: str = ""
     grant: str = ""
+    notice: str = ""
+    next_step: str = ""  # an error's last line: what to do (SPEC §9)
     skipped_sensitive: int = 0  # files left out because they may hold secrets
     skipped_hidden: int = 0  # files left out because a client rule hides them (SPEC §8.5)
     timed_out: bool = False  # the work stopped at its time limit: results are partial
     partial: bool = False  # fewer results than found: the text says how to page
 
     @classmethod
-    def error(cls, message: str, *, output: str = "") -> Outcome:
-        return cls(output=output, message=message, is_error=True)
+    def error(cls, message: str, *, output: str = "", next_step: str = "") -> Outcome:
+        return cls(output=output, message=message, is_error=True, next_step=next_step)
 
     @classmethod
     def from_refusal(cls, exc: Refusal) -> Outcome:
-        """The error result for a refusal (any of ``filegate.errors``): its sentence and
-        whatever it shows below the sentence (its ``brief`` labels it for callers, not clients)."""
-        return cls.error(exc.message, output=exc.output)
+        """The error result for a refusal (any of ``filegate.errors``): its sentence, whatever
+        it shows below the sentence and its next step (its ``brief`` labels it for callers, not
+        clients)."""
+        return cls.error(exc.message, output=exc.output, next_step=exc.next_step)
 
 
 Handler = Callable[[Any, "ToolEnv"], Awaitable[Outcome]]
@@ -101,6 +107,8 @@ class ToolSpec:
     params: type[BaseModel]
     handler: Handler
     read_only: bool
+    # A few words a client's tool search finds it by (SPEC §9; default: the title).
+    search_hint: str = ""
 
 
 class Reporter(Protocol):
@@ -145,6 +153,17 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    # A set of files (ApplyPatch, an undone set): the question's first line after the verdict
+    # ("ApplyPatch wants to change 3 files: ..."); "" for one file, said from the fields above.
+    title: str = ""
+    # Asked whatever --approval says and never "for the session", its content shown (a set
+    # holding a file an ``ask`` rule covers, SPEC §8.5); ``sensitive`` also hides the content.
+    always_ask: bool = False
+
+    @property
+    def asked_always(self) -> bool:
+        return self.sensitive or self.always_ask
+
     # Every real path a write of several files touches (ApplyPatch, an undone set), which a
     # grant must cover whole; () for one file: ``real``.
     paths: tuple[Path, ...] = ()
@@ -205,6 +224,9 @@ class ToolEnv:
     workspace: Workspace
     approver: Approver
     reporter: Reporter = field(default_factory=SilentReporter)
+    # Characters of text one result may have (SPEC §9: what the client shows whole, less the
+    # room render's closing lines take); ``result_budget`` weighs the whole result, media included.
+    text_budget: int = 1 << 20
     result_budget: int = 1 << 20
     # Base64 characters one media part may take on its own (Kimi Code); None: media share
     # ``result_budget`` with the text.

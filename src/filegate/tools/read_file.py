@@ -362,7 +362,7 @@ async def read_file(params: ReadFileParams, env: ToolEnv) -> Outcome:
     cancel = threading.Event()
     chosen = (params.encoding, "encoding") if params.encoding else None
     codecs = _CodecArgs(env.legacy_encoding, chosen, env)
-    args = (params, env.workspace, env.result_budget, cancel, env.reads, codecs)
+    args = (params, env.workspace, env.text_budget, cancel, env.reads, codecs)
     try:
         try:
             return await anyio.to_thread.run_sync(

@@ -380,3 +380,20 @@ def requested_change(pairs: list[tuple[str | None, str]]) -> tuple[str, bool]:
                 lines.append(f"… ({len(text) - _PREVIEW_CHARS} more characters)")
             rows.extend(_show(sign, lines, 0, len(lines), False))
     return _cut_plain(rows), unsafe
+
+
+def fit_lines_to(text: str, chars: int) -> str:
+    """``text``'s whole lines while they fit in ``chars``, then one line saying how many more
+    there are (an error stays under ERROR_CHARS, SPEC §9)."""
+    if len(text) <= chars:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    more = len(lines) - len(kept)
+    return "\n".join([*kept, f"[{more} more line{'s' if more != 1 else ''} not shown]"])
