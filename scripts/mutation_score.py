@@ -200,6 +200,21 @@ TARGETS: dict[str, Target] = {
         ),
         90.0,
     ),
+    # SPEC §9 (issue 55): one text block with its closing lines (server/render.py), each
+    # client's budgets (policy/budget.py), the tools' _meta, instructions and short schemas
+    # (server/app.py), against the tests that read them as a client receives them.
+    "reach": Target(
+        ("src/filegate/server/render.py", "src/filegate/policy/budget.py", "src/filegate/server/app.py"),
+        (
+            "tests/server/test_reach.py",
+            "tests/server/test_render.py",
+            "tests/server/test_text_only.py",
+            "tests/server/test_tool_list.py",
+            "tests/server/test_unexpected_errors.py",
+            "tests/policy/test_result_budget.py",
+        ),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(
