@@ -137,6 +137,22 @@ async def test_one_file_changed_before_the_first_rename_is_named_and_nothing_is_
     assert states() == {"failed"}
 
 
+async def test_a_failure_after_one_file_landed_says_that_file_was_restored(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renames land last file first: docs/hello.md, then app.py fails."""
+    before = make(ws)
+    patch = PATCH.replace("*** Delete File: old.txt\n*** Delete File: second.txt\n", "")
+    fail_rename_onto(monkeypatch, "app.py")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", patch=patch)
+    assert text(r) == (
+        "Failed to write `app.py`: no space left on device. Nothing in the set was written: the "
+        "file it had already changed was restored as it was."
+    )
+    assert tree(ws) == before and not (ws / "docs").exists()
+
+
 async def test_a_file_changed_by_someone_during_the_commit_is_left_as_they_left_it_and_named(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
