@@ -22,6 +22,7 @@ import pytest
 import filegate.fsio.atomic as atomic
 from filegate.fsio.changeset import sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
+from filegate.history_cli import history_lines
 from tests.conftest import call, connect, text, write_id_of
 from tests.fakes import Answers
 
@@ -253,3 +254,21 @@ async def test_a_rewind_leaves_out_a_client_rule_file_saying_why(ws: Path) -> No
         f"UndoWrite with `write_id` undoes its writes one at a time, newest first ({rule})."
     ) in text(r)
     assert not (ws / "a.txt").exists() and (ws / ".cursorignore").read_text() == "x.txt\n"
+
+
+@pytest.mark.parametrize("folder", [False, True])
+async def test_a_set_that_lands_leaves_no_mark_and_its_history_line_says_how_it_was_approved(
+    ws: Path, folder: bool
+) -> None:
+    """The set's mark (what a start looks for after a crash) goes when it lands, whether or not
+    it made a folder; `filegate history` says the route it was approved by and the client."""
+    make(ws)
+    new = "docs/new.md" if folder else "new.md"
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c, "ApplyPatch", changes=[{"path": new, "content": "x\n"}, {"path": "old.txt", "delete": True}]
+        )
+    assert not r.is_error, text(r)
+    assert list(sets_dir().iterdir()) == []
+    (line,) = history_lines(WriteHistory(history_dir()).entries())
+    assert line.endswith(f"/{new} (created, 2 bytes); {ws}/old.txt (removed, was 18 bytes)  (auto; fastmcp)")
