@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import socket
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -207,6 +208,9 @@ def killed_at(ws: Path, monkeypatch: pytest.MonkeyPatch, step: str, at: int) -> 
             os._exit(3)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status), f"the child did not die at {step}"
+    # The mark is private, as the state directory's other files (it names the set's folders).
+    assert stat.S_IMODE(sets_dir().stat().st_mode) == 0o700
+    assert [stat.S_IMODE(m.stat().st_mode) for m in sets_dir().iterdir()] == [0o600]
 
 
 def recover() -> list[str]:
