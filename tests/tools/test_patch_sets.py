@@ -272,3 +272,25 @@ async def test_a_set_that_lands_leaves_no_mark_and_its_history_line_says_how_it_
     assert list(sets_dir().iterdir()) == []
     (line,) = history_lines(WriteHistory(history_dir()).entries())
     assert line.endswith(f"/{new} (created, 2 bytes); {ws}/old.txt (removed, was 18 bytes)  (auto; fastmcp)")
+
+
+async def test_a_set_whose_old_content_the_history_cannot_keep_is_not_written_at_all(ws: Path) -> None:
+    """A set is restored from the history after a failure or a crash: a file whose previous
+    content is past --history-max-bytes refuses the set before any file is renamed (its temp
+    files go, and so does the folder it made)."""
+    before = make(ws)
+    (ws / "big.txt").write_bytes(b"big line\n" * 300)
+    before = {**before, "big.txt": (ws / "big.txt").read_bytes()}
+    async with connect(ws, approval="auto", read_guard=False, history_max_bytes=1000) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "docs/new.md", "content": "x\n"}, {"path": "big.txt", "delete": True}],
+        )
+    assert r.is_error
+    assert text(r) == (
+        "Failed to keep the previous content in the write history (the previous content of `big.txt` "
+        "is larger than --history-max-bytes). Nothing in the set was written."
+    )
+    assert tree(ws) == before and not (ws / "docs").exists()
+    assert list(sets_dir().iterdir()) == []
