@@ -287,6 +287,11 @@ DIRECTORY = (
             "outside the working directory.",
         ),
         (
+            {"path": "../x.txt", "edits": [{"old": "a", "new": "b"}]},
+            "`../x.txt` is not an absolute path. You must provide an absolute path to edit a file "
+            "outside the working directory.",
+        ),
+        (
             {"path": "fine.txt", "move_to": ".env"},
             "`.env` appears to contain secrets (matched sensitive file pattern)" + SENSITIVE,
         ),

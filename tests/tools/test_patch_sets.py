@@ -294,3 +294,21 @@ async def test_a_set_whose_old_content_the_history_cannot_keep_is_not_written_at
     )
     assert tree(ws) == before and not (ws / "docs").exists()
     assert list(sets_dir().iterdir()) == []
+
+
+async def test_a_failed_set_removes_every_level_of_the_folders_it_made(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = make(ws)
+    fail_rename_onto(monkeypatch, "app.py")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a/b/c/new.md", "content": "x\n"},
+                {"path": "app.py", "edits": [{"old": "Hi", "new": "Hello"}]},
+            ],
+        )
+    assert r.is_error
+    assert tree(ws) == before and not (ws / "a").exists()
