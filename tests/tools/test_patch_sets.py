@@ -165,6 +165,7 @@ async def test_a_file_changed_by_someone_during_the_commit_is_left_as_they_left_
 
     def meddle() -> None:
         (ws / "app.py").write_bytes(b"theirs, written during the commit\n")
+        (ws / "notes.txt").write_bytes(b"their notes\n")
         (ws / "docs" / "theirs.txt").write_bytes(b"theirs\n")
 
     # The renames land last file first: notes.txt, app.py, then docs/hello.md fails.
@@ -184,15 +185,19 @@ async def test_a_file_changed_by_someone_during_the_commit_is_left_as_they_left_
     async with connect(ws, approval="auto", read_guard=False) as c:
         r = await call(c, "ApplyPatch", patch=patch)
     assert r.is_error
+    stale = (
+        "changed on disk after the change was prepared (its size or modification time changed). "
+        "Nothing was written. Read the file again and redo the change."
+    )
     assert text(r) == (
         "Failed to write `docs/hello.md`: no space left on device. The set was not written whole, "
-        "and 1 of the 2 files it had already changed could not be restored: `app.py` (`app.py` "
-        "changed on disk after the change was prepared (its size or modification time changed). "
-        "Nothing was written. Read the file again and redo the change.). The others were."
+        f"and 2 of the 2 files it had already changed could not be restored: `app.py` (`app.py` {stale}); "
+        f"`notes.txt` (`notes.txt` {stale}). The others were."
     )
     assert tree(ws) == {
         **before,
         "app.py": b"theirs, written during the commit\n",
+        "notes.txt": b"their notes\n",
         "docs/theirs.txt": b"theirs\n",
     }
     assert states() == {"unconfirmed"}
@@ -312,3 +317,25 @@ async def test_a_failed_set_removes_every_level_of_the_folders_it_made(
         )
     assert r.is_error
     assert tree(ws) == before and not (ws / "a").exists()
+
+
+async def test_an_empty_file_the_set_changed_is_restored_empty(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = make(ws)
+    for name in ("empty1.txt", "empty2.txt"):
+        (ws / name).write_bytes(b"")
+    before = tree(ws)
+    fail_unlink_of(monkeypatch, "second.txt")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "empty1.txt", "content": "now full\n"},
+                {"path": "empty2.txt", "delete": True},
+                {"path": "second.txt", "delete": True},
+            ],
+        )
+    assert "the 2 files it had already changed were restored as they were" in text(r)
+    assert tree(ws) == before
