@@ -13,8 +13,9 @@ import pytest
 from filegate.errors import WriteError
 from filegate.fsio import atomic
 from filegate.fsio import pending as records
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
+from filegate.fsio.snapshot import Snapshot, read_all, sha256_hex
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -246,7 +247,7 @@ def test_a_file_changed_just_before_it_was_read_is_compared_by_content(ws: Path,
     assert not snap.settled and snap.content == b"fresh" and snap.sha256 == ""
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
     assert f.read_bytes() == b"new" and snap.sha256 == ""
-    assert snap.digest() == atomic.sha256_hex(b"fresh")  # a question's binding, on demand
+    assert snap.digest() == sha256_hex(b"fresh")  # a question's binding, on demand
 
 
 def test_a_settled_unchanged_file_is_written_without_hashing_it(ws: Path, temps: str) -> None:

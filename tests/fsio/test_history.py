@@ -19,8 +19,9 @@ import pytest
 
 from filegate.errors import WriteError
 from filegate.fsio import history as store
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.fsio.spliced import Spliced
 from filegate.policy.workspace import ResolvedPath
 from tests.tooling import needs

@@ -15,9 +15,10 @@ import pytest
 
 from filegate.errors import PathError, WriteError
 from filegate.fsio import atomic, lines, platform
-from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX
 from filegate.fsio.safeopen import open_components, open_regular, open_then_verify
+from filegate.fsio.snapshot import Snapshot
 from filegate.policy.workspace import Workspace
 
 ALL = ",".join(platform.FACILITIES)

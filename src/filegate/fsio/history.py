@@ -42,9 +42,10 @@ from typing import Literal
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
-from filegate.fsio.atomic import Snapshot, failure_reason, holds_snapshot
+from filegate.fsio.atomic import failure_reason
 from filegate.fsio.pending import state_dir
 from filegate.fsio.safeopen import read_whole
+from filegate.fsio.snapshot import Snapshot, holds_snapshot
 from filegate.fsio.spliced import Content, content_pieces, content_sha256, sha256_pair
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath

@@ -32,11 +32,12 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
-from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
+from filegate.fsio.atomic import remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
+from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.fsio.spliced import Content, Spliced, content_sha256
 from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
