@@ -203,8 +203,8 @@ GUARDED = {
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
-    ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
-    ("filegate.fsio.history", "fchmod"): "_make_private: only a linked pre-image, and _link needs /proc",
+    ("filegate.fsio.preimages", "geteuid"): "after `hasattr(os, 'geteuid')`",
+    ("filegate.fsio.preimages", "fchmod"): "make_private: only a linked pre-image, and _link needs /proc",
 }
 
 

@@ -6,17 +6,21 @@ before the last write that landed."""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from filegate.fsio.history import Entry, WriteHistory, history_dir
+from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.spliced import content_hash
+from filegate.policy.workspace import ResolvedPath
 from tests.conftest import WRITE_ID
 from tests.stress.procs import Zygote
 from tests.stress.test_crash_kills import FILLER, OLD, QUEUED, _ok, _wait_gone
@@ -25,7 +29,7 @@ KILLS = 30
 
 
 def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return content_hash(data)
 
 
 def content(n: int) -> bytes:
@@ -95,3 +99,92 @@ def test_server_killed_mid_write_leaves_a_history_that_agrees_with_the_file(zygo
     seen = kill_loop(zygote, ws, KILLS, seed=11)
     print(f"\nhistory kills: {seen}")
     assert seen["kills"] == KILLS == seen["undone"]
+
+
+# A writer of its own, in a child process, through the store's API (begin, the file replaced,
+# finish): its writes age out after AGE_S (tombstones appended, pre-images removed), and every
+# few writes it pads the log with lines no record needs (outcomes of unknown ids, as many as a
+# long-evicted history leaves), so the next finish compacts a log of LIVE live writes.
+# SIGKILLed at random moments.
+LIVE = 20_000
+AGE_S = 1.0
+COMPACTING_WRITER = """
+import os, sys, time
+from pathlib import Path
+from filegate.fsio.history import Limits, WriteHistory
+from filegate.policy.workspace import ResolvedPath
+
+ws, round_ = Path(sys.argv[1]), int(sys.argv[2])
+h = WriteHistory(limits=Limits(max_age_s=AGE_S))
+h.entries()
+print("ready", flush=True)
+for k in range(10**9):
+    path = ws / f"f{k % 7}.txt"
+    old = path.read_bytes() if path.exists() else None
+    new = b"round %06d write %09d " % (round_, k) + b"x" * 40
+    write_id = h.begin("WriteFile", ResolvedPath(path.name, path, True, False), "kills", "auto", old, new)
+    path.write_bytes(new)
+    h.finish(write_id, ok=True)
+    if k % 3 == 2:
+        with h._locked():
+            h.log.append([{"id": f"w-{j:06x}", "outcome": "done"} for j in range(3 * LIVE)], durable=False)
+""".replace("LIVE", str(LIVE)).replace("AGE_S", str(AGE_S))
+
+
+def seed_live_writes(n: int) -> None:
+    """``n`` writes of sensitive files (no pre-image) with their outcomes: what a compaction
+    writes back, so that it takes a while. Dated an hour ahead (a clock stepped back since),
+    so that no bound evicts them."""
+    root = history_dir()
+    root.mkdir(parents=True, mode=0o700)
+    now = time.time() + 3600
+    with open(root / "history.jsonl", "w") as f:
+        for k in range(n):
+            entry = Entry(f"w-{0xA00000 + k:06x}", now, "seed", "WriteFile", f"/s/{k}", "auto", kept=False)
+            f.write(json.dumps(entry.line(), separators=(",", ":")) + "\n")
+            f.write(json.dumps({"id": entry.id, "outcome": "done"}, separators=(",", ":")) + "\n")
+
+
+@pytest.mark.slow
+def test_killed_while_compacting_the_log_leaves_a_history_that_reads_whole(tmp_path: Path) -> None:
+    """After each kill: every live write's pre-image is there and whole, no evicted id is live
+    again, the seeded writes are all there and evictions happened; a compaction's temp file
+    left by a kill is gone after the next one. Kills land inside compactions and elsewhere
+    (counted by what the kill left)."""
+    rng = random.Random(56)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed_live_writes(LIVE)
+    evicted: set[str] = set()
+    seen = {"in a compaction": 0, "elsewhere": 0}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for round_ in range(KILLS):
+        child = subprocess.Popen(
+            [sys.executable, "-c", COMPACTING_WRITER, str(ws), str(round_)],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.05, 1.5))
+        child.kill()
+        child.wait()
+        child.stdout.close()
+        left = list(history_dir().glob("history.jsonl.tmp-*"))
+        seen["in a compaction" if left else "elsewhere"] += 1
+        history = WriteHistory(history_dir(), Limits(max_age_s=AGE_S))
+        entries = history.entries()
+        live = {e.id for e in entries}
+        assert not live & evicted, "an evicted write came back"
+        assert sum(1 for e in entries if e.client == "seed") == LIVE
+        for entry in entries:
+            if entry.kept and entry.before:
+                assert len(history.pre_image(entry)) == entry.size_before, entry.id
+        evicted |= set(history.log.tombstones)
+    print(f"\ncompaction kills: {seen}, {len(evicted)} writes evicted")
+    assert seen["in a compaction"] >= 1 and seen["elsewhere"] >= 1 and evicted
+    write_id = WriteHistory(history_dir()).begin(  # one more compaction sweeps what kills left
+        "WriteFile", ResolvedPath("f0.txt", ws / "f0.txt", True, False), "kills", "auto", None, b"x"
+    )
+    history = WriteHistory(history_dir())
+    history.log.compact(time.time(), 1e9)
+    assert list(history_dir().glob("history.jsonl.tmp-*")) == [] and history.find(write_id) is not None

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory
-from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
@@ -68,7 +67,7 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
     later = [
         e
-        for e in await anyio.to_thread.run_sync(history.entries)
+        for e in await anyio.to_thread.run_sync(lambda: history.entries(after=entry.id))
         if e.path == entry.path and e.time > entry.time
     ]
     before = None if entry.created else await anyio.to_thread.run_sync(lambda: _pre_image(history, entry, rp))
@@ -156,7 +155,7 @@ def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:
         return "" if data is None else "it exists again"
     if data is None:
         return "it was deleted"
-    if content_sha256(data) == entry.after:
+    if entry.digest(data) == entry.after:
         return ""
     left = plural(entry.size_after or 0, "byte")
     why = f"it changed since (now {plural(len(data), 'byte')}; that write left {left})"
