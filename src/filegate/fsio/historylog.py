@@ -376,11 +376,9 @@ class HistoryLog:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        self.tombstones = tombstones
-        self._lines = len(lines)
-        st = os.stat(self.path)
-        self._seen = (st.st_ino, st.st_size)
         fsync_dir(self.path.parent)
+        self.reset()  # read back as every other process will read it
+        self.refresh()
 
 
 def _start(write_id: str) -> bytes:
