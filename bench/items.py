@@ -903,3 +903,12 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "codec-detect": codec_detect,
     "documents": documents_item,
 }
+
+
+def _history_load(cfg: Config) -> Awaitable[list[Row]]:
+    from history_load import history_load  # its own module: it imports this one
+
+    return history_load(cfg)
+
+
+ITEMS["history-load"] = _history_load
