@@ -12,7 +12,8 @@ counted and printed, so the figure never hides them.
     .venv/bin/python scripts/mutation_score.py --rerun-survivors   # after adding tests
     .venv/bin/python scripts/mutation_score.py --rerun-timeouts    # timeouts again, on a quieter machine
     .venv/bin/python scripts/mutation_score.py --target approval   # another named target (TARGETS)
-    .venv/bin/python scripts/mutation_score.py --keep --write-docs # the rates by module into docs/TESTING.md
+    .venv/bin/python scripts/mutation_score.py --keep --write-docs # the run into docs/mutation-results.json
+    .venv/bin/python scripts/mutation_score.py --render-docs       # docs/TESTING.md's table from that file
 
 ``--target NAME`` mutates another part of the package against its own tests, as TARGETS
 below names them (the outer edges of issue 26). It overrides ``only_mutate`` and the test
@@ -24,6 +25,11 @@ reader replaced; ``pyproject.toml`` keeps the policy/fsio run. Each target needs
 mutmut keeps a mutant's verdict until its function changes, so a test added after a run kills
 nothing until the survivors are run again: ``--rerun-survivors`` runs just those (with the
 tests as they are now) on top of the previous run.
+
+``--write-docs`` records the run in ``docs/mutation-results.json`` (data: per target, the run,
+the figures by module, and each survivor by name with why it survives, "" until someone says;
+an explanation is kept for as long as its mutant survives) and renders docs/TESTING.md's table
+of targets from that file and ``TARGETS``.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import tomllib
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTATED = (ROOT / "src/filegate/policy", ROOT / "src/filegate/fsio")
@@ -77,7 +85,7 @@ TARGETS: dict[str, Target] = {
     # The codec decision of SPEC §8.1 (issue 35), against its pure tests.
     "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
     # StrReplaceFile's matching ladder (SPEC §8.2), a pure module tested alone.
-    "ladder": Target(("src/filegate/tools/matching.py",), ("tests/tools/test_matching.py",), 90.0),
+    "ladder": Target(("src/filegate/tools/edit/matching.py",), ("tests/tools/test_matching.py",), 90.0),
     # The client rules of SPEC §8.5 (issue 38): the sources' verdicts, on real files, and on
     # Windows spellings as pure logic.
     "clientrules": Target(
@@ -124,7 +132,7 @@ TARGETS: dict[str, Target] = {
     # The read guard's change tracking (SPEC §8.3): which lines changed since the read, and the
     # refusal or notice an edit gets; its tests drive StrReplaceFile through in-memory clients.
     "guardlines": Target(
-        ("src/filegate/tools/changed_lines.py",),
+        ("src/filegate/tools/readguard/changed_lines.py",),
         (
             "tests/tools/test_read_guard_lines.py",
             # A refusal that shows the changed lines tells the change: no notice repeats it.
@@ -137,21 +145,23 @@ TARGETS: dict[str, Target] = {
     # The documents' notebook view (SPEC §8.6): ReadFile's cells of an .ipynb, against its
     # in-process tests (the slow one left out).
     "notebook": Target(
-        ("src/filegate/tools/notebook.py",), ("tests/tools/test_read_notebook.py", "-m", "not slow"), 90.0
+        ("src/filegate/tools/documents/notebook.py",),
+        ("tests/tools/test_read_notebook.py", "-m", "not slow"),
+        90.0,
     ),
     # WriteFile's placeholder guard (SPEC §8.4): the omission comments it refuses, against its
     # corpus and one overwrite through a client.
     "placeholders": Target(
-        ("src/filegate/tools/placeholders.py",), ("tests/tools/test_placeholders.py",), 90.0
+        ("src/filegate/tools/edit/placeholders.py",), ("tests/tools/test_placeholders.py",), 90.0
     ),
     # StrReplaceFile's cell edits of a notebook (SPEC §8.6), through in-memory clients.
     "notebookedit": Target(
-        ("src/filegate/tools/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
+        ("src/filegate/tools/edit/notebook_edit.py",), ("tests/tools/test_notebook_edit.py",), 90.0
     ),
     # The documents' PDF text (SPEC §8.6): pypdf's side as the worker runs it (called in-process
     # by tests/media/test_pdf_text.py) and ReadFile's page view, against the in-process tests.
     "pdf": Target(
-        ("src/filegate/media/pdf.py", "src/filegate/tools/pdf_view.py"),
+        ("src/filegate/media/pdf.py", "src/filegate/tools/documents/pdf_view.py"),
         ("tests/media/test_pdf_text.py", "tests/tools/test_read_pdf.py", "-m", "not slow"),
         90.0,
     ),
@@ -160,7 +170,7 @@ TARGETS: dict[str, Target] = {
     # in-process tests, the tool's slow-marked ones too (the page cap, the shared budget and Kimi
     # Code's parts are only tested there) but for the bombs, which take seconds each.
     "pdfimages": Target(
-        ("src/filegate/media/pdf_pages.py", "src/filegate/tools/pdf_images.py"),
+        ("src/filegate/media/pdf_pages.py", "src/filegate/tools/documents/pdf_images.py"),
         (
             "tests/media/test_pdf_pages.py",
             "tests/tools/test_read_pdf_images.py",
@@ -234,35 +244,106 @@ def previous(mutmut: list[str], verdicts: str, env: dict[str, str]) -> list[str]
 
 
 DOCS = ROOT / "docs" / "TESTING.md"
+RESULTS = ROOT / "docs" / "mutation-results.json"
+# The target pyproject.toml's [tool.mutmut] configures (no --target): its key in the results.
+DEFAULT_KEY = "policy-fsio"
 # A mutant's name is its module, then x_<function> or xǁ<Class>ǁ<method>, then __mutmut_<n>.
 MODULE_OF_MUTANT = re.compile(r"^(?P<module>[\w.]+?)\.x[_ǁ]")
 KILLED = ("killed", "timeout")
+SURVIVED = ("survived", "no tests", "suspicious")
 NOT_COUNTED = ("skipped", "not checked")
+
+
+def verdicts_of(listing: str) -> list[tuple[str, str]]:
+    """``mutmut results --all true`` as (mutant, verdict), the counted ones only."""
+    return [
+        (name, verdict)
+        for name, verdict in re.findall(r"^\s*(\S+): (.+?)\s*$", listing, re.MULTILINE)
+        if MODULE_OF_MUTANT.match(name) and verdict not in NOT_COUNTED
+    ]
+
+
+def module_of(name: str) -> str:
+    found = MODULE_OF_MUTANT.match(name)
+    assert found is not None, name
+    return found["module"].removeprefix("filegate.")
 
 
 def by_module(listing: str) -> dict[str, tuple[int, int]]:
     """``mutmut results --all true`` as {module: (killed, counted)}; a timeout counts as killed."""
     counts: dict[str, tuple[int, int]] = {}
-    for name, verdict in re.findall(r"^\s*(\S+): (.+?)\s*$", listing, re.MULTILINE):
-        found = MODULE_OF_MUTANT.match(name)
-        if found is None or verdict in NOT_COUNTED:
-            continue
-        module = found["module"].removeprefix("filegate.")
+    for name, verdict in verdicts_of(listing):
+        module = module_of(name)
         killed, counted = counts.get(module, (0, 0))
         counts[module] = (killed + (verdict in KILLED), counted + 1)
     return counts
 
 
-def rates_table(counts: dict[str, tuple[int, int]], threshold: float) -> str:
-    rows = ["| module | killed | mutants | rate |", "|---|---|---|---|"]
-    for module, (killed, counted) in sorted(counts.items()):
-        rows.append(f"| {module} | {killed:,} | {counted:,} | {100.0 * killed / counted:.1f} % |")
-    killed = sum(k for k, _ in counts.values())
-    counted = sum(c for _, c in counts.values())
-    rate = 100.0 * killed / counted if counted else 0.0
-    total = f"| **all** | **{killed:,}** | **{counted:,}** | **{rate:.1f} %** (threshold {threshold:g} %) |"
-    rows.append(total)
-    return "\n".join(rows) + "\n"
+def record(results: dict[str, Any], key: str, listing: str, run: str) -> dict[str, Any]:
+    """``results`` with target ``key``'s entry set from a run's listing: the run, its figures by
+    module and in total, and its survivors by name, each with the explanation it had if it
+    survived before ("" if new). Explanations by kind ("groups") written before names were kept
+    stay, marked with the run they describe. Other targets are left as they are."""
+    before = results.get(key, {})
+    listed = verdicts_of(listing)
+    modules = {module: {"killed": k, "mutants": n} for module, (k, n) in sorted(by_module(listing).items())}
+    killed = sum(1 for _, verdict in listed if verdict in KILLED)
+    timeouts = sum(1 for _, verdict in listed if verdict == "timeout")
+    known = before.get("survivors", {})
+    # What described the previous run's modules and survivors goes; notes and groups stay.
+    entry = {k: v for k, v in before.items() if k not in ("renamed", "unlisted", "killed_since")}
+    entry.update(
+        run=run,
+        modules=modules,
+        total={"killed": killed, "mutants": len(listed), "timeouts": timeouts},
+        survivors={name: known.get(name, "") for name, verdict in sorted(listed) if verdict in SURVIVED},
+    )
+    if before.get("groups") and "groups_as_of" not in before:
+        entry["groups_as_of"] = before.get("run", "")
+    entry.setdefault("groups", [])
+    return {**results, key: entry}
+
+
+def target_of(key: str) -> Target:
+    """A target by its key in the results, the default one's from pyproject.toml."""
+    if key != DEFAULT_KEY:
+        return TARGETS[key]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
+    tests = tuple(config["pytest_add_cli_args_test_selection"])
+    return Target(tuple(config["only_mutate"]), tests, THRESHOLD)
+
+
+def _shown(paths: tuple[str, ...], prefix: str) -> str:
+    files, options = split_options(paths)
+    shown = ", ".join(f"`{p.removeprefix(prefix)}`" for p in files)
+    pairs = zip(options[::2], options[1::2], strict=True)
+    extra = "; ".join(f"{flag} `{value.removeprefix(prefix)}`" for flag, value in pairs)
+    return shown + (f" ({extra})" if extra else "")
+
+
+MOVED = "measured before some of its modules moved or went (`renamed` in the data), not run since"
+
+
+def scores_table(results: dict[str, Any]) -> str:
+    """docs/TESTING.md's table: each target, what it mutates, against which tests, its figures."""
+    rows = [
+        "| target | mutates (`src/filegate/`) | against (`tests/`) | killed | mutants | rate | threshold |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    moved = False
+    for key in [DEFAULT_KEY, *sorted(TARGETS)]:
+        target = target_of(key)
+        entry = results.get(key, {})
+        killed, counted = entry.get("total", {}).get("killed"), entry.get("total", {}).get("mutants")
+        if killed is not None and counted:
+            figures = f"{killed:,} | {counted:,} | {100.0 * killed / counted:.1f} %"
+        else:
+            figures = "– | – | not recorded"
+        if entry.get("renamed"):
+            figures, moved = figures + " †", True
+        mutates, tests = _shown(target.mutate, "src/filegate/"), _shown(target.tests, "tests/")
+        rows.append(f"| {key} | {mutates} | {tests} | {figures} | {target.threshold:g} % |")
+    return "\n".join(rows) + "\n" + (f"\n† {MOVED}.\n" if moved else "")
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -275,6 +356,17 @@ def with_section(doc: str, key: str, table: str) -> str:
     begin, end = markers(key)
     start = doc.index(begin) + len(begin)
     return doc[:start] + table + doc[doc.index(end, start) :]
+
+
+def load_results() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(RESULTS.read_text("utf-8"))
+    return loaded
+
+
+def write_docs(results: dict[str, Any]) -> None:
+    data = json.dumps(dict(sorted(results.items())), indent=2, ensure_ascii=False)
+    RESULTS.write_text(data + "\n", "utf-8")
+    DOCS.write_text(with_section(DOCS.read_text("utf-8"), "scores", scores_table(results)), "utf-8")
 
 
 def split_options(tests: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -312,7 +404,12 @@ def main() -> int:
     parser.add_argument(
         "--write-docs",
         action="store_true",
-        help="after the run, write its rates by module into docs/TESTING.md (that target's section)",
+        help="after the run, record it in docs/mutation-results.json and render docs/TESTING.md's table",
+    )
+    parser.add_argument(
+        "--render-docs",
+        action="store_true",
+        help="only render docs/TESTING.md's table from docs/mutation-results.json (after editing it)",
     )
     parser.add_argument(
         "--results",
@@ -320,6 +417,9 @@ def main() -> int:
         help="list the last run's survivors (for a --target run, through that target's configuration)",
     )
     args = parser.parse_args()
+    if args.render_docs:
+        write_docs(load_results())
+        return 0
     target = TARGETS[args.target] if args.target else None
     threshold = args.threshold if args.threshold is not None else target.threshold if target else THRESHOLD
 
@@ -366,8 +466,10 @@ def main() -> int:
     if args.write_docs:
         listing = [*mutmut, "results", "--all", "true"]
         listed = subprocess.run(listing, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
-        table = rates_table(by_module(listed), threshold)
-        DOCS.write_text(with_section(DOCS.read_text("utf-8"), args.target or "policy-fsio", table), "utf-8")
+        how = "--rerun-survivors" if args.rerun_survivors else "--keep" if args.keep else "fresh"
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        note = f"{when}, {how}, --jobs {args.jobs}, load {os.getloadavg()[0]:.1f}"
+        write_docs(record(load_results(), args.target or DEFAULT_KEY, listed, note))
     return 0 if rate >= threshold else 1
 
 

@@ -123,7 +123,7 @@ def text(result: Any) -> str:
 
 
 # How every write's message ends (SPEC §8.4).
-WRITE_ID = re.compile(r" Write id: (w-[0-9a-f]{6})\.$")
+WRITE_ID = re.compile(r" Write id: (w-[0-9a-f]{16})\.$")
 
 
 def without_write_id(message: str) -> str:

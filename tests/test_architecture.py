@@ -81,6 +81,46 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
     assert not problems, "\n".join(problems)
 
 
+# Inside tools/, lowest first: the tool front doors stand on top, their helpers' subpackages
+# below them, and the boundary every tool shares (outcome, describe) beneath those. A tools
+# module imports from its own room and from rooms below it, never sideways (edit/ and
+# documents/ know nothing of each other) and never up (no helper imports a tool).
+TOOL_ROOMS: list[set[str]] = [
+    {"readguard", "search"},
+    {"outcome", "describe"},
+    {"edit", "documents"},
+    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write"},
+]
+
+
+def tool_room(module: str) -> str | None:
+    """The room of a module under filegate.tools: its subpackage, or its own name at the top."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "tools" else None
+
+
+def test_tools_rooms_import_only_their_own_and_lower_rooms() -> None:
+    rooms = set().union(*TOOL_ROOMS)
+    on_disk = {tool_room(module_name(p)) for p in sources()} - {None}
+    assert on_disk == rooms, f"rooms of tools/ not placed in TOOL_ROOMS: {on_disk ^ rooms}"
+    rank_of = {room: i for i, layer in enumerate(TOOL_ROOMS) for room in layer}
+    problems = []
+    for path in sources():
+        me = module_name(path)
+        mine = tool_room(me)
+        if mine is None:
+            continue
+        for target, names, line in imports(path):
+            theirs = tool_room(target)
+            if target == "filegate.tools":  # `from filegate.tools import x`: x is the room
+                theirs = next((n for n in names if n in rooms), None)
+            if theirs is None or theirs == mine:
+                continue
+            if rank_of[theirs] >= rank_of[mine]:
+                problems.append(f"{me}:{line} imports {target} (room {theirs}: not below {mine})")
+    assert not problems, "\n".join(problems)
+
+
 def test_no_private_name_is_imported_across_modules() -> None:
     problems = []
     for path in sources():
@@ -205,6 +245,9 @@ GUARDED = {
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
     ("filegate.fsio.preimages", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.preimages", "fchmod"): "make_private: only a linked pre-image, and _link needs /proc",
+    ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
+    ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",
+    ("filegate.fsio.pending", "fchmod"): "_owner_only returns first `if os.name == 'nt'`",
 }
 
 

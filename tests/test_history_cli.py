@@ -1,13 +1,18 @@
-"""``filegate history`` and ``filegate undo`` from a terminal (SPEC §8.4): the installed console
-script as a subprocess, over writes made through a real client."""
+"""``filegate history`` and ``filegate undo`` from a terminal (SPEC §8.4), over writes made through
+a real client: the installed console script as a subprocess (slow), and the same command in this
+process (``history_cli.main``, the console script's own entry), its refusals in the default set."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from filegate.fsio.history import WriteHistory, history_dir
 from filegate.history_cli import main as history_main
 from filegate.history_cli import parse_since
 from tests.conftest import FILEGATE, call, connect, text, write_id_of
@@ -92,3 +97,145 @@ def test_history_on_an_empty_state_directory_lists_nothing_and_creates_nothing(
     assert history_main(["history"]) == 0
     assert capsys.readouterr().out == ""
     assert list(state.rglob("*")) == []
+
+
+# --- in process: the command's refusals, each writing nothing --------------------------------
+
+
+class Terminal(io.StringIO):
+    """A stand-in for a terminal's input (a fake, named as such: no pty here): a user who types
+    ``typed`` at the prompt."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class NoTerminal(io.StringIO):
+    """Input that is not a terminal (a pipe, a CI job, an agent's shell): nobody to confirm."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.fixture
+def two_writes(ws: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """a.txt rewritten ("one" -> "two") and b.txt created, through a real client; the command
+    then runs in the workspace."""
+    ids = asyncio.run(_two_writes(ws))
+    monkeypatch.chdir(ws)
+    return ids
+
+
+def undo_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str, stdin: io.StringIO
+) -> tuple[int, str, str]:
+    """``filegate undo ARGS`` in this process: (exit status, stdout, stderr)."""
+    monkeypatch.setattr(sys, "stdin", stdin)
+    status = history_main(["undo", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def history_ids() -> list[tuple[str, str]]:
+    return [(e.id, e.state) for e in WriteHistory(history_dir()).entries()]
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [NoTerminal(""), NoTerminal("y\n"), Terminal("\n"), Terminal("n\n"), Terminal("")],
+    ids=["no-terminal", "no-terminal-piped-yes", "terminal-enter", "terminal-no", "terminal-eof"],
+)
+def test_undo_without_yes_and_without_a_users_yes_writes_nothing(
+    two_writes: tuple[str, str],
+    ws: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stdin: io.StringIO,
+) -> None:
+    """Without --yes only a user at a terminal typing y confirms: no terminal (even with a "y"
+    piped in), Enter alone, "n" or the input's end undo nothing, and the status says so."""
+    first, _ = two_writes
+    kept = history_ids()
+    status, _out, err = undo_in_process(monkeypatch, capsys, first, stdin=stdin)
+    assert status != 0 and err.strip()  # a reason, on stderr
+    assert (ws / "a.txt").read_text() == "two\n"
+    assert history_ids() == kept  # no undo recorded either
+
+
+@pytest.mark.parametrize("typed", ["y\n", "YES\n"])
+def test_undo_at_a_terminal_restores_when_the_user_types_yes(
+    two_writes: tuple[str, str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    typed: str,
+) -> None:  # fmt: skip
+    first, _ = two_writes
+    status, out, err = undo_in_process(monkeypatch, capsys, first, stdin=Terminal(typed))
+    assert status == 0, err
+    assert "-two\n+one" in out and f"Undid {first}:" in out  # the diff, then what was done
+    assert (ws / "a.txt").read_text() == "one\n"
+
+
+def test_undo_with_yes_shows_the_diff_and_restores_without_asking(
+    two_writes: tuple[str, str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = two_writes
+    status, out, err = undo_in_process(monkeypatch, capsys, first, "--yes", stdin=NoTerminal(""))
+    assert status == 0, err
+    assert "-two\n+one" in out and f"Undid {first}:" in out
+    assert (ws / "a.txt").read_text() == "one\n"
+    status, out, err = undo_in_process(monkeypatch, capsys, second, "--yes", stdin=NoTerminal(""))
+    assert status == 0, err
+    assert not (ws / "b.txt").exists()  # undoing a creation removes the file
+
+
+def test_undo_of_an_unknown_id_is_refused_and_writes_nothing(
+    two_writes: tuple[str, str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = history_ids()
+    status, out, err = undo_in_process(monkeypatch, capsys, "w-000000", "--yes", stdin=NoTerminal(""))
+    assert status == 1 and out == ""
+    assert "w-000000" in err  # the id it did not find
+    assert (ws / "a.txt").read_text() == "two\n" and (ws / "b.txt").read_text() == "new\n"
+    assert history_ids() == kept
+
+
+def test_undo_of_a_file_changed_since_is_refused_naming_the_force_flag(
+    two_writes: tuple[str, str], ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The terminal's refusal names its own flag, --force (the tool's `force: true` is not a
+    thing a terminal user can type); --force then restores."""
+    first, _ = two_writes
+    (ws / "a.txt").write_text("TWO\n")  # the same length: content, not size, is compared
+    status, out, err = undo_in_process(monkeypatch, capsys, first, "--yes", stdin=NoTerminal(""))
+    assert status == 1
+    assert "`--force`" in err and "force: true" not in err
+    assert (ws / "a.txt").read_text() == "TWO\n"
+    status, out, err = undo_in_process(monkeypatch, capsys, first, "--yes", "--force", stdin=NoTerminal(""))
+    assert status == 0, err
+    assert (ws / "a.txt").read_text() == "one\n"
+
+
+@pytest.mark.parametrize(
+    "args", [["history", "--since", "yesterday-ish"], ["undo"], ["undo", "w-000000", "--bogus"]]
+)
+def test_bad_arguments_exit_2_with_one_line_and_write_nothing(
+    two_writes: tuple[str, str], ws: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    kept = history_ids()
+    with pytest.raises(SystemExit) as stop:
+        history_main(args)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip() and f"filegate {args[0]}" in err
+    assert (ws / "a.txt").read_text() == "two\n" and history_ids() == kept
+
+
+def test_history_lists_and_filters_in_process(
+    two_writes: tuple[str, str], ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = two_writes
+    assert history_main(["history"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [first, second]
+    assert history_main(["history", "--path", "b.txt"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [second]
+    assert history_main(["history", "--since", "2999-01-01"]) == 0
+    assert capsys.readouterr().out == ""

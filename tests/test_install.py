@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -474,14 +475,42 @@ def test_project_is_refused_where_the_client_has_no_project_file(tmp_path: Path,
     assert not (tmp_path / "home").exists() and not (project / ".windsurf").exists()
 
 
+def console_script_at(where: Path) -> Path:
+    """This installation's `filegate` console script (editable or from a wheel: its shebang
+    names the interpreter that has filegate) copied to ``where``/bin: the product as if its
+    virtual environment were there, wherever the test runner's own venv sits."""
+    script = where / "bin" / "filegate"
+    script.parent.mkdir(parents=True)
+    shutil.copy2(FILEGATE, script)
+    return script
+
+
+@pytest.mark.parametrize(
+    ("venv", "clone"),
+    [
+        ("project-src/.venv", "project-src"),  # the README's clone route (and CI's checkout)
+        ("tools/venvs/filegate", None),  # a venv elsewhere (pipx, uv tool): nothing to move
+    ],
+)
 def test_an_entry_that_runs_a_clones_filegate_says_moving_the_clone_breaks_it(
-    tmp_path: Path, project: Path
+    tmp_path: Path, project: Path, venv: str, clone: str | None
 ) -> None:
-    """Issue 42: the entry names this venv's `filegate`; where that venv sits in a source
-    checkout (as the README's clone route and CI make it), install says what moving it does."""
-    venv = Path(FILEGATE).parent.parent
-    clone = venv.parent
-    assert venv.name in (".venv", "venv") and (clone / "pyproject.toml").is_file(), FILEGATE
-    done = install("claude-code", "--config", str(tmp_path / "c.json"), env=client_env(tmp_path), cwd=project)
+    """Issue 42: the entry names the running `filegate`; where its venv sits in a source checkout
+    (a `.venv` beside a `pyproject.toml`), install says what moving it does, and only there.
+    The layouts are made here (tests/test_install_inprocess.py has the rest of them in process)."""
+    (tmp_path / "project-src").mkdir()
+    (tmp_path / "project-src" / "pyproject.toml").write_text('[project]\nname = "filegate"\n')
+    script = console_script_at(tmp_path / venv)
+    config = tmp_path / "c.json"
+    done = subprocess.run([str(script), "install", "claude-code", "--config", str(config)], capture_output=True,
+                          text=True, env=client_env(tmp_path), cwd=project, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"note: this entry runs the filegate inside the clone {clone}: moving" in done.stdout
+    assert entry_as_client_reads_it("claude-code", config)["command"] == str(script)
+    notes = [line for line in done.stdout.splitlines() if "inside the clone" in line]
+    if clone is None:
+        assert notes == [], done.stdout
+    else:
+        assert notes == [
+            f"note: this entry runs the filegate inside the clone {tmp_path / clone}: moving or deleting that "
+            "folder breaks it; `pipx install filegate` or `uv tool install filegate` gives a path that stays"
+        ]

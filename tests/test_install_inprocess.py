@@ -249,6 +249,38 @@ def test_the_command_is_the_running_filegate_or_this_python(
         assert install.server_command() == [os.path.abspath(sys.executable), "-m", "filegate"], not_it
 
 
+@pytest.mark.parametrize(
+    ("script", "clone"),
+    [
+        ("src/.venv/bin/filegate", "src"),  # a clone's .venv beside its pyproject.toml
+        ("src/venv/bin/filegate", "src"),
+        ("src/.venv/lib/deeper/bin/filegate", "src"),  # any depth inside the venv
+        ("elsewhere/.venv/bin/filegate", None),  # a .venv with no pyproject.toml beside it
+        ("src/env/bin/filegate", None),  # a venv of another name inside a clone
+        ("tools/venvs/filegate/bin/filegate", None),  # pipx's and uv's tool venvs
+    ],
+)
+def test_the_clone_note_names_a_clone_the_entrys_filegate_lives_in_and_nothing_else(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    script: str, clone: str | None,
+) -> None:  # fmt: skip
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").write_text("[project]\n")
+    exe = tmp_path / script
+    exe.parent.mkdir(parents=True)
+    exe.write_text("")
+    monkeypatch.setattr(sys, "argv", [str(exe), "install"])
+    assert main(["claude-code", "--config", str(tmp_path / "c.json")]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith(CLONE_NOTE_START)]
+    if clone is None:
+        assert notes == []
+    else:
+        assert notes == [
+            f"{CLONE_NOTE_START}{tmp_path / clone}: moving or deleting that folder breaks it; "
+            "`pipx install filegate` or `uv tool install filegate` gives a path that stays"
+        ]
+
+
 # --- where each client keeps its file ------------------------------------------------------
 
 

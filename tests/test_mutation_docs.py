@@ -1,7 +1,9 @@
-"""scripts/mutation_score.py --write-docs: mutmut's verdicts → docs/TESTING.md's rates by module."""
+"""scripts/mutation_score.py --write-docs: mutmut's verdicts → docs/mutation-results.json (the
+figures and the survivors, by target) → docs/TESTING.md's table of targets."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -31,24 +33,106 @@ def test_verdicts_are_counted_by_module_a_timeout_as_killed() -> None:
     assert counts == {"fsio.lines": (2, 4), "policy.escape": (1, 1)}
 
 
-def test_the_table_has_a_row_per_module_and_the_total_with_its_threshold() -> None:
-    table = script().rates_table({"fsio.lines": (2, 4), "policy.escape": (1, 1)}, 90.0)
-    assert table.splitlines()[2:] == [
-        "| fsio.lines | 2 | 4 | 50.0 % |",
-        "| policy.escape | 1 | 1 | 100.0 % |",
-        "| **all** | **3** | **5** | **60.0 %** (threshold 90 %) |",
-    ]
-
-
-def test_each_target_section_of_testing_md_is_replaced_alone() -> None:
+def test_a_recorded_run_keeps_the_explanation_of_each_survivor_still_there_and_only_those() -> None:
     mutation = script()
-    doc = (REPO / "docs" / "TESTING.md").read_text()
-    for key in ("policy-fsio", *sorted(set(mutation.TARGETS) - {"budget", "perfcall", "perfgrep"})):
-        written = mutation.with_section(doc, key, "| new |\n")
-        begin, end = mutation.markers(key)
-        assert f"{begin}| new |\n{end}" in written, key
-        assert written[: written.index(begin)] == doc[: doc.index(begin)], key  # before: unchanged
-        assert written[written.index(end) :] == doc[doc.index(end) :], key  # after: unchanged
+    results = {
+        "codec": {
+            "run": "an earlier run",
+            "modules": {"fsio.gone": {"killed": 1, "mutants": 1}},
+            "renamed": {"fsio.gone": "fsio.lines"},
+            "unlisted": 3,
+            "killed_since": {"a kind": "a test"},
+            "survivors": {
+                "filegate.fsio.lines.xǁPendingCountǁresult__mutmut_3": "equivalent: the same count",
+                "filegate.fsio.lines.x_iter_lines__mutmut_1": "killed now",
+            },
+            "groups": [{"count": 2, "kind": "equivalent", "where": "w", "why": "y"}],
+            "notes": ["a note"],
+        },
+        "ladder": {"run": "untouched"},
+    }
+    before = copy.deepcopy(results)
+    written = mutation.record(results, "codec", LISTING, "now, fresh")
+    assert results == before  # a new mapping: the argument is left as it was
+    assert written["ladder"] == before["ladder"]
+    assert written["codec"] == {
+        "run": "now, fresh",
+        "modules": {
+            "fsio.lines": {"killed": 2, "mutants": 4},
+            "policy.escape": {"killed": 1, "mutants": 1},
+        },
+        "total": {"killed": 3, "mutants": 5, "timeouts": 1},
+        "survivors": {  # the killed one's explanation goes, a new survivor waits for one
+            "filegate.fsio.lines.x_tail__mutmut_4": "",
+            "filegate.fsio.lines.xǁPendingCountǁresult__mutmut_3": "equivalent: the same count",
+        },
+        "groups": [{"count": 2, "kind": "equivalent", "where": "w", "why": "y"}],
+        "groups_as_of": "an earlier run",  # the kinds explained describe that run, not this one
+        "notes": ["a note"],
+    }
+
+
+def test_testing_md_shows_the_table_the_script_renders_from_the_results() -> None:
+    """The docs agree with the data and the script's TARGETS: after editing
+    docs/mutation-results.json, `scripts/mutation_score.py --render-docs` writes the table again."""
+    mutation = script()
+    doc = (REPO / "docs" / "TESTING.md").read_text("utf-8")
+    begin, end = mutation.markers("scores")
+    shown = doc[doc.index(begin) + len(begin) : doc.index(end)]
+    assert shown == mutation.scores_table(mutation.load_results())
+
+
+def test_the_table_is_replaced_alone() -> None:
+    mutation = script()
+    doc = (REPO / "docs" / "TESTING.md").read_text("utf-8")
+    written = mutation.with_section(doc, "scores", "| new |\n")
+    begin, end = mutation.markers("scores")
+    assert f"{begin}| new |\n{end}" in written
+    assert written[: written.index(begin)] == doc[: doc.index(begin)]
+    assert written[written.index(end) :] == doc[doc.index(end) :]
+
+
+def modules_mutated(mutation: Any, key: str) -> set[str]:
+    """The modules a target mutates now, named as mutmut names them (less "filegate.")."""
+    names = set()
+    for pattern in mutation.target_of(key).mutate:
+        for path in REPO.glob(pattern):
+            if path.suffix == ".py":
+                parts = path.relative_to(REPO / "src" / "filegate").with_suffix("").parts
+                names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def test_every_target_has_its_results_naming_only_modules_it_mutates() -> None:
+    """A module moved or gone since a target's figures were taken is said (`renamed`), so a
+    figure is never read as the code's of today without saying so."""
+    mutation = script()
+    results = mutation.load_results()
+    assert set(results) == {mutation.DEFAULT_KEY, *mutation.TARGETS}
+    for key, entry in results.items():
+        stale = set(entry["modules"]) - modules_mutated(mutation, key) - set(entry.get("renamed", {}))
+        assert not stale, (key, stale, "moved or gone since this target's run: add them to `renamed`")
+
+
+def test_the_figures_add_up_and_the_survivors_explained_are_the_runs() -> None:
+    """Each target's modules add up to its total; its survivors by name, its kinds counted (when
+    they describe this run) and those whose names were not kept are as many as survived."""
+    for key, entry in script().load_results().items():
+        total, modules = entry["total"], entry["modules"].values()
+        if total["mutants"] is None:
+            assert not modules and not entry["survivors"] and not entry["groups"], key
+            continue
+        if modules and all(m["mutants"] is not None for m in modules):
+            assert sum(m["mutants"] for m in modules) == total["mutants"], key
+            assert sum(m["killed"] for m in modules) == total["killed"], key
+        survived = total["mutants"] - total["killed"]
+        assert len(entry["survivors"]) <= survived, key
+        counts = [group["count"] for group in entry["groups"]]
+        if "groups_as_of" in entry or None in counts:
+            continue  # the kinds of an earlier run, or explained without counts
+        assert len(entry["survivors"]) + sum(counts) + entry.get("unlisted", 0) == survived, key
+        for group in entry["groups"]:
+            assert group["why"] and group["where"] and group["kind"], (key, group)
 
 
 def test_every_target_names_files_that_exist() -> None:

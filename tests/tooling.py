@@ -31,8 +31,8 @@ INSTALL_TIMEOUT_S = INSTALL_S + 300
 
 
 def line_count(src: Any, budget_s: float | None = None) -> Any:
-    """The number of lines of an open file (fsio.lines.PendingCount, waited for and closed)."""
-    from filegate.fsio.lines import PendingCount
+    """The number of lines of an open file (fsio.linecount.PendingCount, waited for and closed)."""
+    from filegate.fsio.linecount import PendingCount
 
     pending = PendingCount(src, budget_s)
     try:

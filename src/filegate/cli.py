@@ -28,7 +28,7 @@ examples:
   filegate install --help                           every client install knows
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
-  filegate undo w-3f9a2c                            put a file back as it was before that write
+  filegate undo w-3f9a2c1d8e07b654                  put a file back as it was before that write
   filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
                                                     that bind the tools there, with sources
 
@@ -110,7 +110,7 @@ def print_rules(argv: Sequence[str]) -> int:
     """``filegate rules``: the client rules (SPEC §8.5) this server would honour, with their
     sources and precedence. Takes the server's flags (--workdir, --add-dir, --client-rules)."""
     from filegate.policy.rulelisting import describe
-    from filegate.tools.ignores import client_rules_of
+    from filegate.tools.search.ignores import client_rules_of
 
     parser = ArgumentParser(prog="filegate rules", description=print_rules.__doc__)
     add_server_flags(parser)

@@ -88,19 +88,62 @@ class TerminalApprover:
         print(approval_message(request))
         if self.yes:
             return Decision(True, "terminal")
-        answer = input("Undo this write? [y/N] ").strip().lower() if sys.stdin.isatty() else ""
+        answer = ""
+        if sys.stdin.isatty():
+            try:
+                answer = input("Undo this write? [y/N] ").strip().lower()
+            except EOFError:  # the input ended (Ctrl-D): no answer, so no
+                print()
         if answer in ("y", "yes"):
             return Decision(True, "terminal")
         return Decision(False, "terminal", "Not undone: the user did not confirm.")
 
 
+# `filegate undo` takes a unique prefix of an id's digits, this many at least (SPEC §8.4).
+MIN_PREFIX = 6
+# Ids named when a prefix matches several writes, at most.
+MAX_NAMED = 5
+
+
+class UnknownId(Exception):
+    """What the terminal says when ``filegate undo ID`` names no one write."""
+
+
+def find_write(history: WriteHistory, given: str) -> Entry:
+    """The write a terminal's id names: a whole id, or a unique prefix of at least six of its
+    hex digits, with or without `w-`, in either case (SPEC §8.4). The user at the terminal sees
+    every write the state directory holds; a tool sees its workspace's only, by whole ids."""
+    text = given.strip().lower()
+    digits = text.removeprefix("w-")
+    if len(digits) < MIN_PREFIX or len(digits) > 16 or any(c not in "0123456789abcdef" for c in digits):
+        raise UnknownId(
+            f"`{escape(given.strip()[:40])}` is not a write id: give the id a write's message ended with "
+            f"(w- and 16 hex digits), or at least its first {MIN_PREFIX} digits."
+        )
+    matches = [i for i in history.ids() if i.removeprefix("w-").startswith(digits)]
+    entry = history.find(matches[0]) if len(matches) == 1 else None
+    if entry is not None:
+        return entry
+    if len(matches) > 1:
+        named = ", ".join(matches[-MAX_NAMED:])
+        more = f" and {len(matches) - MAX_NAMED} more" if len(matches) > MAX_NAMED else ""
+        raise UnknownId(f"{len(matches)} writes have ids starting {digits}: {named}{more}. Give more digits.")
+    if history.evicted(f"w-{digits}"):
+        raise UnknownId(
+            f"Write w-{digits} was evicted from the history (older than --history-max-age, or "
+            "beyond --history-max-bytes), so it can no longer be undone."
+        )
+    raise UnknownId(f"No write w-{digits} in the history (`filegate history` lists them).")
+
+
 async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
-    """Undo ``write_id`` through UndoWrite's own route; (succeeded, the message)."""
+    """Undo the write ``write_id`` names (:func:`find_write`) through UndoWrite's own route;
+    (succeeded, the message)."""
     from filegate.policy.secrets import SecretMatcher
     from filegate.policy.workspace import Workspace
     from filegate.settings import Settings
     from filegate.tools.outcome import ToolEnv, answer
-    from filegate.tools.undo_write import UndoWriteParams, undo_write
+    from filegate.tools.undo_write import undo_entry
 
     settings = Settings(workdir=Path.cwd())
     workspace = Workspace(
@@ -109,10 +152,14 @@ async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
         secrets=SecretMatcher(settings.secret_patterns),
     )
     history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+    try:
+        entry = await asyncio.to_thread(find_write, history, write_id)
+    except UnknownId as exc:
+        return False, str(exc)
     env = ToolEnv(
         workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
     )
-    outcome = await answer(undo_write, UndoWriteParams(write_id=write_id, force=force), env)
+    outcome = await answer(lambda _, e: undo_entry(entry, e, force=force), None, env)
     message = outcome.message.replace("`force: true`", "`--force`")  # the terminal's spelling
     text = message + (f"\n{outcome.output}" if outcome.output else "")
     return not outcome.is_error, text
@@ -134,7 +181,9 @@ def main(argv: Sequence[str]) -> int:
             print(entry_line(entry))
         return 0
     p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
-    p.add_argument("write_id", metavar="ID", help="the write's id (w-xxxxxx), as its message or history says")
+    p.add_argument(
+        "write_id", metavar="ID", help="the write's id as its message or history says, or its first 6+ digits"
+    )
     p.add_argument("--yes", action="store_true", help="do not ask (the diff is still shown)")
     p.add_argument("--force", action="store_true", help="undo even if the file changed since that write")
     ns = p.parse_args(args)

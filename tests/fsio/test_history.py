@@ -53,7 +53,7 @@ def lines(h: WriteHistory) -> list[dict[str, Any]]:
 
 
 def write(h: WriteHistory, path: Path, new: bytes, ok: bool = True, **kw: Any) -> str:
-    """One write as tools/writing.py makes it: begin, the file replaced, finish."""
+    """One write as tools/edit/writing.py makes it: begin, the file replaced, finish."""
     old = path.read_bytes() if path.exists() else None
     write_id = h.begin(
         kw.get("tool", "WriteFile"), rp(path, kw.get("sensitive", False)), "cli", "auto", old, new
@@ -84,7 +84,7 @@ def test_a_write_keeps_its_pre_image_and_one_record_then_its_outcome(target: Pat
         "hash",
     ]  # fmt: skip: the index's fields first (fsio/historylog.py)
     assert record["hash"] == "blake3"
-    assert record["id"] == write_id and len(write_id) == 8 and write_id.startswith("w-")
+    assert record["id"] == write_id and len(write_id) == 18 and write_id.startswith("w-")
     assert (record["client"], record["tool"], record["path"], record["route"]) == (
         "cli",
         "WriteFile",
@@ -609,7 +609,7 @@ def with_proc(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def begin_read(h: WriteHistory, path: Path, new: bytes) -> tuple[str, Snapshot]:
-    """begin() as tools/writing.py calls it: with the snapshot the old bytes were read with."""
+    """begin() as tools/edit/writing.py calls it: with the snapshot the old bytes were read with."""
     old, snap = read_snapshot(path)
     return h.begin("WriteFile", rp(path), "cli", "auto", old, new, snap), snap
 

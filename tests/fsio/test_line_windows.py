@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from filegate.fsio import lines, platform
-from filegate.fsio.lines import Codec, LineCount, RawLine, decode_line, detect_codec
+from filegate.fsio import linecount, lines, linetail, platform
+from filegate.fsio.linecount import LineCount
+from filegate.fsio.lines import Codec, RawLine, decode_line, detect_codec
 from tests.tooling import line_count
 
 
@@ -165,16 +166,16 @@ def test_utf16_lines_are_read_on_code_units(tmp_path: Path, fds: list[int], smal
     ],
 )
 def test_tail_starts(tmp_path: Path, fds: list[int], data: bytes, count: int, expected: list[int]) -> None:
-    assert lines.tail_starts(open_source(write(tmp_path, data), fds), count) == expected
+    assert linetail.tail_starts(open_source(write(tmp_path, data), fds), count) == expected
 
 
 def test_tail_starts_of_a_bom_file(tmp_path: Path, fds: list[int]) -> None:
     src = open_source(write(tmp_path, codecs.BOM_UTF8 + b"a\nb\n"), fds)
-    assert lines.tail_starts(src, 5) == [3, 5]
-    assert lines.tail_starts(open_source(write(tmp_path, codecs.BOM_UTF8, "bom"), fds), 5) == []
+    assert linetail.tail_starts(src, 5) == [3, 5]
+    assert linetail.tail_starts(open_source(write(tmp_path, codecs.BOM_UTF8, "bom"), fds), 5) == []
     src16 = open_source(write(tmp_path, codecs.BOM_UTF16_LE + "a\nb\n".encode("utf-16-le"), "u16"), fds)
-    assert lines.tail_starts(src16, 1) == [6]
-    assert lines.tail_starts(src16, 9) == [2, 6]
+    assert linetail.tail_starts(src16, 1) == [6]
+    assert linetail.tail_starts(src16, 9) == [2, 6]
 
 
 @pytest.mark.parametrize(
@@ -189,27 +190,27 @@ def test_a_break_that_straddles_two_code_units_is_no_line_start_backwards(
 ) -> None:
     data = bom + f"a\n{straddling}{straddling}\nb".encode(encoding)
     src = open_source(write(tmp_path, data, encoding), fds)
-    assert lines.tail_starts(src, 9) == [2, 6, 16]
-    assert lines.tail_starts(src, 2) == [6, 16]
-    got = [(r.head.decode(encoding), r.newline) for r in lines.tail_lines(src, [2, 6, 16], 1, 3)]
+    assert linetail.tail_starts(src, 9) == [2, 6, 16]
+    assert linetail.tail_starts(src, 2) == [6, 16]
+    got = [(r.head.decode(encoding), r.newline) for r in linetail.tail_lines(src, [2, 6, 16], 1, 3)]
     assert got == [("a", True), (straddling * 2, True), ("b", False)]
 
 
 def test_tail_starts_over_blocks_that_grow(
     tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lines, "TAIL_BLOCK", 4)
-    monkeypatch.setattr(lines, "TAIL_WINDOW", 16)
+    monkeypatch.setattr(linetail, "TAIL_BLOCK", 4)
+    monkeypatch.setattr(linetail, "TAIL_WINDOW", 16)
     data = b"".join(b"line %02d\n" % i for i in range(30))
     src = open_source(write(tmp_path, data), fds)
-    assert lines.tail_starts(src, 25) == [8 * i for i in range(5, 30)]
-    assert lines.tail_starts(src, 40) == [8 * i for i in range(30)]
+    assert linetail.tail_starts(src, 25) == [8 * i for i in range(5, 30)]
+    assert linetail.tail_starts(src, 40) == [8 * i for i in range(30)]
 
 
 def tail(src: lines.Source, count: int, first: int, limit: int) -> list[tuple[int, bytes, bool, bool]]:
     return [
         (r.number, r.head, r.long, r.newline)
-        for r in lines.tail_lines(src, lines.tail_starts(src, count), first, limit)
+        for r in linetail.tail_lines(src, linetail.tail_starts(src, count), first, limit)
     ]
 
 
@@ -218,7 +219,7 @@ def test_tail_lines_in_one_read_or_line_by_line_agree(
     tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch, one_read: bool
 ) -> None:
     if not one_read:
-        monkeypatch.setattr(lines, "TAIL_ONE_READ", 1)
+        monkeypatch.setattr(linetail, "TAIL_ONE_READ", 1)
     keep = lines.KEEP_BYTES
     data = b"x\n" + b"L" * (keep + 3) + b"\n" + b"M" * keep + b"\n\nend"
     src = open_source(write(tmp_path, data), fds)
@@ -230,7 +231,7 @@ def test_tail_lines_in_one_read_or_line_by_line_agree(
     ]
     assert tail(src, 4, 10, 2) == tail(src, 4, 10, 4)[:2]
     assert tail(src, 4, 10, 0) == []
-    assert lines.tail_lines(src, [], 1, 5) == []
+    assert linetail.tail_lines(src, [], 1, 5) == []
 
 
 @pytest.mark.parametrize("one_read", [True, False])
@@ -238,18 +239,18 @@ def test_tail_lines_of_a_utf16_file(
     tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch, one_read: bool
 ) -> None:
     if not one_read:
-        monkeypatch.setattr(lines, "TAIL_ONE_READ", 1)
+        monkeypatch.setattr(linetail, "TAIL_ONE_READ", 1)
     src = open_source(write(tmp_path, codecs.BOM_UTF16_BE + "ab\ncd\ne".encode("utf-16-be")), fds)
-    got = [decode_line(r, src.codec) for r in lines.tail_lines(src, lines.tail_starts(src, 2), 2, 2)]
+    got = [decode_line(r, src.codec) for r in linetail.tail_lines(src, linetail.tail_starts(src, 2), 2, 2)]
     assert got == ["cd\n", "e"]
 
 
 def test_read_span_of_a_line_with_and_without_its_break(tmp_path: Path, fds: list[int]) -> None:
     src = open_source(write(tmp_path, b"abc\ndef"), fds)
-    assert lines.read_span(src, 0, 4, 1) == RawLine(1, b"abc", False, True)
-    assert lines.read_span(src, 4, 7, 2) == RawLine(2, b"def", False, False)
-    assert lines.read_span(src, 3, 4, 9) == RawLine(9, b"", False, True)
-    assert lines.read_span(src, 4, 4, 3) == RawLine(3, b"", False, False)
+    assert linetail.read_span(src, 0, 4, 1) == RawLine(1, b"abc", False, True)
+    assert linetail.read_span(src, 4, 7, 2) == RawLine(2, b"def", False, False)
+    assert linetail.read_span(src, 3, 4, 9) == RawLine(9, b"", False, True)
+    assert linetail.read_span(src, 4, 4, 3) == RawLine(3, b"", False, False)
 
 
 U8 = detect_codec(b"")
@@ -333,7 +334,7 @@ def test_checkpoints_seek_to_the_last_one_with_fewer_breaks_before_it(
 
 def test_the_cache_keeps_the_most_recently_used_files(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lines, "CACHE_FILES", 2)
-    lru = lines._Lru()
+    lru = lines.Lru()
     a, b, c = (1, 1, 1, 1, 1), (2, 2, 2, 2, 2), (3, 3, 3, 3, 3)
     assert lru.put(a, "A") == "A"
     assert lru.put(b, "B") == "B"
@@ -357,7 +358,7 @@ def test_a_count_is_remembered_per_file_version(tmp_path: Path, fds: list[int]) 
 
 def test_a_count_with_no_deadline_given_uses_the_count_budget(tmp_path: Path, fds: list[int]) -> None:
     src = open_source(write(tmp_path, b"a\n" * 3), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending.result() == LineCount(3, True)
     pending.close()
     assert lines.Scan.start().deadline - time.monotonic() == pytest.approx(lines.SCAN_BUDGET_S, abs=1)
@@ -368,9 +369,9 @@ def with_wc(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file counted by `wc -l` (the threshold is 16 MiB in use)."""
     if not platform.has_wc() or platform.fd_path(0) is None:  # no wc, or no way to reopen an fd
         pytest.skip("this platform (or its simulation) has no wc or no /proc: the Python count runs")
-    if lines._wc() is None:
+    if linecount._wc() is None:
         pytest.fail("coreutils wc is missing")
-    monkeypatch.setattr(lines, "WC_MIN_BYTES", 1)
+    monkeypatch.setattr(linecount, "WC_MIN_BYTES", 1)
 
 
 @pytest.mark.parametrize(("data", "total"), [(b"a\nb\n", 2), (b"a\nb", 2), (b"x", 1), (b"\n" * 1000, 1000)])
@@ -379,7 +380,7 @@ def test_wc_counts_like_python(
 ) -> None:
     p = write(tmp_path, data, f"wc{len(data)}")
     src = open_source(p, fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending._proc is not None  # wc really runs
     assert pending.result() == LineCount(total, True)
     assert pending._proc is None
@@ -404,7 +405,7 @@ def test_without_proc_a_deleted_file_is_counted_in_python_not_by_wc(
     p = write(tmp_path, b"a\nb\nc", "gone.txt")
     src = open_source(p, fds)
     p.unlink()
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending._proc is None
     assert pending.result() == LineCount(3, True)
 
@@ -418,16 +419,16 @@ def test_the_wc_run_is_the_systems_not_one_put_earlier_on_path(
     (fake / "wc").write_text("#!/bin/sh\necho 999\n")
     (fake / "wc").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setattr(lines, "_wc_path", [])  # looked up afresh under this PATH
+    monkeypatch.setattr(linecount, "_wc_path", [])  # looked up afresh under this PATH
     src = open_source(write(tmp_path, b"a\nb\n", "two"), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending._proc is not None  # wc really runs
     assert pending.result() == LineCount(2, True)
 
 
 def test_wc_is_not_used_for_a_utf16_file(tmp_path: Path, fds: list[int], with_wc: None) -> None:
     src = open_source(write(tmp_path, codecs.BOM_UTF16_LE + "a\nb\n".encode("utf-16-le")), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending._proc is None
     assert pending.result() == LineCount(2, True)
 
@@ -437,7 +438,7 @@ def test_a_file_changed_while_wc_counts_is_counted_as_it_was(
 ) -> None:
     p = write(tmp_path, b"1\n2\n3\n")
     src = open_source(p, fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     assert pending._proc is not None
     with p.open("ab") as f:
         f.write(b"4\n5\n")
@@ -448,14 +449,14 @@ def test_wc_out_of_time_falls_back_to_a_short_python_count(
     tmp_path: Path, fds: list[int], with_wc: None
 ) -> None:
     src = open_source(write(tmp_path, b"z\n" * 10), fds)
-    pending = lines.PendingCount(src, budget_s=-1)
+    pending = linecount.PendingCount(src, budget_s=-1)
     assert pending._proc is not None
     assert pending.result() == LineCount(10, True)  # the fallback has a second of its own
 
 
 def test_a_cancelled_wc_count_raises_and_is_stopped(tmp_path: Path, fds: list[int], with_wc: None) -> None:
     src = open_source(write(tmp_path, b"q\n" * 10), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     proc = pending._proc
     assert proc is not None
     src.scan.cancel.set()
@@ -466,7 +467,7 @@ def test_a_cancelled_wc_count_raises_and_is_stopped(tmp_path: Path, fds: list[in
 
 def test_a_count_nobody_waits_for_is_stopped(tmp_path: Path, fds: list[int], with_wc: None) -> None:
     src = open_source(write(tmp_path, b"q\n" * 10), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     proc = pending._proc
     assert proc is not None
     pending.close()
@@ -493,21 +494,21 @@ def test_wc_really_counts_so_no_python_pass_leaves_checkpoints(
     assert line_count(src) == LineCount(200, True)
     assert list(lines.checkpoints(src.st).offsets) == [0]  # wc's count: this process read nothing
     other = open_source(write(tmp_path, b"line\n" * 200, "python"), fds)
-    lines.PendingCount(other, budget_s=-1).result()  # wc out of time: the Python fallback counts
+    linecount.PendingCount(other, budget_s=-1).result()  # wc out of time: the Python fallback counts
     assert len(lines.checkpoints(other.st).offsets) > 100
 
 
 def test_wc_is_found_on_the_default_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lines, "_wc_path", [])
-    wc = lines._wc()
+    monkeypatch.setattr(linecount, "_wc_path", [])
+    wc = linecount._wc()
     assert wc is not None and os.path.basename(wc) == "wc" and os.access(wc, os.X_OK)
-    assert lines._wc() is wc  # looked up once
+    assert linecount._wc() is wc  # looked up once
 
 
 def test_the_scan_exceptions_say_what_stopped_them(tmp_path: Path, fds: list[int], with_wc: None) -> None:
     assert str(lines.OutOfTime(3)) == "out of time" and lines.OutOfTime().passed_lines is None
     src = open_source(write(tmp_path, b"q\n" * 10), fds)
-    pending = lines.PendingCount(src)
+    pending = linecount.PendingCount(src)
     src.scan.cancel.set()
     with pytest.raises(lines.ReadCancelled, match="^cancelled$"):
         pending.result()
@@ -552,7 +553,7 @@ def test_a_line_that_is_all_hole_and_fits_is_not_long(
 
 def test_a_count_stops_at_its_own_budget_before_the_scans(tmp_path: Path, fds: list[int]) -> None:
     src = open_source(write(tmp_path, b"c\n" * 50), fds, budget_s=60)
-    count = lines.PendingCount(src, budget_s=-1).result()  # the scan has a minute; the count none
+    count = linecount.PendingCount(src, budget_s=-1).result()  # the scan has a minute; the count none
     assert count.complete is False and count.total <= 50
     assert line_count(src) == LineCount(50, True)
 
@@ -575,7 +576,7 @@ def test_a_tail_of_one_line(
     tmp_path: Path, fds: list[int], monkeypatch: pytest.MonkeyPatch, one_read: bool
 ) -> None:
     if not one_read:
-        monkeypatch.setattr(lines, "TAIL_ONE_READ", 1)
+        monkeypatch.setattr(linetail, "TAIL_ONE_READ", 1)
     src = open_source(write(tmp_path, b"a\nbb\nccc\n"), fds)
     assert tail(src, 1, 3, 1) == [(3, b"ccc", False, True)]
     assert tail(src, 2, 2, 1) == [(2, b"bb", False, True)]

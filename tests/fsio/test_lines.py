@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.fsio import lines
+from filegate.fsio import linecount, lines, linetail
 from tests.tooling import line_count
 
 
@@ -53,7 +53,7 @@ def test_a_count_out_of_time_is_a_lower_bound_and_not_remembered(opened: tuple[P
     late = lines.Scan(deadline=time.monotonic() - 1)
     count = line_count(source(path, fds, late))
     assert not count.complete and count.total <= 5000
-    assert line_count(source(path, fds)) == lines.LineCount(5000, True)
+    assert line_count(source(path, fds)) == linecount.LineCount(5000, True)
 
 
 def test_holes_are_skipped_by_count_offset_and_tail(opened: tuple[Path, list[int]]) -> None:
@@ -61,7 +61,7 @@ def test_holes_are_skipped_by_count_offset_and_tail(opened: tuple[Path, list[int
     sparse_file(path, 2000, 1 << 40, 0)  # 2,000 lines then 1 TiB of hole: line 2001 is zeros
     src = source(path, fds, lines.Scan.start(budget_s=60))
     assert src.sparse
-    assert line_count(src) == lines.LineCount(2001, True)
+    assert line_count(src) == linecount.LineCount(2001, True)
     pos = lines.offset_of_line(src, 2000)
     assert pos is not None
     got = list(lines.iter_lines_from(src, pos, 2000))
@@ -69,8 +69,8 @@ def test_holes_are_skipped_by_count_offset_and_tail(opened: tuple[Path, list[int
         (2000, b"line 2000", False, True),
         (2001, b"\0" * 9, True, False),
     ]
-    starts = lines.tail_starts(src, 3)
-    assert [lines.decode_line(r)[:9] for r in lines.tail_lines(src, starts, 1999, 3)] == [
+    starts = linetail.tail_starts(src, 3)
+    assert [lines.decode_line(r)[:9] for r in linetail.tail_lines(src, starts, 1999, 3)] == [
         "line 1999", "line 2000", "\0" * 9,
     ]  # fmt: skip
 
@@ -81,9 +81,9 @@ def test_a_sparse_file_with_data_after_the_hole_counts_and_tails_exactly(
     path, fds = opened
     sparse_file(path, 20_000, 10 << 30, 10)
     src = source(path, fds, lines.Scan.start(budget_s=60))
-    assert line_count(src) == lines.LineCount(20_010, True)
-    starts = lines.tail_starts(src, 3)
-    assert [lines.decode_line(r) for r in lines.tail_lines(src, starts, 20_008, 3)] == [
+    assert line_count(src) == linecount.LineCount(20_010, True)
+    starts = linetail.tail_starts(src, 3)
+    assert [lines.decode_line(r) for r in linetail.tail_lines(src, starts, 20_008, 3)] == [
         "tail 8\n", "tail 9\n", "tail 10\n",
     ]  # fmt: skip
 
@@ -99,7 +99,7 @@ def test_a_cancelled_scan_stops_at_once(opened: tuple[Path, list[int]]) -> None:
     with pytest.raises(lines.ReadCancelled):
         lines.offset_of_line(src, 50_000)
     with pytest.raises(lines.ReadCancelled):
-        lines.tail_starts(src, 10)
+        linetail.tail_starts(src, 10)
 
 
 def test_nothing_past_the_starting_size_is_counted_or_read(opened: tuple[Path, list[int]]) -> None:
@@ -108,9 +108,9 @@ def test_nothing_past_the_starting_size_is_counted_or_read(opened: tuple[Path, l
     src = source(path, fds)
     with path.open("ab") as f:
         f.write(b"c\nd\n")
-    assert line_count(src) == lines.LineCount(2, True)
+    assert line_count(src) == linecount.LineCount(2, True)
     assert [r.head for r in lines.iter_lines_from(src, 0, 1)] == [b"a", b"b"]
-    assert lines.tail_starts(src, 5) == [0, 2]
+    assert linetail.tail_starts(src, 5) == [0, 2]
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_a_utf16_break_is_only_found_on_a_code_unit_boundary(opened: tuple[Path,
     path, fds = opened
     path.write_bytes(codecs.BOM_UTF16_LE + "\u0a41\u4100\nz".encode("utf-16-le"))
     src = source(path, fds)
-    assert line_count(src) == lines.LineCount(2, True)
+    assert line_count(src) == linecount.LineCount(2, True)
     got = [lines.decode_line(r, src.codec) for r in lines.iter_lines_from(src, src.codec.start, 1)]
     assert got == ["\u0a41\u4100\n", "z"]
 
@@ -152,8 +152,8 @@ def test_many_islands_between_holes_tail_alike_mapped_or_read_whole(
             f.write(b"\nisland %d\n" % i)
     src = source(path, fds)
     assert src.sparse
-    assert line_count(src) == lines.LineCount(20, True)
-    starts = lines.tail_starts(src, 4)
-    assert [lines.decode_line(r)[:9] for r in lines.tail_lines(src, starts, 17, 4)] == [
+    assert line_count(src) == linecount.LineCount(20, True)
+    starts = linetail.tail_starts(src, 4)
+    assert [lines.decode_line(r)[:9] for r in linetail.tail_lines(src, starts, 17, 4)] == [
         "\0" * 9, "island 9\n", "\0" * 9, "island 10",
     ]  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import PathError, WriteError
-from filegate.fsio import atomic, lines, platform
+from filegate.fsio import atomic, linecount, platform
 from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX
 from filegate.fsio.safeopen import open_components, open_regular, open_then_verify
@@ -252,10 +252,10 @@ def test_without_wc_lines_are_counted_in_python(
     ws: Path, bare: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (ws / "big.txt").write_bytes(b"line\n" * 1000)
-    monkeypatch.setattr(lines, "WC_MIN_BYTES", 1)
+    monkeypatch.setattr(linecount, "WC_MIN_BYTES", 1)
     fd = os.open(ws / "big.txt", os.O_RDONLY)
     try:
-        assert lines._spawn_wc(fd) is None
+        assert linecount._spawn_wc(fd) is None
     finally:
         os.close(fd)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.fsio import lines
+from filegate.fsio import linecount
 from filegate.fsio import window as fw
 from filegate.fsio.lines import Scan, Source, detect_codec
 from filegate.fsio.platform import pread
@@ -162,7 +162,7 @@ def test_a_tail_whose_count_ran_out_numbers_from_the_end_unless_it_reached_line_
     """The line count gave up (its budget spent: a huge file), the tail did not: its lines are
     numbered from the end (-10 … -1), since absolute numbers are not known; a tail that reached
     line 1 knows them all the same."""
-    monkeypatch.setattr(lines, "COUNT_BUDGET_S", -1.0)
+    monkeypatch.setattr(linecount, "COUNT_BUDGET_S", -1.0)
     w = read(numbered(50), -10, 10)  # type: ignore[operator]
     assert [n for n, _ in w.lines] == list(range(-10, 0)) and w.lines[0][1] == "line 41\n"
     assert (w.from_end, w.total, w.complete, w.eof) == (True, 10, False, True)

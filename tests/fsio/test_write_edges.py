@@ -13,6 +13,7 @@ import hashlib
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -598,6 +599,6 @@ async def test_without_a_state_dir_only_the_process_lock_is_taken(
 ) -> None:
     (ws / "state").write_text("a file, not a directory")
     monkeypatch.setenv("XDG_STATE_HOME", str(ws / "state"))
-    assert await locks._lock_file("/x") == -1
+    assert await locks._lock_file("/x", time.monotonic() + 1, 1.0) is None
     async with PathLocks().hold(ws / "f"):
         pass

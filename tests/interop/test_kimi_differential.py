@@ -137,7 +137,7 @@ RULES = [
         ours=lambda t, root: re.sub(
             r"( Created a new file\.| Line endings: [^\n]*? written with CRLF\.| Lines: \+\d+ -\d+\."
             r"| The file already had this content; nothing changed\.| Kept the file's .*?(?= Write id: |$)"
-            r"| Write id: w-[0-9a-f]{6}\.$)",
+            r"| Write id: w-[0-9a-f]{16}\.$)",
             "",
             t,
         ),

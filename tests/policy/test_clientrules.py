@@ -17,7 +17,7 @@ from filegate.policy.rulelisting import describe, ignore_files_under
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
-from filegate.tools.ignores import client_rules_of, read_rule_file
+from filegate.tools.search.ignores import client_rules_of, read_rule_file
 
 
 @pytest.fixture

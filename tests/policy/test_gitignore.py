@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import platform
-from filegate.tools.ignores import Ignores, Layer, RuleSet, compile_ignore, read_rules
+from filegate.tools.search.ignores import Ignores, Layer, RuleSet, compile_ignore, read_rules
 
 
 def ignores(*lines: str) -> Ignores:

@@ -145,7 +145,9 @@ async def test_canary_matrix_every_source_every_tool(
             said.append(out)
         counted = await call(c, "Grep", pattern=NEEDLE, output_mode="count_matches")
     assert "visible.txt:1" in text(counted) and "Found 2 total occurrences across 2 files" in text(counted)
-    named = text(counted).split("hidden from AI tools by rules in ")[1]
+    # Counted apart from secrets and never named (SPEC §8.5): one sentence names the rule files.
+    named = text(counted).split("10 files hidden from AI tools by the rules in ")[1]
+    assert "sensitive" not in text(counted) and "credential" not in text(counted), text(counted)
     for source in ("cur/.cursorignore", "gem/.geminiignore", "aix/.aiexclude", "aii/.aiignore",
                    "cod/.codeiumignore", "deep/x/.cursorignore", ".claude/settings.json",
                    ".claude/settings.local.json", "~/.claude/settings.json"):  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 from filegate.server import approval
 from filegate.server.approval import OpenQuestions
 from filegate.server.questions import UNSAFE_NOTE, approval_message
-from filegate.tools.diffing import FOLD_CHARS, LINE_END_CHARS, MAX_FOLDS, fold, requested_change
+from filegate.tools.edit.diffing import FOLD_CHARS, LINE_END_CHARS, MAX_FOLDS, fold, requested_change
 from filegate.tools.outcome import WriteRequest
 
 

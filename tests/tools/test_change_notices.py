@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools import readguard
-from filegate.tools.readguard import NOTICE_CHECKED, ReadLedger, identity_of
+from filegate.tools.readguard import ledger as readguard
+from filegate.tools.readguard.ledger import NOTICE_CHECKED, ReadLedger, identity_of
 from tests.conftest import call, connect, text
 
 NOTICE = "Changed on disk since you read them:"

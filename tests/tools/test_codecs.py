@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,84 @@ async def test_a_sensitive_legacy_file_tells_no_codec_before_approval(ws: Path, 
     for fact in ("windows-1252", "cp1252", "Encoding", "U+2615", "encoding"):
         assert fact not in shown, shown
     assert r.is_error and (ws / ".env").read_bytes() == secret
+
+
+# A file that is valid UTF-8 but still declares latin-1 (a declaration left over from before the
+# file was converted): valid UTF-8 comes before any declaration (SPEC §8.1), so it reads and is
+# edited as UTF-8. Were the declaration tried first, "café" would read as "cafÃ©" and the edit
+# would write the file back in latin-1: a silent change of codec.
+STALE_DECLARATIONS = [
+    pytest.param(
+        "notes.txt", "café au lait\n", "root = true\n[*.txt]\ncharset = latin1\n", id="editorconfig"
+    ),
+    pytest.param("menu.py", "# -*- coding: latin-1 -*-\nname = 'café au lait'\n", None, id="coding-line"),
+    pytest.param(
+        "menu.xml", '<?xml version="1.0" encoding="ISO-8859-1"?>\n<dish>café au lait</dish>\n', None, id="xml"
+    ),
+    pytest.param(
+        "menu.html", '<html><head><meta charset="iso-8859-1"></head>\n<p>café au lait</p>\n', None, id="html"
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "editorconfig"), STALE_DECLARATIONS)
+async def test_a_utf8_file_with_a_stale_latin1_declaration_reads_and_edits_as_utf8(
+    ws: Path, name: str, content: str, editorconfig: str | None
+) -> None:
+    if editorconfig is not None:
+        (ws / ".editorconfig").write_text(editorconfig)
+    (ws / name).write_bytes(content.encode())
+    # The edit's `old` is ASCII, so it is found in either reading: what it writes shows the codec.
+    (out, msg), e = await read_then_edit(ws, "auto", name, {"old": "au lait", "new": "crème"})
+    assert "café au lait" in out and "Ã" not in out
+    assert "Encoding" not in msg  # UTF-8: no codec to name
+    assert not e.is_error, text(e)
+    assert "Encoding" not in text(e)
+    assert (ws / name).read_bytes() == content.replace("au lait", "crème").encode()  # one codec: UTF-8
+
+
+def git_eol(ws: Path, rel: str) -> str | None:
+    """The line break git itself gives a new file at ``rel`` (``git check-attr``, the
+    oracle): eol=crlf → CRLF; eol=lf, or text with no eol → LF (core.eol's default on POSIX)."""
+    if not (ws / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(ws)], check=True, capture_output=True)
+    said = subprocess.run(
+        ["git", "-C", str(ws), "check-attr", "text", "eol", "--", rel],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    attrs = dict(line.rsplit(": ", 2)[1:] for line in said.splitlines())
+    if attrs["eol"] in ("crlf", "lf"):
+        return {"crlf": "\r\n", "lf": "\n"}[attrs["eol"]]
+    return "\n" if attrs["text"] == "set" else None
+
+
+# Each new file's line break as git decides it: in one .gitattributes file the last matching line
+# wins, and a deeper file wins over an outer one (gitattributes(5)); `text eol=crlf` is CRLF.
+GITATTRIBUTES = {
+    ".gitattributes": "*.bat eol=lf\n*.bat text eol=crlf\n*.txt eol=crlf\n*.cmd text eol=crlf\n*.md text\n",
+    "sub/.gitattributes": "*.txt eol=lf\n*.md eol=crlf\n",
+}
+NEW_FILES = {
+    "run.bat": ("\r\n", ".gitattributes: *.bat text eol=crlf"),  # the later line of the file
+    "sub/run.bat": ("\r\n", ".gitattributes: *.bat text eol=crlf"),  # nothing deeper says otherwise
+    "go.cmd": ("\r\n", ".gitattributes: *.cmd text eol=crlf"),  # text and eol=crlf: CRLF
+    "notes.txt": ("\r\n", ".gitattributes: *.txt eol=crlf"),
+    "sub/notes.txt": ("\n", "sub/.gitattributes: *.txt eol=lf"),  # the deeper file
+    "readme.md": ("\n", ".gitattributes: *.md text"),  # text with no eol: LF
+    "sub/readme.md": ("\r\n", "sub/.gitattributes: *.md eol=crlf"),
+}
+
+
+async def test_gitattributes_decide_a_new_files_line_endings_as_git_does(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    for name, rules in GITATTRIBUTES.items():
+        (ws / name).write_text(rules)
+    async with connect(ws, "auto") as c:
+        results = {name: await call(c, "WriteFile", path=name, content="one\ntwo\n") for name in NEW_FILES}
+    for name, (eol, rule) in NEW_FILES.items():
+        assert git_eol(ws, name) == eol, name  # the expectation is git's own
+        assert not results[name].is_error, text(results[name])
+        assert (ws / name).read_bytes() == f"one{eol}two{eol}".encode(), name
+        assert rule in text(results[name]), (name, text(results[name]))

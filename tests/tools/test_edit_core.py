@@ -13,9 +13,9 @@ import pytest
 
 from filegate.errors import EditFailed
 from filegate.fsio.spliced import Spliced
-from filegate.tools.diffing import unified_diff
-from filegate.tools.str_replace import Edit, _Eols, apply_edits
-from filegate.tools.writing import Encoding, count_lines, line_counts
+from filegate.tools.edit.diffing import unified_diff
+from filegate.tools.edit.replacing import Edit, _Eols, apply_edits
+from filegate.tools.edit.writing import Encoding, count_lines, line_counts
 
 
 def edits(*pairs: tuple[str, str], replace_all: bool = False) -> list[Edit]:

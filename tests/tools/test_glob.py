@@ -14,7 +14,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 import filegate.tools.glob as glob_module
-from filegate.tools.ignores import MAX_RULES_BYTES
+from filegate.tools.search.ignores import MAX_RULES_BYTES
 from tests.conftest import FILEGATE, MODES_LEGACY_SLOW, call, connect, stdio_transport, text, texts
 
 

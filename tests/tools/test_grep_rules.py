@@ -1,4 +1,4 @@
-"""Grep's ignore rules as rg receives them (issue 26: mutation testing of tools/grep/walk.py and tools/ignores.py).
+"""Grep's ignore rules as rg receives them (issue 26: mutation testing of tools/grep/walk.py and tools/search/ignores.py).
 
 The rules of a `.gitignore` above the searched directory, or of one rg may not read itself, are
 rewritten to be relative to the searched directory, and each file that may hold secrets is left
@@ -18,7 +18,7 @@ from filegate.policy.workspace import Workspace
 from filegate.tools.grep import plan as grep_plan
 from filegate.tools.grep import rg as grep_rg
 from filegate.tools.grep import walk as grep_walk
-from filegate.tools.ignores import MAX_RULES_BYTES, read_rules, rules_at, rules_below
+from filegate.tools.search.ignores import MAX_RULES_BYTES, read_rules, rules_at, rules_below
 from tests.conftest import call, connect, texts
 
 # One of each kind of gitignore line (gitignore(5)), comments and blanks between the rules.

@@ -33,8 +33,8 @@ from filegate.tools.grep import walk as grep_walk
 from filegate.tools.grep.params import GrepParams
 from filegate.tools.grep.parse import fit_lines
 from filegate.tools.grep.walk import Secrets, TreeIgnores, walk_tree
-from filegate.tools.ignores import MAX_RULES_BYTES, client_rules_of
 from filegate.tools.outcome import ToolEnv
+from filegate.tools.search.ignores import MAX_RULES_BYTES, client_rules_of
 from tests.conftest import call, connect, texts
 from tests.fakes import FakeApprover
 from tests.tools.test_grep_rules import _rg_lists

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from filegate.fsio import loads
-from filegate.media.bounds import Deadline
+from filegate.media.bounds import Deadline, MemoryGate
 from tests import media_factory as mf
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, text, write_id_of
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
 
@@ -93,3 +93,55 @@ async def test_a_call_that_finds_no_room_in_time_is_refused_and_changes_nothing(
         assert r.is_error and text(r) == busy
     assert (ws / "src0.txt").read_bytes() == before
     assert not after.is_error, text(after)  # the room came back with the holder
+
+
+class CountingGate(MemoryGate):
+    """The real gate, counting the rooms taken (so a test knows a call did load its file)."""
+
+    taken = 0
+
+    def _take(self, cost: int, deadline: Deadline) -> None:
+        super()._take(cost, deadline)
+        self.taken += 1
+
+
+@pytest.fixture
+def room_for_one_file(monkeypatch: pytest.MonkeyPatch) -> CountingGate:
+    """A budget of its own for this test, with room for one file's load: what earlier tests on
+    this worker took or left taken cannot change the verdict (run alone, first, or after others)."""
+    gate = CountingGate(None, FILE, loads.LOADS.busy)
+    monkeypatch.setattr(loads, "LOADS", gate)
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    return gate
+
+
+async def test_a_refused_call_gives_its_share_of_the_load_budget_back(
+    ws: Path, room_for_one_file: CountingGate
+) -> None:
+    """Each call below loads its file whole and is then refused. Each must give its room back
+    however it ends: one refusal that kept its share would leave the budget full, and every later
+    load of this process would be refused as "busy"."""
+    gate = room_for_one_file
+    src = ws / "src.txt"
+    src.write_bytes(b"first\n" + b"a line\n" * (FILE // 7 - 1))
+    mf.write_truncated_png(ws / "broken.png")
+    async with connect(ws, approval="auto") as c:
+        w = await call(c, "WriteFile", path="log.txt", content="written\n")
+        (ws / "log.txt").write_text("WRITTEN\n")  # changed since: its undo is refused
+        refusals = [
+            ("StrReplaceFile", {"path": "src.txt", "edit": {"old": "not in the file", "new": "x"}}),
+            ("StrReplaceFile", {"path": "src.txt", "edit": {"old": "a line", "new": "x"}}),  # ambiguous
+            ("WriteFile", {"path": "src.txt", "content": "first\n# ... rest of the code unchanged\n"}),
+            ("UndoWrite", {"write_id": write_id_of(text(w))}),
+            ("ReadMediaFile", {"path": "broken.png"}),
+        ]
+        for tool, args in refusals:
+            taken = gate.taken
+            r = await call(c, tool, **args)
+            assert gate.taken > taken, (tool, "loaded nothing: this refusal tests nothing here")
+            assert r.is_error, (tool, text(r))
+            assert "busy" not in text(r), text(r)
+            assert (gate.running, gate.held) == (0, 0), (tool, "kept its share", text(r))
+        edit = await call(c, "StrReplaceFile", path="src.txt", edit={"old": "first\n", "new": "one\n"})
+    assert not edit.is_error, text(edit)  # the whole budget was free again
+    assert src.read_bytes().startswith(b"one\n")

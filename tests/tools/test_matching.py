@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from filegate.tools.matching import (
+from filegate.tools.edit.matching import (
     LOOKALIKES,
     Ladder,
     find_tolerant,
@@ -426,7 +426,7 @@ def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: i
 
 # --- the candidate search (its filters change only the speed, so they are tested directly) ---
 
-from filegate.tools.matching import (  # noqa: E402
+from filegate.tools.edit.matching import (  # noqa: E402
     COMMON,
     _anchor_line_test,
     _FileLine,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
+from filegate.tools.edit.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
+from filegate.tools.str_replace import cell_view
 from tests.conftest import call, connect, texts
 from tests.tools.test_read_notebook import cell, png_output, write_nb
 
@@ -50,7 +51,7 @@ async def test_an_old_spanning_two_cells_is_refused(ws: Path) -> None:
     data = (ws / "n.ipynb").read_bytes()
     err, parts = await edit(ws, old="print(math.pi * r)\n# Heading é", new="x")
     assert err and parts == [
-        "`old` spans two cells of `n.ipynb`: edit each cell on its own. Nothing was written."
+        "`old` spans two cells of `n.ipynb` (cells 1 and 2): edit each cell on its own. Nothing was written."
     ]
     assert (ws / "n.ipynb").read_bytes() == data
 
@@ -72,6 +73,20 @@ async def test_an_old_in_two_cells_is_ambiguous_and_replace_all_takes_both(ws: P
         "# Heading é\nprose",
         "total = radius + 1",
     ]
+
+
+async def test_an_old_found_twice_in_one_cell_is_ambiguous_and_replace_all_takes_both(ws: Path) -> None:
+    """Ambiguity counts occurrences, not cells: two hits in one cell are two candidates."""
+    write_nb(ws / "n.ipynb", cell(["x = load()\n", "print(x)\n", "x = load()\n"]), cell("y = 1"))
+    data = (ws / "n.ipynb").read_bytes()
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)")
+    assert err, parts
+    assert "replace_all" in parts[0], parts  # refused as ambiguous, naming the way out
+    assert (ws / "n.ipynb").read_bytes() == data  # nothing written
+    err, parts = await edit(ws, old="x = load()", new="x = load(fresh=True)", replace_all=True)
+    assert not err and "2 total replacement(s)" in parts[0], parts
+    sources = ["".join(c["source"]) for c in json.loads((ws / "n.ipynb").read_text())["cells"]]
+    assert sources == ["x = load(fresh=True)\nprint(x)\nx = load(fresh=True)\n", "y = 1"]
 
 
 async def test_an_old_outside_the_cells_edits_the_json_as_before(ws: Path) -> None:
@@ -123,9 +138,10 @@ async def test_several_edits_are_numbered_in_their_refusals_and_counted_together
     data = (ws / "n.ipynb").read_bytes()
     first = {"old": "import math", "new": "import cmath"}
     cases = {
-        "absent": "`old` of edit 2 (of 2) was not found in any cell of `n.ipynb`. Nothing was written.",
-        "prose\ntotal": "`old` of edit 2 (of 2) was not found in any cell of `n.ipynb`. It spans two cells: "
-        "edit each cell on its own. Nothing was written.",
+        "absent": "`old` of edit 2 (of 2) was not found in any cell of `n.ipynb`. Nothing was written. "
+        "No similar text was found either; read the notebook again before editing it.",
+        "prose\ntotal": "`old` of edit 2 (of 2) spans two cells of `n.ipynb` (cells 2 and 3): edit each cell "
+        "on its own. Nothing was written.",
         " r": "`old` of edit 2 (of 2) is found 2 times in the cells of `n.ipynb` (cells 1, 3); make it "
         "unique or set replace_all. Nothing was written.",
     }
@@ -135,9 +151,10 @@ async def test_several_edits_are_numbered_in_their_refusals_and_counted_together
             assert r.is_error and texts(r) == [message]
             assert (ws / "n.ipynb").read_bytes() == data
         spans = {"old": "prose\ntotal", "new": "x"}
-        r = await call(c, "StrReplaceFile", path="n.ipynb", edit=[{"old": "absent", "new": "x"}, spans])
+        r = await call(c, "StrReplaceFile", path="n.ipynb", edit=[spans, {"old": "absent", "new": "x"}])
         assert r.is_error and texts(r) == [
-            "`old` of edit 2 (of 2) spans two cells of `n.ipynb`: edit each cell on its own. Nothing was written."
+            "`old` of edit 1 (of 2) spans two cells of `n.ipynb` (cells 2 and 3): edit each cell on its own. "
+            "Nothing was written."
         ]
         r = await call(c, "StrReplaceFile", path="n.ipynb", edit=[first, {"old": "r + 1", "new": "r + 2"}])
     assert not r.is_error and "Applied 2 edit(s) with 2 total replacement(s)." in texts(r)[0]
@@ -148,7 +165,7 @@ async def test_several_edits_are_numbered_in_their_refusals_and_counted_together
 async def test_an_old_found_nowhere_is_not_called_a_span_of_two_cells(ws: Path) -> None:
     notebook(ws / "n.ipynb")
     err, parts = await edit(ws, old="nowhere at all", new="x")
-    assert err and "spans two cells" not in parts[0] and "was not found in `n.ipynb`" in parts[0]
+    assert err and "spans" not in parts[0] and "was not found in any cell of `n.ipynb`" in parts[0]
 
 
 async def test_cells_without_a_string_source_are_skipped_and_their_neighbours_edited(ws: Path) -> None:
@@ -158,7 +175,7 @@ async def test_cells_without_a_string_source_are_skipped_and_their_neighbours_ed
     nb = nb_json(cell("a = 1"), *odd, cell("z = 1"))
     (ws / "n.ipynb").write_text(json.dumps(nb, indent=1))
     err, parts = await edit(ws, old="a = 1\n\n\n\nz", new="x")  # across the empty sources: a span
-    assert err and "spans two cells" in parts[0], parts
+    assert err and "spans several cells of `n.ipynb` (cells 1 to 5)" in parts[0], parts
     err, parts = await edit(ws, old="a = 1", new="a = 2")
     assert not err, parts
     nb["cells"][0]["source"] = "a = 2"  # type: ignore[index]
@@ -188,7 +205,7 @@ def test_the_kept_head_and_tail_are_every_byte_the_edit_left(old: str, new: str,
     before = [cell("x = 1", big)] if where == "past two blocks" else []
     nb = nb_json(*before, cell(f"{old}\nprint(r)"), cell("tail = 1"))
     data = json.dumps(nb, indent=1).encode()
-    done = edit_cells(data, [(old, new, False)], "n.ipynb")
+    done = edit_cells(data, [(old, new, False)], "n.ipynb", cell_view)
     assert done is not None
     head, tail = done.kept_head, done.kept_tail
     assert data[:head] == done.data[:head] and data[len(data) - tail :] == done.data[len(done.data) - tail :]

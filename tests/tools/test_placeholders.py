@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filegate.tools.placeholders import find_placeholder
+from filegate.tools.edit.placeholders import find_placeholder
 from tests.conftest import call, connect, text
 
 # The forms models write, by comment syntax (collected from the reports quoted in issue 37 and

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from filegate.fsio import lines
+from filegate.fsio import linecount, lines
 from tests.conftest import MODES_LEGACY_SLOW, call, connect, texts
 from tests.fsio.test_lines import sparse_file
 
@@ -59,8 +59,8 @@ async def test_big_file_counts_tails_and_windows_alike_with_or_without_wc(
     ws: Path, mode: str, wc: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not wc:
-        monkeypatch.setattr(lines, "_wc_path", [None])
-    n = big_file(ws / "big.log", lines.WC_MIN_BYTES + 1)
+        monkeypatch.setattr(linecount, "_wc_path", [None])
+    n = big_file(ws / "big.log", linecount.WC_MIN_BYTES + 1)
     out, msg = await read(ws, mode, path="big.log", line_offset=-2)
     assert out == f"{n - 1:6d}\t{LINE.format(n - 1)}{n:6d}\t{LINE.format(n)}"
     assert (
@@ -75,7 +75,7 @@ async def test_big_file_counts_tails_and_windows_alike_with_or_without_wc(
 
 async def test_an_appended_file_is_counted_again(ws: Path, mode: str) -> None:
     path = ws / "grow.log"
-    n = big_file(path, lines.WC_MIN_BYTES + 1)
+    n = big_file(path, linecount.WC_MIN_BYTES + 1)
     _, msg = await read(ws, mode, path="grow.log", line_offset=-1)
     assert f"Total lines in file: {n}." in msg
     with path.open("a") as f:
@@ -130,8 +130,8 @@ async def test_a_tail_whose_count_cannot_finish_prints_no_absolute_numbers(
     ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No time at all for counting (a huge file on a slow disk, made small here).
-    monkeypatch.setattr(lines, "COUNT_BUDGET_S", 0.0)
-    monkeypatch.setattr(lines, "FALLBACK_BUDGET_S", 0.0)
+    monkeypatch.setattr(linecount, "COUNT_BUDGET_S", 0.0)
+    monkeypatch.setattr(linecount, "FALLBACK_BUDGET_S", 0.0)
     (ws / "a.log").write_text("".join(f"l{i}\n" for i in range(1, 51)))
     async with connect(ws, mode) as c:
         r = await call(c, "ReadFile", path="a.log", line_offset=-3)
@@ -167,7 +167,7 @@ with open(path, "a") as f:
 
 async def test_a_tail_of_a_log_being_appended_is_numbered_right(ws: Path, mode: str) -> None:
     path = ws / "grow.log"
-    n = big_file(path, lines.WC_MIN_BYTES + 1)  # counted by wc, which reads to the current end
+    n = big_file(path, linecount.WC_MIN_BYTES + 1)  # counted by wc, which reads to the current end
     writer = subprocess.Popen([sys.executable, "-c", APPENDER, str(n), str(path)])
     try:
         async with connect(ws, mode) as c:

@@ -12,7 +12,7 @@ import pytest
 from fastmcp import Client
 from mcp.types import ElicitResult
 
-from filegate.tools.readguard import SESSION_CAPACITY, ReadLedger
+from filegate.tools.readguard.ledger import SESSION_CAPACITY, ReadLedger
 from tests.conftest import call, connect, http_server, stdio_transport, text
 
 NOT_READ = (

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from filegate.tools.changed_lines import changed_lines, ranges, touched_lines
-from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, line_index
+from filegate.tools.readguard.changed_lines import changed_lines, ranges, touched_lines
+from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, ReadLedger, line_index
 from tests.conftest import call, connect, text, without_write_id
 
 SOURCE = "".join(f"line {n}\n" for n in range(1, 21))
@@ -428,7 +428,7 @@ async def test_changed_lines_of_a_legacy_encoded_file_are_shown_in_its_codec(ws:
 def test_each_edit_span_is_kept_in_the_original_bytes(
     data: bytes, edits: list[tuple[object, ...]], spans: list[tuple[int, int]]
 ) -> None:
-    from filegate.tools.str_replace import Edit, apply_edits
+    from filegate.tools.edit.replacing import Edit, apply_edits
 
     parsed = [Edit(old=e[0], new=e[1], replace_all=len(e) > 2) for e in edits]
     assert apply_edits(data, parsed, "f").matched == spans
@@ -441,7 +441,7 @@ async def test_past_the_tracked_replacements_the_edits_are_judged_as_one_stretch
     """More replacements than are tracked one by one: the stretch from the first to the last
     decides (a change after it lets the edit through; one inside it, even on a line no
     replacement touches, refuses it)."""
-    from filegate.tools.str_replace import MAX_TRACKED_REPLACEMENTS
+    from filegate.tools.edit.replacing import MAX_TRACKED_REPLACEMENTS
 
     n = MAX_TRACKED_REPLACEMENTS + 2
     before = ("k\n" * n + "z\nend\n").encode()
@@ -492,7 +492,7 @@ async def test_a_file_replaced_between_the_guard_and_the_load_keeps_the_plain_re
     replaced by a new file before the load (an editor's atomic save). The race is staged by a
     writer that acts just before the load (writing.load_current wrapped; the load stays real):
     the new file has no lines to compare, so the plain refusal stands and nothing is written."""
-    from filegate.tools import writing
+    from filegate.tools.edit import writing
 
     p = ws / "a.py"
     p.write_text(SOURCE)

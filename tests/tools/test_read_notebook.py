@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import filegate.tools.notebook as notebook
+import filegate.tools.documents.notebook as notebook
 from tests.conftest import call, connect, texts
 
 NOTE = (

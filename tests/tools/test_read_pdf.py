@@ -16,7 +16,7 @@ from fastmcp.client.transports import StdioTransport
 from pypdf import PdfWriter
 
 from filegate.media import pdf
-from filegate.tools import pdf_view
+from filegate.tools.documents import pdf_view
 from tests import pdf_factory as pf
 from tests.conftest import call, connect, texts
 from tests.stress.procs import server_pid, status

@@ -23,9 +23,9 @@ from pypdf import PdfWriter
 from filegate.media.image import MIN_SIDE
 from filegate.media.pdf_pages import MAX_PAGE_IMAGES
 from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
-from filegate.tools.media_fit import MIN_MEDIA_CHARS
+from filegate.tools.documents.media_fit import MIN_MEDIA_CHARS
+from filegate.tools.documents.pdf_images import IGNORED_FOR_PDF
 from filegate.tools.outcome import BLOCK_FRAME_CHARS
-from filegate.tools.pdf_images import IGNORED_FOR_PDF
 from tests import media_factory as mf
 from tests import pdf_factory as pf
 from tests.conftest import call, connect, texts

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, text, write_id_of
 
 
 async def _approve(*_: Any) -> Any:
@@ -38,4 +38,23 @@ async def test_an_approved_rewrite_drops_setuid_and_setgid(
         r = await call(c, tool, path="prog", **args)
     assert not r.is_error, text(r)
     assert prog.read_text() != "echo old\n"
+    assert stat.S_IMODE(prog.stat().st_mode) == bits & ~(stat.S_ISUID | stat.S_ISGID)
+
+
+@pytest.mark.parametrize("bits", [0o4755, 0o2755, 0o6750])
+async def test_an_undo_puts_the_content_and_mode_back_but_never_setuid_or_setgid(
+    ws: Path, mode: str, bits: int
+) -> None:
+    """The write dropped the bits; undoing it restores the old bytes and permissions, but not the
+    owner's rights: the restored content came through the model's route like any write."""
+    prog = ws / "prog"
+    prog.write_text("echo old\n")
+    prog.chmod(bits)
+    async with connect(ws, mode, client_elicitation_handler=_approve) as c:
+        assert not (await call(c, "ReadFile", path="prog")).is_error
+        w = await call(c, "WriteFile", path="prog", content="echo new\n")
+        assert not w.is_error, text(w)
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+    assert not u.is_error, text(u)
+    assert prog.read_text() == "echo old\n"
     assert stat.S_IMODE(prog.stat().st_mode) == bits & ~(stat.S_ISUID | stat.S_ISGID)

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filegate.errors import EditFailed
-from filegate.tools.str_replace import Edit, apply_edits
-from filegate.tools.writing import SENSITIVE_DONE
+from filegate.tools.edit.replacing import Edit, apply_edits
+from filegate.tools.edit.writing import SENSITIVE_DONE
 from tests.conftest import call, connect, text, texts, without_write_id
 from tests.fakes import Answers
 

@@ -1,4 +1,4 @@
-"""The write route (tools/writing.py) through a fake approver: no MCP, real files.
+"""The write route (tools/edit/writing.py) through a fake approver: no MCP, real files.
 
 A fake approver stands in for the user here (named as such): it records what it is asked and
 what the process holds at that moment. Everything a client sees is tested through real
@@ -11,8 +11,9 @@ from pathlib import Path
 
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.policy.workspace import Workspace
+from filegate.tools.edit.replacing import Edit
 from filegate.tools.outcome import Decision, ToolEnv, answer
-from filegate.tools.str_replace import Edit, StrReplaceFileParams, str_replace_file
+from filegate.tools.str_replace import StrReplaceFileParams, str_replace_file
 from filegate.tools.write_file import WriteFileParams, write_file
 from tests.fakes import FakeApprover
 

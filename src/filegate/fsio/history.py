@@ -19,10 +19,12 @@ pre-image, no hash and no size: it says "not kept". An undo reads :meth:`WriteHi
 :meth:`WriteHistory.entries` (``after=`` an id: the writes since it, in order) and
 :meth:`WriteHistory.pre_image`.
 
-Each write's id is drawn at random (:func:`draw_id`) and checked, under the flock, against
-every id the log holds, evicted ones included (their tombstones): unique across the processes
-that share the directory. The bounds (``--history-max-bytes``, ``--history-max-age``) evict
-oldest first, by tombstones appended with the record that needs the room.
+Write ids (``w-`` and 16 hex digits: 64 random bits, so an id cannot be guessed, SPEC §8.4;
+ids written before keep their six digits and still resolve) are drawn at random
+(:func:`draw_id`) and checked, under the flock, against every id the log holds, evicted ones
+included (their tombstones): unique across the processes that share the directory. The
+bounds (``--history-max-bytes``, ``--history-max-age``) evict oldest first, by tombstones
+appended with the record that needs the room.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import secrets
 import stat
 import time
@@ -61,7 +64,16 @@ from filegate.policy.workspace import ResolvedPath
 
 log = logging.getLogger("filegate.history")
 
-__all__ = ["Entry", "HistoryError", "Limits", "State", "WriteHistory", "draw_id", "history_dir"]
+__all__ = [
+    "Entry",
+    "HistoryError",
+    "Limits",
+    "State",
+    "WriteHistory",
+    "draw_id",
+    "history_dir",
+    "is_write_id",
+]
 
 # The defaults of --history-max-bytes and --history-max-age (SPEC §8.4).
 DEFAULT_MAX_BYTES = 1 << 30
@@ -74,8 +86,8 @@ EVICT_TO = 0.9
 # An evicted write's tombstone (its id, so the id is never reused and an undo of it says it was
 # evicted) is kept at least this many times the age bound (dropped by the next compaction).
 TOMBSTONE_AGE_FACTOR = 10
-# Random draws before giving up on a free id (16.7 million ids; a draw collides with the
-# history's ids rarely, ten in a row only when it is nearly full).
+# Random draws before giving up on a free id (a draw of 64 bits collides with the history's
+# ids practically never; a test's fixed draws do).
 ID_DRAWS = 64
 
 _NOFOLLOW = platform.NOFOLLOW
@@ -93,8 +105,17 @@ def history_dir() -> Path:
 
 
 def draw_id() -> str:
-    """Six random hex digits: a write id's body."""
-    return secrets.token_hex(3)
+    """16 random hex digits (64 bits): a write id's body."""
+    return secrets.token_hex(8)
+
+
+# A whole write id as the tools take it: today's 16 digits, or the 6 of a history written before.
+WRITE_ID = re.compile(r"w-(?:[0-9a-f]{16}|[0-9a-f]{6})")
+
+
+def is_write_id(text: str) -> bool:
+    """Whether ``text`` is a whole write id (lower case, as ids are written)."""
+    return WRITE_ID.fullmatch(text) is not None
 
 
 class WriteHistory:
@@ -244,6 +265,11 @@ class WriteHistory:
         those recorded after that write (none when it is not in the history)."""
         with self._reading() as log:
             return [] if log is None else log.entries(after)
+
+    def ids(self) -> list[str]:
+        """The ids of the writes still in the history, oldest first (no record parsed)."""
+        with self._reading() as log:
+            return [] if log is None else list(log.records)
 
     def find(self, write_id: str) -> Entry | None:
         with self._reading() as log:

@@ -1,4 +1,3 @@
-# size: one job, line windows of huge, changing files; its parts share source, codec, checkpoints
 """Line windows of arbitrarily large files in bounded memory and bounded time (SPEC §4 ReadFile).
 
 A file is read through a :class:`Source`: the open descriptor, the stat taken when the read
@@ -7,30 +6,26 @@ it was), the file's :class:`Codec` and the call's :class:`Scan` (its deadline an
 flag, checked at every chunk). Holes of sparse files are skipped with SEEK_DATA/SEEK_HOLE:
 they hold zeros, never a line break.
 
-Codecs: as fsio/codec.py decides them (a BOM is skipped; UTF-16/32 by code unit). Lines end
-at the codec's LF
-(a CR before it is dropped: CRLF shows as LF), or at CR when the first bytes hold CRs and no
-LF (classic Mac files). Only the first ``KEEP_BYTES`` of any line are ever held, so a 5 MB
-single line costs 8 KiB.
+Codecs: as fsio/codec.py decides them (a BOM is skipped; UTF-16/32 by code unit). Lines end at
+the codec's LF (a CR before it is dropped: CRLF shows as LF), or at CR when the first bytes
+hold CRs and no LF (classic Mac files). Only the first ``KEEP_BYTES`` of any line are ever
+held, so a 5 MB single line costs 8 KiB.
 
-Two facts about a file are remembered, keyed by (device, inode, size, mtime, ctime): its line
-count, and checkpoints (byte offset, line breaks before it) about every ``CHUNK`` bytes that a
-scan has passed, so a repeat read of an unchanged file neither counts nor scans again. ctime
-is in the key because a rewrite of the same size can put its old mtime back; its ctime moves.
+Checkpoints (byte offset, line breaks before it) about every ``CHUNK`` bytes that a scan has
+passed are remembered, keyed by (device, inode, size, mtime, ctime), so a repeat read of an
+unchanged file does not scan again; its line count (fsio/linecount.py) is kept the same way.
+ctime is in the key because a rewrite of the same size can put its old mtime back.
 """
 
 from __future__ import annotations
 
 import array
-import contextlib
 import errno
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -40,33 +35,15 @@ from filegate.fsio.codec import FileCodec, bom_codec
 CHUNK = 1 << 20
 # A line is cut at 2000 characters; 4 bytes per character at most, plus a little.
 KEEP_BYTES = 8192
-# Counting lines of a multi-GiB file stops after this long; the total is then a lower bound.
-COUNT_BUDGET_S = 5.0
 # Seeking to an offset, reading lines and finding a tail stop after this long in all (a client
 # such as Kimi CLI gives a tool call 60 s); the answer then says what is known.
 SCAN_BUDGET_S = 15.0
-# Files this large are counted by coreutils `wc -l`, in a process of its own: it counts with
-# SIMD, several times faster than bytes.count, and it runs on another core while this thread
-# finds the requested lines. Below this size the Python count is quicker than spawning wc.
-WC_MIN_BYTES = 16 << 20
-# When wc runs out of the budget (a huge file on a slow disk), a Python count this long gives
-# the lower bound that is reported ("at least N").
-FALLBACK_BUDGET_S = 1.0
-# A tail is looked for in a block this large first (enough for 100 lines of a typical log),
-# then in blocks 4 times larger.
-TAIL_BLOCK = 64 << 10
-# A tail window spanning at most this many bytes is read with one pread.
-TAIL_ONE_READ = 4 << 20
 # Unchanged files whose count and checkpoints are remembered.
 CACHE_FILES = 64
 # A file with more unallocated bytes than this is read hole by hole (SEEK_DATA/SEEK_HOLE).
 SPARSE_SLACK = 1 << 20
-# A tail looks for data in windows this large, from the end, each twice the one before.
-TAIL_WINDOW = 64 << 20
 # More data segments than this in one window (alternating blocks and holes) are not mapped.
 MAX_SEGMENTS = 4096
-# A wc that is running is looked at this often, so that a cancelled read stops it soon.
-POLL_S = 0.05
 
 Key = tuple[int, int, int, int, int]
 
@@ -158,7 +135,7 @@ def _typecode(unit: int) -> str:
     raise RuntimeError(f"no array type of {unit} bytes")  # pragma: no cover
 
 
-def _count_breaks(codec: Codec, data: bytes) -> int:
+def count_breaks(codec: Codec, data: bytes) -> int:
     if codec.unit == 1:
         return data.count(codec.newline)
     units = array.array(_typecode(codec.unit))
@@ -176,7 +153,7 @@ def _find_break(codec: Codec, data: bytes, base: int, start: int, end: int | Non
         start = k + 1
 
 
-def _rfind_break(codec: Codec, data: bytes, base: int, end: int) -> int:
+def rfind_break(codec: Codec, data: bytes, base: int, end: int) -> int:
     while True:
         k = data.rfind(codec.newline, 0, end)
         if k == -1 or (base + k) % codec.unit == 0:
@@ -222,7 +199,7 @@ def _seek_hole(fd: int, pos: int, end: int) -> int:
         return end
 
 
-def _chunks(
+def chunks(
     src: Source, pos: int, end: int, deadline: float | None = None
 ) -> Iterator[tuple[int, bytes | int]]:
     """(offset, bytes) of data and (offset, length) of holes from ``pos`` to ``end``."""
@@ -246,7 +223,7 @@ def _chunks(
         pos += len(data)
 
 
-def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
+def segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
     """The data regions of [lo, hi), ascending (all of it when the file is not sparse).
 
     A window of more than ``MAX_SEGMENTS`` regions (alternating blocks and holes) is returned
@@ -269,18 +246,12 @@ def _segments(src: Source, lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def _ends_with_break(src: Source) -> bool:
+def ends_with_break(src: Source) -> bool:
     u = src.codec.unit
     return src.size - u >= src.codec.start and platform.pread(src.fd, u, src.size - u) == src.codec.newline
 
 
 # --- remembered facts -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LineCount:
-    total: int
-    complete: bool  # False: counting stopped at the budget and ``total`` is a lower bound
 
 
 @dataclass(slots=True)
@@ -315,7 +286,7 @@ class Checkpoints:
                 self.before.append(before)
 
 
-class _Lru:
+class Lru:
     def __init__(self) -> None:
         self._data: OrderedDict[Key, object] = OrderedDict()
         self._lock = threading.Lock()
@@ -337,8 +308,7 @@ class _Lru:
             return old
 
 
-_COUNTS = _Lru()
-_MARKS = _Lru()
+_MARKS = Lru()
 
 
 def checkpoints(st: os.stat_result) -> Checkpoints:
@@ -349,143 +319,6 @@ def checkpoints(st: os.stat_result) -> Checkpoints:
     stored = _MARKS.put(key, Checkpoints())
     assert isinstance(stored, Checkpoints)
     return stored
-
-
-# --- counting ------------------------------------------------------------------------------
-
-
-class PendingCount:
-    """A line count under way (``wc -l`` in its own process) or already known."""
-
-    def __init__(self, src: Source, budget_s: float | None = None) -> None:
-        self._src = src
-        budget = COUNT_BUDGET_S if budget_s is None else budget_s
-        self._deadline = min(time.monotonic() + budget, src.scan.deadline)
-        self._known: LineCount | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        hit = _COUNTS.get(file_key(src.st))
-        if isinstance(hit, LineCount):
-            self._known = hit
-        elif src.size >= WC_MIN_BYTES and src.codec.plain and not src.sparse:
-            self._proc = _spawn_wc(src.fd)
-        if self._known is None and self._proc is None:
-            self._known = self._remember(_count(src, self._deadline))
-
-    def result(self) -> LineCount:
-        if self._known is not None:
-            return self._known
-        assert self._proc is not None
-        proc, self._proc = self._proc, None
-        try:
-            newlines = self._wait(proc)
-        finally:
-            _stop(proc)
-        if newlines is not None and _changed(self._src):  # wc read past the size we started with
-            newlines = None
-        if newlines is None:
-            fallback = min(time.monotonic() + FALLBACK_BUDGET_S, self._src.scan.deadline)
-            self._known = self._remember(_count(self._src, max(fallback, self._deadline)))
-        else:
-            tail = 0 if _ends_with_break(self._src) else 1
-            self._known = self._remember(LineCount(newlines + tail, True))
-        return self._known
-
-    def _wait(self, proc: subprocess.Popen[bytes]) -> int | None:
-        while True:
-            if self._src.scan.cancel.is_set():
-                raise ReadCancelled("cancelled")
-            left = self._deadline - time.monotonic()
-            if left <= 0:
-                return None
-            try:
-                out, _ = proc.communicate(timeout=min(left, POLL_S))
-            except subprocess.TimeoutExpired:
-                continue
-            words = out.split()
-            try:
-                return int(words[0]) if proc.returncode == 0 and words else None
-            except ValueError:  # not a number: a wc unlike coreutils' or BSD's
-                return None
-
-    def close(self) -> None:
-        """Stop a count nobody will wait for (the read failed or was abandoned)."""
-        if self._proc is not None:
-            _stop(self._proc)
-            self._proc = None
-
-    def _remember(self, count: LineCount) -> LineCount:
-        if count.complete:
-            stored = _COUNTS.put(file_key(self._src.st), count)
-            assert isinstance(stored, LineCount)
-            return stored
-        return count
-
-
-def _changed(src: Source) -> bool:
-    now = os.fstat(src.fd)
-    return (now.st_size, now.st_mtime_ns, now.st_ctime_ns) != (
-        src.st.st_size,
-        src.st.st_mtime_ns,
-        src.st.st_ctime_ns,
-    )
-
-
-_wc_path: list[str | None] = []
-
-
-def _wc() -> str | None:
-    if not _wc_path:
-        _wc_path.append(shutil.which("wc", path=os.defpath) or shutil.which("wc"))
-    return _wc_path[0]
-
-
-def _spawn_wc(fd: int) -> subprocess.Popen[bytes] | None:
-    """`wc -l` reading the already-open file from its start (no path is looked up again).
-
-    wc gets a file description of its own (a reopen of /proc/self/fd/N names this very inode):
-    sharing ours would make the SEEK_DATA/SEEK_HOLE of this process move wc's position.
-    """
-    wc = _wc() if platform.has_wc() else None
-    if wc is None:
-        return None
-    own = platform.reopen(fd, os.O_RDONLY)  # None where the OS cannot reopen an open file
-    if own is None:
-        return None
-    try:
-        return subprocess.Popen([wc, "-l"], stdin=own, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env={"LC_ALL": "C"})  # fmt: skip
-    except OSError:
-        return None
-    finally:
-        os.close(own)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the kernel (a hung NFS)
-        proc.wait(timeout=1.0)
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
-def _count(src: Source, deadline: float) -> LineCount:
-    """Count in Python up to the size the read started with, leaving checkpoints on the way.
-
-    Holes are skipped. Out of time, the count is a lower bound; cancelled, it raises.
-    """
-    marks = checkpoints(src.st)
-    breaks = 0
-    try:
-        for at, data in _chunks(src, src.codec.start, src.size, deadline):
-            if isinstance(data, int):
-                continue
-            breaks += _count_breaks(src.codec, data)
-            marks.add(at + len(data), breaks)
-    except OutOfTime:
-        return LineCount(breaks, False)
-    has_text = src.size > src.codec.start
-    return LineCount(breaks + (1 if has_text and not _ends_with_break(src) else 0), True)
 
 
 # --- finding and reading lines -------------------------------------------------------------
@@ -503,10 +336,10 @@ def offset_of_line(src: Source, line: int) -> int | None:
     pos, seen = marks.seek_point(line)
     need = line - 1 - seen
     try:
-        for at, data in _chunks(src, max(pos, c.start), src.size):
+        for at, data in chunks(src, max(pos, c.start), src.size):
             if isinstance(data, int):
                 continue
-            k = _count_breaks(c, data)
+            k = count_breaks(c, data)
             if k < need:
                 need -= k
                 marks.add(at + len(data), line - 1 - need)
@@ -538,7 +371,7 @@ def iter_lines_from(src: Source, pos: int, first_number: int) -> Iterator[RawLin
     number = first_number
     head = bytearray()
     long = False
-    for at, data in _chunks(src, pos, src.size):
+    for at, data in chunks(src, pos, src.size):
         if isinstance(data, int):  # a hole: zeros, no line break in it
             room = KEEP_BYTES - len(head)
             if room > 0:
@@ -588,79 +421,3 @@ def decode_line(raw: RawLine, codec: Codec = UTF8) -> str:
     if not codec.lf_breaks and "\n" in text:
         text = text.replace("\n", "\u240a")
     return text + ("\n" if raw.newline else "")
-
-
-def tail_starts(src: Source, count: int) -> list[int]:
-    """Start offsets of the last ``count`` lines (oldest first), scanning backwards.
-
-    Only data is read: the holes of a sparse file hold no line break.
-    """
-    c, u = src.codec, src.codec.unit
-    if src.size <= c.start or count <= 0:
-        return []
-    # A final line break ends the last line; it does not start a new one.
-    end = src.size - u if _ends_with_break(src) else src.size
-    starts: deque[int] = deque()
-    hi, window = end, TAIL_WINDOW
-    while hi > c.start and len(starts) < count:
-        lo = max(c.start, hi - window)
-        for lo_seg, hi_seg in reversed(_segments(src, lo, hi)):
-            _breaks_backwards(src, lo_seg, hi_seg, starts, count)
-            if len(starts) >= count:
-                break
-        hi, window = lo, window * 2
-    if len(starts) < count:
-        starts.appendleft(c.start)
-    return list(starts)
-
-
-def _breaks_backwards(src: Source, lo_seg: int, hi_seg: int, starts: deque[int], count: int) -> None:
-    """Prepend to ``starts`` the line starts in [lo_seg, hi_seg), newest first, up to ``count``."""
-    c, u = src.codec, src.codec.unit
-    pos, block = hi_seg, TAIL_BLOCK
-    while pos > lo_seg and len(starts) < count:
-        src.scan.check()
-        lo = max(lo_seg, pos - block)
-        chunk = platform.pread(src.fd, pos - lo, lo)
-        j = len(chunk)
-        while len(starts) < count:
-            k = _rfind_break(c, chunk, lo, j)
-            if k == -1:
-                break
-            starts.appendleft(lo + k + u)
-            j = k
-        pos = lo
-        block = min(block * 4, CHUNK)
-
-
-def tail_lines(src: Source, starts: list[int], first_number: int, limit: int) -> list[RawLine]:
-    """The first ``limit`` of the lines beginning at ``starts`` (from tail_starts)."""
-    k = min(len(starts), limit)
-    if k <= 0:
-        return []
-    bounds = [*starts, src.size]
-    base, stop = starts[0], bounds[k]
-    if stop - base > TAIL_ONE_READ:
-        return [read_span(src, bounds[i], bounds[i + 1], first_number + i) for i in range(k)]
-    data = platform.pread(src.fd, stop - base, base)
-    nl, u = src.codec.newline, src.codec.unit
-    out: list[RawLine] = []
-    for i in range(k):
-        a, b = bounds[i] - base, min(bounds[i + 1] - base, len(data))
-        newline = b - a >= u and data[b - u : b] == nl
-        body = data[a : b - u] if newline else data[a:b]
-        long = len(body) > KEEP_BYTES
-        out.append(RawLine(first_number + i, body[:KEEP_BYTES] if long else body, long, newline))
-    return out
-
-
-def read_span(src: Source, start: int, end: int, number: int) -> RawLine:
-    """The line occupying bytes [start, end) (its break included, if any)."""
-    u = src.codec.unit
-    length = end - start
-    data = platform.pread(src.fd, min(length, KEEP_BYTES + 2 * u), start)
-    newline = length >= u and platform.pread(src.fd, u, end - u) == src.codec.newline
-    body_len = length - (u if newline else 0)
-    long = body_len > KEEP_BYTES
-    head = data[:KEEP_BYTES] if long else data[:body_len]
-    return RawLine(number, head, long, newline)

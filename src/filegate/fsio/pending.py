@@ -1,5 +1,6 @@
-"""Temps a killed write may leave behind: each named temp is recorded in the state directory
-while it exists, and swept at the next start (server/app.py calls sweep_pending_temps)."""
+"""The state directory, owner-only (:func:`private_dir`), and the temps a killed write may leave
+behind: each named temp is recorded in the state directory while it exists, and swept at the
+next start (server/app.py calls sweep_pending_temps)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,72 @@ def pending_dir() -> Path:
     return state_dir() / "pending"
 
 
+class NotPrivate(PermissionError):
+    """A folder of the state directory that is not this user's own folder (another user's, not
+    a folder, a link below the state directory): it is not used."""
+
+
+def private_dir(*parts: str) -> Path:
+    """The folder ``parts`` of the state directory (none: the state directory itself) made
+    owner-only, whatever the umask, with each folder from the state directory down to it: a
+    missing one is made 0700 (as are missing parents above the state directory, XDG's rule),
+    and an existing one of this user whose mode lets others in (made under umask 000, or by an
+    older filegate) is narrowed to 0700 — the state directory is filegate's own, and another
+    user who can list or add to it can hold a path's lock file or plant records. One that is
+    another user's, not a folder, or a link below the state directory raises
+    :class:`NotPrivate` (an OSError: the callers' best effort). When all is well it costs one
+    lstat a folder (every write takes a lock here)."""
+    top = str(state_dir())
+    here = top
+    for name in ("", *parts):
+        here = os.path.join(here, name) if name else here
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            _make(here)
+        else:  # one lstat when all is well (every write takes a lock here): nothing to change
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and _ours(st):
+                continue
+        _owner_only(here, here == top)
+    return Path(here)
+
+
+def _make(folder: str) -> None:
+    try:
+        os.mkdir(folder, 0o700)  # a umask only narrows it
+    except FileExistsError:
+        pass  # made meanwhile by another process: judged as any existing one
+    except FileNotFoundError:  # the state directory's parents (XDG_STATE_HOME): made 0700 too
+        os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+
+
+def _ours(st: os.stat_result) -> bool:
+    return not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+
+
+def _owner_only(folder: str, top: bool) -> None:
+    if os.name == "nt":  # pragma: no cover - no owners or mode bits: the profile's ACL decides
+        return
+    # Opened without following, then judged and narrowed on the descriptor: a name swapped
+    # meanwhile for a link cannot turn the chmod onto another folder. The state directory itself
+    # may be the user's own link (a dotfile manager's) to a folder of theirs.
+    follow = top and os.path.islink(folder)
+    if follow and os.lstat(folder).st_uid != os.geteuid():
+        raise NotPrivate(f"{folder} is not a folder of this user")
+    flags = os.O_RDONLY | platform.DIRECTORY | platform.CLOEXEC | (0 if follow else platform.NOFOLLOW)
+    fd = os.open(folder, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise NotPrivate(f"{folder} is not a folder of this user")
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
 def record_pending(dfd: int | None, temp_name: str, directory: str | None = None) -> Path | None:
     """Note a named temp before it exists, so a restart can remove it if this process dies
     before renaming it. Best effort: without a writable state dir nothing is recorded."""
@@ -39,10 +106,14 @@ def record_pending(dfd: int | None, temp_name: str, directory: str | None = None
             directory = "" if dfd is None else platform.fd_path(dfd)
         if directory is None:
             return None
-        record = pending_dir() / f"{os.getpid()}-{secrets.token_hex(8)}"
-        record.parent.mkdir(parents=True, exist_ok=True)
+        record = private_dir("pending") / f"{os.getpid()}-{secrets.token_hex(8)}"
         # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
-        record.write_bytes(os.fsencode(os.path.join(directory, temp_name)))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY
+        fd = os.open(record, flags, 0o600)
+        try:
+            os.write(fd, os.fsencode(os.path.join(directory, temp_name)))
+        finally:
+            os.close(fd)
         return record
     except OSError:
         return None
@@ -57,13 +128,16 @@ def clear_pending(record: Path | None) -> None:
 def sweep_pending_temps() -> int:
     """Remove the temps that killed filegate processes left behind; return how many."""
     removed = 0
+    if not os.path.lexists(pending_dir()):
+        return 0  # nothing recorded (a read-only server never makes the state directory)
     try:
-        records = list(pending_dir().iterdir())
+        # Made owner-only first: a record another user planted names a file to remove.
+        records = list(private_dir("pending").iterdir())
     except OSError:
         return 0
     for record in records:
         pid = record.name.split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or _alive(int(pid)) or not _mine(record):
             continue
         with contextlib.suppress(OSError):
             temp = os.fsdecode(record.read_bytes())
@@ -74,6 +148,15 @@ def sweep_pending_temps() -> int:
         with contextlib.suppress(OSError):
             record.unlink()
     return removed
+
+
+def _mine(record: Path) -> bool:
+    """A record this user wrote (one left from when the folder was open to others is not)."""
+    try:
+        st = os.lstat(record)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (not hasattr(os, "geteuid") or st.st_uid == os.geteuid())
 
 
 def _alive(pid: int) -> bool:

@@ -7,18 +7,17 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass, field
 
+from filegate.fsio.linecount import PendingCount
 from filegate.fsio.lines import (
     CHUNK,
     OutOfTime,
-    PendingCount,
     RawLine,
     Source,
     decode_line,
     iter_lines_from,
     offset_of_line,
-    tail_lines,
-    tail_starts,
 )
+from filegate.fsio.linetail import tail_lines, tail_starts
 from filegate.fsio.platform import pread
 
 # Kimi's limits (read.py): lines per call, bytes of emitted text per call, characters a line.

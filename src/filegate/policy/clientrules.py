@@ -35,7 +35,7 @@ from typing import Literal
 
 from filegate.errors import PathError
 from filegate.policy.escape import escape
-from filegate.policy.gitignore import RuleSet, compile_ignore
+from filegate.policy.gitignore import RuleSet, compile_ignore, nfc
 
 IGNORE_FILES = (".cursorignore", ".geminiignore", ".aiexclude", ".aiignore", ".codeiumignore")
 CLAUDE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
@@ -48,7 +48,7 @@ RACY_NS = 2_000_000_000
 Verdict = Literal["deny", "ask"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
 # Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
-# exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/ignores.py).
+# exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/search/ignores.py).
 Reader = Callable[[str, bool], "tuple[Signature, bytes] | None"]
 
 
@@ -111,7 +111,8 @@ def hides(rs: RuleSet, rel: str) -> bool:
 
 def decide(rs: RuleSet, path: str, name: str, is_dir: bool) -> bool | None:
     """The last matching line's verdict on one entry (True: ignored, False: re-included by
-    ``!``, None: no line matches)."""
+    ``!``, None: no line matches). Compared in NFC, as the rules were compiled."""
+    path, name = nfc(path), nfc(name)
     if not (rs.any_name is not None and rs.any_name.fullmatch(name)) and not (
         rs.any_path is not None and rs.any_path.fullmatch(path)
     ):
@@ -319,7 +320,8 @@ class ClientRules:
     def claude_form(self, path: str) -> str:
         """A '/'-spelled path as Claude Code's rules see it: on Windows a drive's path in its
         POSIX form (`C:/Users/x` → `/c/Users/x`), which `//c/...` rules name; folded as names
-        compare."""
+        compare, in NFC (its rules' patterns are)."""
+        path = nfc(path)
         if self.windows and len(path) >= 3 and path[1] == ":" and path[2] == "/":
             path = "/" + path[0].lower() + path[2:]
         return self.folded(path)
@@ -434,7 +436,7 @@ class ClientRules:
         if read is None:
             return None
         sig, data = read
-        lines = data.decode("utf-8", "surrogateescape").splitlines()
+        lines = nfc(data.decode("utf-8", "surrogateescape")).splitlines()
         found = IgnoreFile(source, compile_ignore(lines, self.fold_case) if lines else None)
         with self._lock:
             self._broken.pop(shown, None)
@@ -495,7 +497,7 @@ class ClientRules:
         return tuple(out)
 
     def _claude_rule(self, entry: str, verdict: Verdict, root: str, source: Source) -> ClaudeRule | None:
-        tool, _, rest = entry.strip().partition("(")
+        tool, _, rest = nfc(entry).strip().partition("(")
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves

@@ -1,18 +1,27 @@
 """gitignore(5) rules as matchers: the one ignore-file matcher filegate has (SPEC §4, §8.5).
 
-Pure (no I/O): Glob walks with it (tools/ignores.py reads the files), and the client rules of
+Pure (no I/O): Glob walks with it (tools/search/ignores.py reads the files), and the client rules of
 SPEC §8.5 (policy/clientrules.py) judge paths with it. git's precedence: deeper files first, the
-last matching line of a file wins, `!` re-includes.
+last matching line of a file wins, `!` re-includes. The client rules compare in NFC (:func:`nfc`);
+`.gitignore` does not (git and rg compare a name's bytes: Glob agrees with Grep there).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 MAX_FILE_RULES = 4000  # GitHub's longest .gitignore templates have a few hundred
 # A name no file can have: only a rule that matches every name (`*`) matches it.
 _PROBE = "\0"
+
+
+def nfc(s: str) -> str:
+    """``s`` in Unicode NFC: the client rules compare a pattern and a path in one normal form
+    (SPEC §8.5, as the secret list does, §2.6), so a name typed NFC in a rule file hides a file
+    stored NFD (archives made on macOS) and back. ASCII is its own NFC."""
+    return s if s.isascii() else unicodedata.normalize("NFC", s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,9 +286,21 @@ class SecretMatcher:
             return None
         return self.client.read_source(path)
 
-    def rule_sources(self, paths: Iterable[str]) -> list[str]:
-        """The client rule files that hide any of ``paths`` (absolute), sorted, for a count."""
-        return sorted({s for p in paths if (s := self.hidden_by(p)) is not None})
+    def hidden_apart(self, paths: Iterable[str]) -> tuple[list[str], int, list[str]]:
+        """Files a search left out (absolute paths), told apart (SPEC §8.5): the secrets (their
+        paths, named in Kimi's sentence), how many a client rule hides (never named), and the
+        rule files that hide them (shown, sorted). A path both a secret and hidden is hidden:
+        its name is not said."""
+        secrets: list[str] = []
+        hidden, sources = 0, set()
+        for path in paths:
+            source = self.hidden_by(path)
+            if source is None:
+                secrets.append(path)
+            else:
+                hidden += 1
+                sources.add(source)
+        return secrets, hidden, sorted(sources)
 
 
 def is_absolute(path: str) -> bool:
@@ -297,19 +309,23 @@ def is_absolute(path: str) -> bool:
     return path.startswith("/") or (len(path) > 2 and path[1] == ":" and path[2] in "/\\")
 
 
-def skipped_secrets_warning(names: Iterable[str], rule_sources: Sequence[str] = ()) -> str:
-    """Kimi's warning sentence for files left out of a search; with the client rule files that
-    hid some of them (SPEC §8.5: the source is named, never the rule)."""
+def skipped_secrets_warning(names: Iterable[str], rule_sources: Sequence[str] = (), hidden: int = 0) -> str:
+    """What a search says it left out: Kimi's warning sentence for the secrets (named), then
+    the count of files the client rules hide (SPEC §8.5: counted, never named nor called
+    credentials; the rule files named, never the rules)."""
     unique = sorted(set(names))
     n = len(unique)
-    shown = ", ".join(unique[:5])
-    if n > 5:
-        shown += f", ... ({n} files total)"
-    said = (
-        f"Skipped {n} sensitive file(s) ({shown}) to protect secrets. "
-        "These files may contain credentials or private keys."
-    )
-    if rule_sources:
+    said = []
+    if n:
+        shown = ", ".join(unique[:5])
+        if n > 5:
+            shown += f", ... ({n} files total)"
+        said.append(
+            f"Skipped {n} sensitive file(s) ({shown}) to protect secrets. "
+            "These files may contain credentials or private keys."
+        )
+    if hidden:
         named = ", ".join(f"`{s}`" for s in rule_sources)
-        said += f" Some are hidden from AI tools by rules in {named}."
-    return said
+        files = "1 file" if hidden == 1 else f"{hidden} files"
+        said.append(f"{files} hidden from AI tools by the rules in {named}.")
+    return " ".join(said)

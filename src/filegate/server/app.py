@@ -25,9 +25,9 @@ from filegate.server.render import render
 from filegate.server.session import RootsChanged, RootsUnavailable, SessionRuntime
 from filegate.server.state import defer_session_state
 from filegate.settings import Settings
-from filegate.tools.ignores import client_rules_of
 from filegate.tools.outcome import ToolSpec, answer
-from filegate.tools.readguard import change_notice
+from filegate.tools.readguard.ledger import change_notice
+from filegate.tools.search.ignores import client_rules_of
 
 log = logging.getLogger("filegate")
 # Set on the log record of a tool's unexpected exception (tests/conftest.py fails a test on one

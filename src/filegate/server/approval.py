@@ -12,7 +12,7 @@
 
 No call waits on a question another call asked, and no lock is held while a question is open:
 a new question about a file supersedes the open one (its answer then writes nothing and says
-so), and the write's stale check protects the file (tools/writing.py).
+so), and the write's stale check protects the file (tools/edit/writing.py).
 
 "Approve for this session" lets later writes of the same class (inside / outside the
 workspace) through without asking, in the same MCP session only: a handshake-era session

@@ -6,6 +6,7 @@ A tool's Outcome flags the notable facts (never sent in the result: its text say
 | fact (Outcome)                    | MCP level | why                                         |
 |-----------------------------------|-----------|---------------------------------------------|
 | ``skipped_sensitive`` > 0         | notice    | a policy acted: files were hidden on purpose |
+| ``skipped_hidden`` > 0            | notice    | the same, by a client rule (SPEC §8.5)       |
 | ``partial``                       | info      | the answer is partial, the model is told how |
 | ``timed_out``                     | warning   | the search stopped early, results partial    |
 
@@ -49,6 +50,8 @@ def events(tool: str, outcome: Outcome) -> list[tuple[Level, str]]:
     tool = escape(tool)
     if (skipped := outcome.skipped_sensitive) > 0:
         found.append(("notice", f"{tool} left out {skipped} file(s) that may hold secrets."))
+    if (hidden := outcome.skipped_hidden) > 0:
+        found.append(("notice", f"{tool} left out {hidden} file(s) hidden from AI tools by client rules."))
     if outcome.timed_out:
         found.append(("warning", f"{tool} stopped at its time limit; the results are partial."))
     if outcome.partial:

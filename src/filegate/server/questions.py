@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from filegate.policy.escape import escape_log
-from filegate.tools.diffing import change_summary
+from filegate.tools.edit.diffing import change_summary
 from filegate.tools.outcome import WriteRequest
 
 WriteClass = Literal["inside", "outside"]
@@ -81,7 +81,7 @@ def verdict(request: WriteRequest) -> str:
 def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
     """What the user reads. The first line holds the verdict before any path (SPEC §6); every
     path is escaped and every shown text went through escape_text (SPEC §2.9)."""
-    # Escaped once already (tools.writing._shown); escaped again without doubling its
+    # Escaped once already (tools.edit.writing._shown); escaped again without doubling its
     # backslashes, so no caller can put a raw line break in the question.
     path = escape_log(request.shown)
     if request.sensitive:

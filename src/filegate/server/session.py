@@ -21,7 +21,7 @@ from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
-from filegate.tools.readguard import PROCESS_CAPACITY, PROCESS_INDEX_LINES, ChosenEncodings, ReadLedger
+from filegate.tools.readguard.ledger import PROCESS_CAPACITY, PROCESS_INDEX_LINES, ChosenEncodings, ReadLedger
 
 log = logging.getLogger("filegate")
 
@@ -114,7 +114,7 @@ class SessionRuntime:
         self._roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         # Which write classes each session approved "for this session" (see approval.py).
         self.approvals = SessionApprovals()
-        # What was read (tools/readguard.py): per handshake-era session, weakly keyed on its
+        # What was read (tools/readguard/ledger.py): per handshake-era session, weakly keyed on its
         # connection; one ledger for a stdio process (one client) and for every 2026-07-28
         # client of this process (no session: SPEC §4 "reads by any client ... count").
         self._reads: weakref.WeakKeyDictionary[Any, ReadLedger] = weakref.WeakKeyDictionary()

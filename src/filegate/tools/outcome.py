@@ -14,7 +14,7 @@ from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
-from filegate.tools.readguard import ChosenEncodings, ReadLedger
+from filegate.tools.readguard.ledger import ChosenEncodings, ReadLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,7 @@ class Outcome:
     is_error: bool = False
     parts: list[MediaPart] = field(default_factory=list)
     skipped_sensitive: int = 0  # files left out because they may hold secrets
+    skipped_hidden: int = 0  # files left out because a client rule hides them (SPEC §8.5)
     timed_out: bool = False  # the work stopped at its time limit: results are partial
     partial: bool = False  # fewer results than found: the text says how to page
 

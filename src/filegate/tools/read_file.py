@@ -31,10 +31,10 @@ from filegate.media.pdf import MAX_TEXT_PAGES
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
-from filegate.tools.notebook import NotANotebook, read_notebook
+from filegate.tools.documents.notebook import NotANotebook, read_notebook
+from filegate.tools.documents.pdf_view import pdf_view
 from filegate.tools.outcome import BLOCK_FRAME_CHARS, Outcome, ToolEnv, ToolSpec
-from filegate.tools.pdf_view import pdf_view
-from filegate.tools.readguard import INDEX_MAX_BYTES, ReadLedger, identity_of
+from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, ReadLedger, identity_of
 
 
 class ReadFileParams(BaseModel):

@@ -23,7 +23,8 @@ from filegate.policy.budget import MAX_MEDIA_BYTES
 from filegate.policy.filetype import SNIFF_BYTES, FileType, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath, Workspace
 from filegate.tools.describe import load_description, path_help
-from filegate.tools.media_fit import Limits, checked_fit, room_for
+from filegate.tools.documents.media_fit import Limits, checked_fit, room_for
+from filegate.tools.documents.pdf_images import IGNORED_FOR_PDF, PDF_EXTRA, read_pdf_pages
 from filegate.tools.outcome import (
     ImagePart,
     MediaPart,
@@ -33,8 +34,7 @@ from filegate.tools.outcome import (
     ToolEnv,
     ToolSpec,
 )
-from filegate.tools.pdf_images import IGNORED_FOR_PDF, PDF_EXTRA, read_pdf_pages
-from filegate.tools.readguard import identity_of
+from filegate.tools.readguard.ledger import identity_of
 
 if TYPE_CHECKING:
     from filegate.media.image import FittedImage

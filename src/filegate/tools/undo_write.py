@@ -1,6 +1,6 @@
 """UndoWrite: put a file back as it was before one write, from the write history (SPEC §8.4).
 
-It is a write like the others: the same route (tools/writing.py), the same path rules and
+It is a write like the others: the same route (tools/edit/writing.py), the same path rules and
 approval (the question shows the diff), logged, kept in the history (so an undo can be undone)
 and given its own write id. It needs no earlier ReadFile: the check that the file is still as
 that write left it (its hash in the history) is stronger than a read.
@@ -17,13 +17,13 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import WriteError
-from filegate.fsio.history import Entry, WriteHistory
+from filegate.fsio.history import Entry, WriteHistory, is_write_id
 from filegate.policy.escape import escape
+from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description
-from filegate.tools.diffing import plural, unified_diff
-from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
-from filegate.tools.writing import (
+from filegate.tools.edit.diffing import binary_diff, plural, unified_diff
+from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
     Change,
     WriteJob,
@@ -33,6 +33,8 @@ from filegate.tools.writing import (
     resolve_for_write,
     run_write,
 )
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.readguard.ledger import reader_of
 
 # Later writes to the same file named in a refusal, at most.
 MAX_LATER_NAMED = 5
@@ -43,7 +45,7 @@ class UndoWriteParams(BaseModel):
 
     write_id: Annotated[
         str,
-        Field(description='The id a write\'s message ended with ("Write id: w-3f9a2c.").', pattern=r"^\s*w-"),
+        Field(description='The whole id a write\'s message ended with ("Write id: w-3f9a2c1d8e07b654.").'),
     ]
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
     force: Annotated[
@@ -53,15 +55,51 @@ class UndoWriteParams(BaseModel):
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
-    history = env.history
-    if history is None:
+    history = history_of(env)
+    write_id = params.write_id.strip()
+    if not is_write_id(write_id):
+        shown = escape(write_id[:40]) + ("…" if len(write_id) > 40 else "")
+        raise WriteError(
+            f"`{shown}` is not a write id. Give the whole id a write's message ended with "
+            "(w- and 16 hex digits, as in `Write id: w-3f9a2c1d8e07b654.`).",
+            "Not a write id",
+        )
+    entry = await anyio.to_thread.run_sync(lambda: _in_workspace(history, write_id, env))
+    if entry is None:
+        raise WriteError(unknown(write_id), "Unknown write id")
+    return await undo_entry(entry, env, dry_run=params.dry_run, force=params.force)
+
+
+def history_of(env: ToolEnv) -> WriteHistory:
+    if env.history is None:
         raise WriteError(
             "The write history is off (`--history off`), so no write can be undone.", "History off"
         )
-    write_id = params.write_id.strip()
-    entry = await anyio.to_thread.run_sync(lambda: history.find(write_id))
-    if entry is None:
-        raise WriteError(_unknown(history, write_id), "Unknown write id")
+    return env.history
+
+
+def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry | None:
+    """The write ``write_id`` when its file is inside the caller's workspace, else None: an id
+    no write has, an evicted one and one of another workspace's (replicas and other projects
+    share the state directory) take the same steps and get the same answer, which names
+    nothing (SPEC §8.4; a tombstone keeps no path, so "evicted" would tell an id that was)."""
+    entry = history.find(write_id)
+    inside = entry is not None and env.workspace.contains(entry.path)
+    return entry if inside else None
+
+
+def unknown(write_id: str) -> str:
+    return (
+        f"No write {escape(write_id)} in this workspace's history: no write had that id, or it was "
+        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id "
+        "a write's message ended with."
+    )
+
+
+async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:
+    """Undo the write ``entry`` (found by the caller: UndoWrite in its workspace, the terminal
+    by id or prefix) through the write route."""
+    history = history_of(env)
     _check_undoable(entry)
     rp = resolve_for_write(env, entry.path, "write")
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
@@ -74,30 +112,18 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
     job = WriteJob(
         tool="UndoWrite",
         rp=rp,
-        transform=lambda data: _restore(entry, before, data, rp, params.force, later),
+        transform=lambda data: _restore(entry, before, data, rp, force, later),
         requested=f"Restores the content it had before write {entry.id} ({_when(entry)}).",
         requested_unsafe=False,
-        arguments=params.model_dump(),
+        arguments={"write_id": entry.id, "dry_run": dry_run, "force": force},
         done=lambda written: _success(entry, rp, written),
         unchanged=lambda size: Outcome(
             message=f"`{rp.shown}` is already as it was before {entry.id}; nothing changed."
         ),
-        dry_run=params.dry_run,
+        dry_run=dry_run,
         would=lambda _: f"Would undo {entry.id} ({entry.tool}, {_when(entry)}).",
     )
     return await run_write(job, env)
-
-
-def _unknown(history: WriteHistory, write_id: str) -> str:
-    if history.evicted(write_id):
-        return (
-            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
-            "or beyond --history-max-bytes), so it can no longer be undone."
-        )
-    return (
-        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
-        "(w- and 6 hex digits)."
-    )
 
 
 def _check_undoable(entry: Entry) -> None:
@@ -132,7 +158,10 @@ def _restore(
         changed = _what_changed(entry, data, later)
         if changed:
             target = b"" if before is None else before
-            diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
+            if shown_as_text(rp, data) and shown_as_text(rp, before):
+                diff = unified_diff(rp.shown, data or b"", target, detect_encoding(target).codec).text
+            else:  # the type gate of every preview: a file no tool shows is told by its sizes
+                diff = binary_diff(len(data or b""), len(target)).text
             raise WriteError(
                 f"`{rp.shown}` is no longer as {entry.id} left it: {changed}. Nothing was written. "
                 "`force: true` restores it anyway; below is what that would change.",
@@ -146,7 +175,13 @@ def _restore(
         return Change(b"", detect_encoding(data), None, notes=(note,), remove=True)
     # The permission bits it had, but setuid/setgid (a restore never hands out an owner's rights).
     mode = None if entry.mode is None else entry.mode & ~(stat.S_ISUID | stat.S_ISGID)
-    return Change(before, detect_encoding(before), None, mode=mode)
+    binary = not shown_as_text(rp, before)
+    return Change(before, detect_encoding(before), None, mode=mode, binary=binary)
+
+
+def shown_as_text(rp: ResolvedPath, data: bytes | None) -> bool:
+    """Whether ReadFile would show these bytes of this file (no content: nothing to hide)."""
+    return data is None or reader_of(rp.real.name, data[:SNIFF_BYTES]) == "ReadFile"
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:

@@ -14,11 +14,10 @@ from filegate.fsio.spliced import Spliced
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import load_description, path_help
-from filegate.tools.diffing import requested_change
-from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
-from filegate.tools.placeholders import find_placeholder
-from filegate.tools.textstyle import new_file_style
-from filegate.tools.writing import (
+from filegate.tools.edit.diffing import requested_change
+from filegate.tools.edit.placeholders import find_placeholder
+from filegate.tools.edit.textstyle import new_file_style
+from filegate.tools.edit.writing import (
     MAX_FILE_BYTES,
     SENSITIVE_DONE,
     Change,
@@ -29,6 +28,7 @@ from filegate.tools.writing import (
     resolve_for_write,
     run_write,
 )
+from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 
 
 class WriteFileParams(BaseModel):

@@ -44,6 +44,7 @@ class Parsed:
     rows: list[_Row] | None = None  # content mode
     lines: list[str] = field(default_factory=list)  # the other modes
     skipped: list[str] = field(default_factory=list)  # names of the files that may hold secrets
+    hidden: int = 0  # files a client rule hides, left out (counted, never named: SPEC §8.5)
     rule_sources: list[str] = field(default_factory=list)  # client rule files that hid some (shown)
     total_matches: int | None = None
     files: int | None = None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filegate.fsio import platform
 from filegate.tools.grep.walk import Secrets, TreeIgnores, walk_tree
-from filegate.tools.ignores import IGNORE_NAME, outer_rules, read_rules, rules_at
+from filegate.tools.search.ignores import IGNORE_NAME, outer_rules, read_rules, rules_at
 
 # rg's flags for ignore files it finds on its own, whatever the tree holds. --no-require-git:
 # a `.gitignore` counts whether or not a `.git` is there (SPEC §4; Glob does the same).

@@ -1,7 +1,9 @@
 """Grep's ripgrep: its command line, started in its sandbox and under its memory cap in the
 directory that was checked (pinned by its fd), its output read by a worker thread and fed to
 the parser while it runs, stopped at its timeout (which also bounds a wait on a FIFO swapped
-into the tree after rg listed it: rg skips a FIFO its walk sees, but cannot refuse one at open)."""
+into the tree after rg listed it: rg skips a FIFO its walk sees, but cannot refuse one at open).
+Also what rg's refusals say (worded from the caller's own arguments, never rg's text about a
+file), and which sensitive files the caller's glob and type filters would have searched."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,11 +26,12 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from filegate.fsio import platform
+from filegate.policy.escape import escape
 from filegate.tools.grep import sandbox as landlock
 from filegate.tools.grep.params import MAX_LINE_CHARS, GrepParams, Target
 from filegate.tools.grep.parse import Parser
-from filegate.tools.ignores import VCS_DIRS
-from filegate.tools.outcome import Reporter, ToolEnv
+from filegate.tools.outcome import Outcome, Reporter, ToolEnv
+from filegate.tools.search.ignores import VCS_DIRS
 
 # -A/-B/-C above this mean "the whole file" anyway; rg refuses what overflows its u64.
 MAX_CONTEXT_LINES = 2**32
@@ -359,3 +363,98 @@ async def run_rg(
                 await anyio.to_thread.run_sync(run.output.ended.wait)
     run.stderr = bytes(err)
     return run
+
+
+async def sensitive_in_scope(exe: str, params: GrepParams, sensitive: Sequence[str]) -> list[str]:
+    """The sensitive files the search would have looked at: those the caller's own ``glob`` and
+    ``type`` let through (issue 24.5), all of them whether they match or not (what is said of
+    them never depends on their content, SPEC §2.6). rg itself decides, with the same filters,
+    over empty stand-ins of the same names in a scratch directory: explicit paths bypass rg's
+    filters, and rg's glob and type rules are rg's alone."""
+    if not sensitive or not (params.glob or params.type):
+        return list(sensitive)
+    with tempfile.TemporaryDirectory(prefix="filegate-scope-") as scratch:
+        for rel in sensitive:
+            stand_in = os.path.join(scratch, rel)
+            os.makedirs(os.path.dirname(stand_in), exist_ok=True)
+            with open(stand_in, "wb"):
+                pass
+        args = [exe, "--no-config", "--files", "--hidden", "--no-ignore", "--null", *filter_args(params)]
+        try:
+            done = await anyio.run_process([*args, "--", "."], cwd=scratch, check=False)
+        except OSError:
+            return list(sensitive)  # rg could not start: say every one rather than none
+        if done.returncode not in (0, 1):
+            return list(sensitive)
+    found = {os.fsdecode(name).removeprefix("./") for name in done.stdout.split(b"\0") if name}
+    return [rel for rel in sensitive if rel in found]
+
+
+# --- what rg's refusals say ------------------------------------------------------------
+
+
+def refusal(run: RgRun, params: GrepParams) -> Outcome | None:
+    """The error of a run that gave no output: rg refused to search, or timed out."""
+    if run.returncode not in (0, 1, None):
+        return Outcome.error(_failure(run.stderr, params, run.returncode))
+    if run.timed_out:
+        return Outcome.error(f"Grep timed out after {RG_TIMEOUT_S:g}s. Try a more specific path or pattern.")
+    return None
+
+
+def unreadable(stderr: bytes) -> int:
+    """How many entries rg could not read (one complaint per line, each starting with "rg: ")."""
+    return sum(1 for line in stderr.splitlines() if line.startswith(b"rg: "))
+
+
+def _failure(stderr: bytes, params: GrepParams, returncode: int | None) -> str:
+    """Why rg refused to search: said from the caller's own arguments, never rg's text about a
+    file (which can quote the file's lines)."""
+    text = stderr.decode("utf-8", errors="replace")
+    if text.startswith("rg: regex parse error:"):
+        return "Failed to grep. Error: " + _regex_error(text)
+    if text.startswith("rg: compiled regex exceeds size limit"):
+        # About the caller's pattern only (rg says it before it opens any file).
+        limit = text.strip().splitlines()[0].rsplit(" ", 1)[-1]
+        return (
+            f"Failed to grep. Error: the pattern is too large: its compiled regex exceeds size limit of "
+            f"{limit} bytes. Use a simpler pattern (fewer or smaller repetitions)."
+        )
+    if text.startswith("rg: unrecognized file type:") and params.type:
+        return (
+            f"Failed to grep. Error: unknown file type `{escape(params.type)}` "
+            "(rg --type-list names them: py, rust, js, ts, go, c, …)."
+        )
+    if text.startswith("rg: error parsing glob") and params.glob and params.glob in text:
+        reason = text.strip().splitlines()[0].rsplit(": ", 1)[-1]
+        return f"Failed to grep. Error: invalid glob `{escape(params.glob)}`: {reason}."
+    n = unreadable(stderr)
+    said = f" ({unreadable_sentence(n)})" if n else ""
+    return f"Failed to grep. Error: ripgrep failed with exit status {returncode}{said}."
+
+
+def _regex_error(text: str) -> str:
+    """rg's regex error without the `(?:…)` it wraps every pattern in, caret moved to match."""
+    lines = text.rstrip("\n").split("\n")[1:]
+    out = ["regex parse error:"]
+    echo = True
+    for i, line in enumerate(lines):
+        if line.startswith("error:"):
+            out.append(line)
+            echo = False
+            continue
+        if echo and i == 0 and line.startswith("    (?:"):
+            line = "    " + line[7:]
+        elif line.startswith("       ") and set(line.strip()) <= {"^"}:
+            line = "    " + line[7:]  # the caret line, moved with the pattern
+        out.append(line)
+    # The wrapper's closing parenthesis ends the last line of the echoed pattern.
+    for j in range(len(out) - 1, 0, -1):
+        if out[j].startswith("    ") and not set(out[j].strip()) <= {"^"} and out[j].endswith(")"):
+            out[j] = out[j][:-1]
+            break
+    return "\n".join(out)
+
+
+def unreadable_sentence(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''} or folder{'s' if n != 1 else ''} could not be read"

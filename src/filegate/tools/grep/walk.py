@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from filegate.fsio import platform
-from filegate.tools.ignores import IGNORE_NAME, MAX_RULES_BYTES, VCS_DIRS
+from filegate.tools.search.ignores import IGNORE_NAME, MAX_RULES_BYTES, VCS_DIRS
 
 # The walk that vets the tree's ignore files gives up (and rg reads none itself) past these.
 WALK_BUDGET_S = 2.0

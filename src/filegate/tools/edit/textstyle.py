@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filegate.fsio.codec import UTF8, FileCodec, editorconfig_properties, usable_codec
-from filegate.tools.ignores import pattern_matches, read_rules
+from filegate.tools.search.ignores import pattern_matches, read_rules
 
 GITATTRIBUTES = ".gitattributes"
 # A declared tab width past this is not one a file is indented with: ignored.

@@ -43,10 +43,10 @@ from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.changed_lines import settle, since_read
-from filegate.tools.diffing import Diff, binary_diff, change_summary, plural, unified_diff
+from filegate.tools.edit.diffing import Diff, binary_diff, change_summary, plural, unified_diff
 from filegate.tools.outcome import Decision, Outcome, Route, ToolEnv, WriteRequest
-from filegate.tools.readguard import (
+from filegate.tools.readguard.changed_lines import settle, since_read
+from filegate.tools.readguard.ledger import (
     INDEX_MAX_BYTES,
     Identity,
     ReadLedger,
@@ -148,6 +148,12 @@ class Change(Generic[T]):
     spans: tuple[tuple[int, int], ...] | None = None
     mode: int | None = None  # permission bits to set (an undo); None: the file's own are kept
     remove: bool = False  # remove the file instead (an undone creation); ``new`` is then b""
+    # ``new`` is not the model's and no tool would show it (an undo's binary pre-image): the
+    # question, preview and result give its sizes only, as for a binary file being replaced.
+    binary: bool = False
+    # The texts a diff compares instead of the bytes, as the model read the file: a notebook's
+    # cell view before and after (SPEC §8.6: never its raw JSON). UTF-8, a line break per line.
+    view: tuple[bytes, bytes] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +180,7 @@ class WriteJob(Generic[T]):
     # a sensitive file, whose equality is not told). None: write anyway.
     unchanged: Callable[[int], Outcome] | None = None
     # The change replaces what the model must have seen (an edit, an overwrite): an existing
-    # file must have been read since it last changed (tools/readguard.py).
+    # file must have been read since it last changed (tools/readguard/ledger.py).
     guarded: bool = False
     # A file changed in place since its read may still be changed away from the lines that
     # changed (SPEC §8.3: StrReplaceFile; an overwrite needs a fresh read).
@@ -320,10 +326,12 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         return job.unchanged(len(change.new))
     old = current.data or b""
     shown = _shown(rp, env)
-    binary = current.data is not None and reader != "ReadFile"
+    binary = (current.data is not None and reader != "ReadFile") or change.binary
     # The line counts of the result only; the text a question shows is made by _described.
     if binary:
         diff = binary_diff(len(old), len(change.new))
+    elif change.view is not None:
+        diff = unified_diff(shown, *change.view, "utf-8", show=False)
     else:
         diff = unified_diff(shown, old, change.new, change.encoding.codec, span=change.span, show=False)
     request = WriteRequest(
@@ -373,6 +381,9 @@ def _described(prepared: _Prepared[T]) -> WriteRequest:
     new, encoding = change.new, change.encoding
     if prepared.request.binary:  # its bytes never reach a question: sizes only
         diff, (old_lines, new_lines) = prepared.diff, (0, 0)
+    elif change.view is not None:  # the lines the model read, numbered as it read them
+        diff = unified_diff(prepared.request.shown, *change.view, "utf-8")
+        old_lines, new_lines = change.view[0].count(b"\n"), change.view[1].count(b"\n")
     else:
         diff = unified_diff(prepared.request.shown, old, new, encoding.codec, span=change.span)
         old_lines, new_lines = line_counts(old, new, encoding, change.span)

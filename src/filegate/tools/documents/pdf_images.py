@@ -10,9 +10,9 @@ from dataclasses import replace
 from filegate.errors import MediaError, PathError
 from filegate.media.pdf_pages import MAX_PAGE_IMAGES, PageImage, PageImages, pdfium_installed, render_pages
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.media_fit import Limits, checked_fit, room_for
+from filegate.tools.documents.media_fit import Limits, checked_fit, room_for
+from filegate.tools.documents.pdf_view import page_range
 from filegate.tools.outcome import ImagePart, MediaPart, Outcome, TextPart, ToolEnv
-from filegate.tools.pdf_view import page_range
 
 PDF_EXTRA = "pip install 'filegate[pdf]'"
 MIME = "application/pdf"

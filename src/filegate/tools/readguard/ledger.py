@@ -24,7 +24,7 @@ its identity.
 
 A read guard that does not loop (SPEC §8.3): a file up to INDEX_MAX_BYTES also keeps a line
 index, one 8-byte hash per line (never the content), so that an edit of a file a formatter
-changed since the read can go ahead away from the lines that changed (tools/changed_lines.py).
+changed since the read can go ahead away from the lines that changed (tools/readguard/changed_lines.py).
 The indexes of one ledger hold at most ``index_budget`` lines in all; past it the least
 recently seen lose theirs (their file keeps the plain refusal).
 

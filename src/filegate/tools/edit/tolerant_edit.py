@@ -1,6 +1,6 @@
 """StrReplaceFile's side of the matching ladder (SPEC §8.2): an edit whose ``old`` is not in
 the file exactly, applied at the ladder's rung, refused as ambiguous, or told it is already
-applied. The ladder itself is :mod:`filegate.tools.matching` (pure, tested alone).
+applied. The ladder itself is :mod:`filegate.tools.edit.matching` (pure, tested alone).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from filegate.errors import EditFailed
-from filegate.tools.matching import RUNG_NAMES, Ladder, find_tolerant, infer_tab_width, line_range
+from filegate.tools.edit.matching import RUNG_NAMES, Ladder, find_tolerant, infer_tab_width, line_range
 
 # The candidates an ambiguity lists: at most this many (and how many there were).
 MAX_LISTED_CANDIDATES = 20

@@ -28,6 +28,7 @@ class WalkReport:
     unreadable: int = 0
     ignored: int = 0
     skipped: list[str] = field(default_factory=list)  # sensitive names left out
+    hidden: int = 0  # files a client rule hides, left out (counted, never named)
     rule_sources: list[str] = field(default_factory=list)  # client rule files that hid some (shown)
     budget_s: float = 20.0
 
@@ -58,8 +59,9 @@ def summary(report: WalkReport, pattern: str, shown: int) -> str:
     if report.ignored:
         msg += (f" {report.ignored} path(s) ignored by .gitignore were not searched "
                 "(include_ignored=true searches them).")  # fmt: skip
-    if report.skipped:
-        msg += " " + skipped_secrets_warning((abbreviate(s) for s in report.skipped), report.rule_sources)
+    if report.skipped or report.hidden:
+        skipped = (abbreviate(s) for s in report.skipped)
+        msg += " " + skipped_secrets_warning(skipped, report.rule_sources, report.hidden)
     return msg
 
 

@@ -43,9 +43,20 @@ class NotANotebook(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class CellRows:
+    """Where one cell is in the view, as row indexes: its header row ``first``, its source
+    lines ``first + 1`` to ``source_end`` (excluded), then its outputs up to ``end``."""
+
+    first: int
+    source_end: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class NotebookView:
     rows: list[str]  # the view's lines, each with its line break
     cells: int
+    layout: tuple[CellRows, ...] = ()  # each cell's rows (an edit's refusals speak of them)
 
 
 def read_notebook(fd: int, size: int) -> NotebookView:
@@ -97,9 +108,13 @@ def render_notebook(notebook: Any) -> NotebookView:
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise NotANotebook("its JSON has no list of cells")
     rows: list[str] = []
+    layout: list[CellRows] = []
     for number, cell in enumerate(cells, 1):
+        first = len(rows)
         rows.extend(_cell_rows(number, cell))
-    return NotebookView(rows, len(cells))
+        source = len(_lines(cell.get("source", cell.get("input"))))
+        layout.append(CellRows(first, first + 1 + source, len(rows)))
+    return NotebookView(rows, len(cells), tuple(layout))
 
 
 def _lines(value: Any) -> list[str]:

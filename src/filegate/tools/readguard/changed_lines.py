@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from filegate.errors import EditFailed, Refusal
-from filegate.tools.readguard import Identity, LineIndex, ReadLedger, line_index
+from filegate.tools.readguard.ledger import Identity, LineIndex, ReadLedger, line_index
 
 # Each changed line shown in a refusal is cut to this many characters (ReadFile's cut).
 SHOWN_LINE_CHARS = 2000
