@@ -16,6 +16,7 @@ own. Two rows:
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import statistics
 import time
@@ -34,12 +35,11 @@ def _generate(log: Path, writes: int) -> None:
     import json
 
     from filegate.fsio.history import Entry
-    from filegate.fsio.spliced import content_sha256
 
     now = time.time()
     with log.open("w") as f:
         for k in range(writes):
-            before, after = content_sha256(b"%d" % k), content_sha256(b"after %d" % k)
+            before, after = (hashlib.sha256(b"%s%d" % (w, k)).hexdigest() for w in (b"", b"after "))
             path = f"/home/user/project/src/module_{k % 500}/file_{k % 37}.py"
             entry = Entry(f"w-{k:06x}", now - 3600 + k * 0.05, "bench", "StrReplaceFile", path, "auto",
                           True, before, after, PRE_IMAGE, PRE_IMAGE + 5, 0o644)  # fmt: skip

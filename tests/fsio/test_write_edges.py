@@ -76,9 +76,9 @@ def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
     expect = {
         "deleted": snapshot(f),
         "created": Snapshot.absent(),
-        "size": Snapshot(True, 5, st.st_mtime_ns, "0" * 64),
-        "mtime": Snapshot(True, 4, st.st_mtime_ns + 1, "0" * 64),
-        "content": Snapshot(True, 4, st.st_mtime_ns, "0" * 64),
+        "size": Snapshot(True, 5, st.st_mtime_ns, content=b"AAAAA"),
+        "mtime": Snapshot(True, 4, st.st_mtime_ns + 1, content=b"AAAA"),
+        "content": Snapshot(True, 4, st.st_mtime_ns, content=b"BBBB"),
     }[case]
     if case == "deleted":
         f.unlink()
@@ -88,7 +88,7 @@ def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
     assert not f.exists() if case == "deleted" else f.read_bytes() == b"AAAA"
 
 
-def test_the_hash_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_file_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshots, "_HASH_BLOCK", 3)
     f = ws / "f.txt"
     f.write_bytes(b"0123456789")
@@ -331,7 +331,7 @@ def test_read_all_refuses_a_file_over_the_limit_with_its_size(ws: Path) -> None:
 
 
 def test_snapshots() -> None:
-    assert Snapshot.absent() == Snapshot(False, 0, 0, "")
+    assert Snapshot.absent() == Snapshot(False, 0, 0) and Snapshot.absent().digest() == ""
     assert snapshots.sha256_hex(b"") == hashlib.sha256(b"").hexdigest()
 
 
@@ -472,8 +472,8 @@ def test_a_snapshot_settles_strictly_after_the_settle_time(ws: Path) -> None:
         past_it = read_all(fd, 100, "f", now_ns=changed + settle + 1)[1]
     finally:
         os.close(fd)
-    assert not at_edge.settled and at_edge.sha256 == "" and at_edge.content == b"data"  # compared, not hashed
-    assert past_it.settled and past_it.sha256 == "" and past_it.digest() == snapshots.sha256_hex(b"data")
+    assert not at_edge.settled and at_edge.content == b"data"  # compared
+    assert past_it.settled and past_it.digest() == snapshots.sha256_hex(b"data")
     assert (past_it.dev, past_it.ino, past_it.ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns)
     assert past_it.same_status(os.stat(f))
     assert not at_edge.same_status(os.stat(f))  # never settled: always hashed

@@ -137,16 +137,8 @@ class WriteHistory:
 
     # --- a write ----------------------------------------------------------------------------
 
-    def begin(
-        self,
-        tool: str,
-        rp: ResolvedPath,
-        client: str,
-        route: str,
-        old: bytes | None,
-        new: Content | None,
-        expect: Snapshot | None = None,
-    ) -> str:
+    def begin(self, tool: str, rp: ResolvedPath, client: str, route: str, old: bytes | None,
+              new: Content | None, expect: Snapshot | None = None) -> str:  # fmt: skip
         """Keep ``old`` (None: the file does not exist, or is sensitive) durably and append the
         write's record; return its id. ``new`` None: the write removes the file. ``expect``:
         the file as ``old`` was read from it, so its very inode can be kept (see
@@ -157,8 +149,9 @@ class WriteHistory:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = Source(rp.real, expect) if expect is not None and old is not None else None
             # Hashed before the lock: the passes over both contents hold no other write up.
-            hashes = None if rp.sensitive else _hashes(old, new)
-            return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
+            hashes = None if rp.sensitive else _hashes(old, new)  # None: nothing of it is kept
+            with self._locked():
+                return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
             raise WriteError(
@@ -167,47 +160,36 @@ class WriteHistory:
                 "History failed",
             ) from None
 
-    def _begin(
-        self,
-        tool: str,
-        path: str,
-        client: str,
-        route: str,
-        old: bytes | None,
-        mode: int | None,
-        new: Content | None,
-        hashes: tuple[str, str] | None,
-        source: Source | None = None,
-    ) -> str:
-        """``hashes`` None: a sensitive file (nothing of its content is hashed or kept)."""
-        with self._locked():
-            self.log.refresh()
-            write_id = self._new_id()
-            entry = Entry(write_id, time.time(), client, tool, path, route, kept=hashes is not None)
-            fresh = ""  # the hash of a pre-image kept by this write, not there before
-            if hashes is None:
-                entry = dataclasses.replace(entry, not_kept="sensitive file")
-            else:
-                entry, fresh = self._kept(entry, old, mode, new, hashes, source)
-            gone = self._evict(entry)
-            released = {self.log.records[i].kept for i in gone} - {""}
-            try:
-                evicted = [{"id": i, "evicted": entry.time} for i in gone]
-                self.log.append([*evicted, entry.line()], durable=True)
-                if fresh:  # after the record's fsync, which on a journaling file system
-                    fsync_dir(self.object_path(fresh).parent)  # committed it already
-            except BaseException:  # no record: its pre-image goes too (nothing left behind)
-                self._linked.pop(write_id, None)
-                if fresh:
-                    with contextlib.suppress(OSError):
-                        os.unlink(self.object_path(fresh))
-                raise
-            self.log.refresh()  # the lines just appended: the index is what the file says
-            for digest in released:  # the log names them no more (the tombstones are durable)
-                if not self.log.keeps(digest):
-                    with contextlib.suppress(OSError):
-                        os.unlink(self.object_path(digest))
-            return write_id
+    def _begin(self, tool: str, path: str, client: str, route: str, old: bytes | None,
+               mode: int | None, new: Content | None, hashes: tuple[str, str] | None,
+               source: Source | None) -> str:  # fmt: skip
+        self.log.refresh()
+        write_id = self._new_id()
+        entry = Entry(write_id, time.time(), client, tool, path, route, kept=hashes is not None)
+        fresh = ""  # the hash of a pre-image kept by this write, not there before
+        if hashes is None:
+            entry = dataclasses.replace(entry, not_kept="sensitive file")
+        else:
+            entry, fresh = self._kept(entry, old, mode, new, hashes, source)
+        gone = self._evict(entry)
+        released = {self.log.records[i].kept for i in gone} - {""}
+        try:
+            evicted = [{"id": i, "evicted": entry.time} for i in gone]
+            self.log.append([*evicted, entry.line()], durable=True)
+            if fresh:  # after the record's fsync, which on a journaling file system
+                fsync_dir(self.object_path(fresh).parent)  # committed it already
+        except BaseException:  # no record: its pre-image goes too (nothing left behind)
+            self._linked.pop(write_id, None)
+            if fresh:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.object_path(fresh))
+            raise
+        self.log.refresh()  # the lines just appended: the index is what the file says
+        for digest in released:  # the log names them no more (the tombstones are durable)
+            if not self.log.keeps(digest):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.object_path(digest))
+        return write_id
 
     def finish(self, write_id: str, ok: bool) -> None:
         """The write's outcome, after its rename (or its failure); no-op for ``""``. The log is
@@ -232,15 +214,8 @@ class WriteHistory:
         except OSError as exc:  # the log stays as it was; the next due write tries again
             log.warning("history: could not compact %s (%s)", self.log.path, escape(failure_reason(exc)))
 
-    def _kept(
-        self,
-        entry: Entry,
-        old: bytes | None,
-        mode: int | None,
-        new: Content | None,
-        hashes: tuple[str, str],
-        source: Source | None,
-    ) -> tuple[Entry, str]:
+    def _kept(self, entry: Entry, old: bytes | None, mode: int | None, new: Content | None,
+              hashes: tuple[str, str], source: Source | None) -> tuple[Entry, str]:  # fmt: skip
         """``entry`` with its hashes and sizes, its pre-image kept; and that pre-image's hash
         if this write stored it ("" when there is none, or it was kept already)."""
         before, after = hashes

@@ -10,16 +10,13 @@ One JSON line per event, appended under the history's lock (fsio/history.py):
   tombstone drops them. An evicted id is never drawn again, and an undo of it says so.
 
 Appends never rewrite the file, so a process sharing the state directory (a replica) reads
-only what was appended since its last look. :meth:`HistoryLog.compact` rewrites it, atomically,
-once the lines of evicted writes outnumber the live ones: rarely, and then every reader reads
-it whole once.
+only what was appended since its last look. :meth:`HistoryLog.compact` rewrites it atomically
+once the lines of evicted writes outnumber the live ones: rarely.
 
-Reading a long history is most of a fresh process's first write, so a line is not parsed
-whole when it is read: the index keeps each record's line and the few fields the bounds need
-(its time, the pre-image it keeps and that one's size), which a record written since issue 56
-puts first (``_LEAD``) so that one regular expression over the whole file finds them. A line
-it does not fit (a record written before, in another key order, or a damaged one) is parsed
-as JSON. The whole record is parsed when an entry is asked for.
+The index keeps per record only what the bounds need (its time, the pre-image it keeps and
+that one's size), which a record line puts first so that one regular expression over the whole
+file finds them (a line it does not fit, as a record of the key order before, is parsed as
+JSON); a whole record is read from the file when it is asked for.
 """
 
 from __future__ import annotations
@@ -161,19 +158,15 @@ class HistoryLog:
             return None
         data = self._bytes()
         at = data.find(_start(write_id))
-        if at >= 0:
-            return self._as_entry(data[at : data.find(b"\n", at)].decode("latin-1"))
-        return next((e for e in self.entries() if e.id == write_id), None)  # a line of another form
+        return self._as_entry(data[at : data.find(b"\n", at)].decode("latin-1")) if at >= 0 else None
 
     def entries(self, after: str | None = None) -> list[Entry]:
         """The records in the log's order (those after ``after``'s, when given), read from the file."""
         data, at = self._bytes(), 0
         if after is not None:
             at = data.find(_start(after)) if after in self.records else -1
-            if at < 0:  # none, or its line is of another form: found among all of them
-                every = self.entries() if after in self.records else []
-                ids = [e.id for e in every]
-                return every[ids.index(after) + 1 :] if after in ids else []
+            if at < 0:
+                return []
             at = data.find(b"\n", at) + 1
         found = []
         for line in data[at:].decode("latin-1").splitlines(keepends=True):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from filegate.errors import WriteError
 from filegate.fsio.safeopen import read_whole
 
-# The check reads the file in blocks of this size (to compare or to hash them).
+# The check reads the file in blocks of this size to compare them.
 _HASH_BLOCK = 1 << 20
 
 # A file's status (device, inode, size, mtime, ctime) identifies its content only when its
@@ -40,14 +40,13 @@ class Snapshot:
     (device, inode, size, mtime and ctime; ctime cannot be set back, so restoring an mtime does
     not hide a change) proves an unchanged file, and the content is not read again. Otherwise
     the check reads the file and compares it byte for byte with the bytes that were read
-    (``content``), or, for a snapshot made without them, hashes it. ``sha256`` is computed
-    once, on first need (:meth:`digest`: a question binds its answer to it), from ``content``.
+    (``content``). Their SHA-256 (:meth:`digest`) is computed only when a question binds its
+    answer to it.
     """
 
     exists: bool
     size: int = 0
     mtime_ns: int = 0
-    sha256: str = ""
     dev: int = 0
     ino: int = 0
     ctime_ns: int = 0
@@ -60,14 +59,12 @@ class Snapshot:
 
     @classmethod
     def of(cls, data: bytes, st: os.stat_result) -> Snapshot:
-        """``data`` as read with status ``st``; not settled: the write-time check hashes."""
-        return cls(True, st.st_size, st.st_mtime_ns, sha256_hex(data), st.st_dev, st.st_ino, st.st_ctime_ns)
+        """``data`` as read with status ``st``; not settled: the write-time check compares."""
+        return cls(True, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, content=data)
 
     def digest(self) -> str:
-        """The SHA-256 of the content as read ("" for an absent file), computed once."""
-        if not self.sha256 and self.content is not None:
-            object.__setattr__(self, "sha256", sha256_hex(self.content))
-        return self.sha256
+        """The SHA-256 of the content as read ("" for an absent file)."""
+        return "" if self.content is None else sha256_hex(self.content)
 
     def same_status(self, st: os.stat_result) -> bool:
         """``st`` proves the content unchanged (see the class docstring)."""
@@ -102,7 +99,7 @@ def read_all(fd: int, limit: int, shown: str, *, now_ns: int | None = None) -> t
     )
     # Not hashed: the write-time check compares with ``data`` itself when the status cannot
     # prove the file unchanged, and only a question needs the digest.
-    snap = Snapshot(True, len(data), st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, settled, data)
+    snap = Snapshot(True, len(data), st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, settled, data)
     return data, snap
 
 
@@ -121,10 +118,10 @@ def _too_large(shown: str, size: int, limit: int) -> WriteError:
 
 def holds_snapshot(fd: int, expect: Snapshot) -> bool:
     """The file behind ``fd`` (at its start) is as ``expect`` was read: its status proves it
-    (a settled snapshot), or its bytes do (compared with those read, or hashed)."""
+    (a settled snapshot), or its bytes do (compared with those read)."""
     if expect.settled and expect.same_status(os.fstat(fd)):
         return True
-    return _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
+    return expect.content is not None and _holds(fd, expect.content)
 
 
 def _holds(fd: int, content: bytes) -> bool:
@@ -136,10 +133,3 @@ def _holds(fd: int, content: bytes) -> bool:
             return False
         at += len(chunk)
     return at == len(content)
-
-
-def _hash(fd: int) -> str:
-    h = hashlib.sha256()
-    while chunk := os.read(fd, _HASH_BLOCK):
-        h.update(chunk)
-    return h.hexdigest()

@@ -132,7 +132,3 @@ def content_hash(data: Content, algorithm: str = "blake3") -> str:
     for piece in content_pieces(data):
         h.update(piece)
     return h.hexdigest()
-
-
-def content_sha256(data: Content) -> str:
-    return content_hash(data, "sha256")

@@ -38,7 +38,7 @@ from filegate.fsio.loads import take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.snapshot import Snapshot, read_all
-from filegate.fsio.spliced import Content, Spliced, content_sha256
+from filegate.fsio.spliced import Content, Spliced, content_hash
 from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
@@ -390,7 +390,7 @@ def _described(prepared: _Prepared[T]) -> WriteRequest:
     return dataclasses.replace(
         prepared.request,
         old_hash=prepared.current.snapshot.digest(),
-        new_hash=content_sha256(new),
+        new_hash=content_hash(new, "sha256"),
         old_lines=old_lines,
         new_lines=new_lines,
         diff=diff.text,
