@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -111,9 +112,23 @@ AGE_S = 1.0
 COMPACTING_WRITER = """
 import os, sys, time
 from pathlib import Path
+from filegate.fsio import historylog
 from filegate.fsio.history import Limits, WriteHistory
 from filegate.policy.workspace import ResolvedPath
 
+compact = historylog.HistoryLog.compact
+def said(self, *args):  # the parent is told when a compaction starts, to kill inside it
+    print("compacting", flush=True)
+    started = time.monotonic()
+    compact(self, *args)
+    print("compacted %f" % (time.monotonic() - started), flush=True)
+historylog.HistoryLog.compact = said
+fsync = os.fsync
+def syncing(fd):  # and when the compacted log's temp is synced, before it replaces the log
+    if "history.jsonl.tmp-" in os.readlink("/proc/self/fd/%d" % fd):
+        print("syncing its temp", flush=True)
+    fsync(fd)
+os.fsync = syncing
 ws, round_ = Path(sys.argv[1]), int(sys.argv[2])
 h = WriteHistory(limits=Limits(max_age_s=AGE_S))
 h.entries()
@@ -149,14 +164,16 @@ def seed_live_writes(n: int) -> None:
 def test_killed_while_compacting_the_log_leaves_a_history_that_reads_whole(tmp_path: Path) -> None:
     """After each kill: every live write's pre-image is there and whole, no evicted id is live
     again, the seeded writes are all there and evictions happened; a compaction's temp file
-    left by a kill is gone after the next one. Kills land inside compactions and elsewhere
-    (counted by what the kill left)."""
+    left by a kill is gone after the next one. Half the kills come a few ms after the child
+    says a compaction starts (a wrapper in the child, named so), half at random; counted by
+    what each kill left."""
     rng = random.Random(56)
     ws = tmp_path / "ws"
     ws.mkdir()
     seed_live_writes(LIVE)
     evicted: set[str] = set()
-    seen = {"in a compaction": 0, "elsewhere": 0}
+    seen = {"in a compaction": 0, "its temp written": 0, "elsewhere": 0}
+    span = 0.3  # a compaction's length, as the last one the child said took
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for round_ in range(KILLS):
         child = subprocess.Popen(
@@ -165,12 +182,27 @@ def test_killed_while_compacting_the_log_leaves_a_history_that_reads_whole(tmp_p
             env=env,
         )
         assert child.stdout is not None and child.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0.05, 1.5))
+        if round_ % 2:  # at a random moment
+            time.sleep(rng.uniform(0.05, 1.5))
+        else:  # at a random moment of a compaction (as long as the last one seen took), or
+            ready, _, _ = select.select([child.stdout], [], [], 60)  # as its temp is synced
+            assert ready and child.stdout.readline() == b"compacting\n"
+            if round_ % 4 == 0:
+                assert child.stdout.readline() == b"syncing its temp\n"
+            else:
+                time.sleep(rng.uniform(0.0, span))
         child.kill()
         child.wait()
+        said = child.stdout.read().split(b"\n")
         child.stdout.close()
-        left = list(history_dir().glob("history.jsonl.tmp-*"))
-        seen["in a compaction" if left else "elsewhere"] += 1
+        took = [float(line.split()[1]) for line in said if line.startswith(b"compacted")]
+        span = took[-1] if took else span
+        inside = said[-2:-1] in ([b"compacting"], [b"syncing its temp"]) or (round_ % 2 == 0 and not took)
+        if inside:
+            seen["in a compaction"] += 1
+            seen["its temp written"] += bool(list(history_dir().glob("history.jsonl.tmp-*")))
+        else:
+            seen["elsewhere"] += 1
         history = WriteHistory(history_dir(), Limits(max_age_s=AGE_S))
         entries = history.entries()
         live = {e.id for e in entries}
@@ -181,7 +213,9 @@ def test_killed_while_compacting_the_log_leaves_a_history_that_reads_whole(tmp_p
                 assert len(history.pre_image(entry)) == entry.size_before, entry.id
         evicted |= set(history.log.tombstones)
     print(f"\ncompaction kills: {seen}, {len(evicted)} writes evicted")
-    assert seen["in a compaction"] >= 1 and seen["elsewhere"] >= 1 and evicted
+    assert (
+        seen["in a compaction"] >= 5 and seen["its temp written"] >= 1 and seen["elsewhere"] >= 5 and evicted
+    )
     write_id = WriteHistory(history_dir()).begin(  # one more compaction sweeps what kills left
         "WriteFile", ResolvedPath("f0.txt", ws / "f0.txt", True, False), "kills", "auto", None, b"x"
     )
