@@ -13,6 +13,10 @@
 # defaults below, no token needed; ":ro" and --read-only for read-only use):
 #   docker run -i --rm -v "$PWD:/workspace" --user "$(id -u):$(id -g)" filegate --transport stdio
 #   docker run -i --rm -v "$PWD:/workspace:ro" filegate --transport stdio --read-only
+#
+# The write history (what UndoWrite restores) is kept in /state (XDG_STATE_HOME), which any
+# --user can write: with --user the home folder is "/", which no user but root can write. Add
+# -v filegate-state:/state to keep the history across containers.
 FROM python:3.11-slim-bookworm
 
 # libmagic for content sniffing (python-magic); nothing else comes from apt. Not pinned to a
@@ -35,8 +39,11 @@ COPY pyproject.toml README.md ./
 COPY src ./src
 RUN pip install . && rm -rf /src
 
+# /state: the history's folder, writable by whichever user runs the container (sticky, as /tmp:
+# each user's own folder inside stays its own, owner-only).
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin filegate \
- && mkdir /workspace && chown filegate:filegate /workspace
+ && mkdir /workspace /state && chown filegate:filegate /workspace && chmod 1777 /state
+ENV XDG_STATE_HOME=/state
 # Numeric, so a host (or Kubernetes' runAsNonRoot) can tell it is not root without the image's
 # /etc/passwd.
 USER 10001:10001

@@ -757,6 +757,75 @@ def _numbered_edit(server: Any, path: Path, size: int) -> Callable[[], Awaitable
     return edit
 
 
+# --- ApplyPatch (SPEC §10) ------------------------------------------------------------------
+
+SET_FILES = 50
+SET_FILE_BYTES = 4 << 10
+
+
+async def apply_patch_item(cfg: Config) -> list[Row]:
+    """What a set costs beside the single edits it stands for (issue 50's target: no more):
+    one ApplyPatch of 50 small edits against 50 StrReplaceFile calls of the same edits, and
+    one ApplyPatch holding one 50 MB edit against one StrReplaceFile; history on, each edit a
+    new content (new pre-images), alternated, one server."""
+    work_dir = CACHE / "work" / "apply-patch"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True)
+    rows = []
+    flags = ("--approval", "auto", "--read-guard", "off")
+    async with connect(filegate_cmd(work_dir, *flags), "filegate") as server:
+        sets = [
+            _marked_files(work_dir, f"{side}-{i:02d}.c", SET_FILE_BYTES)
+            for side in "ab"
+            for i in range(SET_FILES)
+        ]
+        one_set, singles = sets[:SET_FILES], sets[SET_FILES:]
+
+        async def as_set() -> float:
+            changes = [{"path": path.name, "edits": [_renumber(marker)]} for path, marker in one_set]
+            return float(await server.timed("ApplyPatch", {"changes": changes}))
+
+        async def one_by_one() -> float:
+            t = 0.0
+            for path, marker in singles:
+                t += await server.timed("StrReplaceFile", {"path": path.name, "edit": _renumber(marker)})
+            return t
+
+        p = await interleave(cfg.runs, as_set, one_by_one)
+        work = f"ApplyPatch, {SET_FILES} small edits (4 KiB files) as one set"
+        rows.append(time_ratio_row(work, p, f"{SET_FILES} StrReplaceFile calls", 1.0, server.peak_kib()))
+
+        big_set, big_single = (_marked_files(work_dir, f"big-{side}.c", 50 << 20) for side in "ab")
+
+        async def big_as_set() -> float:
+            path, marker = big_set
+            changes = [{"path": path.name, "edits": [_renumber(marker)]}]
+            return float(await server.timed("ApplyPatch", {"changes": changes}))
+
+        async def big_alone() -> float:
+            path, marker = big_single
+            return float(await server.timed("StrReplaceFile", {"path": path.name, "edit": _renumber(marker)}))
+
+        p = await interleave(cfg.runs, big_as_set, big_alone)
+        rows.append(
+            time_ratio_row("ApplyPatch, one 50 MB edit", p, "one StrReplaceFile", 1.0, server.peak_kib())
+        )
+    return rows
+
+
+def _marked_files(work_dir: Path, name: str, size: int) -> tuple[Path, list[str]]:
+    path = work_dir / name
+    _history_file(path, size)
+    return path, [data.MARKER_A]
+
+
+def _renumber(marker: list[str]) -> dict[str, str]:
+    """An edit that numbers the file's marker anew (each content new, as in real use)."""
+    old, new = marker[0], f"{data.MARKER_A} {time.time_ns()}"
+    marker[0] = new
+    return {"old": old, "new": new}
+
+
 async def cold(cfg: Config) -> list[Row]:
     small = data.small_file()
     fg_cmd, ref = filegate_cmd(small.parent), reference_cmd(small.parent)
@@ -899,6 +968,7 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "readfile-middle": readfile_middle,
     "strreplace-50mb": strreplace_50mb,
     "history": history_cost,
+    "apply-patch": apply_patch_item,
     "ladder-miss-50mb": ladder_miss_50mb,
     "ladder-tolerant-5mb": ladder_tolerant_5mb,
     "cold-start": cold,

@@ -1,11 +1,11 @@
-"""The README's flag table, made from the parser that `filegate --help` prints.
+"""docs/CONFIGURATION.md's flag table, made from the parser that `filegate --help` prints.
 
     python scripts/flags_table.py            # print the table
-    python scripts/flags_table.py --write    # put it into README.md, between its markers
+    python scripts/flags_table.py --write    # put it into docs/CONFIGURATION.md, between its markers
 
 Each flag's help is "what it does (default: X)" (filegate.flags.add_server_flags): the
-meaning and default columns are those two parts, so the README and `--help` cannot say
-different things; tests/test_flags_table.py fails when README.md holds another table.
+meaning and default columns are those two parts, so the docs and `--help` cannot say
+different things; tests/test_flags_table.py fails when the doc holds another table.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filegate.flags import add_server_flags
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "CONFIGURATION.md"
 BEGIN = "<!-- flags: made by scripts/flags_table.py from `filegate --help`; edit the help, not this -->\n"
 END = "<!-- /flags -->\n"
 DEFAULT = re.compile(r"\s*\(default: ([^)]*)\)$")
@@ -51,7 +51,7 @@ def table() -> str:
 
 
 def in_readme(text: str) -> str:
-    """The table README.md holds now (between the markers)."""
+    """The table the doc holds now (between the markers)."""
     start = text.index(BEGIN)
     return text[start : text.index(END, start) + len(END)]
 

@@ -49,7 +49,7 @@ class Answers:
             return ElicitResult(action=self.action)  # type: ignore[arg-type]
         decision = self.decision
         offered = params.requested_schema["properties"]["decision"]["enum"]
-        if decision == "approve_for_session" and decision not in offered:
+        if decision and decision.startswith("approve_") and decision not in offered:
             decision = "approve"  # a dialog shows only the buttons offered (fastmcp 4.2 checks)
         content: dict[str, Any] = {"decision": decision}
         if self.feedback:

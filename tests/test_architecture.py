@@ -89,7 +89,8 @@ TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
     {"edit", "documents"},
-    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write"},
+    {"patch"},
+    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write", "apply_patch"},
 ]
 
 
@@ -244,6 +245,7 @@ GUARDED = {
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
     ("filegate.fsio.preimages", "geteuid"): "after `hasattr(os, 'geteuid')`",
+    ("filegate.fsio.grantstore", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.preimages", "fchmod"): "make_private: only a linked pre-image, and _link needs /proc",
     ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
     ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",
@@ -337,7 +339,16 @@ def test_the_token_is_compared_in_constant_time_only() -> None:
     assert not compared, compared
 
 
-TOOL_MODULES = ("read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write")
+TOOL_MODULES = (
+    "read_file",
+    "read_media",
+    "glob",
+    "grep",
+    "write_file",
+    "str_replace",
+    "undo_write",
+    "apply_patch",
+)
 
 
 def test_each_tool_is_declared_once_in_its_own_module() -> None:

@@ -27,7 +27,7 @@ def test_help_explains_every_flag() -> None:
 
 def test_help_shows_allowed_values_and_examples() -> None:
     out = run("--help").stdout
-    for values in ("{stdio,http}", "{ask,strict,auto}", "{DEBUG,INFO,WARNING,ERROR,CRITICAL}",
+    for values in ("{stdio,http}", "{ask,strict,auto,ask-always}", "{DEBUG,INFO,WARNING,ERROR,CRITICAL}",
                    "{kimi,kimi-code,claude-desktop,claude-code,generic}"):  # fmt: skip
         assert values in out
     examples = out.split("examples:", 1)[1]

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import jsonschema
+import yaml
 
 from filegate import __version__
 
@@ -57,3 +58,24 @@ def test_the_package_metadata_is_ready_for_pypi() -> None:
     owner, name = json.loads((REPO / "server.json").read_text())["name"].removeprefix("io.github.").split("/")
     repository = f"https://github.com/{owner}/{name}"
     assert project["urls"]["Source"] == repository and project["urls"]["Issues"] == f"{repository}/issues"
+
+
+def test_the_sdist_leaves_out_what_test_runs_leave_behind() -> None:
+    """Even from a copy of the tree without its .gitignore (tests/deploy/test_packaging.py builds
+    one and looks)."""
+    from tests.deploy.test_packaging import LEFTOVERS
+
+    excluded = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"][
+        "sdist"
+    ]
+    assert set(LEFTOVERS) <= set(excluded["exclude"])
+
+
+def test_the_classifiers_claim_only_the_systems_a_ci_job_runs_on() -> None:
+    classifiers = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["classifiers"]
+    claimed = {c for c in classifiers if c.startswith("Operating System :: ")}
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "test.yml").read_text())
+    runners = set(workflow["jobs"]["suite"]["strategy"]["matrix"]["os"])
+    of_runner = {"ubuntu-latest": "Operating System :: POSIX :: Linux", "macos-latest": "Operating System :: MacOS",
+                 "windows-latest": "Operating System :: Microsoft :: Windows"}  # fmt: skip
+    assert claimed == {of_runner[r] for r in runners}

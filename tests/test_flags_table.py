@@ -1,4 +1,5 @@
-"""The README's flag table is the parser's help: one text for `filegate --help` and the README."""
+"""docs/CONFIGURATION.md's flag table is the parser's help: one text for `filegate --help` and
+the docs (the README links to it)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ def flags_table() -> Any:
 
 def test_the_readme_flag_table_is_the_one_made_from_the_parser() -> None:
     made = flags_table()
-    shown = made.in_readme((REPO / "README.md").read_text())
-    assert shown == made.table(), "README.md's flag table differs: python scripts/flags_table.py --write"
+    shown = made.in_readme((REPO / "docs" / "CONFIGURATION.md").read_text())
+    assert shown == made.table(), (
+        "docs/CONFIGURATION.md's flag table differs: python scripts/flags_table.py --write"
+    )
+    assert "(docs/CONFIGURATION.md#flags)" in (REPO / "README.md").read_text()
 
 
 def test_every_server_flag_has_a_row_that_says_what_help_says() -> None:
@@ -47,7 +51,7 @@ def test_the_table_check_can_fail(tmp_path: Path) -> None:
     """A README whose table says something else is caught, and --write puts the parser's back."""
     made = flags_table()
     readme = tmp_path / "README.md"
-    readme.write_text((REPO / "README.md").read_text().replace("| 2048 |", "| 4096 |"))
+    readme.write_text((REPO / "docs" / "CONFIGURATION.md").read_text().replace("| 2048 |", "| 4096 |"))
     assert made.in_readme(readme.read_text()) != made.table()
     done = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); import flags_table as t;"

@@ -239,3 +239,35 @@ def test_history_lists_and_filters_in_process(
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [second]
     assert history_main(["history", "--since", "2999-01-01"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_a_set_is_undone_from_a_terminal_as_one_and_listed_as_one_entry(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ApplyPatch set (SPEC §10): `filegate history` lists it as one entry with its files, and
+    `filegate undo` of its id shows the combined question and restores every file."""
+    (ws / "a.txt").write_text("one\n")
+    (ws / "gone.txt").write_text("bye\n")
+
+    async def apply() -> str:
+        async with connect(ws, approval="auto", read_guard=False) as c:
+            changes = [
+                {"path": "a.txt", "content": "two\n"},
+                {"path": "gone.txt", "delete": True},
+                {"path": "new.txt", "content": "new\n"},
+            ]
+            return write_id_of(text(await call(c, "ApplyPatch", changes=changes)))
+
+    set_id = asyncio.run(apply())
+    monkeypatch.chdir(ws)
+    assert history_main(["history"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{set_id}  ") and "ApplyPatch" in line and "set of 3 files:" in line
+    status, out, err = undo_in_process(monkeypatch, capsys, set_id, "--yes", stdin=NoTerminal(""))
+    assert status == 0, err
+    assert (
+        f"UndoWrite wants to undo {set_id} (ApplyPatch, " in out and "restoring 3 files as one write" in out
+    )
+    assert f"Undid {set_id}: 3 files as they were before it." in out
+    assert (ws / "a.txt").read_text() == "one\n" and (ws / "gone.txt").read_text() == "bye\n"
+    assert not (ws / "new.txt").exists()

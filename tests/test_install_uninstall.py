@@ -169,10 +169,8 @@ def test_the_usage_line_names_install_and_uninstall(
         filegate_main(["--help"])
     usage = capsys.readouterr().out.split("\n\n", 1)[0]
     assert usage.startswith("usage: filegate [-h] [-V] [--workdir DIR]")
-    assert usage.splitlines()[-2:] == [
-        "       filegate install CLIENT [...]     (filegate install --help)",
-        "       filegate uninstall CLIENT [...]   (filegate uninstall --help)",
-    ]
+    commands = [line.split()[1] for line in usage.splitlines() if line.startswith("       filegate ")]
+    assert commands[:2] == ["install", "uninstall"]  # tests/test_cli_commands.py: every one
 
 
 def test_filegate_uninstall_is_reached_from_the_command(

@@ -99,7 +99,8 @@ def test_a_bad_value_from_a_variable_names_it_and_does_not_repeat_a_secret(
 
 HTTP_FLAGS = [("--host", "0.0.0.0"), ("--port", "9000"), ("--path", "/x"), ("--token", "t0ken"),
               ("--allowed-origin", "https://a.example"), ("--allowed-host", "h:1"),
-              ("--max-connections", "9"), ("--max-sessions", "2"), ("--session-idle-timeout", "5")]  # fmt: skip
+              ("--max-connections", "9"), ("--max-sessions", "2"), ("--session-idle-timeout", "5"),
+              ("--grant-ttl", "10m")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("flag", "value"), HTTP_FLAGS)

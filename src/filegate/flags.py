@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -28,156 +29,101 @@ def _upper(value: str) -> str:
     return value.upper()
 
 
-def add_server_flags(p: argparse.ArgumentParser) -> None:
-    """The flags that configure a server (shared by ``filegate`` and ``filegate install``).
+ON_OFF = ("on", "off")
 
-    Allowed values come from the Settings types, so help and validation cannot drift apart.
-    Each help is "what it does (default: X)": the README's flag table is made from these
-    (scripts/flags_table.py; tests/test_flags_table.py keeps the two the same).
-    """
-    a = p.add_argument
-    a(
-        "--workdir",
-        metavar="DIR",
-        help="the directory served; relative paths start here (default: current directory)",
-    )
-    a(
-        "--add-dir",
-        action="append",
-        dest="add_dirs",
-        metavar="DIR",
-        help="another directory in the workspace (repeatable)",
-    )
-    a(
-        "--confine",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="never read or write outside the workspace (default: on for http, off for stdio)",
-    )
-    a(
-        "--secret-pattern",
-        action="append",
-        dest="secret_patterns",
-        metavar="GLOB",
-        help="extra sensitive-file pattern, gitignore syntax (repeatable; extends the defaults)",
-    )
-    a("--transport", choices=get_args(Transport), help="how clients connect (default: stdio)")
-    a("--host", help="HTTP: the address the endpoint binds (default: 127.0.0.1)")
-    a("--port", metavar="N", help="HTTP: the port the endpoint listens on (default: 8000)")
-    a("--path", help="HTTP: the endpoint's path (default: /mcp)")
-    a("--token", help="HTTP: bearer token required on every request (needed off loopback)")
-    a(
-        "--state-key",
-        metavar="KEY",
-        help="replicas: shared key (16+ characters) sealing approval state, so any replica accepts "
-        "another's 2026-07-28 answer; prefer FILEGATE_STATE_KEY, a flag shows in ps "
-        "(default: one per process)",
-    )
-    a(
-        "--allowed-origin",
-        action="append",
-        dest="allowed_origins",
-        metavar="ORIGIN",
-        help="HTTP: a browser Origin allowed to call the endpoint (repeatable)",
-    )
-    a(
-        "--allowed-host",
-        action="append",
-        dest="allowed_hosts",
-        metavar="HOST",
-        help="HTTP: another Host header the endpoint answers to, such as a container's DNS name "
-        "files.internal:8000 (repeatable; others get 421)",
-    )
-    a(
-        "--max-connections",
-        metavar="N",
-        help="HTTP: most connections open at once, also kept 64 under the descriptor limit (default: 256)",
-    )
-    a(
-        "--max-sessions",
-        metavar="N",
-        help="HTTP: most handshake-era sessions at once; more get 503 until one ends (default: 64)",
-    )
-    a(
-        "--session-idle-timeout",
-        metavar="SECONDS",
-        help="HTTP: end a handshake-era session idle this long, with its approvals and roots (default: 900)",
-    )
-    a(
-        "--log-level",
-        type=_upper,
-        choices=get_args(LogLevel),
-        help="stderr log level; stdout carries only JSON-RPC (default: WARNING)",
-    )
-    a(
-        "--approval",
-        choices=get_args(ApprovalMode),
-        help="how writes are approved. ask: ask before each write where the client can answer; "
-        "strict: refuse what cannot be asked; auto: never ask (default: ask)",
-    )
-    a(
-        "--read-only",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="do not offer WriteFile, StrReplaceFile and UndoWrite at all (default: off)",
-    )
-    a(
-        "--read-guard",
-        choices=("on", "off"),
-        help="an edit or overwrite needs a ReadFile of the file since it last changed (default: on)",
-    )
-    a(
-        "--legacy-encoding",
-        metavar="NAME",
-        help="the codec of files that are not UTF-8 and declare none, e.g. cp1252, gb18030, "
-        "shift_jis; auto: detect it (default: none, such bytes show as U+FFFD)",
-    )
-    a(
-        "--edit-match",
-        choices=get_args(EditMatch),
-        help="exact: an edit's old text must match the file exactly; tolerant: it may differ in "
-        "whitespace and lookalikes, when the match is unique (default: tolerant)",
-    )
-    a(
-        "--client-rules",
-        choices=("on", "off"),
-        help="the rules users wrote for their agents (.cursorignore, .geminiignore, .aiexclude, "
-        ".aiignore, .codeiumignore, Claude Code's permissions.deny/ask) bind these tools too; "
-        "`filegate rules` lists them (default: on)",
-    )
-    a(
-        "--client",
-        choices=get_args(ClientPreset),
-        help="result-budget preset (default: from the client's name)",
-    )
-    a(
-        "--result-budget",
-        metavar="N",
-        help="most characters one tool result may have, base64 included: ReadFile, Grep and Glob "
-        "return less and say where to continue, ReadMediaFile shrinks its media "
-        "(default: 1 MiB; 100,000 for Kimi CLI and Kimi Code)",
-    )
-    a(
-        "--image-max-side",
-        metavar="N",
-        help="images with a longer side are downscaled to it (default: 2048)",
-    )
-    a(
-        "--history",
-        choices=("on", "off"),
-        help="keep every write's previous content so UndoWrite can restore it, in the state "
-        "directory (README: Undo and history) (default: on)",
-    )
-    a(
-        "--history-max-bytes",
-        metavar="SIZE",
-        help="most bytes of kept contents (500M, 2G); the oldest writes go first (default: 1G)",
-    )
-    a(
-        "--history-max-age",
-        metavar="AGE",
-        help="writes older than this leave the history (36h, 30d) (default: 14d)",
-    )
+
+@dataclass(frozen=True)
+class Flag:
+    """One server flag. ``value`` is its metavar (``"DIR"``), its allowed values (a tuple), or
+    None for an on/off switch (``--confine`` / ``--no-confine``). ``many`` makes it repeatable,
+    collected in that Settings field. Help is "what it does (default: X)": the README's flag
+    table is made from it (scripts/flags_table.py)."""
+
+    name: str
+    value: str | tuple[str, ...] | None
+    help: str
+    many: str | None = None
+    convert: Callable[[str], str] | None = None
+
+    def add_to(self, p: argparse.ArgumentParser) -> None:
+        kw: dict[str, Any] = {"help": self.help}
+        if self.value is None:
+            kw.update(action=argparse.BooleanOptionalAction, default=None)
+        elif isinstance(self.value, tuple):
+            kw["choices"] = self.value
+        else:
+            kw["metavar"] = self.value
+        if self.many:
+            kw.update(action="append", dest=self.many)
+        if self.convert:
+            kw["type"] = self.convert
+        p.add_argument(self.name, **kw)
+
+
+# fmt: off
+SERVER_FLAGS: tuple[Flag, ...] = (
+    Flag("--workdir", "DIR", "the directory served; relative paths start here (default: current directory)"),
+    Flag("--add-dir", "DIR", "another directory in the workspace (repeatable)", many="add_dirs"),
+    Flag("--confine", None, "never read or write outside the workspace "
+         "(default: on for http, off for stdio)"),
+    Flag("--secret-pattern", "GLOB", "extra sensitive-file pattern, gitignore syntax "
+         "(repeatable; extends the defaults)", many="secret_patterns"),
+    Flag("--transport", get_args(Transport), "how clients connect (default: stdio)"),
+    Flag("--host", "HOST", "HTTP: the address the endpoint binds (default: 127.0.0.1)"),
+    Flag("--port", "N", "HTTP: the port the endpoint listens on (default: 8000)"),
+    Flag("--path", "PATH", "HTTP: the endpoint's path (default: /mcp)"),
+    Flag("--token", "TOKEN", "HTTP: bearer token required on every request (needed off loopback)"),
+    Flag("--state-key", "KEY", "replicas: shared key (16+ characters) sealing approval state, so any replica "
+         "accepts another's 2026-07-28 answer; prefer FILEGATE_STATE_KEY, a flag shows in ps "
+         "(default: one per process)"),
+    Flag("--allowed-origin", "ORIGIN", "HTTP: a browser Origin allowed to call the endpoint (repeatable)",
+         many="allowed_origins"),
+    Flag("--allowed-host", "HOST", "HTTP: another Host header the endpoint answers to, such as a container's "
+         "DNS name files.internal:8000 (repeatable; others get 421)", many="allowed_hosts"),
+    Flag("--max-connections", "N", "HTTP: most connections open at once, also kept 64 under the descriptor "
+         "limit (default: 256)"),
+    Flag("--max-sessions", "N", "HTTP: most handshake-era sessions at once; more get 503 until one ends "
+         "(default: 64)"),
+    Flag("--session-idle-timeout", "SECONDS", "HTTP: end a handshake-era session idle this long, with its "
+         "approvals and roots (default: 900)"),
+    Flag("--log-level", get_args(LogLevel), "stderr log level; stdout carries only JSON-RPC "
+         "(default: WARNING)", convert=_upper),
+    Flag("--approval", get_args(ApprovalMode), "how writes are approved. ask: ask before each write where "
+         "the client can answer, offering grants for a file, a folder or the session; strict: refuse what "
+         "cannot be asked; auto: never ask; ask-always: ask, with no grants and no allow rules "
+         "(default: ask)"),
+    Flag("--grant-ttl", "AGE", "how long a grant given to a 2026-07-28 HTTP client holds (90s, 30m, 2h) "
+         "(default: 30m)"),
+    Flag("--read-only", None, "do not offer the tools that write at all (default: off)"),
+    Flag("--read-guard", ON_OFF, "an edit or overwrite needs a ReadFile of the file since it last changed "
+         "(default: on)"),
+    Flag("--legacy-encoding", "NAME", "the codec of files that are not UTF-8 and declare none, e.g. cp1252, "
+         "gb18030, shift_jis; auto: detect it (default: none, such bytes show as U+FFFD)"),
+    Flag("--edit-match", get_args(EditMatch), "exact: an edit's old text must match the file exactly; "
+         "tolerant: it may differ in whitespace and lookalikes, when the match is unique "
+         "(default: tolerant)"),
+    Flag("--client-rules", ON_OFF, "the rules users wrote for their agents (.cursorignore, .geminiignore, "
+         ".aiexclude, .aiignore, .codeiumignore, Claude Code's permissions.deny/ask) bind these tools too; "
+         "`filegate rules` lists them (default: on)"),
+    Flag("--client", get_args(ClientPreset), "result-budget preset (default: from the client's name)"),
+    Flag("--result-budget", "N", "most characters one tool result may have, base64 included: ReadFile, Grep "
+         "and Glob return less and say where to continue, ReadMediaFile shrinks its media "
+         "(default: 1 MiB; 100,000 for Kimi CLI and Kimi Code)"),
+    Flag("--image-max-side", "N", "images with a longer side are downscaled to it (default: 2048)"),
+    Flag("--history", ON_OFF, "keep every write's previous content so UndoWrite can restore it, in the state "
+         "directory (README: Undo and history) (default: on)"),
+    Flag("--history-max-bytes", "SIZE", "most bytes of kept contents (500M, 2G); the oldest writes go first "
+         "(default: 1G)"),
+    Flag("--history-max-age", "AGE", "writes older than this leave the history (36h, 30d) (default: 14d)"),
+)
+# fmt: on
+
+
+def add_server_flags(p: argparse.ArgumentParser, only: Collection[str] | None = None) -> None:
+    """The flags that configure a server (all of them, or those named in ``only``)."""
+    for flag in SERVER_FLAGS:
+        if only is None or flag.name in only:
+            flag.add_to(p)
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""``filegate history`` and ``filegate undo`` (SPEC §8.4): the write history from a terminal.
+"""``filegate history`` and ``filegate undo``: the write history from a terminal.
 
 ``filegate undo ID`` goes through the very route an UndoWrite call takes (tools/undo_write.py:
 the same checks, the file's lock shared with running servers, its own history line), with the
@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 
 from filegate.flags import ArgumentParser
-from filegate.fsio.history import Entry, Limits, WriteHistory
+from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.pending import shown_home_relative
 from filegate.policy.escape import escape
 from filegate.tools.outcome import Decision, WriteRequest
 
@@ -63,6 +64,40 @@ def entry_line(entry: Entry) -> str:
     return f"{entry.id}  {when}  {entry.tool:<14} {escape(entry.path)}  ({about})"
 
 
+def history_lines(entries: list[Entry]) -> list[str]:
+    """Each write on its line; a set (ApplyPatch, an undone set) as one entry, by its id, with
+    its files (SPEC §10)."""
+    out: list[str] = []
+    sets: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.group:
+            if entry.group not in sets:
+                sets[entry.group] = []
+                out.append(entry.group)  # its place: where its first file is
+            sets[entry.group].append(entry)
+        else:
+            out.append(entry_line(entry))
+    return [set_line(sets[item]) if item in sets else item for item in out]
+
+
+def set_line(members: list[Entry]) -> str:
+    """A set as ``filegate history`` lists it: its id, time, tool, and each file's change."""
+    first = members[0]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first.time))
+    files = "; ".join(f"{escape(e.path)} ({_change(e)})" for e in members)
+    state = "" if first.state == "done" else f", {first.state}"
+    about = f"{first.route}; {escape(first.client) or '-'}{state}"
+    return f"{first.group}  {when}  {first.tool:<14} set of {len(members)} files: {files}  ({about})"
+
+
+def _change(entry: Entry) -> str:
+    if entry.created:
+        return f"created, {entry.size_after} bytes"
+    if entry.removed:
+        return f"removed, was {entry.size_before} bytes"
+    return f"{entry.size_before} -> {entry.size_after} bytes"
+
+
 def list_history(path: str | None, since: float | None) -> list[Entry]:
     entries = _history().entries()
     if path is not None:
@@ -88,15 +123,19 @@ class TerminalApprover:
         print(approval_message(request))
         if self.yes:
             return Decision(True, "terminal")
+        if not sys.stdin.isatty():
+            return Decision(False, "terminal", NO_TERMINAL)
         answer = ""
-        if sys.stdin.isatty():
-            try:
-                answer = input("Undo this write? [y/N] ").strip().lower()
-            except EOFError:  # the input ended (Ctrl-D): no answer, so no
-                print()
+        try:
+            answer = input("Undo this write? [y/N] ").strip().lower()
+        except EOFError:  # the input ended (Ctrl-D): no answer, so no
+            print()
         if answer in ("y", "yes"):
             return Decision(True, "terminal")
-        return Decision(False, "terminal", "Not undone: the user did not confirm.")
+        return Decision(False, "terminal", "Not undone: the answer was not yes.")
+
+
+NO_TERMINAL = "Not undone: there is no terminal to ask; add --yes to undo it without asking."
 
 
 # `filegate undo` takes a unique prefix of an id's digits, this many at least (SPEC §8.4).
@@ -177,8 +216,14 @@ def main(argv: Sequence[str]) -> int:
             "--since", metavar="T", type=parse_since, help="only since T: 2026-11-27T14:00, or 2h, 3d"
         )
         ns = p.parse_args(args)
-        for entry in list_history(ns.path, ns.since):
-            print(entry_line(entry))
+        entries = list_history(ns.path, ns.since)
+        for line in history_lines(entries):
+            print(line)
+        if not entries:
+            where = shown_home_relative(history_dir())
+            what = "No write matches" if ns.path is not None or ns.since is not None else "No writes"
+            # On stderr: what is listed on stdout stays one write a line for a pipe.
+            sys.stderr.write(f"{what} in the write history, kept in {where}.\n")
         return 0
     p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
     p.add_argument(

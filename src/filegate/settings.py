@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Transport = Literal["stdio", "http"]
-ApprovalMode = Literal["ask", "strict", "auto"]
+ApprovalMode = Literal["ask", "strict", "auto", "ask-always"]
 ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "generic"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 EditMatch = Literal["tolerant", "exact"]
@@ -23,7 +23,7 @@ DEFAULT_RESULT_BUDGET = 1 << 20
 # refused (flags.py) and a variable named in the start-up line (server/startup.py), SPEC §5.
 HTTP_ONLY = (
     "host", "port", "path", "token", "allowed_origins", "allowed_hosts",
-    "max_connections", "max_sessions", "session_idle_timeout",
+    "max_connections", "max_sessions", "session_idle_timeout", "grant_ttl",
 )  # fmt: skip
 
 
@@ -111,13 +111,16 @@ class Settings(BaseSettings):
     history: Literal["on", "off"] = "on"
     history_max_bytes: int = Field(default=1 << 30, ge=0)
     history_max_age: float = Field(default=14 * 86400.0, gt=0)
+    # SPEC §11: how long a grant handle given to a 2026-07-28 HTTP client holds (a session's
+    # grants last as long as the session).
+    grant_ttl: float = Field(default=30 * 60.0, ge=1, le=7 * 86400)
 
     @field_validator("history_max_bytes", mode="before")
     @classmethod
     def _bytes_with_unit(cls, value: object) -> object:
         return _with_unit(value, _BYTE_UNITS)
 
-    @field_validator("history_max_age", mode="before")
+    @field_validator("history_max_age", "grant_ttl", mode="before")
     @classmethod
     def _age_with_unit(cls, value: object) -> object:
         return _with_unit(value, _AGE_UNITS)

@@ -78,6 +78,43 @@ def undo_args(received: list[Seen]) -> dict[str, str]:
 UNDO_STEPS = [STEPS[READ], STEPS[EDIT], Step("UndoWrite", undo_args)]
 UNDONE, UNDO = 1, 2
 
+# ApplyPatch (SPEC §10): three files read, one set changing them (an edit, a move with an edit,
+# a new file in a new folder), then its undo by the set's id. Codex's model writes the V4A
+# envelope; Claude Code's the `changes` list.
+PATCH_V4A = """*** Begin Patch
+*** Update File: notes.txt
+@@
+ second line
+-the heron flies at 7731 hours
++the crane flies at 7731 hours
+*** Update File: src/a.py
+*** Move to: src/b.py
+@@
+ import os
+-SIGNAL = 'grep-target-5521'
++SIGNAL = 'moved-5521'
+*** Add File: docs/added.md
++# Added by a set
+*** End Patch
+"""
+PATCH_CHANGES = [
+    {"path": "notes.txt", "edits": [{"old": "heron", "new": "crane"}]},
+    {"path": "src/a.py", "move_to": "src/b.py", "edits": [{"old": "grep-target", "new": "moved"}]},
+    {"path": "docs/added.md", "content": "# Added by a set\n"},
+]
+PATCHED, PATCH_UNDO = 3, 4
+
+
+def patch_undo_args(received: list[Seen]) -> dict[str, str]:
+    found = WRITE_ID.search(received[PATCHED].text)
+    assert found, f"no write id in what the model received: {received[PATCHED].text[:2000]}"
+    return {"write_id": found.group(1)}
+
+
+def patch_steps(args: dict[str, Any]) -> list[Step]:
+    reads = [Step("ReadFile", {"path": p}) for p in ("notes.txt", "src/a.py", "main.go")]
+    return [*reads, Step("ApplyPatch", args), Step("UndoWrite", patch_undo_args)]
+
 
 def png(width: int, height: int, noise: bool = False) -> bytes:
     """A real PNG (RGBA); ``noise`` makes it incompressible (its size ~ 4 bytes a pixel)."""
@@ -290,6 +327,22 @@ def check_undone(r: Run) -> None:
     assert f"Undid {write_id}: `notes.txt` restored as it was before it." in undone.text, undone.text
     assert WRITE_ID.search(undone.text), undone.text  # the undo is itself a write, undoable
     assert (r.ws / "notes.txt").read_bytes() == NOTES.encode()
+
+
+def check_patched_and_undone(r: Run) -> None:
+    """The set landed whole (the model told each file and one id); its undo put all three
+    files back as they were (the moved one at its old name, the new one gone)."""
+    patched, undone = r.seen(PATCHED), r.seen(PATCH_UNDO)
+    assert not patched.error, patched.text
+    assert "Applied 3 file changes as one write." in patched.text, patched.text
+    for line in ("- modified `notes.txt`", "- moved `src/a.py` → `src/b.py`", "- added `docs/added.md`"):
+        assert line in patched.text, patched.text
+    set_id = patch_undo_args(r.rec.results)["write_id"]
+    assert not undone.error, undone.text
+    assert f"Undid {set_id}: 4 files as they were before it." in undone.text, undone.text
+    assert (r.ws / "notes.txt").read_text() == NOTES
+    assert (r.ws / "src" / "a.py").read_text() == f"import os\n{GREP_LINE}\n"
+    assert not (r.ws / "src" / "b.py").exists() and not (r.ws / "docs" / "added.md").exists()
 
 
 def check_notebook(r: Run) -> None:

@@ -81,6 +81,13 @@ def undo_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="module")
+def patch_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-patch")
+    args = {"patch": h.PATCH_V4A} if agent.name == "codex" else {"changes": h.PATCH_CHANGES}
+    return agent.start(tmp, *unattended(agent), steps=h.patch_steps(args))
+
+
+@pytest.fixture(scope="module")
 def document_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
     tmp = tmp_path_factory.mktemp(f"{agent.name}-documents")
     return agent.start(tmp, *agent.install_flags, steps=h.DOCUMENT_STEPS)
@@ -213,6 +220,12 @@ def test_space_indented_edit_of_a_tab_indented_file_lands(ladder_run: h.Run) -> 
 def test_undo_restores_the_write_and_the_model_is_told(undo_run: h.Run) -> None:
     # The model undoes its edit by the write id the edit's message ended with.
     h.check_undone(undo_run)
+
+
+@for_agents("codex", "claude-code")
+def test_a_three_file_set_lands_and_its_undo_restores_all_three(patch_run: h.Run) -> None:
+    # Codex's model sends the V4A envelope, Claude Code's the changes list (SPEC §10).
+    h.check_patched_and_undone(patch_run)
 
 
 # --- documents (SPEC §8.6) ----------------------------------------------------------------

@@ -136,7 +136,7 @@ def test_the_simulated_runs_include_security_and_server() -> None:
 
 def test_the_release_workflow_publishes_by_trusted_publishing_only() -> None:
     """Ready for when the accounts exist: a version tag builds and checks the wheel, the sdist
-    and the bundle, and PyPI is reached by OIDC, never with a stored password or token."""
+    and a bundle for each platform Claude Desktop runs on, and PyPI is reached by OIDC, never with a stored password or token."""
     path = WORKFLOW.with_name("release.yml")
     body = path.read_text(encoding="utf-8")
     release = yaml.safe_load(body)
@@ -145,6 +145,9 @@ def test_the_release_workflow_publishes_by_trusted_publishing_only() -> None:
     build = steps_text(jobs["build"])
     assert "python -m build" in build and "twine check --strict dist/*" in build
     assert "scripts/build_mcpb.py" in build
+    for target in ("linux-x86_64", "macos-arm64", "macos-x86_64", "windows-x64"):
+        assert target in build, f"no {target} bundle"
+    assert "rm dist/*.mcpb" in steps_text(jobs["pypi"])
     pypi = jobs["pypi"]
     assert pypi["permissions"] == {"id-token": "write"} and pypi["environment"] == "pypi"
     assert "pypa/gh-action-pypi-publish" in steps_text(pypi)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import dockerfile
 import pytest
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 
 from tests.conftest import FILEGATE, free_port, text
 from tests.server.served import serve
@@ -183,3 +185,57 @@ def test_hadolint_finds_nothing() -> None:
             assert lines[n - 1].startswith("# ") and "hadolint" not in lines[n - 1], (
                 "an ignore without its reason"
             )
+
+
+def image_env(instructions: list[Any]) -> dict[str, str]:
+    """The image's ENV, as the container's process sees it."""
+    env: dict[str, str] = {}
+    for i in only(instructions, "ENV"):
+        env |= dict(zip(i.value[::2], i.value[1::2], strict=True))
+    return env
+
+
+def test_the_image_gives_any_user_a_writable_state_folder(instructions: list[Any]) -> None:
+    state = image_env(instructions).get("XDG_STATE_HOME")
+    assert state == "/state"
+    made = [r.value[0] for r in only(instructions, "RUN") if f"mkdir /workspace {state}" in r.value[0]]
+    assert made and f"chmod 1777 {state}" in made[0]
+
+
+@pytest.mark.parametrize("with_the_images_env", [True, False])
+async def test_a_write_under_docker_run_user_is_kept_in_the_state_folder(
+    instructions: list[Any], tmp_path: Path, with_the_images_env: bool
+) -> None:
+    """`docker run --user "$(id -u):$(id -g)" ... filegate --transport stdio`, simulated (no engine
+    here): the image's command line and ENV, the container's / as a folder this process may not
+    write (HOME is / for a --user the image does not know), /state made as the image makes it,
+    and the server started by util-linux's setpriv without CAP_DAC_OVERRIDE, so permission bits
+    bind it as they bind that user. Without the image's XDG_STATE_HOME every write failed."""
+    root = tmp_path / "container-root"
+    state = root / "state"
+    state.mkdir(parents=True)
+    state.chmod(0o1777)
+    os.chown(root, 10001, 10001)  # another user's /: not writable here
+    os.chown(state, 10001, 10001)
+    workspace = tmp_path / "ws"  # the -v "$PWD:/workspace" mount: the user's own folder
+    workspace.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(root)}
+    if with_the_images_env:
+        env |= {k: v.replace("/state", str(state), 1) for k, v in image_env(instructions).items()}
+    command = here([*entrypoint(instructions), "--transport", "stdio"], workspace, 8000)
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to drop root's override of permission bits"
+        command = [setpriv, "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--",
+                   *command]  # fmt: skip
+    transport = StdioTransport(command[0], command[1:], env=env, cwd=str(workspace), keep_alive=False)
+    async with Client(transport) as c:
+        r = await c.call_tool("WriteFile", {"path": "made.txt", "content": "in the container\n"},
+                              raise_on_error=False)  # fmt: skip
+    if with_the_images_env:
+        assert not r.is_error, text(r)
+        assert (workspace / "made.txt").read_text() == "in the container\n"
+        assert (state / "filegate" / "history" / "history.jsonl").is_file()
+    else:
+        assert r.is_error and "in the write history at ~/.local/state/filegate/history" in text(r)
+        assert not (workspace / "made.txt").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -123,6 +124,11 @@ async def test_install_from_the_wheel_writes_every_client_and_each_entry_starts(
                 assert "served through the installed configuration" in text(r), client
 
 
+# What test and tool runs leave in a checkout: never in the sdist (tests/test_distribution.py
+# checks pyproject.toml excludes them; the build below, that none is in the sdist).
+LEFTOVERS = (".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "mutants", "htmlcov")
+
+
 def test_the_wheel_and_the_sdist_build_and_pass_twine_check(tmp_path: Path) -> None:
     """What PyPI would be given (the release workflow builds the same way): both built by
     `python -m build`, both accepted by `twine check --strict` (metadata, README rendering)."""
@@ -141,4 +147,11 @@ def test_the_wheel_and_the_sdist_build_and_pass_twine_check(tmp_path: Path) -> N
     assert "Content-Type: text/markdown" in metadata and "<!-- mcp-name: " in description
     targets = re.findall(r"\]\(([^)\s]*)\)", description)
     assert targets and [t for t in targets if not t.startswith("https://")] == []
-    assert "](https://github.com/filegate/filegate#flags)" in description
+    assert "](https://github.com/filegate/filegate/blob/main/docs/CONFIGURATION.md#flags)" in description
+    # The sdist holds the repository, not what test runs left in it (.hypothesis/ is made by the
+    # default set, which runs before this one).
+    with tarfile.open(tmp_path / built[1]) as sdist:
+        members = [m.name.split("/", 1)[-1] for m in sdist.getmembers()]
+    left = [m for m in members if m.split("/")[0] in LEFTOVERS or m.startswith(".coverage")]
+    assert left == [] and "src/filegate/cli.py" in members
+    assert "](https://github.com/filegate/filegate#undo)" in description

@@ -1,6 +1,7 @@
-"""Every client configuration in the README, run exactly as written.
+"""Every client configuration in the docs, run exactly as written (the README's clients section
+points to docs/CONFIGURATION.md for entries by hand).
 
-The README's "## Client configuration" section holds ```json mcpServers (VS Code: servers)
+docs/CONFIGURATION.md's "## Client configuration" section holds ```json mcpServers (VS Code: servers)
 snippets, ```toml mcp_servers tables (Codex), and ```sh lines such as
 `claude mcp add ... -- filegate ...`, `filegate install ...` and `docker run ...`. For each stdio entry the test starts that
 very command line — `filegate` mapped to this venv's script, the `/path/to/project`
@@ -34,7 +35,7 @@ from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
 # The Inspector may be installed from npm by the first test that needs it.
 pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S)
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "CONFIGURATION.md"
 SECTION = "## Client configuration"
 PLACEHOLDER_DIR = "/path/to/project"
 SNIPPET_PORT = "8000"
@@ -57,7 +58,7 @@ class Entry:
 
 def section(readme: str) -> str:
     start = readme.find(f"\n{SECTION}\n")
-    assert start >= 0, f"README.md has no '{SECTION}' heading"
+    assert start >= 0, f"{README.name} has no '{SECTION}' heading"
     rest = readme[start + len(SECTION) + 2 :]
     end = re.search(r"^## ", rest, flags=re.M)
     return rest[: end.start()] if end else rest
@@ -289,7 +290,7 @@ def docker_stdio_lines(sec: str) -> list[list[str]]:
 async def test_docker_stdio_lines_override_the_images_http_entrypoint(ws: Path) -> None:
     """No engine here: the image's ENTRYPOINT (from the Dockerfile) plus the README's words after
     the image name, run locally with /workspace mapped to a temp workspace, serve stdio."""
-    dockerfile = (README.parent / "Dockerfile").read_text()
+    dockerfile = (README.parents[1] / "Dockerfile").read_text()
     entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M).group(1))  # type: ignore[union-attr]
     lines = docker_stdio_lines(section(README.read_text()))
     assert len(lines) == 2, lines

@@ -23,6 +23,7 @@ from filegate.fsio.codec import (
     decide,
     decide_for_data,
     declared,
+    detected,
     is_utf8,
     line_endings,
     usable_codec,
@@ -232,3 +233,62 @@ def test_summaries_name_every_codec_but_utf8_and_where_it_came_from() -> None:
         and FileCodec("utf-32-le").unit == 4
         and FileCodec("gb18030").unit == 1
     )
+
+
+# --- `--legacy-encoding auto` on Western text: a corpus ------------------------------------
+
+# Short everyday sentences of the languages cp1252 (and Latin-1) serve, as files hold them.
+WESTERN_CORPUS = {
+    "French": [
+        "Très bien, à côté de la gare.",
+        "Le garçon était fâché à cause du dîner.",
+        "Où est la bibliothèque ? Là-bas, près du théâtre.",
+        "café",
+        "Noël à Besançon",
+    ],
+    "Italian": ["Però è così, perché là c'è un caffè.", "Più tardi andrò in città.", "Sì, è vero."],
+    "Spanish": ["El niño comió piña el año pasado.", "¿Dónde está la estación?", "mañana"],
+    "Portuguese": ["Não há nada à frente, só ações e cães.", "Coração, razão e emoção.", "São Paulo"],
+    "German": ["Grüße aus München, schöne Straße.", "Äpfel und Öl für die Küche.", "Maß"],
+    "Danish": ["Rødgrød med fløde.", "Vi ses på søndag i Århus.", "Tromsø"],
+    "Swedish": ["Hej på dig, hur mår du? Bra, tack.", "Räksmörgås åt två."],
+    "Dutch": ["Een geïnteresseerde café-eigenaar.", "Zij gaat naar Curaçao."],
+    "Catalan": ["L'àvia va menjar préssec a la plaça.", "Què fas demà?"],
+    "Icelandic": ["Það er gott að vera í Reykjavík.", "Þórður"],
+}
+
+
+@pytest.mark.parametrize("codec", ["cp1252", "latin-1"])
+@pytest.mark.parametrize("language", sorted(WESTERN_CORPUS))
+def test_auto_never_takes_a_central_european_page_for_western_text(language: str, codec: str) -> None:
+    """charset-normalizer ranks cp1250 (or cp1006) first for most of these, with the same
+    zero mess as cp1252; an edit written in that guess would damage the file."""
+    for sentence in WESTERN_CORPUS[language]:
+        for text in (sentence, sentence + "\n", (sentence + "\n") * 20):
+            guess = detected(text.encode(codec))
+            assert guess in ("cp1252", None), f"{sentence!r} ({codec}) guessed as {guess}"
+            if guess is not None:
+                assert text.encode(codec).decode(guess) == text
+
+
+# Central European text with letters cp1252 reads as no Western language has them.
+CENTRAL_EUROPEAN = {
+    "Polish": "Zażółć gęślą jaźń. Litwo, ojczyzno moja, ty jesteś jak zdrowie.",
+    "Czech": "Dobrý den, jak se máte? Děkuji, mám se dobře.",
+    "Hungarian": "Árvíztűrő tükörfúrógép. Öt szép szűz lány őrült írót nyúz.",
+    "Slovak": "Ďakujem, mám sa dobre. Kôň a ľad.",
+}
+
+
+@pytest.mark.parametrize("language", sorted(CENTRAL_EUROPEAN))
+def test_auto_takes_a_central_european_page_on_strong_evidence(language: str) -> None:
+    text = CENTRAL_EUROPEAN[language] + "\n"
+    assert detected(text.encode("cp1250")) == "cp1250"
+
+
+def test_auto_leaves_cyrillic_and_other_scripts_to_the_detector() -> None:
+    text = "Привет, как дела? Всё хорошо, спасибо.\n"
+    assert detected(text.encode("cp1251")) == "cp1251"
+    japanese = "日本語のテキストです。今日は晴れです。\n"
+    assert detected(japanese.encode("shift_jis")) == "cp932"
+    assert detected("한국어 텍스트입니다.\n".encode("euc_kr")) == "cp949"

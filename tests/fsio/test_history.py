@@ -162,8 +162,8 @@ def test_a_history_directory_that_is_a_symlink_stops_the_write(target: Path, tmp
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
     assert caught.value.message == (
-        f"Failed to keep the previous content of `a.txt` in the write history ({history_dir()} is not a "
-        "directory of this user). Nothing was written. `--history off` turns the history off."
+        f"Failed to keep the previous content of `a.txt` in the write history at {history_dir()} "
+        f"({history_dir()} is not a directory of this user). Nothing was written. `--history off` turns the history off."
     )
     assert list(elsewhere.iterdir()) == []
 
@@ -174,8 +174,8 @@ def test_a_history_the_system_refuses_to_extend_stops_the_write_with_its_reason(
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
     assert caught.value.message == (
-        "Failed to keep the previous content of `a.txt` in the write history (it is a directory). "
-        "Nothing was written. `--history off` turns the history off."
+        f"Failed to keep the previous content of `a.txt` in the write history at {history_dir()} "
+        "(it is a directory). Nothing was written. `--history off` turns the history off."
     )
 
 
@@ -189,6 +189,7 @@ def test_an_unwritable_state_directory_stops_the_write_with_the_reason(target: P
     with pytest.raises(WriteError) as caught:
         WriteHistory().begin("WriteFile", rp(target), "cli", "auto", b"old\n", b"new")
     assert caught.value.brief == "History failed"
+    assert f"in the write history at {history_dir()} (" in caught.value.message
 
 
 def test_a_sensitive_write_keeps_no_copy_hash_size_or_mode(target: Path) -> None:

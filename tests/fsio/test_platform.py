@@ -191,7 +191,7 @@ def test_a_write_without_dir_fd_whose_parent_is_swapped_after_its_check_writes_n
         monkeypatch.setattr(platform, "fd_path", lambda fd: None)
     (ws / "d").mkdir()
     before = _everything_in(outside)
-    _swap_after(monkeypatch, "_check_parent_by_path", ws / "d", outside)
+    _swap_after(monkeypatch, "check_parent_by_path", ws / "d", outside)
     with pytest.raises(WriteError, match="changed while being written"):
         replace_file(ws / "d" / "new.txt", b"PWNED", expect=Snapshot.absent(), shown="d/new.txt")
     assert _everything_in(outside) == before

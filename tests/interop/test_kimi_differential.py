@@ -135,12 +135,18 @@ RULES = [
         "says what of the file's style an overwrite kept; SPEC §8.4 ends it with the write's id",
         ("WriteFile", "StrReplaceFile"),
         ours=lambda t, root: re.sub(
-            r"( Created a new file\.| Line endings: [^\n]*? written with CRLF\.| Lines: \+\d+ -\d+\."
+            r"( Line endings: [^\n]*? written with CRLF\.| Lines: \+\d+ -\d+\."
             r"| The file already had this content; nothing changed\.| Kept the file's .*?(?= Write id: |$)"
             r"| Write id: w-[0-9a-f]{16}\.$)",
             "",
             t,
         ),
+    ),
+    Rule(
+        "intended: a file that did not exist says it was created (Created `new1.txt`.), where "
+        "Kimi says it was overwritten (no scenario appends to a missing file)",
+        ("WriteFile",),
+        ours=lambda t, root: re.sub(r"^Created `[^`\n]*`\.", "File successfully overwritten.", t),
     ),
     Rule(
         "fix: SPEC §4 Grep — paths are printed relative to the workdir, without Kimi's `./`",

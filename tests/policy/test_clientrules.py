@@ -13,7 +13,7 @@ import pytest
 
 from filegate.errors import PathError
 from filegate.policy.clientrules import MAX_RULE_BYTES, ClientRules, RuleFileError, literal_start
-from filegate.policy.rulelisting import describe, ignore_files_under
+from filegate.policy.rulelisting import PRECEDENCE, describe, ignore_files_under
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
@@ -292,18 +292,28 @@ def test_the_listing_names_sources_precedence_and_problems(ws: Path, home: Path)
     (ws / "node_modules").mkdir()
     (ws / "node_modules" / ".aiignore").write_text("x\n")  # not walked into
     settings(ws / ".claude" / "settings.json", deny=["Read(./s)"], ask=["Edit(./e)"])
+    (ws / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Edit(**)"]}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Edit(src/**)"]}}))
     os.symlink("/nowhere", ws / ".aiexclude")
-    said = describe(ClientRules((ws,), ws, home, read_rule_file))
+    said, unusable = describe(ClientRules((ws,), ws, home, read_rule_file))
+    assert unusable == 1
     assert "Precedence" in said
     assert "a/.cursorignore (Cursor; hides from reading under a/)\n  prod.yml" in said
     assert ".claude/settings.json (Claude Code settings" in said
-    assert "  deny  Read(./s)" in said and "  ask   Edit(./e)" in said
+    assert "  deny   Read(./s)" in said and "  ask    Edit(./e)" in said
+    # SPEC §11: the user's own allow rule is listed; a workspace's is no rule here at all
+    assert "~/.claude/settings.json (Claude Code settings" in said and "  allow  Edit(src/**)" in said
+    assert "Edit(**)" not in said
+    (home / ".claude" / "settings.json").unlink()
     assert "Unusable rule files" in said and ".aiexclude is a symlink" in said
     assert "node_modules" not in said
     assert ignore_files_under(str(ws), max_dirs=1)[1] is False
     empty = Path(str(ws) + "-empty")
     empty.mkdir()
-    assert "No client rule file found." in describe(ClientRules((empty,), empty, home, read_rule_file))
+    assert describe(ClientRules((empty,), empty, home, read_rule_file)) == (
+        f"{PRECEDENCE}\n\nNo client rule file found.",
+        0,
+    )
 
 
 def test_filegate_rules_command(
@@ -317,6 +327,23 @@ def test_filegate_rules_command(
     assert ".geminiignore (Gemini CLI; hides from reading under ./)\n  *.csv" in capsys.readouterr().out
     assert main(["rules", "--workdir", str(ws), "--client-rules", "off"]) == 0
     assert "Client rules are off" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("broken", ["workspace", "home"])
+def test_filegate_rules_exits_non_zero_on_a_broken_rule_file(
+    ws: Path, home: Path, broken: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule file that stops every tool call is not a listing that went well: exit 1."""
+    from filegate.cli import main
+
+    monkeypatch.setenv("HOME", str(home))
+    where = ws if broken == "workspace" else home
+    (where / ".claude").mkdir(exist_ok=True)
+    (where / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Read(./x)",]}}')
+    assert main(["rules", "--workdir", str(ws)]) == 1
+    out = capsys.readouterr().out
+    assert "Unusable rule files (every tool call fails until they are fixed):" in out
+    assert "settings.json is not valid JSON" in out
 
 
 # --- the bookkeeping a mutation run found untested ----------------------------------------------
@@ -435,8 +462,8 @@ def test_the_fail_closed_message_in_full(ws: Path, home: Path) -> None:
         "A client rule file cannot be used: `.claude/settings.json` is not a JSON object; "
         "`.claude/settings.local.json` has a `permissions` that is not an object; "
         "`~/.claude/settings.json` is not valid JSON (not UTF-8 text). filegate refuses every call "
-        "until it is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the "
-        "server runs with `--client-rules off`."
+        "until it is fixed (a rule it cannot read might hide anything), or until the server runs "
+        "with `--client-rules off`. `filegate rules` lists the rule files."
     )
 
 

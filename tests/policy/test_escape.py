@@ -98,3 +98,15 @@ def test_escape_log_escapes_again_without_doubling_backslashes() -> None:
     assert escape_log(once) == once  # escaping an escaped field again changes nothing
     assert escape_log("a\nb\\c") == "a\\x0ab\\c"  # a library's raw line break, its backslash kept
     assert escape_log("z\u0301\u0302\u0303") == "z\\u0301\\u0302\\u0303"
+
+
+def test_a_log_record_keeps_the_backticks_that_quote_its_names() -> None:
+    """A record reads as its sentence (`a.txt`, not \\x60a.txt\\x60); a backtick inside a name
+    was escaped with the name, as a field, before the record was made."""
+    from filegate.policy.escape import escape_record as escape_log
+
+    record = f"Failed to keep the previous content of `{escape('we`ird.txt')}` in the write history"
+    assert escape_log(record) == (
+        "Failed to keep the previous content of `we\\x60ird.txt` in the write history"
+    )
+    assert escape_log("`a`\n") == "`a`\\x0a"

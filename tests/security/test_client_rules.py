@@ -425,3 +425,21 @@ async def test_stdio_server_honours_cursorignore(ws: Path, home: Path) -> None:
     async with Client(stdio_transport(ws, env={"HOME": str(home)})) as c:
         r = await call(c, "ReadFile", path="a.txt")
     assert r.is_error and CANARY not in text(r) and "`.cursorignore`" in text(r)
+
+
+async def test_a_rule_file_write_keeps_its_previous_content_and_can_be_undone(
+    ws: Path, home: Path, mode: str
+) -> None:
+    """Rule files are guarded for writing, not secret: the history keeps what they held, so an
+    approved change to .cursorignore can be undone (a secret's write keeps nothing)."""
+    write_rules(ws)
+    (ws / ".env").write_text("TOKEN=1\n")
+    answers = Answers("approve")
+    async with connect(ws, mode, read_guard=False, client_elicitation_handler=answers) as c:
+        changed = await call(c, "WriteFile", path=".cursorignore", content="")
+        secret = await call(c, "WriteFile", path=".env", content="TOKEN=2\n")
+        undone = await call(c, "UndoWrite", write_id=write_id_of(text(changed)))
+        not_kept = await call(c, "UndoWrite", write_id=write_id_of(text(secret)))
+    assert not undone.is_error, text(undone)
+    assert (ws / ".cursorignore").read_text() == "hidden.txt\n"
+    assert not_kept.is_error and "its previous content was not kept (sensitive file)" in text(not_kept)

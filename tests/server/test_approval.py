@@ -130,7 +130,9 @@ async def test_a_handshake_session_approval_not_offered_is_not_remembered(ws: Pa
         assert not (await call(c, "WriteFile", path="plain.txt", content="x")).is_error
         assert not (await call(c, "WriteFile", path="more.txt", content="y")).is_error
     # The second question offered the session choice and its answer took it: the third is not asked.
-    assert asked == [["approve", "reject"], ["approve", "approve_for_session", "reject"]], asked
+    assert asked == [["approve", "reject"], ["approve", "approve_file", "approve_for_session", "reject"]], (
+        asked
+    )
 
 
 async def test_a_client_that_refuses_its_own_answer_writes_nothing_and_says_why_in_one_line(
@@ -169,7 +171,7 @@ async def test_session_approval_skips_later_asks_in_a_handshake_session(ws: Path
             r = await call(c, "WriteFile", path=f"f{i}.txt", content=str(i))
             assert not r.is_error, text(r)
     assert len(answers.messages) == 1
-    assert answers.choices == ["approve", "approve_for_session", "reject"]
+    assert answers.choices == ["approve", "approve_file", "approve_for_session", "reject"]
     assert [(ws / f"f{i}.txt").read_text() for i in range(3)] == ["0", "1", "2"]
 
 
@@ -178,7 +180,8 @@ async def test_session_approval_is_not_offered_on_a_2026_connection_without_sess
     async with connect(ws, "auto", client_elicitation_handler=answers) as c:
         await call(c, "WriteFile", path="a.txt", content="1")
         await call(c, "WriteFile", path="b.txt", content="2")
-    assert answers.choices == ["approve", "reject"]
+    # No session: the class-wide choice is not offered; the file is, for --grant-ttl (SPEC §11)
+    assert answers.choices == ["approve", "approve_file", "reject"]
     assert len(answers.messages) == 2
     assert (ws / "b.txt").read_text() == "2"
 

@@ -27,6 +27,7 @@ from filegate.server import approval
 from filegate.server.app import build_server
 from filegate.server.approval import OpenQuestions, SealedOperation
 from filegate.server.http import build_http_app
+from filegate.server.questions import Choices
 from filegate.settings import Settings
 from filegate.tools.outcome import WriteRequest
 from tests.conftest import call, connect, free_port, make_server, text
@@ -328,16 +329,19 @@ def _request(**kw: Any) -> WriteRequest:
 
 
 def test_the_sealed_operation_round_trips_and_binds_tool_path_and_both_hashes() -> None:
-    sealed = SealedOperation.of(_request(), True, "n0nce", 2)
+    choices = Choices(file=True, folder="src/", write_class="inside")
+    sealed = SealedOperation.of(_request(), choices, "n0nce", 2)
+    offered = ["approve", "approve_file", "approve_folder", "approve_for_session", "reject"]
     assert sealed == SealedOperation(
-        approval.STATE_VERSION, "WriteFile", "/w/a.txt", "o", "n", True, "n0nce", 2
+        approval.STATE_VERSION, "WriteFile", "/w/a.txt", "o", "n", offered, "n0nce", 2
     )
     assert SealedOperation.parse(sealed.dump()) == sealed
     assert sealed.dump() == (  # compact JSON: the SDK seals it into every input-required result
         f'{{"v":{approval.STATE_VERSION},"tool":"WriteFile","path":"/w/a.txt","old":"o","new":"n",'
-        '"session":true,"nonce":"n0nce","reasks":2}'
+        '"choices":["approve","approve_file","approve_folder","approve_for_session","reject"],'
+        '"nonce":"n0nce","reasks":2}'
     )
-    assert SealedOperation.of(_request(), False, "n").reasks == 0
+    assert SealedOperation.of(_request(), Choices(), "n").reasks == 0
     assert sealed.matches(_request())
     for other in (dict(tool="StrReplaceFile"), dict(real=Path("/w/b.txt"))):
         assert not sealed.same_target(_request(**other)) and not sealed.matches(_request(**other))
@@ -354,7 +358,7 @@ def test_a_state_that_is_not_a_sealed_operation_parses_to_nothing(state: str | N
 
 
 def test_a_state_of_another_version_or_with_unknown_fields_parses_to_nothing() -> None:
-    fields = json.loads(SealedOperation.of(_request(), False, "n").dump())
+    fields = json.loads(SealedOperation.of(_request(), Choices(), "n").dump())
     assert SealedOperation.parse(json.dumps(fields)) is not None
     assert SealedOperation.parse(json.dumps({**fields, "v": approval.STATE_VERSION - 1})) is None
     assert SealedOperation.parse(json.dumps({**fields, "extra": 1})) is None
@@ -447,12 +451,25 @@ async def test_the_form_offers_the_session_choice_by_write_class_and_never_for_a
     answers = Answers("reject")
     async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
         await call(c, "WriteFile", path="in.txt", content="1")
+        await call(c, "WriteFile", path="src/pkg/in.txt", content="1", create_dirs=True)
         await call(c, "WriteFile", path=str(outside / "out.txt"), content="2")
         await call(c, "WriteFile", path=".env", content="K=1\n")
     approve, reject = ("approve", "Approve this write"), ("reject", "Reject")
-    session = "Approve, and allow further writes {} the workspace this session without asking"
+    this_file = ("approve_file", "Approve this file for this session")
+    session = "Approve all writes {} the workspace for this session"
+    # SPEC §11: a file directly in the workspace has no folder to grant (never the root
+    # alone); one deeper is offered its top folder; outside, neither file nor folder.
     assert answers.schemas == [
-        _form([approve, ("approve_for_session", session.format("inside")), reject]),
+        _form([approve, this_file, ("approve_for_session", session.format("inside")), reject]),
+        _form(
+            [
+                approve,
+                this_file,
+                ("approve_folder", "Approve edits under `src/` for this session"),
+                ("approve_for_session", session.format("inside")),
+                reject,
+            ]
+        ),
         _form([approve, ("approve_for_session", session.format("outside")), reject]),
         _form([approve, reject]),
     ]
@@ -535,7 +552,7 @@ async def test_a_2026_stdio_process_is_one_session(ws: Path) -> None:
                 assert not (await call(c, "WriteFile", path=name, content="x")).is_error
     finally:
         reset_transport(token)
-    assert answers.choices == ["approve", "approve_for_session", "reject"]
+    assert answers.choices == ["approve", "approve_file", "approve_for_session", "reject"]
     assert len(answers.messages) == 1 and (ws / "b.txt").read_text() == "x"
 
 

@@ -167,3 +167,27 @@ async def test_a_write_made_through_one_replica_is_undone_through_another(ws: Pa
     assert WRITE_ID.search(text(undo))
     assert (ws / "a.txt").read_text() == "before\n"
     assert (state_home / "filegate" / "history" / "history.jsonl").is_file()
+
+
+# --- ApplyPatch: two replicas' sets over shared files never interleave (SPEC §10) -----------
+
+
+async def test_overlapping_sets_through_two_replicas_never_interleave(ws: Path, state_home: Path) -> None:
+    """Each set writes its own token into the same three files, listed in opposite orders by
+    the two replicas: each set takes every file's lock in one order (deadlock-free), so after
+    each round all three files hold one set's token, never a mix of both."""
+    names = ["x.txt", "y.txt", "z.txt"]
+    for name in names:
+        (ws / name).write_text("start\n")
+    with http_server(ws, "--approval", "auto") as one, http_server(ws, "--approval", "auto") as two:
+        async with Client(one.url) as c1, Client(two.url) as c2:
+            for round_ in range(12):
+                calls = []
+                for who, (client, order) in enumerate(((c1, names), (c2, names[::-1]))):
+                    changes = [{"path": n, "content": f"set {who} round {round_}\n"} for n in order]
+                    calls.append(client.call_tool("ApplyPatch", {"changes": changes}, raise_on_error=False))
+                results = await asyncio.wait_for(asyncio.gather(*calls), 60)
+                for r in results:
+                    assert not r.is_error, text(r)
+                held = {(ws / n).read_text() for n in names}
+                assert len(held) == 1, f"round {round_}: the sets interleaved: {held}"

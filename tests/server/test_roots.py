@@ -286,8 +286,8 @@ def test_an_escaped_roots_change_over_stdio_narrows_the_next_call(ws: Path) -> N
 
 
 def test_the_readme_quotes_what_an_empty_roots_list_logs() -> None:
-    """README and code agree: the configured workspace, and one warning line with these words."""
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    """The docs and code agree: the configured workspace, and one warning line with these words."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "docs" / "SAFETY.md").read_text().split())
     assert "filegate serves its configured workspace" in readme
     assert (
         "logs one warning line per session saying so (`client … sent an empty roots list (it offers no "

@@ -68,7 +68,7 @@ CALLS: list[tuple[str, dict[str, Any], str]] = [
     (
         "WriteFile",
         {"path": "new.txt", "content": "x\n"},
-        "File successfully overwritten. Current size: 2 bytes. Created a new file. Lines: +1 -0.",
+        "Created `new.txt`. Current size: 2 bytes. Lines: +1 -0.",
     ),
     (
         "StrReplaceFile",

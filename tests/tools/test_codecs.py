@@ -55,6 +55,24 @@ async def test_undecodable_file_says_how_to_decode_it_and_edits_keep_its_bytes(w
     assert (ws / "menu.txt").read_bytes() == b"caf\xe9 au th\xc3\xa9\r\n"  # today's behaviour, unchanged
 
 
+async def test_a_failed_edit_of_an_undecodable_file_says_again_how_to_decode_it(ws: Path) -> None:
+    """The model wrote `café` where the read showed `caf\ufffd`: the edit matches nothing, and
+    its error repeats the read's hint (a UTF-8 file's failure stays as it was)."""
+    (ws / "menu.txt").write_bytes(LATIN1)
+    (ws / "plain.txt").write_bytes(b"cafe au lait\n")
+    _, e = await read_then_edit(ws, "auto", "menu.txt", {"old": "café", "new": "thé"})
+    assert e.is_error
+    assert text(e).startswith("No replacements were made: the old string was not found in `menu.txt`.")
+    assert (
+        " The file is not valid UTF-8: its bytes that are not were shown as \ufffd (U+FFFD) and match"
+        " nothing. Read it with ReadFile's `encoding` (e.g. cp1252, gb18030, shift_jis), which this"
+        " session's edits of it then use, or start filegate with --legacy-encoding NAME (or auto)."
+    ) in text(e)
+    assert (ws / "menu.txt").read_bytes() == LATIN1
+    _, plain = await read_then_edit(ws, "auto", "plain.txt", {"old": "café", "new": "thé"})
+    assert plain.is_error and "not valid UTF-8" not in text(plain)
+
+
 async def test_read_encoding_is_remembered_for_the_sessions_edits(ws: Path) -> None:
     data = "東京の天気は晴れ\r\n".encode("shift_jis")
     (ws / "jp.txt").write_bytes(data)
@@ -122,7 +140,7 @@ async def test_new_file_follows_gitattributes_then_editorconfig(ws: Path) -> Non
     assert ".editorconfig end_of_line = crlf; .editorconfig charset = latin1" in text(r2)
     assert (ws / "plain.txt").read_bytes() == b"a\nb\n"
     assert [without_write_id(t) for t in texts(r3)] == [
-        "File successfully overwritten. Current size: 4 bytes. Created a new file. Lines: +2 -0."
+        "Created `plain.txt`. Current size: 4 bytes. Lines: +2 -0."
     ]
 
 

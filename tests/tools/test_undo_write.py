@@ -63,6 +63,35 @@ async def test_an_undo_can_itself_be_undone(ws: Path, mode: str) -> None:
     assert path.read_bytes() == b"new\r\n"  # WriteFile kept the CRLF (SPEC §8.1)
 
 
+async def test_undoing_a_write_already_undone_says_so_and_by_which_undo(ws: Path, mode: str) -> None:
+    """Not "no longer as it left it ... undo the later writes first": that advice would redo it."""
+    path = _make(ws)
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        w = await call(c, "WriteFile", path="a.txt", content="new\n")
+        made = await call(c, "WriteFile", path="made.txt", content="x\n")
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+        again = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+        forced = await call(c, "UndoWrite", write_id=write_id_of(text(w)), force=True)
+        await call(c, "UndoWrite", write_id=write_id_of(text(made)))
+        made_again = await call(c, "UndoWrite", write_id=write_id_of(text(made)))
+        other = _make(ws, "b.txt")
+        wb = await call(c, "WriteFile", path="b.txt", content="new\n")
+        other.write_bytes(ORIGINAL)  # back as it was by hand: undone all the same, by no undo
+        by_hand = await call(c, "UndoWrite", write_id=write_id_of(text(wb)))
+    assert again.is_error and forced.is_error and made_again.is_error and by_hand.is_error
+    undo_id = write_id_of(text(u))
+    assert text(again).startswith(
+        f"Write {write_id_of(text(w))} is already undone: `a.txt` is as it was before it (undone by "
+        f"{undo_id}, "
+    )
+    assert text(again).endswith("). Nothing was written.")
+    assert text(made_again).startswith(f"Write {write_id_of(text(made))} is already undone: `made.txt`")
+    assert text(by_hand) == (
+        f"Write {write_id_of(text(wb))} is already undone: `b.txt` is as it was before it. Nothing was written."
+    )
+    assert path.read_bytes() == ORIGINAL and not (ws / "made.txt").exists()
+
+
 async def test_a_file_changed_since_is_refused_with_what_changed_and_force_overrides(
     ws: Path, mode: str
 ) -> None:

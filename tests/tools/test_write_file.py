@@ -52,7 +52,7 @@ async def test_append_adds_to_the_end_and_keeps_the_old_bytes_exactly(ws: Path, 
 async def test_append_to_a_missing_file_creates_it(ws: Path, mode: str) -> None:
     async with connect(ws, mode) as c:
         r = await call(c, "WriteFile", path="log.txt", content="first\n", mode="append")
-    assert not r.is_error and "Created a new file." in text(r)
+    assert not r.is_error and text(r).startswith("Created `log.txt`. Current size: 6 bytes.")
     assert (ws / "log.txt").read_text() == "first\n"
 
 
@@ -270,8 +270,8 @@ async def test_a_history_at_the_file_size_limit_stops_the_write_with_a_clear_err
         await call(c, "ReadFile", path="a.txt")
         r = await call(c, "WriteFile", path="a.txt", content="new\n")
     assert r.is_error and text(r) == (
-        "Failed to keep the previous content of `a.txt` in the write history (file too large for "
-        "the file system or the process's file size limit). Nothing was written. `--history off` "
+        f"Failed to keep the previous content of `a.txt` in the write history at {log.parent} (file "
+        "too large for the file system or the process's file size limit). Nothing was written. `--history off` "
         "turns the history off."
     )
     assert (ws / "a.txt").read_text() == "original\n" and os.stat(ws / "a.txt").st_nlink == 1
@@ -292,3 +292,20 @@ async def test_a_name_with_control_characters_is_escaped_in_every_write_message(
         assert not any(ch in shown for ch in "\n\r\x1b"), shown
     assert text(missing_file) == "`x\\x0a\\x1b[2Kfake\\x60.txt` does not exist."
     assert not written.is_error and (ws / name).read_text() == "x"
+
+
+async def test_the_question_names_a_folder_it_makes_as_the_caller_sees_it_never_the_workdir(
+    ws: Path,
+) -> None:
+    """SPEC §2.9: the approval question about a write that makes folders names the first
+    missing one relative to the workdir, as every message names paths (it showed the server's
+    absolute workdir, which the caller never gave)."""
+    from tests.fakes import Answers
+
+    answers = Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        await call(c, "WriteFile", path="docs/new/a.md", content="x\n", create_dirs=True)
+    (question,) = answers.messages
+    assert "Creates the missing directory `docs` (and any below it)." in question
+    assert str(ws) not in question
+    assert not (ws / "docs").exists()

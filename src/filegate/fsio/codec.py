@@ -234,13 +234,61 @@ MAX_CHAOS = 0.1
 
 
 def detected(head: bytes) -> str | None:
-    """charset-normalizer's guess for ``head`` when it is confident and usable, else None."""
+    """charset-normalizer's guess for ``head`` when it is confident and usable, else None.
+
+    A guess other than cp1252 is taken only on strong evidence: cp1252 must not read the bytes
+    as one Western language's text. On short Western text charset-normalizer often ranks
+    cp1250, mac-latin2, Big5 or UTF-16 first with the same zero "mess" as cp1252 ("café" as
+    UTF-16), and an edit written in such a guess would damage the file."""
     from charset_normalizer import from_bytes
 
     best = from_bytes(head).best()
     if best is None or best.chaos > MAX_CHAOS:  # pragma: no mutate (>= differs only at 0.1 itself)
         return None
-    return usable_codec(best.encoding)
+    guess = usable_codec(best.encoding)
+    if guess is None or guess == WESTERN:
+        return guess
+    return WESTERN if _reads_as_western(head, guess) else guess
+
+
+# The code page of Western European text (a superset of Latin-1's printable characters).
+WESTERN = "cp1252"
+# The characters beyond ASCII each Western language writes (cp1252's). Text whose characters
+# that tell the guess from cp1252 are, in cp1252, all of one of these is taken as Western: a
+# Czech "Děkuji ... dobře" read in cp1252 gives ì and ø, which no one language here has.
+WESTERN_LETTERS = tuple(
+    frozenset(letters)
+    for letters in (
+        "àâæçèéêëîïôœùûüÿ«»",  # French
+        "àèéìíîòóùú",  # Italian
+        "áéíñóúü¿¡ªº",  # Spanish
+        "àáâãçéêíóôõúªº",  # Portuguese
+        "àçèéíïòóúü·",  # Catalan
+        "äöüß",  # German
+        "éèëïóáúö",  # Dutch
+        "åæøéóôàü",  # Danish, Norwegian
+        "åäöé",  # Swedish, Finnish
+        "áéíóúýðþæö",  # Icelandic
+    )
+)
+
+
+def _reads_as_western(head: bytes, codec: str) -> bool:
+    """Whether cp1252 reads ``head`` as one Western language's text where it matters: for a
+    single-byte ``codec``, the characters the two read differently; for another, every
+    character beyond ASCII (letters only: a CJK text's bytes read as cp1252 punctuation)."""
+    try:
+        western = head.decode(WESTERN)
+    except UnicodeDecodeError:
+        return False  # a byte cp1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+    other = head.decode(codec, "replace")
+    if len(other) == len(head) == len(western):  # one character a byte in both
+        telling = {w.lower() for w, o in zip(western, other, strict=True) if w != o}
+    else:
+        telling = {w.lower() for w in western if not w.isascii()}
+        if not all(w.isalpha() for w in telling):
+            return False
+    return any(telling <= letters for letters in WESTERN_LETTERS)
 
 
 def line_endings(text: str | bytes) -> Eol:

@@ -19,6 +19,12 @@ pre-image, no hash and no size: it says "not kept". An undo reads :meth:`WriteHi
 :meth:`WriteHistory.entries` (``after=`` an id: the writes since it, in order) and
 :meth:`WriteHistory.pre_image`.
 
+A set of files written as one (ApplyPatch, an undone set; fsio/changeset.py) calls
+:meth:`WriteHistory.begin_set`: one record per file, each naming the set's id (its first
+file's) and the process committing it, appended under one lock with one fsync; they are the
+set's intent record, and ``filegate history`` and UndoWrite treat the set as one write. A
+bound evicts a set whole.
+
 Write ids (``w-`` and 16 hex digits: 64 random bits, so an id cannot be guessed, SPEC §8.4;
 ids written before keep their six digits and still resolve) are drawn at random
 (:func:`draw_id`) and checked, under the flock, against every id the log holds, evicted ones
@@ -36,9 +42,10 @@ import logging
 import os
 import re
 import secrets
+import socket
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +53,7 @@ from filegate.errors import WriteError
 from filegate.fsio import platform
 from filegate.fsio.atomic import failure_reason
 from filegate.fsio.historylog import Entry, HistoryLog, State
-from filegate.fsio.pending import state_dir
+from filegate.fsio.pending import shown_home_relative, state_dir
 from filegate.fsio.preimages import (
     HASH,
     HistoryError,
@@ -68,6 +75,7 @@ __all__ = [
     "Entry",
     "HistoryError",
     "Limits",
+    "SetFile",
     "State",
     "WriteHistory",
     "draw_id",
@@ -149,14 +157,17 @@ class WriteHistory:
             mode = None if old is None else stat.S_IMODE(os.lstat(rp.real).st_mode)
             source = Source(rp.real, expect) if expect is not None and old is not None else None
             # Hashed before the lock: the passes over both contents hold no other write up.
-            hashes = None if rp.sensitive else _hashes(old, new)  # None: nothing of it is kept
+            hashes = None if rp.secret else _hashes(old, new)  # None: nothing of it is kept
             with self._locked():
                 return self._begin(tool, str(rp.real), client, route, old, mode, new, hashes, source)
         except (OSError, HistoryError) as exc:
             why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            fix = "`--history off` turns the history off."
+            if isinstance(exc, PermissionError):
+                fix = "Set XDG_STATE_HOME to a folder this user can write, or " + fix
             raise WriteError(
-                f"Failed to keep the previous content of `{rp.shown}` in the write history ({why}). "
-                "Nothing was written. `--history off` turns the history off.",
+                f"Failed to keep the previous content of `{rp.shown}` in the write history at "
+                f"{shown_home_relative(self.root)} ({why}). Nothing was written. {fix}",
                 "History failed",
             ) from None
 
@@ -171,39 +182,114 @@ class WriteHistory:
             entry = dataclasses.replace(entry, not_kept="sensitive file")
         else:
             entry, fresh = self._kept(entry, old, mode, new, hashes, source)
-        gone = self._evict(entry)
+        self._record([entry], [fresh] if fresh else [])
+        return write_id
+
+    def _record(self, entries: list[Entry], fresh: list[str]) -> None:
+        """``entries`` appended (after the tombstones of what they evict) and made durable with
+        one fsync, then the folders of the pre-images they stored anew (``fresh``); then the
+        pre-images no record keeps any more removed. On failure nothing is recorded and the
+        fresh pre-images go too."""
+        new = {e.before: e.size_before or 0 for e in entries if e.kept and e.before}
+        adds = sum(size for digest, size in new.items() if not self.log.keeps(digest))
+        gone = self._evict(entries[0].time, adds, set(new))
         released = {self.log.records[i].kept for i in gone} - {""}
         try:
-            evicted = [{"id": i, "evicted": entry.time} for i in gone]
-            self.log.append([*evicted, entry.line()], durable=True)
-            if fresh:  # after the record's fsync, which on a journaling file system
-                fsync_dir(self.object_path(fresh).parent)  # committed it already
-        except BaseException:  # no record: its pre-image goes too (nothing left behind)
-            self._linked.pop(write_id, None)
-            if fresh:
+            evicted = [{"id": i, "evicted": entries[0].time} for i in gone]
+            self.log.append([*evicted, *(e.line() for e in entries)], durable=True)
+            for digest in dict.fromkeys(fresh):  # after the record's fsync, which on a journaling
+                fsync_dir(self.object_path(digest).parent)  # file system committed them already
+        except BaseException:  # no record: its pre-images go too (nothing left behind)
+            for entry in entries:
+                self._linked.pop(entry.id, None)
+            for digest in fresh:
                 with contextlib.suppress(OSError):
-                    os.unlink(self.object_path(fresh))
+                    os.unlink(self.object_path(digest))
             raise
         self.log.refresh()  # the lines just appended: the index is what the file says
         for digest in released:  # the log names them no more (the tombstones are durable)
             if not self.log.keeps(digest):
                 with contextlib.suppress(OSError):
                     os.unlink(self.object_path(digest))
-        return write_id
+
+    def begin_set(self, tool: str, files: Sequence[SetFile], client: str, route: str) -> list[str]:
+        """:meth:`begin` for every file of a set under one lock: each pre-image kept, then one
+        record per file appended and made durable with one fsync; they share the set's id (the
+        first's) and this process as their owner. Those records are the set's intent record
+        (fsio/changeset.py). WriteError when any pre-image cannot be kept: a set that could not
+        be restored after a failure is not written at all."""
+        shown = ""
+        try:
+            prepared = []
+            for f in files:
+                shown = f.rp.shown
+                mode = None if f.old is None else stat.S_IMODE(os.lstat(f.rp.real).st_mode)
+                source = Source(f.rp.real, f.expect) if f.expect is not None and f.old is not None else None
+                prepared.append((f, mode, source, _hashes(f.old, f.new)))
+            shown = ""
+            with self._locked():
+                return self._begin_set(tool, client, route, prepared)
+        except (OSError, HistoryError) as exc:
+            why = escape(failure_reason(exc)) if isinstance(exc, OSError) else str(exc)
+            about = f"of `{shown}` " if shown else ""
+            raise WriteError(
+                f"Failed to keep the previous content {about}in the write history ({why}). Nothing "
+                "was written.",
+                "History failed",
+            ) from None
+
+    def _begin_set(self, tool: str, client: str, route: str, prepared: list[_Prepared]) -> list[str]:
+        self.log.refresh()
+        ids: list[str] = []
+        for _ in prepared:
+            write_id = self._new_id()
+            while write_id in ids:
+                write_id = self._new_id()
+            ids.append(write_id)
+        owner, now = f"{socket.gethostname()}:{os.getpid()}", time.time()
+        entries: list[Entry] = []
+        fresh: list[str] = []
+        try:
+            for write_id, (f, mode, source, hashes) in zip(ids, prepared, strict=True):
+                path = str(f.rp.real)
+                entry = Entry(write_id, now, client, tool, path, route, True, group=ids[0], owner=owner)
+                entry, kept = self._kept(entry, f.old, mode, f.new, hashes, source)
+                if not entry.kept:
+                    raise HistoryError(f"the previous content of `{f.rp.shown}` is {entry.not_kept}")
+                entries.append(entry)
+                if kept:
+                    fresh.append(kept)
+        except BaseException:  # the pre-images kept for the files before the one that failed go
+            for write_id in ids:
+                self._linked.pop(write_id, None)
+            for digest in fresh:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.object_path(digest))
+            raise
+        self._record(entries, fresh)
+        return ids
+
+    def finish_set(self, write_ids: Sequence[str], ok: bool) -> None:
+        """A set's outcome, one line per file (not fsynced: a set whose outcome a crash lost is
+        looked at again at the next start, which finds its files as it left them: done)."""
+        self._finish(list(write_ids), ok)
 
     def finish(self, write_id: str, ok: bool) -> None:
         """The write's outcome, after its rename (or its failure); no-op for ``""``. The log is
         compacted here when it is due: after the rename, which it never holds up."""
-        if not write_id:
-            return
+        if write_id:
+            self._finish([write_id], ok)
+
+    def _finish(self, write_ids: list[str], ok: bool) -> None:
         outcome: State = "done" if ok else "failed"
         # Not fsynced, and a failure to append it is not the write's: a record without its
         # outcome reads as "unconfirmed" (the next look at the file reads it back in).
         with contextlib.suppress(OSError), self._locked():
-            self.log.append([{"id": write_id, "outcome": outcome}], durable=False)
-            linked = self._linked.pop(write_id, None)
-            if linked is not None:
-                make_private(self.root, *linked, HASH, landed=ok)
+            self.log.append([{"id": i, "outcome": outcome} for i in write_ids], durable=False)
+            for write_id in write_ids:
+                linked = self._linked.pop(write_id, None)
+                if linked is not None:
+                    make_private(self.root, *linked, HASH, landed=ok)
             self.log.refresh()
             if self.log.wants_compaction():
                 self._compact()
@@ -285,13 +371,13 @@ class WriteHistory:
 
     # --- bounds -----------------------------------------------------------------------------
 
-    def _evict(self, incoming: Entry) -> list[str]:
-        """The writes to evict, oldest first, to let ``incoming`` in: those older than the age
-        bound (with those past EVICT_TO of it), then as many as the byte bound needs to make
-        room for its pre-image (down to EVICT_TO of it). Said in the server's log."""
-        now, records, limits = incoming.time, self.log.records, self.limits
-        kept_anew = incoming.kept and incoming.before and not self.log.keeps(incoming.before)
-        budget = limits.max_bytes - ((incoming.size_before or 0) if kept_anew else 0)
+    def _evict(self, now: float, adds: int, kept: set[str]) -> list[str]:
+        """The writes to evict, oldest first, to let in records that add ``adds`` bytes of new
+        pre-images and keep ``kept``: those older than the age bound (with those past EVICT_TO
+        of it), then as many as the byte bound needs (down to EVICT_TO of it); a set goes
+        whole. Said in the server's log."""
+        records, limits = self.log.records, self.limits
+        budget = limits.max_bytes - adds
         total = self.log.kept_bytes()
         if total <= budget and now - self.log.oldest() <= limits.max_age_s:  # nothing to evict
             return []
@@ -303,14 +389,13 @@ class WriteHistory:
             if len(aging) > len(gone):
                 reasons[0] += " or within its last tenth"
             gone = aging
-        # The bytes evicting ``gone`` frees: the pre-images no record left (nor ``incoming``) keeps.
-        kept = incoming.before if incoming.kept else ""
+        # The bytes evicting ``gone`` frees: the pre-images no record left (nor one coming) keeps.
         released: collections.Counter[str] = collections.Counter()
 
         def freed_by(write_id: str) -> int:
             digest, size = records[write_id].kept, records[write_id].size
             released[digest] += 1
-            return size if digest and digest != kept and released[digest] == self.log.refs(digest) else 0
+            return size if digest and digest not in kept and released[digest] == self.log.refs(digest) else 0
 
         freed = sum(freed_by(i) for i in gone)
         if total - freed > budget:
@@ -322,6 +407,9 @@ class WriteHistory:
                 if write_id not in chosen:
                     gone.append(write_id)
                     freed += freed_by(write_id)
+        sets = {records[i].group for i in gone} - {""}
+        chosen = set(gone)
+        gone += [i for i, r in records.items() if r.group in sets and i not in chosen]  # a set goes whole
         log.warning("history: evicted %d write(s), oldest first (%s)", len(gone), ", ".join(reasons))
         return gone
 
@@ -340,6 +428,21 @@ class WriteHistory:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+# A set's file ready to keep: it, its mode before, where it was read from, its two hashes.
+_Prepared = tuple["SetFile", "int | None", "Source | None", tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class SetFile:
+    """One file of a set as :meth:`WriteHistory.begin_set` keeps it: its content before (None:
+    it did not exist) and after (None: removed), and the file as ``old`` was read from it."""
+
+    rp: ResolvedPath
+    old: bytes | None
+    new: Content | None
+    expect: Snapshot | None = None
 
 
 def _hashes(old: bytes | None, new: Content | None) -> tuple[str, str]:

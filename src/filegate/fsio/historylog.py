@@ -68,6 +68,11 @@ class Entry:
     removed: bool = False  # the write removed the file (an undone creation)
     not_kept: str = ""  # why not: "sensitive file", "larger than --history-max-bytes"
     hash: str = "sha256"
+    # A write of a set (ApplyPatch, SPEC §10): the set's id (its first write's), shared by each
+    # of its files' records, and "host:pid" of the process committing it (fsio/changeset.py
+    # rolls a set back at the next start from these, when that process died mid-commit).
+    group: str = ""
+    owner: str = ""
     state: State = "unconfirmed"
 
     def line(self) -> dict[str, object]:
@@ -96,18 +101,21 @@ _RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(Entry)) - {"state"
 # Every record line has these; the others are there only when they say something.
 _REQUIRED = frozenset({"id", "time", "client", "tool", "path", "route", "kept"})
 # A record line's first fields: what the index needs, where _LINE finds it.
-_LEAD = ("id", "time", "kept", "before", "size_before")
+_LEAD = ("id", "time", "kept", "before", "size_before", "group")
 _ORDER = _LEAD + tuple(f.name for f in dataclasses.fields(Entry) if f.name not in (*_LEAD, "state"))
 
 # What the index reads of each line, in one pass over the whole text (a JSON string holds
 # `"` only escaped, so `{"id":"` starts a line): an outcome, a tombstone, or a record's first
 # fields. Groups: the id, the outcome, the eviction time, the record's time, kept, its
-# pre-image's hash and size. A chunk with a line it does not fit (a record in the key order
-# before issue 56, a damaged line) is read line by line, each such line as JSON.
+# pre-image's hash and size, its set. A chunk with a line it does not fit (a record in the key
+# order before issue 56, a damaged line) is read line by line, each such line as JSON.
 _NUMBER = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"  # as JSON writes one
+_RECORD_LEAD = (
+    r',"kept":(true|false)(?:,"before":"([0-9a-f]+)","size_before":([0-9]+))?(?:,"group":"(w-[0-9a-f]+)")?'
+)
 _LINE = re.compile(
     r'\{"id":"(w-[0-9a-f]+)",(?:"outcome":"(done|failed)"\}\n|"evicted":' + _NUMBER + r"\}\n|"
-    r'"time":' + _NUMBER + r',"kept":(true|false)(?:,"before":"([0-9a-f]+)","size_before":([0-9]+))?[,}])'
+    r'"time":' + _NUMBER + _RECORD_LEAD + r"[,}])"
 )
 
 
@@ -117,6 +125,7 @@ class Record(NamedTuple):
     time: float
     kept: str  # the hash of the pre-image it keeps ("" when none)
     size: int  # that pre-image's size
+    group: str  # the set it is a write of ("" when none)
 
 
 class HistoryLog:
@@ -242,7 +251,7 @@ class HistoryLog:
         first look: the loop keeps to locals)."""
         records, states, blobs, new = self.records, self.states, self._blobs, tuple.__new__
         oldest, total = self._oldest, self._kept_total
-        for write_id, outcome, evicted, when, kept, digest, size in rows:
+        for write_id, outcome, evicted, when, kept, digest, size, group in rows:
             if outcome:
                 if write_id in records:
                     states[write_id] = outcome  # type: ignore[assignment]  # done or failed
@@ -256,7 +265,7 @@ class HistoryLog:
                 if evicted:
                     continue
             at = float(when)
-            records[write_id] = new(Record, (at, digest if kept == "true" else "", int(size or 0)))
+            records[write_id] = new(Record, (at, digest if kept == "true" else "", int(size or 0), group))
             if oldest is not None and at < oldest:
                 oldest = at
             if kept == "true" and digest:
@@ -281,7 +290,9 @@ class HistoryLog:
             else:
                 e = Entry.parse(record)
                 kept = "true" if e.kept and e.before and e.size_before is not None else "false"
-                self._index([(e.id, "", "", str(float(e.time)), kept, e.before, str(e.size_before or 0))])
+                self._index(
+                    [(e.id, "", "", str(float(e.time)), kept, e.before, str(e.size_before or 0), e.group)]
+                )
         except (ValueError, TypeError, KeyError, AttributeError):
             self._damaged()
 

@@ -25,6 +25,18 @@ def state_dir() -> Path:
     return Path(base) / "filegate"
 
 
+def shown_home_relative(path: Path | str) -> str:
+    """A path as filegate names it to its user: under the home folder as ``~/…``, escaped (the
+    state folder's place, without the user's name)."""
+    from filegate.policy.escape import escape
+
+    home = os.path.expanduser("~").rstrip(os.sep)
+    text = str(path)
+    if home and (text == home or text.startswith(home + os.sep)):
+        text = "~" + text[len(home) :]
+    return escape(text)
+
+
 def pending_dir() -> Path:
     """Where in-flight named temps are recorded."""
     return state_dir() / "pending"

@@ -7,12 +7,18 @@ uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.as
 ``Read(...)``, ``Edit(...)``, ``Write(...)`` in the workspace's `.claude/settings.json`,
 `.claude/settings.local.json` and the user's `~/.claude/settings.json`.
 
+Only the user's own ``~/.claude/settings.json`` is read for ``permissions.allow`` ``Edit(...)`` and
+``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes); a rule that
+names only the tool is no path rule and allows nothing here.
+
 Verdicts, on a resolved (real) path:
 
 - :meth:`ClientRules.read_source`: hidden for reading (an ignore file, or a ``Read`` deny rule):
   the path is sensitive — refused, left out of searches and counted.
 - :meth:`ClientRules.write_rule`: ``deny`` (an ``Edit``/``Write`` deny rule: refused without a
   question) or ``ask`` (an ``ask`` rule, or a rule file itself: always asked).
+- :meth:`ClientRules.allow_source`: the user's allow rule that lets a write through unasked
+  (policy/grants.py decides when it counts: never for a path asked about every time).
 
 A rule file that cannot be used (a symlink, not a regular file, over :data:`MAX_RULE_BYTES`, not
 JSON of the documented shape) fails closed: :meth:`ClientRules.check` raises on every tool call
@@ -45,7 +51,7 @@ MAX_RULE_BYTES = 1 << 20
 
 # A folder changed this recently may change again within one timestamp tick: not remembered.
 RACY_NS = 2_000_000_000
-Verdict = Literal["deny", "ask"]
+Verdict = Literal["deny", "ask", "allow"]
 Signature = tuple[int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns
 # Reads one rule file (path, follow symlinks) → (signature, bytes), or None when it does not
 # exist; raises RuleFileError when it cannot be used. fsio's careful open (tools/search/ignores.py).
@@ -53,7 +59,12 @@ Reader = Callable[[str, bool], "tuple[Signature, bytes] | None"]
 
 
 class RuleFileError(Exception):
-    """A rule file that cannot be used; ``str()`` says what is wrong (never its content)."""
+    """A rule file that cannot be used; ``str()`` says what is wrong (never its content).
+    ``folder``: a folder on its way that this process may not enter, when that is the cause."""
+
+    def __init__(self, why: str, folder: str | None = None) -> None:
+        super().__init__(why)
+        self.folder = folder
 
 
 def signature(st: os.stat_result) -> Signature:
@@ -197,8 +208,8 @@ class ClientRules:
             what = "; ".join(f"`{shown}` {why}" for shown, why in sorted(self._broken.items()))
             raise PathError(
                 f"A client rule file cannot be used: {what}. filegate refuses every call until it "
-                "is fixed (SPEC §8.5: a rule file that cannot be parsed fails closed), or the server "
-                "runs with `--client-rules off`.",
+                "is fixed (a rule it cannot read might hide anything), or until the server runs "
+                "with `--client-rules off`. `filegate rules` lists the rule files.",
                 "Client rule file unusable",
             )
 
@@ -277,6 +288,12 @@ class ClientRules:
         own = self.rule_file(real)
         return ("ask", own) if own is not None else None
 
+    def allow_source(self, real: str) -> str | None:
+        """The file (shown) whose ``allow`` ``Edit``/``Write`` rule names ``real``, or None: only
+        the user's own settings hold such rules here (see :meth:`parse_settings`)."""
+        rule = self._claude_match(self.slashed(real), ("Edit", "Write"), ("allow",))
+        return rule.source.shown if rule is not None else None
+
     def rule_file(self, real: str) -> str | None:
         """``real`` shown, if it is a rule file itself (a write to it could unhide what it hides)."""
         real = self.slashed(real)
@@ -302,6 +319,22 @@ class ClientRules:
         if self.home is not None and self.starts(real, self.home + "/"):
             return escape("~/" + real[len(self.home) + 1 :])
         return escape(real)
+
+    def reason(self, exc: RuleFileError) -> str:
+        """What is wrong with a rule file, naming the real cause when it is a folder on its way
+        (an unreadable workspace or home folder: the rule file is only where it shows first)."""
+        if exc.folder is None:
+            return str(exc)
+        folder = self.folded(self.slashed(exc.folder))
+        if folder == self.folded(self.workdir):
+            where = "the workspace folder itself"
+        elif folder in (self.folded(d) for d in self.dirs):
+            where = f"the workspace folder `{self.shown(exc.folder)}`"
+        elif self.home is not None and folder == self.folded(self.home):
+            where = "the home folder `~`"
+        else:
+            where = f"the folder `{self.shown(exc.folder)}`"
+        return f"cannot be read: this user may not enter {where} (permission denied)"
 
     # --- spellings (Windows) ----------------------------------------------------------------
 
@@ -430,7 +463,7 @@ class ClientRules:
             read = self.read(path, False)
         except RuleFileError as exc:
             with self._lock:
-                self._broken[shown] = str(exc)
+                self._broken[shown] = self.reason(exc)
                 self._ignore_cache[path] = (None, IgnoreFile(source, None, broken=True))  # read again
             return self._ignore_cache[path][1]
         if read is None:
@@ -458,7 +491,7 @@ class ClientRules:
             read = self.read(path, follow)
             rules = () if read is None else self.parse_settings(path, shown, read[1])
         except RuleFileError as exc:
-            self._broken[shown] = str(exc)
+            self._broken[shown] = self.reason(exc)
             self._settings_cache.pop(path, None)
             return ()
         self._broken.pop(shown, None)
@@ -486,7 +519,12 @@ class ClientRules:
         root = path.rsplit("/", 2)[0]
         source = Source(shown)
         out: list[ClaudeRule] = []
-        for verdict in ("deny", "ask"):
+        # SPEC §11: allow rules count from the user's own file only (a workspace's are its
+        # repository's, which must not grant itself writes).
+        verdicts: tuple[Verdict, ...] = ("deny", "ask")
+        if self.is_user_settings(path):
+            verdicts += ("allow",)
+        for verdict in verdicts:
             entries = perms.get(verdict, [])
             if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
                 raise RuleFileError(f"has a `permissions.{verdict}` that is not a list of strings")
@@ -496,11 +534,19 @@ class ClientRules:
                     out.append(rule)
         return tuple(out)
 
+    def is_user_settings(self, path: str) -> bool:
+        """Whether ``path`` is the user's own ``~/.claude/settings.json``."""
+        return self.home is not None and self.folded(self.slashed(path)) == self.folded(
+            f"{self.home}/{USER_SETTINGS}"
+        )
+
     def _claude_rule(self, entry: str, verdict: Verdict, root: str, source: Source) -> ClaudeRule | None:
         tool, _, rest = nfc(entry).strip().partition("(")
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
+        if verdict == "allow" and (tool == "Read" or not rest.rstrip(")").strip()):
+            return None  # a read needs no approval; a bare tool name allows no path of filegate's
         if not rest:
             pattern = "//**"  # the bare tool name: every path
         elif rest.endswith(")"):

@@ -142,6 +142,18 @@ def escape_log(s: str) -> str:
     return s if s.isascii() else _stacked_marks(s)
 
 
+# A whole record keeps its backticks too: they quote names in filegate's own sentences, and a
+# name in a record was escaped (its backticks included) as a field before.
+_UNSAFE_IN_RECORD = re.compile(_UNSAFE_IN_LOG.pattern.replace("`", "", 1))
+
+
+def escape_record(s: str) -> str:
+    """A whole log line as the log handler writes it: :func:`escape_log` less the backtick, so
+    a record reads as its sentence (`a.txt`, not \\x60a.txt\\x60)."""
+    s = _UNSAFE_IN_RECORD.sub(_escape_char, s)
+    return s if s.isascii() else _stacked_marks(s)
+
+
 def escape_text(s: str) -> str:
     """A file's text as shown in a question or diff: layout (tab, LF), backticks and backslashes
     kept, every other control, bidi, separator or invisible character escaped, and stacked

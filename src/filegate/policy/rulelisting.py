@@ -1,4 +1,4 @@
-"""`filegate rules`: the client rules of SPEC §8.5 a server would honour, listed with their
+"""`filegate rules`: the rules users wrote for their agents that a server would honour, listed with their
 sources and precedence (the user's own terminal: rules are shown here, never in a tool's result)."""
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ Precedence (strictest wins; filegate's own secret list and --secret-pattern alwa
      it out and count it); a write to it is asked every time, with no diff
   3. ask Edit(...)/Write(...), and the rule files themselves: every write asked, whatever
      --approval says (auto included)
+  4. allow Edit(...)/Write(...) in ~/.claude/settings.json only: those writes are not asked
+     (never one of the above, nor a secret; --approval ask-always ignores them); allow rules
+     in a workspace's .claude/ files count for nothing (a repository cannot allow itself)
 An ignore file applies to its own folder's subtree; a deeper file cannot re-include ('!')
 what a file above it hides. Claude Code forms: //abs, ~/home, /project-root, ./workdir, bare."""
 # The listing's walk for ignore files stops past these (a huge tree is not listed whole).
@@ -51,8 +54,9 @@ def ignore_files_under(top: str, max_dirs: int = LIST_MAX_DIRS) -> tuple[list[st
     return sorted(found), True
 
 
-def describe(rules: ClientRules) -> str:
-    """The merged rules with their sources and precedence, for `filegate rules`."""
+def describe(rules: ClientRules) -> tuple[str, int]:
+    """The merged rules with their sources and precedence, for `filegate rules`; and how many
+    rule files cannot be used (each fails every tool call until it is fixed)."""
     out = [PRECEDENCE, ""]
     problems: list[str] = []
     for path, shown, follow in rules.settings_files():
@@ -70,7 +74,7 @@ def describe(rules: ClientRules) -> str:
             continue
         root = escape(os.path.dirname(os.path.dirname(path)))
         out.append(f"{shown} (Claude Code settings; `/` patterns relative to {root})")
-        out += [f"  {r.verdict:<4}  {escape(r.text)}" for r in parsed] or ["  (no Read/Edit/Write rules)"]
+        out += [f"  {r.verdict:<5}  {escape(r.text)}" for r in parsed] or ["  (no Read/Edit/Write rules)"]
     for top in rules.dirs:
         paths, complete = ignore_files_under(top)
         for path in paths:
@@ -96,4 +100,4 @@ def describe(rules: ClientRules) -> str:
         out.append("No client rule file found.")
     if problems:
         out += ["", "Unusable rule files (every tool call fails until they are fixed):", *problems]
-    return "\n".join(out)
+    return "\n".join(out), len(problems)

@@ -29,6 +29,15 @@ class ResolvedPath:
     # Why a write to it is handled like a sensitive file's, when that is not a secret pattern
     # (SPEC §8.5): what the approval question says of it in place of "may hold secrets".
     guarded_as: str = ""
+    # False for a file guarded for writing only (a rule file, an `ask` rule's): its content is
+    # no secret, so the write history keeps its previous content like any file's.
+    content_secret: bool = True
+
+    @property
+    def secret(self) -> bool:
+        """Whether nothing of its content may be kept or told (a sensitive file, not one
+        guarded for writing only)."""
+        return self.sensitive and self.content_secret
 
 
 # Messages quote the caller's path; a huge one is shown by its ends (PATH_MAX is 4096).
@@ -256,7 +265,7 @@ class Workspace:
         guarded_as = self._guarded_as(rp, key, verdict)
         if verdict is None and not guarded_as:
             return rp
-        return replace(rp, sensitive=True, guarded_as=guarded_as)
+        return replace(rp, sensitive=True, guarded_as=guarded_as, content_secret=rp.sensitive)
 
     def _guarded_as(self, rp: ResolvedPath, key: str, verdict: tuple[str, str] | None) -> str:
         """What the approval question calls a file the client rules guard, for what it is

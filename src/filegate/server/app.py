@@ -16,9 +16,10 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
-from filegate.policy.escape import escape, escape_log
+from filegate.policy.escape import escape, escape_record
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
+from filegate.server.approval import ElicitingApprover
 from filegate.server.call import CallContext, InputRequired
 from filegate.server.notify import NotableEvents, tell
 from filegate.server.render import render
@@ -109,7 +110,8 @@ class FilegateTool(Tool):
             return ToolResult(content=[TextContent(type="text", text=msg)], is_error=True)
         call = CallContext(get_context())
         try:
-            env = await self._runtime.env_for(call)
+            # SPEC §11: a write tool's `grant` carries a handle back; the approver judges it
+            env = await self._runtime.env_for(call, getattr(params, "grant", ""))
             outcome = await answer(self._spec.handler, params, env)
         except InputRequired as ask:
             return InputRequiredToolResult(ask.result)
@@ -128,6 +130,8 @@ class FilegateTool(Tool):
                 "%s raised an unexpected error", self._spec.name, exc_info=True, extra={UNEXPECTED: True}
             )
             raise
+        if isinstance(env.approver, ElicitingApprover):  # a handle this call's answer granted
+            outcome.grant = env.approver.granted
         await tell(call, self._spec.name, outcome)
         # SPEC §8.3: a handshake-era session hears of files it read that changed on disk since;
         # a 2026-07-28 call has no session whose reads these would be.
@@ -144,7 +148,16 @@ class Events(RootsChanged, NotableEvents):
 def tool_specs(settings: Settings) -> list[ToolSpec]:
     """Every tool filegate offers under these settings, in the order they are listed: each
     declared once, as its module's ``SPEC``."""
-    from filegate.tools import glob, grep, read_file, read_media, str_replace, undo_write, write_file
+    from filegate.tools import (
+        apply_patch,
+        glob,
+        grep,
+        read_file,
+        read_media,
+        str_replace,
+        undo_write,
+        write_file,
+    )
 
     specs = [
         read_file.SPEC,
@@ -154,6 +167,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         write_file.SPEC,
         str_replace.SPEC,
         undo_write.SPEC,
+        apply_patch.SPEC,
     ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
 
@@ -202,7 +216,7 @@ class OneLineFormatter(logging.Formatter):
     line breaks show as ``\x0a`` on the record's one line."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = escape_log(record.message)
+        record.message = escape_record(record.message)
         return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
@@ -211,10 +225,10 @@ class OneLineFormatter(logging.Formatter):
         return super().format(record).replace("\n", " ")
 
     def formatException(self, ei: Any) -> str:
-        return escape_log(super().formatException(ei))
+        return escape_record(super().formatException(ei))
 
     def formatStack(self, stack_info: str) -> str:
-        return escape_log(super().formatStack(stack_info))
+        return escape_record(super().formatStack(stack_info))
 
 
 def configure_logging(level: str) -> None:
@@ -242,6 +256,20 @@ def configure_logging(level: str) -> None:
     logging.captureWarnings(True)
 
 
+def _recover_sets(settings: Settings) -> None:
+    """Sets (ApplyPatch) a killed filegate process left mid-commit, rolled back (SPEC §10)."""
+    from filegate.fsio.changeset import interrupted_sets, recover_sets
+    from filegate.server.session import open_history
+
+    history = open_history(settings)
+    if history is None or not interrupted_sets():  # one folder listed: nothing else at a start
+        return
+    import asyncio
+
+    for said in asyncio.run(recover_sets(history)):
+        log.warning("history: %s", escape(said))
+
+
 def serve(settings: Settings) -> None:
     """Run the server on the configured transport until it is stopped."""
     configure_logging(settings.log_level)
@@ -249,6 +277,7 @@ def serve(settings: Settings) -> None:
 
     if swept := sweep_pending_temps():
         log.warning("removed %d temp file(s) left by a killed filegate write", swept)
+    _recover_sets(settings)
     server = build_server(settings)
     # The start is over (cli.main paused the collector for it): what it built lives as long
     # as the process, so it is left out of every later collection; garbage from here on is

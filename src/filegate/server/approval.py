@@ -14,11 +14,16 @@ No call waits on a question another call asked, and no lock is held while a ques
 a new question about a file supersedes the open one (its answer then writes nothing and says
 so), and the write's stale check protects the file (tools/edit/writing.py).
 
-"Approve for this session" lets later writes of the same class (inside / outside the
-workspace) through without asking, in the same MCP session only: a handshake-era session
-(stdio or HTTP), or a stdio process on 2026-07-28 (one process serves one client). A
-2026-07-28 HTTP connection has no session, so it is offered approve / reject only. Sensitive
-files are asked about every time.
+Grants (SPEC §11): beside "approve", a question offers "approve this file", "approve edits
+under `<folder>`" (the path's top folder inside the workspace) and "approve all writes inside
+(outside) the workspace", each for this session: a handshake-era session (stdio or HTTP), or a
+stdio process on 2026-07-28 (one process serves one client). A 2026-07-28 HTTP connection has
+no session: it is offered the file and the folder, for ``--grant-ttl``, and a granted answer's
+result names a sealed handle the write tools take back as ``grant`` (policy/grants.py seals it
+and judges what any grant covers, so sensitive files, rule files and ``ask`` rules' paths are
+asked about every time by construction). The user's own allow rules count as grants.
+``--approval ask-always`` offers no grant and honours none, nor any allow rule. Every grant is
+logged and recorded for `filegate rules` (fsio/grantstore.py).
 """
 
 from __future__ import annotations
@@ -36,9 +41,14 @@ import anyio
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 from filegate.policy.escape import escape
+from filegate.policy.grants import Grant, GrantKind, unasked
+from filegate.policy.workspace import Workspace
 from filegate.server.call import CallContext, InputRequired
+from filegate.server.grants import GrantKey, choices_for, give
 from filegate.server.questions import (
     APPROVE,
+    APPROVE_FILE,
+    APPROVE_FOLDER,
     APPROVE_SESSION,
     CANCELLED,
     REJECT,
@@ -46,7 +56,7 @@ from filegate.server.questions import (
     REJECTED_WITH_FEEDBACK,
     REPLAYED,
     SUPERSEDED,
-    WriteClass,
+    Choices,
     approval_message,
     approval_schema,
     write_class,
@@ -59,7 +69,7 @@ log = logging.getLogger("filegate")
 # The key of our one request in an input-required result (2026-07-28).
 ANSWER_KEY = "approval"
 # Bumped whenever the sealed state's shape changes: an old answer never approves.
-STATE_VERSION = 4
+STATE_VERSION = 5
 # A file that keeps changing under the user's answers is given up on after this many re-asks
 # (rather than leaving the client to run out of rounds).
 MAX_REASKS = 3
@@ -74,6 +84,8 @@ SPENT_FOR_S = ASK_TIMEOUT_S + 60.0
 # Open questions remembered at most (one per file asked about in the last SPENT_FOR_S); past
 # that the oldest is forgotten, and its answer then counts as superseded (writes nothing).
 MAX_OPEN_QUESTIONS = 10_000
+# Where a session's grant lives, as its log line and `filegate rules` say.
+HELD_IN = {"stdio": "stdio session", "streamable-http": "HTTP session"}
 # How often an open handshake-era question looks whether its client's stream is still open.
 STREAM_CHECK_S = 0.5
 
@@ -87,19 +99,19 @@ class SealedOperation:
     path: str
     old: str
     new: str
-    session: bool  # the form offered "approve for this session"
+    choices: list[str]  # the answers the form offered (a grant not offered is not given)
     nonce: str  # this question: an answer to it counts once, and only while it is the newest
     reasks: int = 0  # how often the file changed under an answer and the user was asked again
 
     @classmethod
-    def of(cls, request: WriteRequest, session: bool, nonce: str, reasks: int = 0) -> SealedOperation:
+    def of(cls, request: WriteRequest, choices: Choices, nonce: str, reasks: int = 0) -> SealedOperation:
         return cls(
             STATE_VERSION,
             request.tool,
             str(request.real),
             request.old_hash,
             request.new_hash,
-            session,
+            choices.values(),
             nonce,
             reasks,
         )
@@ -190,34 +202,60 @@ QUESTIONS = OpenQuestions()
 
 
 class SessionApprovals:
-    """Write classes approved "for this session", per session (weakly keyed: they go with it)."""
+    """Per session (weakly keyed: they go with it): the write classes approved "for this
+    session", and its grants of a file or a folder."""
 
     def __init__(self) -> None:
         self.by_session: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self.grants: weakref.WeakKeyDictionary[Any, list[Grant]] = weakref.WeakKeyDictionary()
 
 
 class ElicitingApprover:
-    """The Approver a tool call gets: decides by the settings, the session, and the user."""
+    """The Approver a tool call gets: decides by the settings, the session's grants (or the
+    handle the call carried), the user's allow rules, and the user."""
 
-    def __init__(self, settings: Settings, approvals: SessionApprovals, call: CallContext) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        approvals: SessionApprovals,
+        call: CallContext,
+        workspace: Workspace,
+        keys: GrantKey,
+        presented: Grant | None = None,
+    ) -> None:
         self.settings = settings
         self.approvals = approvals
         self.call = call
+        self.workspace = workspace
+        self.keys = keys
+        self.presented = presented  # the grant of the handle this call carried, verified
+        # The line naming a handle this call's answer granted (SPEC §11), for its result.
+        self.granted = ""
 
     def settle(self, request: WriteRequest) -> Decision | None:
         mode = self.settings.approval
-        if mode == "auto" and not request.sensitive:  # SPEC §2.6: auto never covers secrets
+        if mode == "auto" and not request.asked_always:  # SPEC §2.6: auto never covers secrets
             return Decision(True, "auto")
-        if not request.sensitive and write_class(request) in self._session_classes():
+        if not request.asked_always and write_class(request) in self._session_classes():
             return Decision(True, "session")
+        if mode != "ask-always":
+            # policy/grants.py: never a sensitive file, a rule file or an ask rule's path
+            why = unasked(self.workspace, request.targets, self._grants(), time.time())
+            if why is not None:
+                return Decision(True, why)
         if not self.call.can_elicit:
             return self._without_elicitation(request, mode == "strict")
         return None
 
     async def ask(self, request: WriteRequest) -> Decision:
+        choices = await self._choices(request)
         if self.call.modern:
-            return self._modern(request)
-        return await self._handshake(request)
+            decision, grant = self._modern(request, choices)
+        else:
+            decision, grant = await self._handshake(request, choices)
+        if grant is not None:
+            return await self._grant(request, grant, decision)
+        return decision
 
     # --- the session -------------------------------------------------------------------
 
@@ -234,15 +272,32 @@ class ElicitingApprover:
         key = self._session_key()
         return self.approvals.by_session.get(key, set()) if key is not None else set()
 
-    def _offer_session(self, request: WriteRequest) -> WriteClass | None:
-        if request.sensitive or self._session_key() is None:
-            return None
-        return write_class(request)
+    def _grants(self) -> list[Grant]:
+        key = self._session_key()
+        held = self.approvals.grants.get(key, []) if key is not None else []
+        return [*held, self.presented] if self.presented is not None else held
+
+    async def _choices(self, request: WriteRequest) -> Choices:
+        session = self._session_key() is not None
+        return await choices_for(request, self.settings, self.workspace, self.keys, session=session)
 
     def _remember(self, request: WriteRequest) -> None:
         key = self._session_key()
         if key is not None:
             self.approvals.by_session.setdefault(key, set()).add(write_class(request))
+
+    async def _grant(self, request: WriteRequest, kind: GrantKind, approved: Decision) -> Decision:
+        """The user approved this write and granted its file or folder: kept in the session, or
+        (no session) sealed into a handle this call's result names."""
+        session = self._session_key()
+        kept = None if session is None else self.approvals.grants.setdefault(session, [])
+        held = "handle" if session is None else HELD_IN.get(self.call.transport or "", "session")
+        args = (self.settings, self.workspace, self.keys, kept, held, self.call.client_name, session)
+        given = await give(request, kind, *args)
+        if given is None:
+            return approved  # nothing grantable now (a rule came meanwhile): this write only
+        self.granted = given
+        return Decision(True, "elicited, granted")
 
     # --- the ways to decide --------------------------------------------------------------
 
@@ -256,6 +311,14 @@ class ElicitingApprover:
                 f"filegate runs with `--approval strict` and {cannot}, so no write is allowed. "
                 "Nothing was written. Use a client that supports elicitation, or start filegate "
                 "with `--approval ask` to allow writes inside the workspace.",
+            )
+        if request.always_ask and not request.sensitive:
+            return Decision(
+                False,
+                "no-elicitation",
+                f"The set holds a file an `ask` rule covers, so it needs the user's approval every "
+                f"time (`--approval auto` does not cover it), and {cannot}. Nothing was written. "
+                "Leave that file out of the set, or use a client that supports MCP elicitation.",
             )
         if request.sensitive:
             return Decision(
@@ -277,8 +340,7 @@ class ElicitingApprover:
             )
         return Decision(True, "no-elicitation")
 
-    async def _handshake(self, request: WriteRequest) -> Decision:
-        offer = self._offer_session(request)
+    async def _handshake(self, request: WriteRequest, choices: Choices) -> tuple[Decision, GrantKind | None]:
         ctx = self.call.ctx
         path = str(request.real)
         nonce = QUESTIONS.open(path)
@@ -287,7 +349,7 @@ class ElicitingApprover:
             with anyio.fail_after(ASK_TIMEOUT_S):
                 result = await self._answer_unless_gone(
                     self.call.session.elicit_form(
-                        approval_message(request), approval_schema(offer), related_request_id=ctx.request_id
+                        approval_message(request), approval_schema(choices), related_request_id=ctx.request_id
                     )
                 )
             if result is None:
@@ -298,7 +360,7 @@ class ElicitingApprover:
                     "client-gone",
                     "The client closed the connection this approval question was sent on, so "
                     "nothing was written.",
-                )
+                ), None
         except TimeoutError:
             QUESTIONS.answered(path, nonce)
             log.info("no answer to the approval question within %g seconds", ASK_TIMEOUT_S)
@@ -307,7 +369,7 @@ class ElicitingApprover:
                 "unanswered",
                 f"The user did not answer the approval question within {ASK_TIMEOUT_S:g} seconds, "
                 "so nothing was written. Ask the user, then try again.",
-            )
+            ), None
         except Exception as exc:  # the client failed to answer: nothing may be written
             QUESTIONS.answered(path, nonce)
             log.info("elicitation failed: %s", escape(str(exc)))
@@ -315,10 +377,10 @@ class ElicitingApprover:
                 False,
                 "elicitation-failed",
                 f"Could not ask the user to approve this write ({_first_line(exc)}). Nothing was written.",
-            )
+            ), None
         if QUESTIONS.answered(path, nonce) != "newest":
-            return Decision(False, "superseded", SUPERSEDED.format(path=request.shown))
-        return self._decide(request, result, offer is not None, "elicited")
+            return Decision(False, "superseded", SUPERSEDED.format(path=request.shown)), None
+        return self._decide(request, result, choices.values(), "elicited")
 
     async def _answer_unless_gone(self, asking: Awaitable[ElicitResult]) -> ElicitResult | None:
         """The answer, or None as soon as the client's stream closed (SPEC §6: a handshake-era
@@ -345,7 +407,7 @@ class ElicitingApprover:
             raise failed[0]
         return answer[0] if answer else None
 
-    def _modern(self, request: WriteRequest) -> Decision:
+    def _modern(self, request: WriteRequest, choices: Choices) -> tuple[Decision, GrantKind | None]:
         """2026-07-28: decide on the retry's answer, if it is for this very write; else ask."""
         ctx = self.call.ctx
         sealed = SealedOperation.parse(ctx.request_state)
@@ -355,11 +417,11 @@ class ElicitingApprover:
             replicas = self.settings.state_key is not None
             state = QUESTIONS.answered(str(request.real), sealed.nonce, replicas=replicas)
             if state == "replayed":
-                return Decision(False, "replayed", REPLAYED)
+                return Decision(False, "replayed", REPLAYED), None
             if state == "superseded":
-                return Decision(False, "superseded", SUPERSEDED.format(path=request.shown))
+                return Decision(False, "superseded", SUPERSEDED.format(path=request.shown)), None
             if sealed.matches(request):
-                return self._decide(request, answer, sealed.session, "elicited")
+                return self._decide(request, answer, sealed.choices, "elicited")
             reasks = sealed.reasks + 1
         if reasks > MAX_REASKS:
             return Decision(
@@ -368,12 +430,11 @@ class ElicitingApprover:
                 f"`{request.shown}` changed {MAX_REASKS + 1} times while the user was being "
                 "asked about this write (other writes to it are landing), so nothing was written. "
                 "Read the file again and retry the edit.",
-            )
-        offer = self._offer_session(request)
+            ), None
         nonce = QUESTIONS.open(str(request.real))
         params = ElicitRequestFormParams(
             message=approval_message(request, changed=reasks > 0),
-            requested_schema=approval_schema(offer),
+            requested_schema=approval_schema(choices),
         )
         raise InputRequired(
             InputRequiredResult(
@@ -381,28 +442,31 @@ class ElicitingApprover:
                 # off the wire (the SDK writes messages with exclude_unset).
                 result_type="input_required",
                 input_requests={ANSWER_KEY: ElicitRequest(method="elicitation/create", params=params)},
-                request_state=SealedOperation.of(request, offer is not None, nonce, reasks).dump(),
+                request_state=SealedOperation.of(request, choices, nonce, reasks).dump(),
             )
         )
 
     def _decide(
-        self, request: WriteRequest, result: ElicitResult, session_offered: bool, route: Route
-    ) -> Decision:
+        self, request: WriteRequest, result: ElicitResult, choices: list[str], route: Route
+    ) -> tuple[Decision, GrantKind | None]:
+        """The answer as a decision, and the grant it asks for (given by :meth:`_grant`). An
+        answer the form did not offer (a client that does not check its answer) approves this
+        write only."""
         if result.action == "cancel":
-            return Decision(False, route, CANCELLED)
+            return Decision(False, route, CANCELLED), None
         content = result.content or {}
         choice = content.get("decision") if result.action == "accept" else REJECT
-        if choice == APPROVE:
-            return Decision(True, route)
-        if choice == APPROVE_SESSION:
-            if session_offered:
+        if choice in (APPROVE, APPROVE_FILE, APPROVE_FOLDER, APPROVE_SESSION):
+            if choice == APPROVE or choice not in choices:
+                return Decision(True, route), None
+            if choice == APPROVE_SESSION:
                 self._remember(request)
-                return Decision(True, "elicited, approved for the session")
-            return Decision(True, route)
+                return Decision(True, "elicited, approved for the session"), None
+            return Decision(True, route), "file" if choice == APPROVE_FILE else "folder"
         feedback = str(content.get("feedback") or "").strip()
         if feedback:
-            return Decision(False, route, REJECTED_WITH_FEEDBACK.format(feedback=feedback))
-        return Decision(False, route, REJECTED)
+            return Decision(False, route, REJECTED_WITH_FEEDBACK.format(feedback=feedback)), None
+        return Decision(False, route, REJECTED), None
 
 
 def _first_line(exc: BaseException, limit: int = 200) -> str:

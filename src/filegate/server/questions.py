@@ -1,9 +1,10 @@
 """The questions a write asks the user (SPEC §6), as rules with no protocol in them: the form
-(approve [/ for this session] / reject), the message the user reads, Kimi's rejection
+(approve [/ the grants of SPEC §11] / reject), the message the user reads, Kimi's rejection
 sentences and the limits on asking. server/approval.py asks them over MCP."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from filegate.policy.escape import escape_log
@@ -33,31 +34,53 @@ UNSAFE_NOTE = (
     "or stacked combining marks; they are shown escaped (\\xNN, \\uNNNN, \\UNNNNNNNN)."
 )
 APPROVE = "approve"
+APPROVE_FILE = "approve_file"
+APPROVE_FOLDER = "approve_folder"
 APPROVE_SESSION = "approve_for_session"
 REJECT = "reject"
+# The answers that grant something beyond this write (SPEC §11).
+GRANTING = (APPROVE_FILE, APPROVE_FOLDER, APPROVE_SESSION)
 
 
-def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
-    """The form: one enum (approve [/ approve for this session] / reject) and a feedback text.
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What a question offers beside approve and reject (SPEC §6, §11): this file, its top
+    folder (shown as `src/`), every write of its class; each "for this session", or for the
+    time a 2026-07-28 HTTP client's grant handle holds (``lasting``)."""
 
-    ``write_class`` None: no session to remember an answer in, so no session choice.
-    """
-    values, titles = [APPROVE], ["Approve this write"]
-    if write_class is not None:
-        values.append(APPROVE_SESSION)
-        titles.append(
-            f"Approve, and allow further writes {write_class} the workspace this session without asking"
-        )
-    values.append(REJECT)
-    titles.append("Reject")
+    file: bool = False
+    folder: str = ""  # the folder as shown, "" when not offered
+    write_class: WriteClass | None = None
+    lasting: str = "for this session"
+
+    def values(self) -> list[str]:
+        return [value for value, _ in self.listed()]
+
+    def listed(self) -> list[tuple[str, str]]:
+        """(value, title) of each choice, narrowest first."""
+        out = [(APPROVE, "Approve this write")]
+        if self.file:
+            out.append((APPROVE_FILE, f"Approve this file {self.lasting}"))
+        if self.folder:
+            out.append((APPROVE_FOLDER, f"Approve edits under `{self.folder}` {self.lasting}"))
+        if self.write_class is not None:
+            where = f"{self.write_class} the workspace"
+            out.append((APPROVE_SESSION, f"Approve all writes {where} {self.lasting}"))
+        out.append((REJECT, "Reject"))
+        return out
+
+
+def approval_schema(choices: Choices) -> dict[str, Any]:
+    """The form: one enum (approve [/ the grants offered] / reject) and a feedback text."""
+    listed = choices.listed()
     return {
         "type": "object",
         "properties": {
             "decision": {
                 "type": "string",
                 "title": "Decision",
-                "enum": values,
-                "enumNames": titles,
+                "enum": [value for value, _ in listed],
+                "enumNames": [title for _, title in listed],
                 "default": APPROVE,
             },
             "feedback": {
@@ -73,6 +96,8 @@ def approval_schema(write_class: WriteClass | None) -> dict[str, Any]:
 def verdict(request: WriteRequest) -> str:
     """The question's first words: where the write lands and whether the file is sensitive."""
     where = "Inside the workspace" if request.inside else "OUTSIDE the workspace"
+    if request.always_ask and not request.sensitive:  # a set holding a file an ask rule covers
+        return f"{where}, {request.guarded_as or 'ASKED about always, by a client rule'}"
     if not request.sensitive:
         return where
     return f"{where}, {request.guarded_as or 'SENSITIVE file (it may hold secrets)'}"
@@ -83,6 +108,14 @@ def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
     path is escaped and every shown text went through escape_text (SPEC §2.9)."""
     # Escaped once already (tools.edit.writing._shown); escaped again without doubling its
     # backslashes, so no caller can put a raw line break in the question.
+    if request.title:  # a set: its files, their diffs and the notes come with the title
+        lines = [f"{verdict(request)}: {request.title}"]
+        if request.unsafe:
+            lines.append(UNSAFE_NOTE)
+        if changed:
+            lines.append("A file changed since you were asked; this is the change as it stands now.")
+        lines.extend(request.notes)
+        return "\n".join([*lines, "", request.diff])
     path = escape_log(request.shown)
     if request.sensitive:
         action = "write" if request.tool == "WriteFile" else "edit"

@@ -61,15 +61,18 @@ def _separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
 
 
 def render(outcome: Outcome, notice: str = "") -> ToolResult:
-    """The data first, then the one-paragraph summary; an error leads with its message. A
-    ``notice`` (one line: files changed on disk since read, SPEC §8.3) ends the result."""
+    """The data first, then the one-paragraph summary (a write's ends with its id); an error
+    leads with its message. Then, each on its own line when there is one (SPEC §9's order): the
+    grant line (SPEC §11) and a ``notice`` (files changed on disk since read, SPEC §8.3)."""
     result = _rendered(outcome)
-    if notice:
+    for line in (outcome.grant, notice):
+        if not line:
+            continue
         last = result.content[-1] if result.content else None
         if isinstance(last, TextContent):
-            last.text += ("" if last.text.endswith("\n") else "\n") + safe_text(notice)
+            last.text += ("" if last.text.endswith("\n") else "\n") + safe_text(line)
         else:
-            result.content = _separated([*result.content, _text(notice)])
+            result.content = _separated([*result.content, _text(line)])
     return result
 
 

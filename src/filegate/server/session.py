@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ from mcp.shared.exceptions import MCPError
 from filegate.fsio.history import Limits, WriteHistory
 from filegate.policy.budget import media_part_budget_for, result_budget_for
 from filegate.policy.escape import escape
+from filegate.policy.grants import Grant, unseal
 from filegate.policy.workspace import Workspace, abbreviate
 from filegate.server import upstream
 from filegate.server.approval import ElicitingApprover, SessionApprovals
 from filegate.server.call import CallContext
+from filegate.server.grants import GrantKey
 from filegate.settings import Settings
 from filegate.tools.outcome import ToolEnv
 from filegate.tools.readguard.ledger import PROCESS_CAPACITY, PROCESS_INDEX_LINES, ChosenEncodings, ReadLedger
@@ -112,8 +115,10 @@ class SessionRuntime:
         self._roots: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
         # Bumped by each roots/list_changed: an answer asked for before the bump is stale.
         self._roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        # Which write classes each session approved "for this session" (see approval.py).
+        # Which write classes each session approved "for this session", and its grants (see
+        # approval.py); the key grant handles are sealed with (SPEC §11).
         self.approvals = SessionApprovals()
+        self.grant_key = GrantKey()
         # What was read (tools/readguard/ledger.py): per handshake-era session, weakly keyed on its
         # connection; one ledger for a stdio process (one client) and for every 2026-07-28
         # client of this process (no session: SPEC §4 "reads by any client ... count").
@@ -180,11 +185,26 @@ class SessionRuntime:
             chosen = self._encodings[call.connection] = ChosenEncodings()
         return chosen
 
-    async def env_for(self, call: CallContext) -> ToolEnv:
+    async def presented_grant(self, handle: str) -> Grant | None:
+        """The grant a call's ``grant`` handle carries (SPEC §11), or None: a handle that does not
+        verify, expired or names another workspace is no grant (the user is asked), and the
+        caller is never told why (the log says that one was ignored)."""
+        if not handle or self.settings.approval == "ask-always":
+            return None
+        key = await self.grant_key.get()
+        grant = None if key is None else unseal(key, self.workspace, handle, time.time())
+        if grant is None:
+            log.info("a grant handle was ignored: it does not verify, expired, or names another workspace")
+        return grant
+
+    async def env_for(self, call: CallContext, grant: str = "") -> ToolEnv:
         workspace = await self.workspace_for(call)
+        presented = await self.presented_grant(grant)
         return ToolEnv(
             workspace=workspace,
-            approver=ElicitingApprover(self.settings, self.approvals, call),
+            approver=ElicitingApprover(
+                self.settings, self.approvals, call, workspace, self.grant_key, presented
+            ),
             reporter=call,
             result_budget=result_budget_for(self.settings, call.client_name),
             media_part_budget=media_part_budget_for(self.settings, call.client_name),

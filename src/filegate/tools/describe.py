@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from importlib.resources import files
 from string import Template
+from typing import Annotated
+
+from pydantic import Field
+
+# SPEC §11: the write tools' optional `grant`, one short sentence (every turn pays for it).
+GrantArg = Annotated[str, Field(description="A handle from an earlier result's `Grant:` line.")]
 
 
 def path_help(verb: str, gerund: str) -> str:

@@ -57,6 +57,9 @@ class Outcome:
     message: str = ""
     is_error: bool = False
     parts: list[MediaPart] = field(default_factory=list)
+    # SPEC §11: the line naming a grant handle the approval of this write gave ("Grant: g-…:
+    # edits under `src/` for 30 minutes."), rendered on its own line after the write id.
+    grant: str = ""
     skipped_sensitive: int = 0  # files left out because they may hold secrets
     skipped_hidden: int = 0  # files left out because a client rule hides them (SPEC §8.5)
     timed_out: bool = False  # the work stopped at its time limit: results are partial
@@ -142,16 +145,38 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    # A set of files (ApplyPatch, an undone set): the question's first line after the verdict
+    # ("ApplyPatch wants to change 3 files: ..."); "" for one file, said from the fields above.
+    title: str = ""
+    # Asked whatever --approval says and never "for the session", its content shown (a set
+    # holding a file an ``ask`` rule covers, SPEC §8.5); ``sensitive`` also hides the content.
+    always_ask: bool = False
+
+    @property
+    def asked_always(self) -> bool:
+        return self.sensitive or self.always_ask
+
+    # Every real path a write of several files touches (ApplyPatch, an undone set), which a
+    # grant must cover whole; () for one file: ``real``.
+    paths: tuple[Path, ...] = ()
+
+    @property
+    def targets(self) -> tuple[Path, ...]:
+        """The real paths this write touches."""
+        return self.paths or (self.real,)
 
 
 # How a write was decided, for the log and the tests.
 Route = Literal[
     "auto",  # --approval auto
     "session",  # approved earlier for this session
+    "grant",  # SPEC §11: a grant for its file or folder (a session's, or a handle's)
+    "allow-rule",  # SPEC §11: the user's own allow rule (~/.claude/settings.json)
     "no-elicitation",  # a client that cannot be asked: inside writes go, others are refused
     "strict",  # --approval strict and a client that cannot be asked
     "elicited",  # the user answered
     "elicited, approved for the session",
+    "elicited, granted",  # the user answered "approve this file / edits under … for this session"
     "unanswered",  # handshake era: no answer within ASK_TIMEOUT_S
     "client-gone",  # handshake era: the client closed the stream the question went out on
     "elicitation-failed",  # the client failed to answer

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory, is_write_id
+from filegate.policy.changeset import gate_path
 from filegate.policy.escape import escape
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description
+from filegate.tools.describe import GrantArg, load_description
 from filegate.tools.edit.diffing import binary_diff, plural, unified_diff
 from filegate.tools.edit.writing import (
     SENSITIVE_DONE,
@@ -30,10 +31,12 @@ from filegate.tools.edit.writing import (
     Written,
     detect_encoding,
     lines_sentence,
+    load_current,
     resolve_for_write,
     run_write,
 )
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
+from filegate.tools.patch.run import Label, Member, run_set
 from filegate.tools.readguard.ledger import reader_of
 
 # Later writes to the same file named in a refusal, at most.
@@ -52,6 +55,7 @@ class UndoWriteParams(BaseModel):
         bool,
         Field(description="Restore even if the file changed since that write (its later changes are lost)."),
     ] = False
+    grant: GrantArg = ""
 
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
@@ -100,6 +104,8 @@ async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force
     """Undo the write ``entry`` (found by the caller: UndoWrite in its workspace, the terminal
     by id or prefix) through the write route."""
     history = history_of(env)
+    if entry.group:  # one file of a set (ApplyPatch): the set is undone as one (SPEC §10)
+        return await _undo_set(history, entry.group, env, dry_run=dry_run, force=force)
     _check_undoable(entry)
     rp = resolve_for_write(env, entry.path, "write")
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
@@ -124,6 +130,72 @@ async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force
         would=lambda _: f"Would undo {entry.id} ({entry.tool}, {_when(entry)}).",
     )
     return await run_write(job, env)
+
+
+async def _undo_set(
+    history: WriteHistory, set_id: str, env: ToolEnv, *, dry_run: bool, force: bool
+) -> Outcome:
+    """Every file of set ``set_id`` put back as it was before it, as one write: one question
+    with the combined diff, all or nothing, refused (naming each file) when any changed since."""
+    first = await anyio.to_thread.run_sync(lambda: history.find(set_id))
+    entries = [first, *await anyio.to_thread.run_sync(lambda: history.entries(after=set_id))] if first else []
+    members = [e for e in entries if e.group == set_id]
+    for entry in members:
+        _check_undoable(entry)
+    mine = {e.id for e in members}
+    prepared = await anyio.to_thread.run_sync(
+        lambda: [_set_member(history, e, entries, mine, env) for e in members]
+    )
+    changed = [f"`{rp.shown}` ({why})" for rp, why, _ in prepared if why]
+    if changed and not force:
+        raise WriteError(
+            f"Set {set_id} cannot be undone as it is: {'; '.join(changed)}. Nothing was written. "
+            "`force: true` restores every file of the set anyway (their later changes are lost).",
+            "File changed since",
+        )
+    first = members[0]
+    restoring = [m for _, _, m in prepared if m is not None]
+    if not restoring:
+        return Outcome(message=f"Every file of {set_id} is already as it was before it; nothing changed.")
+    verb = f"undo {set_id} ({first.tool}, {_when(first)}), restoring"
+    done = await run_set("UndoWrite", restoring, env, verb=verb, dry_run=dry_run)
+    if isinstance(done, Outcome):
+        return done
+    lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
+    message = f"Undid {set_id}: {len(lines)} files as they were before it. Write id: {done.write_id}."
+    return Outcome(output="\n".join(lines), message=message)
+
+
+def _set_member(
+    history: WriteHistory, entry: Entry, entries: list[Entry], mine: set[str], env: ToolEnv
+) -> tuple[ResolvedPath, str, Member | None]:
+    """One file of a set to undo: its path (gated as a set's), why it is no longer as the set
+    left it ("" when it is), and the member that restores it (None: it is as before already)."""
+    gated = gate_path(env.workspace, entry.path, "write")
+    rp = dataclasses.replace(gated.rp, shown=env.workspace.display(gated.rp.real))
+    later = [e for e in entries if e.path == entry.path and e.time > entry.time and e.id not in mine]
+    before = None if entry.created else _pre_image(history, entry, rp)
+    current = load_current(rp, must_exist=False)
+    why = _what_changed(entry, current.data, later)
+    if _as_before(entry, current.data):  # nothing to restore (a forced undo of a set)
+        return rp, why, None
+    job: WriteJob[None] = WriteJob(
+        tool="UndoWrite",
+        rp=rp,
+        transform=lambda data: _restore(entry, before, data, rp, True, later),
+        requested="",
+        requested_unsafe=False,
+        arguments={},
+        done=lambda _: Outcome(),
+    )
+    label: Label = "removed" if entry.created else "restored"
+    return rp, why, Member(label, job, gated.asked)
+
+
+def _as_before(entry: Entry, data: bytes | None) -> bool:
+    if entry.created:
+        return data is None
+    return data is not None and entry.digest(data) == entry.before
 
 
 def _check_undoable(entry: Entry) -> None:
@@ -154,6 +226,12 @@ def _restore(
     entry: Entry, before: bytes | None, data: bytes | None, rp: ResolvedPath, force: bool, later: list[Entry]
 ) -> Change[None]:
     """The file's bytes now → the bytes before ``entry`` (or its removal, for a creation)."""
+    if _is_undone(entry, data):
+        raise WriteError(
+            f"Write {entry.id} is already undone: `{rp.shown}` is as it was before it"
+            f"{_undone_by(entry, later)}. Nothing was written.",
+            "Already undone",
+        )
     if not force:
         changed = _what_changed(entry, data, later)
         if changed:
@@ -182,6 +260,24 @@ def _restore(
 def shown_as_text(rp: ResolvedPath, data: bytes | None) -> bool:
     """Whether ReadFile would show these bytes of this file (no content: nothing to hide)."""
     return data is None or reader_of(rp.real.name, data[:SNIFF_BYTES]) == "ReadFile"
+
+
+def _is_undone(entry: Entry, data: bytes | None) -> bool:
+    """Whether the file is back as it was before ``entry`` (and was not so after it)."""
+    if entry.created:
+        return data is None
+    if data is None or entry.removed or not entry.before or entry.before == entry.after:
+        return False
+    return entry.digest(data) == entry.before
+
+
+def _undone_by(entry: Entry, later: list[Entry]) -> str:
+    """ " (undone by w-… at …)" when the last later write is an UndoWrite that left it so."""
+    last = later[-1] if later else None
+    if last is None or last.tool != "UndoWrite":
+        return ""
+    left = last.removed if entry.created else last.after == entry.before
+    return f" (undone by {last.id}, {_when(last)})" if left else ""
 
 
 def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:

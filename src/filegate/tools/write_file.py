@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from filegate.errors import PathError, WriteError
-from filegate.fsio.codec import Eol, Unencodable, line_endings, with_line_endings
-from filegate.fsio.spliced import Spliced
-from filegate.policy.escape import escape
+from filegate.errors import PathError
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.describe import load_description, path_help
+from filegate.tools.describe import GrantArg, load_description, path_help
 from filegate.tools.edit.diffing import requested_change
-from filegate.tools.edit.placeholders import find_placeholder
-from filegate.tools.edit.textstyle import new_file_style
+from filegate.tools.edit.whole_content import Kept, WholeContent, new_bytes
 from filegate.tools.edit.writing import (
-    MAX_FILE_BYTES,
     SENSITIVE_DONE,
-    Change,
-    Encoding,
     WriteJob,
     Written,
     lines_sentence,
@@ -53,6 +45,7 @@ class WriteFileParams(BaseModel):
         bool,
         Field(description='Overwrite even if `content` holds a "... rest of the code unchanged" comment.'),
     ] = False
+    grant: GrantArg = ""
 
 
 async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
@@ -63,12 +56,12 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     job = WriteJob(
         tool="WriteFile",
         rp=rp,
-        transform=lambda data: _new_bytes(params, data, rp, env),
+        transform=lambda data: new_bytes(_whole(params), data, rp, env),
         requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
         requested_unsafe=unsafe,
-        arguments=params.model_dump(),
+        arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
         create_dirs=params.create_dirs,
-        notes=_notes(rp, params.create_dirs),
+        notes=_notes(rp, params.create_dirs, env),
         done=lambda written: _success(params, rp, written),
         unchanged=lambda size: _unchanged(params, size),
         guarded=params.mode == "overwrite",
@@ -91,96 +84,13 @@ def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
     )
 
 
-def _new_bytes(params: WriteFileParams, data: bytes | None, rp: ResolvedPath, env: ToolEnv) -> Change[Kept]:
-    """The pure transformation: the file's bytes (None: absent) → the bytes to write, in the
-    file's codec and line-ending style (SPEC §8.1); a new file in the style its folder asks."""
-    if data is None:
-        style = new_file_style(rp.real, env.workspace.workdir)
-        text, codec = style.apply(params.content), style.codec
-        new = codec.bom + _encoded(params, codec, text)
-        said = ("Written as " + "; ".join(style.rules) + " asked.",) if style.rules else ()
-        return Change(new, codec, Kept(style.rules, created=True), said)
-    codec = env.codec_of(data, rp.real)
-    eol = _eol_of(data, codec)
-    text = with_line_endings(params.content, eol)
-    kept = Kept(_kept(codec, eol, converted=text != params.content))
-    if params.mode == "overwrite":
-        if not params.allow_placeholders:
-            _check_placeholders(params, data[len(codec.bom) :].decode(codec.name, "replace"))
-        new = codec.bom + _encoded(params, codec, text.removeprefix("\ufeff") if codec.bom else text)
-        return Change(new, codec, kept, kept.rules)
-    # The old bytes and the appended ones as pieces: the file is not held twice (a copy of
-    # 128 MiB per preview), and the diff looks only at the end.
-    grown = Spliced(data, len(data), len(data), _encoded(params, codec, text))
-    if len(grown) > MAX_FILE_BYTES:
-        raise WriteError(
-            f"`{escape(params.path)}` would grow to {len(grown)} bytes; filegate writes files of at "
-            f"most {MAX_FILE_BYTES} bytes.",
-            "File too large",
-        )
-    return Change(grown, codec, kept, kept.rules, span=(len(data), len(data), len(grown)))
+def _whole(params: WriteFileParams) -> WholeContent:
+    return WholeContent(params.path, params.content, params.mode, params.allow_placeholders)
 
 
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """What the write kept of the file's style, or which rules styled a new file."""
-
-    rules: tuple[str, ...] = ()
-    created: bool = False
-
-
-def _eol_of(data: bytes, codec: Encoding) -> Eol:
-    """The file's line-ending style: on its bytes when its line breaks are single bytes."""
-    if codec.unit == 1:
-        return line_endings(data)
-    return line_endings(codec.decode(data[len(codec.bom) :]))
-
-
-def _kept(codec: Encoding, eol: Eol, converted: bool) -> tuple[str, ...]:
-    """The sentence saying what was kept; none for a plain UTF-8 file (Kimi's message stays)."""
-    kept = []
-    if not codec.utf8:
-        kept.append(f"its encoding {codec.shown}" + (f" (from {codec.source})" if codec.source else ""))
-    if codec.bom:
-        kept.append("its byte order mark")
-    if converted:
-        kept.append(
-            f"its {eol.upper()} line endings (the content's line breaks were written as {eol.upper()})"
-        )
-    if not kept:
-        return ()
-    return ("Kept the file's " + ", ".join(kept).replace("its ", "", 1) + ".",)
-
-
-def _encoded(params: WriteFileParams, codec: Encoding, text: str) -> bytes:
-    try:
-        return codec.encode(text)
-    except Unencodable as exc:
-        line = text[: text.find(exc.char)].count("\n") + 1
-        raise WriteError(
-            f"`content` holds {exc.code} ({exc.char!r}, line {line}), which the file's encoding "
-            f"{codec.shown} cannot store. Nothing was written.",
-            "Character not in the file's encoding",
-        ) from None
-
-
-def _check_placeholders(params: WriteFileParams, old: str) -> None:
-    """SPEC §8.4: an overwrite whose content stands a comment in for code it left out
-    ("// ... rest of the code unchanged") would destroy that code; refused."""
-    found = find_placeholder(params.content, old)
-    if found is None:
-        return
-    number, line = found
-    raise WriteError(
-        f"The content stands a placeholder in for left-out text (line {number}: `{escape(line)}`), "
-        f"which `{escape(params.path)}` does not hold: overwriting would replace that text with "
-        "the placeholder. Nothing was written. Write the whole content, or change only a part "
-        "with StrReplaceFile; pass `allow_placeholders: true` if the line belongs in the file.",
-        "Placeholder in content",
-    )
-
-
-def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
+def _notes(rp: ResolvedPath, create_dirs: bool, env: ToolEnv) -> tuple[str, ...]:
+    """The question's note on the folders a write makes: named as messages name paths
+    (relative to the workdir when inside it: SPEC §2.9, never the server's absolute workdir)."""
     if not create_dirs:
         return ()
     missing = []
@@ -190,7 +100,7 @@ def _notes(rp: ResolvedPath, create_dirs: bool) -> tuple[str, ...]:
         parent = parent.parent
     if not missing:
         return ()
-    return (f"Creates the missing directory `{escape(str(missing[-1]))}` (and any below it).",)
+    return (f"Creates the missing directory `{env.workspace.display(missing[-1])}` (and any below it).",)
 
 
 def _verb(params: WriteFileParams) -> str:
@@ -209,9 +119,9 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[Kept]) -> Out
         return Outcome(
             message=f"File successfully {_verb(params)}." + SENSITIVE_DONE,
         )
-    message = f"File successfully {_verb(params)}. Current size: {w.size} bytes."
-    message += " Created a new file." if w.created else ""
-    message += lines_sentence(w.diff)
+    # A file that did not exist was created, not overwritten (Kimi says "overwritten" here too).
+    done = f"Created `{rp.shown}`." if w.created else f"File successfully {_verb(params)}."
+    message = f"{done} Current size: {w.size} bytes." + lines_sentence(w.diff)
     if w.facts.created and w.facts.rules:
         message += " Written as " + "; ".join(w.facts.rules) + " asked."
     elif w.facts.rules:

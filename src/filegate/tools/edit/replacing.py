@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -187,8 +187,11 @@ def apply_edits(
     *,
     tolerant: bool = True,
     tab_width: Callable[[], int | None] = lambda: None,
+    first: int = 1,
+    total: int | None = None,
 ) -> Applied:
-    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed.
+    """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed
+    (numbered from ``first`` of ``total``: ApplyPatch applies a file's edits one at a time).
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
@@ -197,19 +200,20 @@ def apply_edits(
     """
     eols = _Eols(data)
     out = Applied(data, kept_head=len(data), kept_tail=len(data))
-    for number, edit in enumerate(edits, start=1):
+    total = len(edits) if total is None else total
+    for number, edit in enumerate(edits, start=first):
         current = out.data if isinstance(out.data, bytes) else bytes(out.data)
         count, pos, old, eol = _match(current, utf8(edit.old), eols, edit.replace_all)
         if count == 0:
             if (
                 tolerant
                 and edit.match == "tolerant"
-                and _tolerated(out, current, edit, number, len(edits), tab_width)
+                and _tolerated(out, current, edit, number, total, tab_width)
             ):
                 continue
-            raise _not_found(current, edit, number, len(edits), shown)
+            raise _not_found(current, edit, number, total, shown)
         if count > 1 and not edit.replace_all:
-            raise _ambiguous(current, old, count, number, len(edits), shown)
+            raise _ambiguous(current, old, count, number, total, shown)
         new = utf8(edit.new)
         if eol == "crlf" or (b"\n" in new and eols.pure_crlf and _to_crlf(new) != new):
             new = _to_crlf(new)
@@ -394,14 +398,48 @@ def _numbered(data: bytes, first: int, count: int, start: int | None = None) -> 
 # --- in the file's codec ---------------------------------------------------------------
 
 
+class Applier(Protocol):
+    """What applies a file's edits to its UTF-8 text: :func:`apply_edits`, or ApplyPatch's
+    hunks (tools/patch/hunks.py), which narrow a V4A hunk by its ``@@`` lines."""
+
+    def __call__(
+        self,
+        data: bytes,
+        edits: list[Edit],
+        shown: str,
+        *,
+        tolerant: bool,
+        tab_width: Callable[[], int | None],
+    ) -> Applied: ...
+
+
+UNDECODED_HINT = (
+    " The file is not valid UTF-8: its bytes that are not were shown as \ufffd (U+FFFD) and match"
+    " nothing. Read it with ReadFile's `encoding` (e.g. cp1252, gb18030, shift_jis), which this"
+    " session's edits of it then use, or start filegate with --legacy-encoding NAME (or auto)."
+)
+
+
 def apply_in_codec(
-    rp: ResolvedPath, data: bytes, edits: list[Edit], encoding: Encoding, tolerant: bool
+    rp: ResolvedPath,
+    data: bytes,
+    edits: list[Edit],
+    encoding: Encoding,
+    tolerant: bool,
+    apply: Applier = apply_edits,
 ) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
-        return apply_edits(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        try:
+            return apply(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+        except EditFailed as exc:
+            # The read showed U+FFFD for the bytes that are not UTF-8, and said how to decode
+            # them; an edit of such text fails where they are, so the hint is said again.
+            if encoding.fallback and not rp.sensitive and exc.brief == "No replacements made":
+                raise EditFailed(exc.message + UNDECODED_HINT, exc.output, exc.brief) from None
+            raise
     _check_encodable(edits, encoding)
     body = data[len(encoding.bom) :]
     try:
@@ -418,7 +456,7 @@ def apply_in_codec(
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply_edits(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
+    applied = apply(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:

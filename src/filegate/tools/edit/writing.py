@@ -40,7 +40,7 @@ from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.fsio.spliced import Content, Spliced, content_hash
 from filegate.media.bounds import Ticket
-from filegate.policy.escape import escape
+from filegate.policy.escape import escape, escape_record
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.diffing import Diff, binary_diff, change_summary, plural, unified_diff
@@ -189,6 +189,8 @@ class WriteJob(Generic[T]):
     dry_run: bool = False
     # What the tool's own result would count, said in a preview ("Would apply 2 edit(s) ...").
     would: Callable[[T], str] | None = None
+    # The verb a read guard's refusal uses ("edit", "delete"); "" for the tool's own.
+    action: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +206,7 @@ class Written(Generic[T]):
 
 
 @dataclass(slots=True)
-class _Prepared(Generic[T]):
+class Prepared(Generic[T]):
     current: Current
     change: Change[T]
     diff: Diff
@@ -247,7 +249,7 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
         async with PATH_LOCKS.hold(rp.real):
             # Loading, transforming and diffing a big file take a while: off the loop.
             prepared = await anyio.to_thread.run_sync(
-                lambda: _prepare(job, env, ticket), abandon_on_cancel=True
+                lambda: prepare(job, env, ticket), abandon_on_cancel=True
             )
             if isinstance(prepared, Outcome):
                 return prepared
@@ -256,7 +258,7 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
                 return await _finish(job, env, prepared, decision)
         # A question: it shows the line counts and binds the answer to both contents' hashes,
         # which cost a pass over each (so only a question pays for them).
-        request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+        request = await anyio.to_thread.run_sync(lambda: described(prepared), abandon_on_cancel=True)
     # The room is given back before the question: an answer may take minutes, and one open
     # question must not stall every other call's load (at most the clients' open questions
     # hold their files uncharged; nothing is loaded again for the write).
@@ -281,11 +283,11 @@ async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
             "lines is shown before a write to it is approved; above is the change as requested.",
         )
     async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
-        prepared = await anyio.to_thread.run_sync(lambda: _prepare(job, env, ticket), abandon_on_cancel=True)
+        prepared = await anyio.to_thread.run_sync(lambda: prepare(job, env, ticket), abandon_on_cancel=True)
         if isinstance(prepared, Outcome):  # the file already has this content
             same = f"`{rp.shown}` already has this content: the write would change nothing."
             return Outcome(message=f"{PREVIEW} {same}")
-        request = await anyio.to_thread.run_sync(lambda: _described(prepared), abandon_on_cancel=True)
+        request = await anyio.to_thread.run_sync(lambda: described(prepared), abandon_on_cancel=True)
     action = "create" if request.created else "change"
     parts = [PREVIEW, f"{job.tool} would {action} `{request.shown}`.", change_summary(request)]
     if job.would is not None:
@@ -294,9 +296,10 @@ async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
     return Outcome(output=request.diff, message=" ".join(parts))
 
 
-def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | Outcome:
+def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Outcome:
     """Load, transform and diff (blocking: runs in a worker thread). The request it gives is
-    enough to settle the write without a question; :func:`_described` completes it for one."""
+    enough to settle the write without a question; :func:`described` completes it for one.
+    ApplyPatch prepares each file of its set with it (tools/apply_patch.py)."""
     rp = job.rp
     if job.guarded and env.reads is not None:  # before the load: a 10 GiB file is not read for it
         st = stat_target(rp)
@@ -327,7 +330,7 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
     old = current.data or b""
     shown = _shown(rp, env)
     binary = (current.data is not None and reader != "ReadFile") or change.binary
-    # The line counts of the result only; the text a question shows is made by _described.
+    # The line counts of the result only; the text a question shows is made by described.
     if binary:
         diff = binary_diff(len(old), len(change.new))
     elif change.view is not None:
@@ -340,18 +343,18 @@ def _prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> _Prepared[T] | O
         real=rp.real,
         inside=rp.inside,
         sensitive=False,
-        old_hash="",  # filled in by _described, for a question
+        old_hash="",  # filled in by described, for a question
         new_hash="",
         old_size=len(old),
         new_size=len(change.new),
         old_lines=0,
         new_lines=0,
-        diff="",  # filled in by _described, for a question
+        diff="",  # filled in by described, for a question
         created=current.data is None,
         notes=(*job.notes, *change.notes, *((notice,) if notice else ())),
         binary=binary,
     )
-    return _Prepared(current, change, diff, request, known=known, notice=notice)
+    return Prepared(current, change, diff, request, known=known, notice=notice)
 
 
 def _identity(snapshot: Snapshot) -> Identity:
@@ -365,7 +368,7 @@ def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reade
         return False
     verdict = reads.verdict(job.rp.real, identity)
     if job.guarded and verdict != "read":
-        action = "edit" if job.tool == "StrReplaceFile" else "overwrite"
+        action = job.action or ("edit" if job.tool == "StrReplaceFile" else "overwrite")
         brief = "File changed since read" if verdict == "changed" else "File not read"
         if verdict == "changed":  # this refusal tells the change: no notice repeats it (§8.3)
             reads.told(job.rp.real, identity)
@@ -373,7 +376,7 @@ def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reade
     return verdict == "read"
 
 
-def _described(prepared: _Prepared[T]) -> WriteRequest:
+def described(prepared: Prepared[T]) -> WriteRequest:
     """The request as a question shows it and binds its answer to (blocking: a thread): the
     diff's text, the line counts and both hashes each cost a pass, so only a question pays."""
     old = prepared.current.data or b""
@@ -399,7 +402,7 @@ def _described(prepared: _Prepared[T]) -> WriteRequest:
 
 
 async def _finish(
-    job: WriteJob[T], env: ToolEnv, prepared: _Prepared[T], decision: Decision
+    job: WriteJob[T], env: ToolEnv, prepared: Prepared[T], decision: Decision
 ) -> Written[T] | Outcome:
     if not decision.approved:
         _log_refusal(job, env, decision)
@@ -484,7 +487,7 @@ async def _replace(
         # SPEC §8.4: the pre-image and the record are durable before the rename. They are kept
         # while the temp file is written (a speed device, docs/ARCHITECTURE.md), and the rename
         # waits for them.
-        old = expect.content if expect.exists and not rp.sensitive else None
+        old = expect.content if expect.exists and not rp.secret else None
         kept = None if change.remove else new
         history = env.history
         if history is None:
@@ -567,7 +570,7 @@ def _log_failure(job: WriteJob[T], env: ToolEnv, error: str) -> None:
         job.tool,
         escape(str(job.rp.real)),
         escape(env.client) or "-",
-        escape(error),
+        escape_record(error),  # filegate's own sentence: its names escaped in it, its quotes kept
     )
 
 

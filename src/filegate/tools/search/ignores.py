@@ -263,6 +263,8 @@ def read_rule_file(path: str, follow: bool = False) -> tuple[Signature, bytes] |
         before = os.stat(path, follow_symlinks=follow)
     except FileNotFoundError:
         return None
+    except PermissionError as exc:
+        raise RuleFileError(f"cannot be read ({exc.strerror})", blocked_folder(path)) from None
     except OSError as exc:
         raise RuleFileError(f"cannot be read ({exc.strerror})") from None
     if stat.S_ISLNK(before.st_mode):
@@ -287,6 +289,15 @@ def read_rule_file(path: str, follow: bool = False) -> tuple[Signature, bytes] |
     if len(data) > MAX_RULE_BYTES:
         raise RuleFileError(f"is larger than {MAX_RULE_BYTES // 1024} KiB")
     return signature(st), data
+
+
+def blocked_folder(path: str) -> str | None:
+    """The first folder on ``path``'s way that this process may not enter, if any."""
+    effective = os.access in os.supports_effective_ids
+    for folder in reversed(Path(path).parents):
+        if not os.access(folder, os.X_OK, effective_ids=effective):
+            return str(folder)
+    return None
 
 
 def client_rules_of(settings: Settings) -> ClientRules | None:
