@@ -23,7 +23,7 @@ from filegate.errors import WriteError
 from filegate.fsio import history as store
 from filegate.fsio import historylog, preimages
 from filegate.fsio.atomic import replace_file
-from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
+from filegate.fsio.history import Entry, Limits, SetFile, WriteHistory, history_dir
 from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.fsio.spliced import Spliced, content_hash
 from filegate.policy.workspace import ResolvedPath
@@ -1149,6 +1149,9 @@ def test_the_index_reads_each_kind_of_line_as_json_says_it(tmp_path: Path) -> No
     ]
     ids.append(h.begin("UndoWrite", rp(made), "cli", "auto", b"new\n", None))
     ids.append(write(h, odd, b"w", ok=False))
+    pair = [SetFile(rp(odd), odd.read_bytes(), b"v"), SetFile(rp(tmp_path / "set-new.txt"), None, b"s")]
+    ids += h.begin_set("ApplyPatch", pair, "cli", "auto")
+    h.finish_set(ids[-2:], ok=True)
     expected = [Entry.parse(r, "unconfirmed") for r in lines(h) if "time" in r]
     states = {r["id"]: r["outcome"] for r in lines(h) if "outcome" in r}
     expected = [dataclasses.replace(e, state=states.get(e.id, "unconfirmed")) for e in expected]
@@ -1194,3 +1197,18 @@ def test_a_compaction_comes_once_the_evicted_lines_outnumber_the_live_ones(tmp_p
     compactions = sum(a != b for a, b in itertools.pairwise(inodes))
     assert 3 <= compactions <= 6, (compactions, sizes)  # the live lines grow by a tombstone each
     assert max(sizes) <= 2 * (3 + len(files)) and len(tombstones(h)) == len(files) - 1
+
+
+def test_a_bound_evicts_a_set_whole(tmp_path: Path) -> None:
+    """The byte bound needs only the oldest pre-image gone, which is a set's first file: the
+    set's other file goes with it (a set is undone as one, so it is kept as one)."""
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    a, b, c = _files(tmp_path, 3, 40)
+    ids = h.begin_set("ApplyPatch", [SetFile(rp(a), a.read_bytes(), b"x"), SetFile(rp(b), b.read_bytes(), b"y")],
+                      "cli", "auto")  # fmt: skip
+    h.finish_set(ids, ok=True)
+    assert [e.group for e in h.entries()] == [ids[0], ids[0]] and h.kept_bytes() == 80
+    last = write(h, c, b"z")  # 120 > 100: the first (40) would do; its set's second goes too
+    assert [e.id for e in h.entries()] == [last] and all(h.evicted(i) for i in ids)
+    fresh = WriteHistory()
+    assert [e.id for e in fresh.entries()] == [last] and fresh.kept_bytes() == 40
