@@ -1212,3 +1212,11 @@ def test_a_bound_evicts_a_set_whole(tmp_path: Path) -> None:
     assert [e.id for e in h.entries()] == [last] and all(h.evicted(i) for i in ids)
     fresh = WriteHistory()
     assert [e.id for e in fresh.entries()] == [last] and fresh.kept_bytes() == 40
+
+
+def test_a_history_folder_without_a_log_reads_as_empty(target: Path) -> None:
+    """Killed after the history's folders were made and before its first line."""
+    private_history_dir()
+    h = WriteHistory()
+    assert h.entries() == [] and h.entries(after="w-0a0b0c") == [] and h.find("w-0a0b0c") is None
+    assert h.ids() == [] and h.kept_bytes() == 0

@@ -219,8 +219,11 @@ class HistoryLog:
         return os.fdopen(os.open(self.path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC), "rb")
 
     def _bytes(self) -> bytes:
-        with self._open() as f:
-            return f.read()
+        try:
+            with self._open() as f:
+                return f.read()
+        except FileNotFoundError:  # nothing recorded yet (its folder made, a crash before a line)
+            return b""
 
     def reset(self, seen: tuple[int, int] = (-1, 0)) -> None:
         self.records.clear()
