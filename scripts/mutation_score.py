@@ -181,6 +181,40 @@ TARGETS: dict[str, Target] = {
         ),
         90.0,
     ),
+    # Grants (SPEC §11, issue 52): what a grant covers and its sealed handle (policy/), the key
+    # and the record `filegate rules` lists (fsio/), and what a question offers and a granted
+    # answer gives (server/), against their seam tests and the in-memory clients' (issue 55).
+    "grants": Target(
+        (
+            "src/filegate/policy/grants.py",
+            "src/filegate/fsio/grantstore.py",
+            "src/filegate/server/grants.py",
+        ),
+        (
+            "tests/policy/test_grants.py",
+            "tests/fsio/test_grantstore.py",
+            "tests/server/test_grants.py",
+            # It reads README.md, which mutmut does not copy into mutants/.
+            "--deselect",
+            "tests/server/test_grants.py::test_the_readmes_transcript_is_the_form_a_client_receives",
+        ),
+        90.0,
+    ),
+    # SPEC §9 (issue 55): one text block with its closing lines (server/render.py), each
+    # client's budgets (policy/budget.py), the tools' _meta, instructions and short schemas
+    # (server/app.py), against the tests that read them as a client receives them.
+    "reach": Target(
+        ("src/filegate/server/render.py", "src/filegate/policy/budget.py", "src/filegate/server/app.py"),
+        (
+            "tests/server/test_reach.py",
+            "tests/server/test_render.py",
+            "tests/server/test_text_only.py",
+            "tests/server/test_tool_list.py",
+            "tests/server/test_unexpected_errors.py",
+            "tests/policy/test_result_budget.py",
+        ),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(

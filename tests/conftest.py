@@ -114,8 +114,37 @@ async def connect(workdir: Path, mode: str = "auto", **kw: Any) -> AsyncIterator
         yield c
 
 
-def texts(result: Any) -> list[str]:
+def blocks(result: Any) -> list[str]:
+    """The result's text blocks, as sent."""
     return [b.text for b in result.content if getattr(b, "type", "") == "text"]
+
+
+# The lines a result ends with after its summary (SPEC §9; server/render.py): the write id, the
+# grant line, the change notice.
+TRAILER = re.compile(r"^(Write id: w-[0-9a-f]+\.|Grant: g-\S+: .*|Changed on disk since you read them: .*)$")
+# An output line, never a summary: ReadFile's numbered line, Grep's `path:line:` or `path-line-`.
+OUTPUT_LINE = re.compile(r"^\s*\d+\t|^[^\s:]+[:-]\d+[:-]")
+
+
+def texts(result: Any) -> list[str]:
+    """The result's text as its parts: a successful text-only result's one block (SPEC §9) split
+    back into its output and its summary line (a last line that ends a sentence and is no line
+    of output), the lines after the summary (write id, change
+    notice) joined to it with a space, as they read before they had lines of their own; every
+    other result's blocks as sent. tests/server/test_text_only.py checks the block itself."""
+    sent = blocks(result)
+    if result.is_error or len(sent) != 1 or len(result.content) != 1:
+        return sent
+    lines = sent[0].split("\n")
+    end = len(lines)
+    while end > 1 and TRAILER.match(lines[end - 1]):
+        end -= 1
+    last = lines[end - 1]
+    if end == len(lines) and (not last.endswith((".", ".)")) or OUTPUT_LINE.match(last)):
+        return sent  # no summary: the output alone (a list of names, of matching lines)
+    summary = " ".join(lines[end - 1 :])
+    output = "\n".join(lines[: end - 1])
+    return [output + "\n", summary] if output else [summary]
 
 
 def text(result: Any) -> str:
@@ -123,7 +152,8 @@ def text(result: Any) -> str:
 
 
 # How every write's message ends (SPEC §8.4).
-WRITE_ID = re.compile(r" Write id: (w-[0-9a-f]{16})\.$")
+# (after a space where texts() joined it to the summary, on a line of its own as it was sent)
+WRITE_ID = re.compile(r"(?:^|[ \n])Write id: (w-[0-9a-f]{16})\.$")
 
 
 def without_write_id(message: str) -> str:

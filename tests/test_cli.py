@@ -28,7 +28,7 @@ def test_help_explains_every_flag() -> None:
 def test_help_shows_allowed_values_and_examples() -> None:
     out = run("--help").stdout
     for values in ("{stdio,http}", "{ask,strict,auto,ask-always}", "{DEBUG,INFO,WARNING,ERROR,CRITICAL}",
-                   "{kimi,kimi-code,claude-desktop,claude-code,generic}"):  # fmt: skip
+                   "{kimi,kimi-code,claude-desktop,claude-code,codex,gemini-cli,generic}"):  # fmt: skip
         assert values in out
     examples = out.split("examples:", 1)[1]
     assert "filegate --workdir" in examples and "filegate install" in examples
@@ -62,7 +62,9 @@ def test_bad_values_are_one_line_errors_with_exit_2(tmp_path: Path) -> None:
         (["--approval", "maybe"], "--approval"),
         (["--result-budget", "ten"], "--result-budget"),
         (["--legacy-encoding", "klingon"], "--legacy-encoding"),
-        (["--legacy-encoding", "cp037"], "line breaks as ASCII"),  # EBCDIC: LF is not 0x0A
+        (["--legacy-encoding", "cp037"], "the byte 0x04 reads as"),  # EBCDIC
+        (["--legacy-encoding", "hz"], "The codec hz (from --legacy-encoding) is refused"),  # SPEC §8.1
+        (["--legacy-encoding", "utf-7"], "The codec utf-7 (from --legacy-encoding) is refused"),
         (["--transport", "http", "--host", "0.0.0.0"], "without a token"),
         (["--bogus"], "unrecognized arguments"),
     ]

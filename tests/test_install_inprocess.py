@@ -19,6 +19,7 @@ import pytest
 
 from filegate import install
 from filegate.install import files, main
+from filegate.install.uninstall import main as uninstall
 from tests.conftest import FILEGATE
 
 BUILTINS = ["Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
@@ -97,6 +98,8 @@ def test_each_json_client_gets_its_file_with_exactly_this_entry(
     args += {"kimi": ["--client", "kimi"], "kimi-code": ["--client", "kimi-code"]}.get(client, [])
     entry: dict[str, Any] = {"type": "stdio"} if typed else {}
     entry |= {"command": FILEGATE, "args": args}
+    if client == "claude-code":
+        entry["alwaysLoad"] = True  # SPEC §9: in its first request, not behind its tool search
     assert path.read_text() == json.dumps({key: {"filegate": entry}}, indent=2) + "\n"
     assert path.stat().st_mode & 0o777 == 0o600  # may hold tokens: private
     title = install.CLIENTS[client].title
@@ -145,7 +148,7 @@ def test_codex_gets_its_toml_table_exactly(home: Path, capsys: pytest.CaptureFix
 
 
 HTTP_ENTRIES: dict[str, dict[str, Any]] = {
-    "claude-code": {"type": "http", "url": "U", "headers": "H"},
+    "claude-code": {"type": "http", "url": "U", "headers": "H", "alwaysLoad": True},
     "cursor": {"url": "U", "headers": "H"},
     "kimi": {"transport": "http", "url": "U", "headers": "H"},
     "kimi-code": {"transport": "http", "url": "U", "headers": "H"},
@@ -221,7 +224,7 @@ def test_flags_are_recorded_in_the_parsers_order_and_the_token_never(
     assert entry == {"type": "stdio", "command": FILEGATE, "args": [
         "--add-dir", str(extra), "--no-confine", "--secret-pattern", "*.key", "--secret-pattern", "*.pem",
         "--log-level", "INFO", "--approval", "strict", "--read-only", "--client", "kimi",
-    ]}  # fmt: skip
+    ], "alwaysLoad": True}  # fmt: skip
     # A token over stdio would be sent nowhere: refused, not dropped (SPEC §5).
     assert refused(capsys, "claude-code", "--token", "tok-SECRET", "--print") == (
         "filegate: error: --token is for --transport http; over stdio it would do nothing. Add --transport "
@@ -700,7 +703,7 @@ def test_help_names_the_clients_and_says_what_each_install_flag_does(
     usage = " ".join(out.split("\n\n", 1)[0].split())
     assert usage.startswith(
         "usage: filegate install [-h] [--name NAME] [--print] [--os {macos,windows,linux}] "
-        "[--config FILE] [--disable-builtins] [--project]"
+        "[--config FILE] [--disable-builtins] [--route-builtins] [--project]"
     ), usage
     assert usage.endswith(" CLIENT"), usage
     assert "\nWrite filegate into an MCP client's configuration (merged, with a backup).\n" in out
@@ -718,6 +721,8 @@ def test_help_names_the_clients_and_says_what_each_install_flag_does(
         "--os {macos,windows,linux} whose file locations to use (default: this machine's)",
         "--config FILE write this file instead of the client's own",
         "--disable-builtins kimi-code: switch Kimi Code's file tools off ([tools] disabled)",
+        "--route-builtins claude-code, gemini-cli: switch the client's own file tools off so its model uses "
+        "filegate's (filegate uninstall switches them back on)",
         "--project cursor, vscode: write the project's own file (.cursor/mcp.json, .vscode/mcp.json in "
         "--workdir) instead of the user-wide one",
         "examples: filegate install claude-desktop --workdir ~/src/project",
@@ -815,3 +820,93 @@ def test_every_recorded_directory_is_absolute_and_in_order(
         args = json.loads("\n".join(said))["mcpServers"]["filegate"]["args"]
         assert args == ["--workdir", str(project), "--add-dir", str(project / "a"), "--add-dir",
                         str(project / "b"), *preset]  # fmt: skip
+
+
+# --- SPEC §9: Claude Code's entry always loaded; --route-builtins and its undoing -----------
+
+CLAUDE_OFF = ["Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Glob", "Grep"]
+READERS = [
+    "mcp__filegate__ReadFile",
+    "mcp__filegate__ReadMediaFile",
+    "mcp__filegate__Glob",
+    "mcp__filegate__Grep",
+]
+GEMINI_OFF = ["read_file", "read_many_files", "write_file", "replace", "glob", "grep_search"]
+
+
+def claude_entry(home: Path) -> dict[str, object]:
+    return json.loads((home / ".claude.json").read_text())["mcpServers"]["filegate"]  # type: ignore[no-any-return]
+
+
+def test_claude_codes_entry_is_always_loaded_and_stays_so(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "claude-code")
+    assert claude_entry(home)["alwaysLoad"] is True
+    again = run(capsys, "claude-code")
+    assert "nothing changed" in again[0] and claude_entry(home)["alwaysLoad"] is True
+    run(capsys, "claude-code", "--transport", "http", "--port", "8123")
+    assert claude_entry(home)["alwaysLoad"] is True and claude_entry(home)["type"] == "http"
+
+
+def test_defer_tools_writes_no_always_load(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "claude-code", "--defer-tools")
+    assert "alwaysLoad" not in claude_entry(home) and "--defer-tools" in claude_entry(home)["args"]  # type: ignore[operator]
+
+
+def test_other_clients_get_no_always_load(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "gemini-cli")
+    assert (
+        "alwaysLoad" not in json.loads((home / ".gemini/settings.json").read_text())["mcpServers"]["filegate"]
+    )
+
+
+def test_route_builtins_denies_claude_codes_file_tools_and_uninstall_undoes_it(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    mine = {"permissions": {"deny": ["Bash(rm *)"], "allow": ["Bash(ls)"]}, "theme": "dark"}
+    settings.write_text(json.dumps(mine))
+    said = run(capsys, "claude-code", "--route-builtins")
+    doc = json.loads(settings.read_text())
+    assert doc["permissions"]["deny"] == ["Bash(rm *)", *CLAUDE_OFF]
+    assert doc["permissions"]["allow"] == ["Bash(ls)", *READERS] and doc["theme"] == "dark"
+    told = "\n".join(said)
+    assert "permissions.deny Read, Edit, Write, MultiEdit, NotebookEdit, Glob, Grep" in told
+    assert "`filegate uninstall claude-code` switches them back on" in told and "Bash" in told
+    assert run(capsys, "claude-code", "--route-builtins")  # again: nothing added twice
+    assert json.loads(settings.read_text()) == doc
+    assert uninstall(["claude-code"]) == 0
+    out = capsys.readouterr().out
+    assert "its own Read, Edit, Write, MultiEdit, NotebookEdit, Glob, Grep are back on" in out
+    assert json.loads(settings.read_text()) == mine
+    assert "filegate" not in json.loads((home / ".claude.json").read_text())["mcpServers"]
+
+
+def test_route_builtins_excludes_geminis_file_tools_and_uninstall_undoes_it(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = run(capsys, "gemini-cli", "--route-builtins")
+    path = home / ".gemini" / "settings.json"
+    doc = json.loads(path.read_text())
+    assert doc["tools"]["exclude"] == GEMINI_OFF and "filegate" in doc["mcpServers"]
+    assert any("run_shell_command" in line for line in said)
+    assert uninstall(["gemini-cli"]) == 0
+    doc = json.loads(path.read_text())
+    assert doc["tools"]["exclude"] == [] and "filegate" not in doc["mcpServers"]
+
+
+@pytest.mark.parametrize("client", ["codex", "cursor", "kimi-code"])
+def test_route_builtins_is_refused_where_it_cannot_route(
+    home: Path, capsys: pytest.CaptureFixture[str], client: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([client, "--route-builtins"])
+    assert exited.value.code == 2
+    assert "--route-builtins is for claude-code and gemini-cli" in capsys.readouterr().err
+
+
+def test_nothing_is_routed_unless_asked(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "claude-code")
+    assert not (home / ".claude" / "settings.json").exists()

@@ -8,7 +8,7 @@ closest region). A tool turns one into an error result with
 
 Hierarchy::
 
-    Refusal                 a refusal the model reads (message, brief, output)
+    Refusal                 a refusal the model reads (message, brief, output, next step)
     ├── PathError           the path rules of SPEC §2 refuse the path, or it cannot be opened
     │                       (policy resolves, fsio opens; both raise it)
     ├── WriteError          a write that did not happen: too large, stale, the file changed
@@ -18,8 +18,10 @@ Hierarchy::
     ├── MediaError          media that cannot be decoded or fitted (media.image, media.video);
     │                       its message ends a sentence ("it could not be decoded …")
     │                       that the tool begins with the path and type
-    └── Busy                no room in a process-wide memory budget within the wait
-                            (fsio.loads): nothing was done, the call may be tried again
+    ├── Busy                no room in a process-wide memory budget within the wait
+    │                       (fsio.loads): nothing was done, the call may be tried again
+    └── Stopped             a call's work on a loaded file stopped at its deadline, or when
+                            its client gave up (fsio.loads.Work): nothing was done
 
 Other exceptions are not refusals: an ``OSError`` nothing expected, a bug. They are not turned
 into friendly text here, so they are not hidden.
@@ -33,11 +35,12 @@ class Refusal(Exception):
 
     default_brief = "Refused"
 
-    def __init__(self, message: str, brief: str | None = None, output: str = "") -> None:
+    def __init__(self, message: str, brief: str | None = None, output: str = "", next_step: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.brief = self.default_brief if brief is None else brief
         self.output = output
+        self.next_step = next_step  # the result's last line, after ``output``: what to do
 
 
 class PathError(Refusal):
@@ -58,8 +61,8 @@ class EditFailed(Refusal):
     default_brief = "Failed to edit file"
 
     # Positional order kept from before the family existed: (message, output, brief).
-    def __init__(self, message: str, output: str = "", brief: str | None = None) -> None:
-        super().__init__(message, brief, output)
+    def __init__(self, message: str, output: str = "", brief: str | None = None, next_step: str = "") -> None:
+        super().__init__(message, brief, output, next_step)
 
 
 class MediaError(Refusal):
@@ -72,3 +75,9 @@ class Busy(Refusal):
     """No room in a process-wide memory budget within the wait; nothing was done."""
 
     default_brief = "Server busy"
+
+
+class Stopped(Refusal):
+    """A call's work stopped at its deadline or when its client gave up; nothing was done."""
+
+    default_brief = "Stopped"

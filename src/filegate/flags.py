@@ -106,9 +106,11 @@ SERVER_FLAGS: tuple[Flag, ...] = (
          ".aiexclude, .aiignore, .codeiumignore, Claude Code's permissions.deny/ask) bind these tools too; "
          "`filegate rules` lists them (default: on)"),
     Flag("--client", get_args(ClientPreset), "result-budget preset (default: from the client's name)"),
+    Flag("--defer-tools", None, "let a client's tool search load these tools when needed, instead of every "
+         "turn (Claude Code: no alwaysLoad) (default: off)"),
     Flag("--result-budget", "N", "most characters one tool result may have, base64 included: ReadFile, Grep "
          "and Glob return less and say where to continue, ReadMediaFile shrinks its media "
-         "(default: 1 MiB; 100,000 for Kimi CLI and Kimi Code)"),
+         "(default: from the client: docs/CLIENTS.md)"),
     Flag("--image-max-side", "N", "images with a longer side are downscaled to it (default: 2048)"),
     Flag("--history", ON_OFF, "keep every write's previous content so UndoWrite can restore it, in the state "
          "directory (README: Undo and history) (default: on)"),

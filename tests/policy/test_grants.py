@@ -5,8 +5,12 @@ The tools' side through real clients is tests/server/test_grants.py."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
+import struct
 import time
 from pathlib import Path
 
@@ -259,3 +263,129 @@ def test_words_a_result_uses(ws: Path, home: Path) -> None:
         "30 minutes", "1 hour", "2 hours", "90 seconds", "1 second", "1 day",
     ]  # fmt: skip
     assert time.time() < NOW  # the fixed clock above is in the future
+
+
+# --- issue 55: what the mutation run showed untested ---------------------------------------------
+
+
+def test_a_set_granted_in_part_and_allowed_by_rule_in_part_goes_by_the_grant(ws: Path, home: Path) -> None:
+    """The log says what let a set through: the user's grant whenever one was used."""
+    allow(home / ".claude" / "settings.json", "Edit(docs/**)")
+    w = workspace(ws)
+    grants = [folder(ws, "src")]
+    granted, allowed = ws / "src" / "a.py", ws / "docs" / "a.md"
+    assert unasked(w, [granted, allowed], grants, NOW) == "grant"
+    assert unasked(w, [allowed, granted], grants, NOW) == "grant"
+    assert unasked(w, [allowed, ws / "docs" / "b.md"], grants, NOW) == "allow-rule"
+
+
+def test_on_a_case_folding_file_system_a_grant_covers_every_spelling(ws: Path, home: Path) -> None:
+    """macOS and Windows by default (simulated by value, as tests/policy/test_case_folding.py
+    does): the file system names `SRC/A.py` what the user granted as `src/a.py`."""
+    folding = Workspace(ws, case_insensitive=True)
+    upper = str(ws).upper()
+    assert top_folder(folding, f"{upper}/SRC/a.py") == f"{ws}/SRC"
+    src, one = folder(ws, "src"), Grant("file", str(ws / "src" / "a.py"))
+    assert unasked(folding, [Path(f"{ws}/SRC/deep/b.py")], [src], NOW) == "grant"
+    assert unasked(folding, [Path(f"{ws}/Src/A.PY")], [one], NOW) == "grant"
+    assert unasked(folding, [Path(f"{ws}/SRC")], [src], NOW) is None  # the folder itself
+    exact = Workspace(ws, case_insensitive=False)
+    assert unasked(exact, [Path(f"{ws}/SRC/b.py")], [src], NOW) is None
+    assert unasked(exact, [Path(f"{ws}/src/A.py")], [one], NOW) is None
+
+
+def test_a_workspace_whose_name_ends_in_a_space_has_its_folders_granted(tmp_path: Path, home: Path) -> None:
+    spaced = Path(os.path.realpath(tmp_path)) / "my project "
+    (spaced / "src").mkdir(parents=True)
+    w = workspace(spaced)
+    assert top_folder(w, f"{spaced}/src/a.py") == f"{spaced}/src"
+    grant = folder(spaced, "src", NOW + 60)
+    unsealed = unseal(KEY, w, seal(KEY, w, grant), NOW)
+    assert unsealed == grant
+    assert unasked(w, [spaced / "src" / "a.py"], [unsealed], NOW) == "grant"
+
+
+def test_every_handle_round_trips_whatever_its_last_characters(ws: Path, home: Path) -> None:
+    """512 ids, fixed so the run is the same each time: a handle's base64 ends in any of its
+    64 characters, and none is lost on the way back."""
+    w = workspace(ws)
+    for i in range(512):
+        grant = Grant("file", str(ws / "src" / f"f{i}.py"), NOW + 60, f"g-{i:08x}")
+        assert unseal(KEY, w, seal(KEY, w, grant), NOW) == grant
+
+
+def craft(key: bytes, ident: str, head: tuple[int, bytes, int, bytes, int], rel: str) -> str:
+    """A handle built by hand from the layout policy/grants.py documents: the id, then version,
+    kind, expiry, the workspace's tag and the directory's index, then the relative path, then
+    HMAC-SHA256 over "filegate-grant\\0" and all of that, cut to 96 bits; base64url unpadded."""
+    body = bytes.fromhex(ident) + struct.pack(">BcI4sB", *head) + os.fsencode(rel)
+    mac = hmac.new(key, b"filegate-grant\0" + body, hashlib.sha256).digest()[:12]
+    return f"g-{ident}.{base64.urlsafe_b64encode(body[4:] + mac).decode().rstrip('=')}"
+
+
+def tag(key: bytes, *dirs: Path) -> bytes:
+    """The workspace's tag: HMAC-SHA256 over "filegate-grant-workspace\\0" and its directories
+    joined by NUL, cut to 4 bytes."""
+    joined = os.fsencode("\0".join(str(d) for d in dirs))
+    return hmac.new(key, b"filegate-grant-workspace\0" + joined, hashlib.sha256).digest()[:4]
+
+
+def test_a_handle_in_the_documented_layout_is_honoured_so_replicas_of_two_builds_agree(
+    ws: Path, tmp_path: Path, home: Path
+) -> None:
+    """Replicas share the key; during a rolling upgrade one build mints and another verifies.
+    The layout is version 1's: a handle made by hand from it is the one seal makes."""
+    extra = Path(os.path.realpath(tmp_path)) / "extra"
+    (extra / "lib").mkdir(parents=True)
+    w = workspace(ws, extra)
+    expires = int(NOW) + 600
+    crafted = craft(KEY, "0123abcd", (1, b"d", expires, tag(KEY, ws, extra), 1), "lib")
+    grant = Grant("folder", str(extra / "lib"), float(expires), "g-0123abcd")
+    assert crafted == seal(KEY, w, grant)
+    assert unseal(KEY, w, crafted, NOW) == grant
+
+
+def test_even_a_handle_sealed_with_the_key_names_nothing_outside_the_workspace(
+    ws: Path, tmp_path: Path, home: Path
+) -> None:
+    """Whatever a handle verifies as (a key that leaked, a minting bug), the path it names is
+    checked again: a directory the workspace does not have, a `..`, no path, an unknown kind or
+    version is no grant."""
+    w = workspace(ws)
+    good = tag(KEY, ws)
+    expires = int(NOW) + 600
+    assert unseal(KEY, w, craft(KEY, "0000abcd", (1, b"d", expires, good, 0), "src"), NOW) is not None
+    for head, rel in (
+        ((1, b"d", expires, good, 1), "src"),  # the workspace has one directory
+        ((1, b"d", expires, good, 7), "src"),
+        ((1, b"d", expires, good, 0), "src/../.."),
+        ((1, b"d", expires, good, 0), "../etc"),
+        ((1, b"d", expires, good, 0), "src/.. /../x"),
+        ((1, b"d", expires, good, 0), ""),  # the workspace directory itself
+        ((1, b"x", expires, good, 0), "src"),
+        ((2, b"d", expires, good, 0), "src"),
+        ((1, b"d", expires, bytes(4), 0), "src"),
+    ):
+        crafted = craft(KEY, "0000abcd", head, rel)
+        assert unseal(KEY, w, crafted, NOW) is None, (head, rel)
+    # a body cut short of its header, its MAC right
+    body = bytes.fromhex("0000abcd") + b"\x01d"
+    mac = hmac.new(KEY, b"filegate-grant\0" + body, hashlib.sha256).digest()[:12]
+    short = f"g-0000abcd.{base64.urlsafe_b64encode(body[4:] + mac).decode().rstrip('=')}"
+    assert unseal(KEY, w, short, NOW) is None
+
+
+def test_a_handle_with_its_id_cut_elsewhere_is_no_grant(ws: Path, home: Path) -> None:
+    """The MAC covers the id and the body as one string: moving a byte from the body into the
+    id (or back) keeps it valid, so the id's length is checked apart."""
+    w = workspace(ws)
+    handle = seal(KEY, w, folder(ws, "src", NOW + 1800))
+    ident, _, body = handle[2:].partition(".")
+    raw = base64.urlsafe_b64decode(body + "==")
+    longer = f"g-{ident}{raw[:1].hex()}.{base64.urlsafe_b64encode(raw[1:]).decode().rstrip('=')}"
+    shorter_raw = bytes.fromhex(ident)[-1:] + raw
+    shorter = f"g-{ident[:-2]}.{base64.urlsafe_b64encode(shorter_raw).decode().rstrip('=')}"
+    assert unseal(KEY, w, longer, NOW) is None
+    assert unseal(KEY, w, shorter, NOW) is None
+    assert unseal(KEY, w, f"g-{ident}.{body}é", NOW) is None  # not base64url
+    assert unseal(KEY, w, f"g-{ident}.{body}.{body}", NOW) is None

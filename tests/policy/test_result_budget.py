@@ -1,5 +1,5 @@
-"""Which result budget a client gets (SPEC §4 ReadMediaFile): --result-budget, then --client,
-then the client's announced name."""
+"""Which budgets a client gets (SPEC §4 ReadMediaFile, §9): --result-budget, then --client,
+then the client's announced name; the one table, policy/budget.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.policy.budget import KIMI_BUDGET, PRESETS, result_budget_for
+from filegate.policy.budget import KIMI_BUDGET, PRESETS, Budget, result_budget_for, text_budget_for
 from filegate.settings import DEFAULT_RESULT_BUDGET, Settings
 
 
@@ -17,27 +17,37 @@ def settings(tmp_path: Path, **kw: object) -> Settings:
 
 def test_an_explicit_budget_wins_over_preset_and_name(tmp_path: Path) -> None:
     s = settings(tmp_path, result_budget=5000, client="kimi")
-    assert result_budget_for(s, "Kimi CLI") == 5000
+    assert result_budget_for(s, "Kimi CLI") == 5000 and text_budget_for(s, "Kimi CLI") == 5000
 
 
 @pytest.mark.parametrize(("client", "budget"), list(PRESETS.items()))
-def test_a_preset_wins_over_the_announced_name(tmp_path: Path, client: str, budget: int) -> None:
+def test_a_preset_wins_over_the_announced_name(tmp_path: Path, client: str, budget: Budget) -> None:
     other = "kimi-cli" if client != "kimi" else "claude-code"
-    assert result_budget_for(settings(tmp_path, client=client), other) == budget
+    assert result_budget_for(settings(tmp_path, client=client), other) == budget.result
+    assert text_budget_for(settings(tmp_path, client=client), other) == budget.text
 
 
+# SPEC §9's text budgets, by the clientInfo.name each client really sends (tests/agents/
+# test_reach.py reads them from the newest agents; Claude Desktop's is "claude-ai").
 @pytest.mark.parametrize(
-    ("name", "budget"),
-    [("kimi-cli", KIMI_BUDGET), ("Kimi CLI", KIMI_BUDGET), ("MY-KIMI", KIMI_BUDGET),
-     ("claude-ai", DEFAULT_RESULT_BUDGET), ("", DEFAULT_RESULT_BUDGET), ("kim", DEFAULT_RESULT_BUDGET)],
+    ("name", "text", "result"),
+    [("claude-code", 100_000, DEFAULT_RESULT_BUDGET), ("claude-ai", 48_000, DEFAULT_RESULT_BUDGET),
+     ("codex-mcp-client", 36_000, DEFAULT_RESULT_BUDGET), ("gemini-cli-mcp-client", 38_000, DEFAULT_RESULT_BUDGET),
+     ("kimi-code", 48_000, 48_000), ("Kimi-Code", 48_000, 48_000),
+     ("kimi-cli", KIMI_BUDGET, KIMI_BUDGET), ("Kimi CLI", KIMI_BUDGET, KIMI_BUDGET), ("MY-KIMI", KIMI_BUDGET, KIMI_BUDGET),
+     ("", 48_000, DEFAULT_RESULT_BUDGET), ("kim", 48_000, DEFAULT_RESULT_BUDGET), ("mcp", 48_000, DEFAULT_RESULT_BUDGET)],
 )  # fmt: skip
-def test_the_announced_name_decides_last(tmp_path: Path, name: str, budget: int) -> None:
-    assert result_budget_for(settings(tmp_path), name) == budget
+def test_the_announced_name_decides_last(tmp_path: Path, name: str, text: int, result: int) -> None:
+    assert text_budget_for(settings(tmp_path), name) == text
+    assert result_budget_for(settings(tmp_path), name) == result
 
 
-def test_the_presets_are_kimis_100000_characters_and_1_mib() -> None:
+def test_the_presets_are_spec_9s_text_budgets_and_the_media_budgets() -> None:
     assert KIMI_BUDGET == 100_000 and DEFAULT_RESULT_BUDGET == 1 << 20
-    assert PRESETS["kimi"] == KIMI_BUDGET and PRESETS["claude-desktop"] == DEFAULT_RESULT_BUDGET
+    texts = {name: b.text for name, b in PRESETS.items()}
+    assert texts == {"claude-code": 100_000, "claude-desktop": 48_000, "codex": 36_000, "gemini-cli": 38_000,
+                     "kimi-code": 48_000, "kimi": 100_000, "generic": 48_000}  # fmt: skip
+    assert PRESETS["claude-desktop"].result == DEFAULT_RESULT_BUDGET
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,15 @@ and what is on disk.
 
 from __future__ import annotations
 
+import base64
+import errno
 import gc
 import io
 import json
 import logging
 import os
 import re
+import struct
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -23,11 +26,12 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from mcp.types import ElicitResult as WireElicitResult
-from mcp.types import InputRequiredResult
+from mcp.types import Implementation, InputRequiredResult
 
+from filegate.fsio.grantstore import grant_key, grants_dir, listing, live_grants
 from filegate.server.app import build_server
 from filegate.settings import Settings
-from tests.conftest import call, connect, text, write_id_of
+from tests.conftest import blocks, call, connect, text, write_id_of
 from tests.fakes import Answers
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -37,8 +41,8 @@ GRANT_LINE = re.compile(r"^Grant: (g-[0-9a-f]{8}\.[A-Za-z0-9_-]+): (edits (?:und
 
 
 def grant_of(result: Any) -> str:
-    """The handle a result's last line names (it must be there)."""
-    last = text(result).splitlines()[-1]
+    """The handle a result's last line names (it must be there), as sent (SPEC §9: its own line)."""
+    last = "\n".join(blocks(result)).splitlines()[-1]
     found = GRANT_LINE.match(last)
     assert found, text(result)
     return found.group(1)
@@ -57,7 +61,8 @@ class Writer:
         if self.handle:
             args["grant"] = self.handle
         result = await call(self.client, "WriteFile", **args)
-        found = GRANT_LINE.match(text(result).splitlines()[-1]) if text(result) else None
+        sent = "\n".join(blocks(result))
+        found = GRANT_LINE.match(sent.splitlines()[-1]) if sent else None
         if found:
             self.handle = found.group(1)
         return result
@@ -87,7 +92,7 @@ async def test_a_2026_grant_ends_the_result_after_the_write_id_and_is_reused_unt
     answers = Answers("approve_folder")
     async with connect(ws, "auto", client_elicitation_handler=answers) as c:
         first = await call(c, "WriteFile", path="src/a.py", content="1\n", create_dirs=True)
-        lines = text(first).splitlines()
+        lines = "\n".join(blocks(first)).splitlines()
         write_id_of(lines[-2])  # the write id, then the grant line (SPEC §9's order)
         assert GRANT_LINE.match(lines[-1]).group(2, 3) == ("edits under `src/`", "30 minutes")  # type: ignore[union-attr]
         handle = grant_of(first)
@@ -218,11 +223,24 @@ async def test_a_forged_or_out_of_scope_handle_is_ignored_and_the_user_asked(ws:
     assert not (ws / "src" / "c.py").exists() and not (ws / "docs").exists()
 
 
-async def test_an_expired_handle_is_ignored(ws: Path) -> None:
-    async with Client(build_server(Settings(workdir=ws, grant_ttl=1)), elicitation_handler=Answers()) as c:
+def expiry_of(handle: str) -> int:
+    """The expiry a handle carries (SPEC §11's layout: after the id, version, kind, expiry)."""
+    sealed = handle.partition(".")[2]
+    raw = base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4))
+    expires: int = struct.unpack_from(">BcI", raw)[2]
+    return expires
+
+
+async def test_a_handle_lasts_its_whole_ttl_and_is_ignored_once_expired(ws: Path) -> None:
+    """Never a second less than --grant-ttl (a 1-second TTL once gave handles that had expired
+    by the next call: the expiry was rounded down to the second)."""
+    async with Client(build_server(Settings(workdir=ws, grant_ttl=2)), elicitation_handler=Answers()) as c:
+        before = time.time()
         handle = await _minted(c, "src/a.py")
+        expires = expiry_of(handle)
+        assert before + 2 <= expires <= time.time() + 3
         assert not await _asked(c, "src/b.py", handle)
-        time.sleep(1.2)
+        time.sleep(max(0.0, expires - time.time()) + 0.05)
         assert await _asked(c, "src/c.py", handle)
 
 
@@ -368,3 +386,185 @@ async def test_the_readmes_transcript_is_the_form_a_client_receives(ws: Path) ->
     shown = transcript(answers.messages[0], answers.schemas[0])
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert f"```text\n{shown}\n```" in readme, shown
+
+
+# --- an ApplyPatch set is covered only when every one of its files is ---------------------------
+
+
+async def test_a_folder_grant_covers_an_applypatch_set_inside_it_and_not_one_reaching_outside(
+    ws: Path, mode: str
+) -> None:
+    answers = Answers("approve_folder")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        w = Writer(c)
+        r = await w.write("src/a.py")
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 1
+        grant = {"grant": w.handle} if w.handle else {}
+        inside = [{"path": "src/b.py", "content": "b\n"}, {"path": "src/pkg/c.py", "content": "c\n"}]
+        r = await call(c, "ApplyPatch", changes=inside, **grant)
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 1  # every file under src/: not asked
+        reaching = [{"path": "src/d.py", "content": "d\n"}, {"path": "docs/e.md", "content": "e\n"}]
+        answers.decision = "approve"
+        r = await call(c, "ApplyPatch", changes=reaching, **grant)
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 2  # one file outside the grant: the set is asked
+    assert (ws / "src" / "pkg" / "c.py").read_text() == "c\n"
+    assert (ws / "docs" / "e.md").read_text() == "e\n"
+
+
+# --- issue 55: what the mutation run showed untested ---------------------------------------------
+
+
+def choices_named(schema: dict[str, Any]) -> dict[str, str]:
+    decision = schema["properties"]["decision"]
+    return dict(zip(decision["enum"], decision["enumNames"], strict=True))
+
+
+async def test_the_question_words_each_grant_for_the_session_or_for_the_handles_ttl(ws: Path) -> None:
+    session, handle = Answers("reject"), Answers("reject")
+    async with connect(ws, "legacy", client_elicitation_handler=session) as c:
+        await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True)
+    async with connect(ws, "auto", grant_ttl=7200, client_elicitation_handler=handle) as c:
+        await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True)
+    assert choices_named(session.schemas[0]) == {
+        "approve": "Approve this write",
+        "approve_file": "Approve this file for this session",
+        "approve_folder": "Approve edits under `src/` for this session",
+        "approve_for_session": "Approve all writes inside the workspace for this session",
+        "reject": "Reject",
+    }
+    assert choices_named(handle.schemas[0]) == {  # no session: no class, and a handle's time
+        "approve": "Approve this write",
+        "approve_file": "Approve this file for 2 hours",
+        "approve_folder": "Approve edits under `src/` for 2 hours",
+        "reject": "Reject",
+    }
+
+
+async def test_a_write_outside_the_workspace_is_offered_no_file_or_folder(
+    ws: Path, outside: Path, mode: str
+) -> None:
+    answers = Answers("approve_file")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        for name in ("a.txt", "b.txt"):
+            r = await call(c, "WriteFile", path=str(outside / name), content="x")
+            assert not r.is_error and "Grant:" not in text(r), text(r)
+    assert len(answers.messages) == 2
+    legacy = ["approve", "approve_for_session", "reject"]
+    assert answers.choices == (legacy if mode == "legacy" else ["approve", "reject"])
+
+
+class RuleMeanwhile(Answers):
+    """Answers "approve edits under src/", having put an ask rule on src/ while the user looked."""
+
+    def __init__(self, ws: Path) -> None:
+        super().__init__("approve_folder")
+        self.ws = ws
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        if not self.messages:
+            rules = {"permissions": {"ask": ["Edit(src/**)"]}}
+            (self.ws / ".claude").mkdir()
+            (self.ws / ".claude" / "settings.json").write_text(json.dumps(rules))
+        return await super().__call__(message, response_type, params, context)
+
+
+async def test_a_rule_that_came_while_the_user_looked_turns_a_grant_into_this_write_only(ws: Path) -> None:
+    answers = RuleMeanwhile(ws)
+    async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
+        r = await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True)
+        assert not r.is_error, text(r)
+        r = await call(c, "WriteFile", path="src/b.py", content="x")
+        assert not r.is_error, text(r)
+    assert len(answers.messages) == 2  # asked again: no grant was given
+    assert (ws / "src" / "a.py").exists() and (ws / "src" / "b.py").exists()
+
+
+async def test_without_a_usable_key_handles_are_off_said_once_and_sessions_still_granted(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key others could read is refused (fsio/grantstore.py): a 2026 client gets no grant to
+    carry, and the log says why once, not at every write; a session keeps grants in memory."""
+    caplog.set_level(logging.WARNING, "filegate")
+    key = grants_dir() / "key"
+    grant_key()
+    os.chmod(key, 0o644)
+    handle = Answers("approve_folder")
+    async with connect(ws, "auto", client_elicitation_handler=handle) as c:
+        for name in ("src/a.py", "src/b.py"):
+            r = await call(c, "WriteFile", path=name, content="x", create_dirs=True)
+            assert not r.is_error and "Grant:" not in text(r), text(r)
+    assert len(handle.messages) == 2 and handle.choices == ["approve", "reject"]
+    session = Answers("approve_folder")
+    async with connect(ws, "legacy", client_elicitation_handler=session) as c:
+        for name in ("src/c.py", "src/d.py"):
+            assert not (await call(c, "WriteFile", path=name, content="x")).is_error
+    assert len(session.messages) == 1 and "approve_folder" in session.choices
+    said = [r.getMessage() for r in caplog.records if "grant handles" in r.getMessage()]
+    assert said == [
+        f"grant handles are off: {key} is not an owner-only file of this user of 32 bytes; remove it "
+        "to make a new key (grants sealed with the old one then stop working)"
+    ]
+
+
+def grant_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "filegate.grants"]
+
+
+async def test_a_grants_log_line_and_record_say_which_grant_where_until_when_and_for_whom(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "filegate")
+    before = time.time()
+    async with connect(ws, "legacy", client_elicitation_handler=Answers("approve_folder")) as c:
+        r = await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True)
+        write_id_of(text(r))  # the result ends with its write id: no handle named in a session
+        async with connect(ws, "auto", client_elicitation_handler=Answers("approve_file")) as m:
+            handle = grant_of(await call(m, "WriteFile", path="src/b.py", content="x"))
+        (session, held) = live_grants()
+    after = time.time()
+    expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expiry_of(handle)))
+    assert re.fullmatch(r"g-[0-9a-f]{8}", session.id) and held.id == handle.partition(".")[0]
+    assert grant_lines(caplog) == [
+        f"grant {session.id} given: edits under `src/` in workspace {ws}, while the session lasts "
+        "(session); client: fastmcp",
+        f"grant {held.id} given: edits of `src/b.py` in workspace {ws}, until {expiry} (handle); "
+        "client: fastmcp",
+    ]
+    assert "(inside workspace, approval: elicited, granted); client: fastmcp" in caplog.text
+    assert all(before <= r.time <= after for r in (session, held))  # when each was given
+
+
+async def test_a_client_that_gives_no_name_is_logged_and_listed_as_a_dash(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "filegate.grants")
+    nameless = Implementation(name="", version="0")
+    answers = Answers("approve_folder")
+    async with connect(ws, "auto", client_elicitation_handler=answers, client_client_info=nameless) as c:
+        grant_of(await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True))
+    (line,) = grant_lines(caplog)
+    assert line.endswith("(handle); client: -"), line
+    assert listing(str(ws)).endswith("; client: -")
+
+
+async def test_a_grant_the_record_cannot_take_still_holds_and_the_log_says_why(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """grants.jsonl replaced by a link (the record is never written through one): the grant is
+    given and logged, and a warning names it and the reason `filegate rules` will not list it."""
+    caplog.set_level(logging.INFO, "filegate")
+    log = grants_dir() / "grants.jsonl"
+    grants_dir().mkdir(parents=True, mode=0o700)
+    log.symlink_to(grants_dir() / "elsewhere")
+    answers = Answers("approve_folder")
+    async with connect(ws, "auto", client_elicitation_handler=answers) as c:
+        w = Writer(c)
+        for name in ("src/a.py", "src/b.py"):
+            assert not (await w.write(name)).is_error
+    assert len(answers.messages) == 1 and not (grants_dir() / "elsewhere").exists()
+    ident = w.handle.partition(".")[0]
+    why = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: '{log}'"
+    assert f"grant {ident} could not be recorded for `filegate rules`: {why}" in caplog.messages

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from tests.conftest import call, http_server, stdio_transport, text
+from tests.conftest import blocks, call, http_server, stdio_transport, text
 from tests.fakes import Answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("read_guard_off")]
@@ -31,7 +31,7 @@ async def write(c: Client[Any], path: str, handle: str = "") -> str:
         args["grant"] = handle
     r = await call(c, "WriteFile", **args)
     assert not r.is_error, text(r)
-    found = GRANT_LINE.search(text(r))
+    found = GRANT_LINE.search("\n".join(blocks(r)))  # as sent: the grant on a line of its own
     return found.group(1) if found else ""
 
 

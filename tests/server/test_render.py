@@ -27,13 +27,32 @@ def test_an_error_outcome_is_made_safe_too() -> None:
     assert result.content[0].text == "`caf\\xe9` does not exist."  # type: ignore[union-attr]
 
 
+def test_a_text_only_result_is_one_block_its_summary_and_closing_lines_last() -> None:
+    """SPEC §9: the output, the summary, then the write id, the grant line and the change
+    notice, each on its own line, in that order, each only when there is one."""
+    full = Outcome(output="a.py\nb.py", message="Found 2 matches.", write_id="w-3f9a2c",
+                   grant="Granted: edits under src/ for this session.", notice="Changed on disk since you read them: c.py.")  # fmt: skip
+    [block] = render(full).content
+    assert block.text == (  # type: ignore[union-attr]
+        "a.py\nb.py\nFound 2 matches.\nWrite id: w-3f9a2c.\nGranted: edits under src/ for this session.\n"
+        "Changed on disk since you read them: c.py."
+    )
+    for kept in ("write_id", "grant", "notice"):
+        partial = Outcome(output="x\n", message="Done.", **{kept: full.__getattribute__(kept)})
+        [one] = render(partial).content
+        assert one.text.split("\n")[:2] == ["x", "Done."] and len(one.text.split("\n")) == 3  # type: ignore[union-attr]
+    assert [b.text for b in render(Outcome(message="Done.")).content] == ["Done."]  # type: ignore[union-attr]
+    assert [b.text for b in render(Outcome(output="a\nb")).content] == ["a\nb"]  # type: ignore[union-attr]
+
+
 def test_every_text_block_another_block_follows_ends_with_a_line_break() -> None:
-    """Kimi Code joins text blocks with nothing between them (SPEC §1): joined so, the text
-    still reads as lines. A block's own closing break is not doubled; the last block keeps its
-    end as it is; an image between two text blocks does not change that."""
+    """Kimi Code joins text blocks with nothing between them (SPEC §1): joined so, a media
+    result still reads as lines. A block's own closing break is not doubled; the last block
+    keeps its end as it is; an image between two text blocks does not change that."""
     outcome = Outcome(
         output="a.py\nb.py",
         message="Found 2 matches.",
+        write_id="w-3f9a2c",
         parts=[TextPart('<image path="x">'), ImagePart(b"\x89PNG", "image/png"), TextPart("</image>\n")],
     )
     blocks = render(outcome).content
@@ -42,10 +61,32 @@ def test_every_text_block_another_block_follows_ends_with_a_line_break() -> None
         '<image path="x">\n',
         None,
         "</image>\n",
-        "Found 2 matches.",
+        "Found 2 matches.\nWrite id: w-3f9a2c.",  # the summary and its lines: the last block
     ]
-    error = render(Outcome.error("`x` did not apply.", output="   3\tclosest"))
-    assert "".join(b.text for b in error.content) == "`x` did not apply.\n   3\tclosest"  # type: ignore[union-attr]
+
+
+def test_an_error_is_one_block_what_failed_first_and_what_to_do_last() -> None:
+    error = render(Outcome.error("`x` did not apply.", output="   3\tclosest", next_step="Copy it exactly."))
+    assert error.is_error and [b.text for b in error.content] == [  # type: ignore[union-attr]
+        "`x` did not apply.\n   3\tclosest\nCopy it exactly."
+    ]
+
+
+def test_an_error_too_long_is_cut_in_whole_lines_keeping_its_first_and_last() -> None:
+    """SPEC §9: under ERROR_CHARS whatever a tool put in it (the net behind each tool's own fit)."""
+    from filegate.policy.budget import ERROR_CHARS
+
+    rows = "\n".join(f"{n:6d}\t" + "y" * 300 for n in range(1, 200))
+    error = render(Outcome.error("The edit failed.", output=rows, next_step="Read it again."))
+    [block] = error.content
+    text = block.text  # type: ignore[union-attr]
+    lines = text.split("\n")
+    assert len(text) < ERROR_CHARS
+    assert lines[0] == "The edit failed." and lines[-1] == "Read it again."
+    assert lines[1].startswith("     1\t") and "more lines not shown" in lines[-2]
+    shown = [line for line in lines[1:-2]]
+    assert all(len(line) == 307 for line in shown)  # whole lines only
+    assert render(Outcome.error("x" * 20_000)).content[0].text.endswith("…")  # type: ignore[union-attr]
 
 
 def test_safe_result_covers_results_render_did_not_build() -> None:
@@ -76,20 +117,22 @@ def test_each_part_reaches_the_client_as_its_own_block_and_an_error_is_flagged()
     )
     assert summary.text == "2 parts."  # type: ignore[union-attr]
     failed = render(Outcome.error("", output="   3\tclosest"))
-    assert failed.is_error and [b.text for b in failed.content] == ["The tool failed.\n", "   3\tclosest"]  # type: ignore[union-attr]
+    assert failed.is_error and [b.text for b in failed.content] == ["The tool failed.\n   3\tclosest"]  # type: ignore[union-attr]
     empty = render(Outcome())
     assert not empty.is_error and [b.text for b in empty.content] == ["Tool output is empty."]  # type: ignore[union-attr]
 
 
 def test_a_change_notice_is_the_last_line_of_any_result() -> None:
-    """SPEC §8.3: one line at the very end: after the summary, after an error's output, and
-    after media in a block of its own (text between blocks keeps its line breaks)."""
+    """SPEC §8.3: one line at the very end: after the summary, after an error's next step, and
+    after media in a block of its own."""
     notice = "Changed on disk since you read them: caf\udce9.py."
     shown = "Changed on disk since you read them: caf\\xe9.py."
-    ok = render(Outcome(output="1\tx\n", message="Read 1 line."), notice)
-    assert [b.text for b in ok.content] == ["1\tx\n", "Read 1 line.\n" + shown]  # type: ignore[union-attr]
-    failed = render(Outcome.error("`x` did not apply.", output="   3\tclosest\n"), notice)
-    assert [b.text for b in failed.content] == ["`x` did not apply.\n", "   3\tclosest\n" + shown]  # type: ignore[union-attr]
-    media = render(Outcome(parts=[ImagePart(b"\x89PNG", "image/png")]), notice)
+    ok = render(Outcome(output="1\tx\n", message="Read 1 line.", notice=notice))
+    assert [b.text for b in ok.content] == ["1\tx\nRead 1 line.\n" + shown]  # type: ignore[union-attr]
+    failed = render(
+        Outcome(is_error=True, message="`x` did not apply.", output="   3\tclosest\n", notice=notice)
+    )
+    assert [b.text for b in failed.content] == ["`x` did not apply.\n   3\tclosest\n" + shown]  # type: ignore[union-attr]
+    media = render(Outcome(parts=[ImagePart(b"\x89PNG", "image/png")], notice=notice))
     assert [b.type for b in media.content] == ["image", "text"] and media.content[1].text == shown  # type: ignore[union-attr]
-    assert render(Outcome(message="Done."), "").content[0].text == "Done."  # type: ignore[union-attr]
+    assert render(Outcome(message="Done.")).content[0].text == "Done."  # type: ignore[union-attr]

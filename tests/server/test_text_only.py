@@ -10,13 +10,16 @@ the data and the summary stand on lines of their own.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from tests.conftest import call, connect, texts, without_write_id
+from tests.conftest import blocks, call, connect
+
+WRITE_ID_LINE = re.compile(r"\nWrite id: w-[0-9a-f]+\.$")
 
 COORDS = (
     "If you need to output coordinates, output relative coordinates first and compute absolute "
@@ -74,7 +77,8 @@ CALLS: list[tuple[str, dict[str, Any], str]] = [
         "StrReplaceFile",
         {"path": "src/a.py", "edit": {"old": "print('alphx')", "new": "y"}},
         "No replacements were made: the old string was not found in `src/a.py`. Nothing was written. "
-        "The closest match is at lines 1-1 (shown below).\n     1\tprint('alpha')",
+        "The closest match is at lines 1-1 (shown below).\n     1\tprint('alpha')\n"
+        "Copy `old` exactly from the lines above (or ReadFile the file again), then retry the edit.",
     ),
     (
         "StrReplaceFile",
@@ -96,9 +100,12 @@ async def test_every_tool_answers_in_text_that_reads_as_lines_when_joined_with_n
             r = await call(c, tool, **args)
             assert r.structured_content is None, tool
             assert {b.type for b in r.content} <= {"text", "image"}, tool
-            blocks = texts(r)
-            assert all(b.endswith("\n") for b in blocks[:-1]), (tool, blocks)
-            joined = "".join(blocks)
+            sent = blocks(r)
+            assert all(b.endswith("\n") for b in sent[:-1]), (tool, sent)
+            if tool != "ReadMediaFile":  # SPEC §9: a text-only result is one block
+                assert len(r.content) == 1, (tool, sent)
+            joined = "".join(sent)
             if tool in ("WriteFile", "StrReplaceFile") and not r.is_error:
-                joined = without_write_id(joined)
+                joined, ended = WRITE_ID_LINE.subn("", joined)  # the id, on its own last line
+                assert ended == 1, joined
             assert joined == expected.replace("{size}", str(size)), tool

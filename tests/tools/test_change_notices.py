@@ -11,7 +11,7 @@ import pytest
 
 from filegate.tools.readguard import ledger as readguard
 from filegate.tools.readguard.ledger import NOTICE_CHECKED, ReadLedger, identity_of
-from tests.conftest import call, connect, text
+from tests.conftest import blocks, call, connect, text
 
 NOTICE = "Changed on disk since you read them:"
 
@@ -24,8 +24,8 @@ def check_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def notice_of(result: object) -> str | None:
-    """The result's notice line, when its last line is one."""
-    last = text(result).rsplit("\n", 1)[-1]
+    """The result's notice line, when its last line is one (a line of its own, SPEC §9)."""
+    last = "\n".join(blocks(result)).rsplit("\n", 1)[-1]
     return last if last.startswith(NOTICE) else None
 
 

@@ -34,8 +34,10 @@ def tree(root: Path, *files: str) -> None:
             p.write_text(f)
 
 
-async def glob(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], None]:
-    async with connect(ws, mode) as c:
+async def glob(
+    ws: Path, mode: str, budget: int | None = None, **args: object
+) -> tuple[bool, list[str], None]:
+    async with connect(ws, mode, result_budget=budget) as c:
         r = await call(c, "Glob", **args)
         assert r.structured_content is None  # text only (SPEC §1)
         return r.is_error, texts(r), None
@@ -324,7 +326,8 @@ async def test_a_1100_level_tree_is_an_ordinary_result(ws: Path, mode: str) -> N
     try:
         err, (out, msg), _ = await glob(ws, mode, pattern="d/**/*.py")
         assert not err and out == "d/" * depth + "leaf.py\n" and msg.startswith("Found 1 matches")
-        err, (out, msg), _ = await glob(ws, mode, pattern="**/")
+        # A thousand paths of up to 2,000 characters: a budget that holds them all.
+        err, (out, msg), _ = await glob(ws, mode, pattern="**/", budget=4 << 20)
         assert not err and out.splitlines()[-1] == "/".join(["d"] * 1000)
         assert msg.startswith("Found more than 1000 matches for pattern `**/`.")
     finally:
@@ -455,7 +458,7 @@ async def test_the_whole_result_fits_the_client_budget(ws: Path, mode: str) -> N
     assert msg.startswith("Found 300 matches for pattern `*/*.txt`.")
     assert f"Only the first {len(lines)} of these 300 are listed: the rest ({left})" in msg
     assert r.structured_content is None
-    async with connect(ws, mode) as c:  # a 1 MiB client gets them all
+    async with connect(ws, mode, result_budget=1 << 20) as c:  # a 1 MiB budget gets them all
         r = await call(c, "Glob", pattern="*/*.txt")
     out, msg = texts(r)
     assert len(out.splitlines()) == 300 and msg == "Found 300 matches for pattern `*/*.txt`."

@@ -11,6 +11,7 @@ import pytest
 from fastmcp import Client
 from PIL import Image
 
+from filegate.policy.budget import tool_text_budget
 from tests.conftest import MODES_LEGACY_SLOW, call, connect, stdio_transport, text, texts
 
 
@@ -20,8 +21,10 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def read(ws: Path, mode: str, **args: object) -> tuple[bool, list[str], dict | None]:
-    async with connect(ws, mode) as c:
+async def read(
+    ws: Path, mode: str, budget: int | None = None, **args: object
+) -> tuple[bool, list[str], dict | None]:
+    async with connect(ws, mode, result_budget=budget) as c:
         r = await call(c, "ReadFile", **args)
         assert r.structured_content is None  # text only (SPEC §1)
         return r.is_error, texts(r), None
@@ -86,10 +89,10 @@ async def test_at_most_1000_lines_per_call(ws: Path, mode: str) -> None:
 
 async def test_byte_cap_keeps_the_line_that_crosses_it(ws: Path, mode: str) -> None:
     (ws / "wide.txt").write_text(("x" * 199 + "\n") * 1000)
-    _, (out, msg), _ = await read(ws, mode, path="wide.txt")
+    _, (out, msg), _ = await read(ws, mode, path="wide.txt", budget=1 << 20)
     assert out.count("\n") == 512  # 512 * 200 bytes = 102,400
     assert msg.endswith("Max 102400 bytes reached.")
-    _, (out, msg), _ = await read(ws, mode, path="wide.txt", line_offset=-1000)
+    _, (out, msg), _ = await read(ws, mode, path="wide.txt", line_offset=-1000, budget=1 << 20)
     assert out.count("\n") == 512 and out.endswith("  1000\t" + "x" * 199 + "\n")
     assert "Max 102400 bytes reached." in msg
 
@@ -217,6 +220,8 @@ async def test_tilde_expands_to_home(
 # --- issue 11 / 18: answers a model can trust ------------------------------------------------
 
 KIMI_BUDGET = 100_000
+# What ReadFile may fill of it: the rest is kept for the lines a result ends with (SPEC §9).
+KIMI_ROOM = tool_text_budget(KIMI_BUDGET)
 
 
 def _kimi_sees(result: object) -> int:
@@ -239,7 +244,7 @@ async def test_a_full_read_fits_kimis_budget_with_whole_lines_and_the_summary(ws
         assert all(row == f"{i:6d}\t{i:05d}" + "x" * 94 for i, row in enumerate(rows[:-1], 1))
         assert msg == (
             f"{k} lines read from file starting from line 1. Total lines in file: 1200."
-            f" Max {KIMI_BUDGET} characters reached (this client's result budget);"
+            f" Max {KIMI_ROOM} characters reached (this client's result budget);"
             f" continue with line_offset={k + 1}."
         )
         r2 = await call(c, "ReadFile", path="long.txt", line_offset=k + 1)
@@ -258,7 +263,7 @@ async def test_a_tail_fits_kimis_budget_keeping_the_newest_lines(ws: Path, mode:
         assert msg == (
             f"{len(rows)} lines read from file starting from line {first}. Total lines in file: 1200."
             f" Lines 201 to {first - 1} did not fit this client's result budget"
-            f" ({KIMI_BUDGET} characters): read them with line_offset=201, n_lines={first - 201}."
+            f" ({KIMI_ROOM} characters): read them with line_offset=201, n_lines={first - 201}."
         )
 
 
@@ -277,9 +282,9 @@ async def test_long_truncated_lines_fit_too_and_list_only_what_is_shown(ws: Path
         )
 
 
-async def test_the_default_budget_leaves_kimis_caps_alone(ws: Path, mode: str) -> None:
+async def test_a_1_mib_budget_leaves_kimis_caps_alone(ws: Path, mode: str) -> None:
     (ws / "long.txt").write_text("".join(f"{i:05d}" + "x" * 94 + "\n" for i in range(1, 1201)))
-    async with connect(ws, mode) as c:
+    async with connect(ws, mode, result_budget=1 << 20) as c:
         r = await call(c, "ReadFile", path="long.txt")
         assert texts(r)[0].count("\n") == 1000
 
@@ -358,8 +363,8 @@ async def test_a_tiny_budget_still_returns_a_line_and_the_summary(ws: Path, mode
         assert out.startswith("     1\tzzz") and out.endswith("...\n") and out.count("\n") == 1
         assert msg == (
             "1 lines read from file starting from line 1. Total lines in file: 3."
-            " Max 1024 characters reached (this client's result budget); continue with line_offset=2."
-            " Lines [1] were truncated. Continue line 1 at column_offset=485."  # SPEC §8.7
+            f" Max {tool_text_budget(1024)} characters reached (this client's result budget); continue with"
+            " line_offset=2. Lines [1] were truncated. Continue line 1 at column_offset=434."  # SPEC §8.7
         )
 
 
@@ -376,7 +381,7 @@ async def test_a_tail_cut_by_the_byte_cap_and_the_budget_names_both(ws: Path, mo
         assert msg == (
             f"{123 - first} lines read from file starting from line {first}. Total lines in file: 122."
             " Max 102400 bytes reached (lines 1 to 20 were left out)."
-            f" Lines 21 to {first - 1} did not fit this client's result budget ({KIMI_BUDGET} characters):"
+            f" Lines 21 to {first - 1} did not fit this client's result budget ({KIMI_ROOM} characters):"
             f" read lines 1 to {first - 1} with line_offset=1, n_lines={first - 1}."
         )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from filegate.policy.budget import tool_text_budget
 from filegate.tools.readguard.changed_lines import changed_lines, ranges, touched_lines
 from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, ReadLedger, line_index
 from tests.conftest import call, connect, text, without_write_id
@@ -56,8 +57,8 @@ async def test_an_edit_touching_a_changed_line_is_refused_with_it_shown_and_that
         assert text(r) == (
             "`a.py` changed on disk since it was read (now different: line 7), and the edit does not "
             "apply away from those lines (it touches line 7). Nothing was written. The changed lines "
-            "are shown below as they are now; this counts as reading them, so write the edit against them."
-            "\n\n     7\tline 7  # changed"
+            "are shown below as they are now; this counts as reading them."
+            "\n     7\tline 7  # changed\n" + WHOLE_STEP
         )
         # The second call, written against what was shown, lands: no ReadFile between.
         again = await call(
@@ -75,7 +76,7 @@ async def test_an_old_text_the_change_removed_is_refused_with_the_changed_lines(
         rewrite_in_place(p, SOURCE.replace("line 9\n", ""))
         r = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 9\n", "new": "nine\n"})
     assert r.is_error and "(its old text does not match the file as it is now)" in text(r)
-    assert text(r).endswith("\n     9\tline 10")  # the line that now follows the deleted one
+    assert refusal(text(r)).endswith("\n     9\tline 10")  # the line that now follows the deleted one
 
 
 async def test_a_file_rewritten_on_every_save_converges_within_two_calls(ws: Path) -> None:
@@ -224,7 +225,20 @@ async def edit_after_in_place_change(
             f.write(now)
             f.truncate()
         r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": old, "new": new})
-    return text(r) if r.is_error else without_write_id(text(r)), r.is_error, p.read_bytes()
+    return refusal(text(r)) if r.is_error else without_write_id(text(r)), r.is_error, p.read_bytes()
+
+
+WHOLE_STEP = "Write the edit against the changed lines above."
+
+
+def refusal(said: str) -> str:
+    """A §8.3 refusal without its last line, the next step (SPEC §9), which must be there: the
+    one for lines shown whole, or the one that says to read the file again."""
+    body, _, step = said.rpartition("\n")
+    assert step == WHOLE_STEP or (
+        step.startswith("Read it again with ReadFile(") and step.endswith("before you edit it.")
+    ), said
+    return body
 
 
 async def test_a_change_among_many_repeated_lines_names_only_the_line_that_changed(ws: Path) -> None:
@@ -348,12 +362,11 @@ async def test_shown_whole_is_judged_in_the_characters_the_cut_counts(
         again = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "y" + eol + "line 5", "new": "5"})
     assert refused.is_error
     if length == 2000:
-        assert text(refused).endswith(f"\n     4\t{long_line}") and "this counts as reading them" in text(
-            refused
-        )
+        assert refusal(text(refused)).endswith(f"\n     4\t{long_line}")
+        assert "this counts as reading them" in text(refused)
         assert not again.is_error, text(again)
     else:
-        assert text(refused).endswith(f"\n     4\t{long_line[:2000]}...")
+        assert refusal(text(refused)).endswith(f"\n     4\t{long_line[:2000]}...")
         assert "Only some of the changed lines" in text(refused)
         assert again.is_error
 
@@ -367,9 +380,9 @@ async def test_the_changed_lines_shown_fill_the_result_budget_exactly(ws: Path, 
     now = before.replace(b"1\n", long[0].encode() + b"\n", 1).replace(
         b"\n2\n", b"\n" + long[1].encode() + b"\n"
     )
-    said, error, _ = await edit_after_in_place_change(
-        ws, before, now, "a1\n", "b1\n", result_budget=1000 + 2 * row + spare
-    )
+    room = 1000 + 2 * row + spare  # what the tool may fill: the client's budget less its closing lines
+    budget = next(b for b in range(room, 2 * room) if tool_text_budget(b) == room)
+    said, error, _ = await edit_after_in_place_change(ws, before, now, "a1\n", "b1\n", result_budget=budget)
     assert error
     head = (
         "`a.txt` changed on disk since it was read (now different: lines 1-2), and the edit does not "
@@ -379,10 +392,7 @@ async def test_the_changed_lines_shown_fill_the_result_budget_exactly(ws: Path, 
         assert said.startswith(head + "The changed lines are shown below")
         assert said.endswith(f"\n     1\t{long[0]}\n     2\t{long[1]}")
     else:
-        assert said == (
-            head + 'Only some of the changed lines fit below; read it again with ReadFile(path="a.txt") '
-            f"before you edit it.\n\n     1\t{long[0]}"
-        )
+        assert said == head + f"Only some of the changed lines fit below.\n     1\t{long[0]}"
 
 
 async def test_a_refusal_shown_whole_keeps_the_lines_for_the_next_change(ws: Path) -> None:
@@ -513,3 +523,23 @@ async def test_a_file_replaced_between_the_guard_and_the_load_keeps_the_plain_re
         r = await call(c, "StrReplaceFile", path="a.py", edit={"old": "line 15\n", "new": "line XV\n"})
     assert replaced and r.is_error and "changed since it was read: read it again" in text(r)
     assert p.read_text() == SOURCE.replace("line 2\n", "line two\n")
+
+
+async def test_a_refusal_with_many_long_changed_lines_stays_under_the_error_size(ws: Path) -> None:
+    """SPEC §9: a §8.3 refusal's changed lines count toward ERROR_CHARS, whatever the client's
+    budget: what failed on the first line, what to do on the last."""
+    from filegate.policy.budget import ERROR_CHARS
+
+    before = "".join(f"line {n}\n" for n in range(1, 41)).encode()
+    now = "".join(f"{n:02d}" + "w" * 1990 + "\n" for n in range(1, 41)).encode()
+    async with connect(ws, "auto", approval="auto", client="claude-code") as c:
+        (ws / "a.txt").write_bytes(before)
+        await call(c, "ReadFile", path="a.txt")
+        rewrite_in_place(ws / "a.txt", now.decode())
+        r = await call(c, "StrReplaceFile", path="a.txt", edit={"old": "line 3\n", "new": "three\n"})
+    said = text(r)
+    assert r.is_error and len(said) < ERROR_CHARS, len(said)
+    first, *rows, last = said.split("\n")
+    assert first.startswith("`a.txt` changed on disk since it was read") and "Only some" in first
+    assert 2 <= len(rows) < 10 and all(row.endswith("w" * 100) for row in rows)
+    assert last == 'Read it again with ReadFile(path="a.txt") before you edit it.'

@@ -26,7 +26,7 @@ from PIL import Image, features
 
 from filegate.media.bounds import MAX_DECODE_BYTES
 from filegate.media.headers import MAX_COUNTED_FRAMES
-from filegate.policy.budget import KIMI_BUDGET
+from filegate.policy.budget import KIMI_BUDGET, KIMI_CODE_TEXT, tool_text_budget
 from filegate.settings import DEFAULT_RESULT_BUDGET
 from filegate.tools.read_media import COORDINATES_ADVICE as COORDS_ADVICE
 from tests import media_factory as mf
@@ -172,11 +172,12 @@ def four_mb_png() -> bytes:
     return data
 
 
-async def test_kimi_code_gets_a_4mb_image_whole_and_text_within_100000_characters(
+async def test_kimi_code_gets_a_4mb_image_whole_and_text_within_its_text_budget(
     ws: Path, mode: str, four_mb_png: bytes
 ) -> None:
-    """SPEC §4: Kimi Code (clientInfo `kimi-code`) caps text at 100,000 characters but gives
-    each media part its own 10 MB; the Kimi CLI budget shrank this image about 100 times."""
+    """SPEC §4, §9: Kimi Code (clientInfo `kimi-code`) gets 48,000 characters of text (it saves
+    a result over 50,000 to a file) but each media part its own 10 MB; the Kimi CLI budget
+    shrank this image about 100 times."""
     (ws / "big.png").write_bytes(four_mb_png)
     (ws / "long.txt").write_text("".join(f"{i:05d}" + "x" * 94 + "\n" for i in range(1, 1201)))
     async with connect(ws, mode, client_client_info=kimi_code_info()) as c:
@@ -193,11 +194,12 @@ async def test_kimi_code_gets_a_4mb_image_whole_and_text_within_100000_character
         "commands or scripts, read the result back immediately before continuing.",
     ]
     out, msg = texts(read)
-    assert len(out) + len(msg) <= KIMI_BUDGET
+    room = tool_text_budget(KIMI_CODE_TEXT)
+    assert len(out) + len(msg) <= room
     k = out.count("\n")
     assert msg == (
         f"{k} lines read from file starting from line 1. Total lines in file: 1200."
-        f" Max {KIMI_BUDGET} characters reached (this client's result budget);"
+        f" Max {room} characters reached (this client's result budget);"
         f" continue with line_offset={k + 1}."
     )
 

@@ -375,9 +375,15 @@ async def test_a_write_recorded_before_blake3_is_undone_from_its_sha256_record(w
         refused = await call(c, "UndoWrite", write_id="w-0a0b0c")
         path.write_bytes(after)
         undone = await call(c, "UndoWrite", write_id="w-0a0b0c")
+        again = await call(c, "UndoWrite", write_id="w-0a0b0c")
     assert refused.is_error and "is no longer as w-0a0b0c left it: it changed since" in text(refused)
     assert not undone.is_error, text(undone)
     assert path.read_bytes() == ORIGINAL
+    # The undo (a BLAKE3 record) left it as the SHA-256 record's before: said by hashing the file
+    # in each record's own algorithm, never by comparing a hash of one with a hash of the other.
+    assert text(again).startswith(
+        f"Write w-0a0b0c is already undone: `a.txt` is as it was before it (undone by {write_id_of(text(undone))}, "
+    ), text(again)
 
 
 class DiskSpy:

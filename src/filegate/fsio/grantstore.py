@@ -31,6 +31,11 @@ from filegate.fsio.pending import private_dir, state_dir
 from filegate.policy.escape import escape_log
 
 KEY_BYTES = 32
+# POSIX: owners, mode bits, directory fsync and kill(pid, 0) (Windows has none of them).
+_POSIX = os.name != "nt"
+# Every open of a name here: never through a link, never inherited, and never waiting (a FIFO
+# planted as the key or the record would block the open until someone opened its other end).
+_NEVER_WAITING = platform.NOFOLLOW | platform.CLOEXEC | platform.NONBLOCK
 # The record is compacted (expired and ended grants dropped) once it grows past this.
 MAX_RECORD_BYTES = 256 << 10
 
@@ -55,7 +60,7 @@ def grant_key() -> bytes:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
         try:
             try:
-                os.write(fd, secrets.token_bytes(KEY_BYTES))
+                os.write(fd, os.urandom(KEY_BYTES))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -75,7 +80,7 @@ def grant_key() -> bytes:
 
 def _read_key(path: Path) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY)
+        fd = os.open(path, os.O_RDONLY | _NEVER_WAITING | platform.BINARY)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -84,7 +89,7 @@ def _read_key(path: Path) -> bytes | None:
     try:
         st = os.fstat(fd)
         mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
-        private = os.name == "nt" or stat.S_IMODE(st.st_mode) & 0o077 == 0
+        private = not _POSIX or stat.S_IMODE(st.st_mode) & 0o077 == 0
         if not stat.S_ISREG(st.st_mode) or not mine or not private or st.st_size != KEY_BYTES:
             raise GrantStoreError(
                 f"{path} is not an owner-only file of this user of {KEY_BYTES} bytes; remove it to "
@@ -124,7 +129,7 @@ class GrantRecord:
 
 def record_grant(record: GrantRecord) -> None:
     """Append ``record`` (blocking: call it in a thread); the record compacted when large."""
-    line = json.dumps(asdict(record), separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+    line = _line(record)
     with _locked() as root:
         path = root / "grants.jsonl"
         try:
@@ -133,8 +138,7 @@ def record_grant(record: GrantRecord) -> None:
             size = 0
         if size + len(line) > MAX_RECORD_BYTES:
             _compact(path)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | platform.NOFOLLOW | platform.CLOEXEC
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NEVER_WAITING, 0o600)
         try:
             os.write(fd, line)
         finally:
@@ -147,8 +151,7 @@ def record_end(grant_id: str) -> None:
     thread at any allocation, the lock's holder's included."""
     line = json.dumps({"ended": grant_id, "time": time.time()}, separators=(",", ":")).encode() + b"\n"
     with contextlib.suppress(OSError):
-        flags = os.O_WRONLY | os.O_APPEND | platform.NOFOLLOW | platform.CLOEXEC
-        fd = os.open(grants_dir() / "grants.jsonl", flags)
+        fd = os.open(grants_dir() / "grants.jsonl", os.O_WRONLY | os.O_APPEND | _NEVER_WAITING)
         try:
             os.write(fd, line)
         finally:
@@ -183,10 +186,12 @@ def listing(workdir: str, now: float | None = None) -> str:
 
 def _records(path: Path) -> list[GrantRecord]:
     try:
-        fd = os.open(path, os.O_RDONLY | platform.NOFOLLOW | platform.CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NEVER_WAITING)
     except OSError:
         return []
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
         raw = f.read(4 * MAX_RECORD_BYTES)
     found = []
     ended = set()
@@ -202,13 +207,13 @@ def _records(path: Path) -> list[GrantRecord]:
     return [r for r in found if r.id not in ended]
 
 
+def _line(record: GrantRecord) -> bytes:
+    return json.dumps(asdict(record), separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+
+
 def _compact(path: Path) -> None:
     now = time.time()
-    kept = b"".join(
-        json.dumps(asdict(r), separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-        for r in _records(path)
-        if r.live(now)
-    )
+    kept = b"".join(_line(r) for r in _records(path) if r.live(now))
     temp = path.with_name(f"grants.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
     try:
@@ -235,7 +240,7 @@ def _locked() -> Iterator[Path]:
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
-    if os.name == "nt":  # pragma: no cover - os.kill(pid, 0) would signal it there
+    if not _POSIX:  # pragma: no cover - os.kill(pid, 0) would signal it there
         return True
     try:
         os.kill(pid, 0)
@@ -247,7 +252,7 @@ def _alive(pid: int) -> bool:
 
 
 def _fsync_dir(path: Path) -> None:
-    if os.name == "nt":  # pragma: no cover - no directory fsync on Windows
+    if not _POSIX:  # pragma: no cover - no directory fsync on Windows
         return
     fd = os.open(path, os.O_RDONLY | platform.CLOEXEC)
     try:

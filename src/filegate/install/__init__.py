@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from filegate.flags import ArgumentParser, add_server_flags, long_flag, settings_from
+from filegate.install import routing
 from filegate.install.clients import (
     CLIENTS,
     Client,
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="write this file instead of the client's own")
     p.add_argument("--disable-builtins", action="store_true",
                    help="kimi-code: switch Kimi Code's file tools off ([tools] disabled)")  # fmt: skip
+    p.add_argument("--route-builtins", action="store_true",
+                   help="claude-code, gemini-cli: switch the client's own file tools off so its model "
+                   "uses filegate's (filegate uninstall switches them back on)")  # fmt: skip
     p.add_argument("--project", action="store_true",
                    help="cursor, vscode: write the project's own file (.cursor/mcp.json, .vscode/mcp.json "
                    "in --workdir) instead of the user-wide one")  # fmt: skip
@@ -124,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-INSTALL_ONLY = ("target", "name", "print_only", "os_name", "config", "disable_builtins", "project")
+INSTALL_ONLY = (
+    "target", "name", "print_only", "os_name", "config", "disable_builtins", "route_builtins", "project",
+)  # fmt: skip
 
 
 def server_args(
@@ -212,6 +218,10 @@ def main(argv: Sequence[str]) -> int:
         parser.exit(2, f"filegate install: error: {client.name} is for --transport http\n")
     if ns.disable_builtins and client.name != "kimi-code":
         parser.exit(2, "filegate install: error: --disable-builtins is for kimi-code only\n")
+    if ns.route_builtins and client.name not in routing.ROUTABLE:
+        other = " (kimi-code: --disable-builtins)" if client.name == "kimi-code" else ""
+        why = f"--route-builtins is for {' and '.join(routing.ROUTABLE)}{other}"
+        parser.exit(2, f"filegate install: error: {why}\n")
     if ns.project and client.project_file is None:
         with_one = ", ".join(c.name for c in CLIENTS.values() if c.project_file)
         why = f"{client.title} reads no per-project file; --project is for {with_one}"
@@ -225,6 +235,9 @@ def main(argv: Sequence[str]) -> int:
         entry = http_entry(client, endpoint_url(settings), headers)
     else:
         entry = stdio_entry(client, [*server_command(), *args])
+    if client.name == "claude-code" and not settings.defer_tools:
+        # SPEC §9: the only way into Claude Code's first request (its tool search defers the rest).
+        entry["alwaysLoad"] = True
     if ns.print_only:
         sys.stdout.write(snippet(client, ns.name, entry))
         return 0
@@ -281,6 +294,7 @@ def main(argv: Sequence[str]) -> int:
         state = "wrote" if done.changed else "already had"
         tools = ", ".join(KIMI_CODE_BUILTINS)
         print(f"Kimi Code: {state} [tools] disabled = {tools} in {escape(str(done.path))}{kept}")
+    routed = _route(parser, ns, client) if ns.route_builtins else None
     if settings.transport == "http":
         _print_http_start(parser, ns, settings, client, token)
     elif "--workdir" in args and not ns.project:
@@ -289,11 +303,36 @@ def main(argv: Sequence[str]) -> int:
         if client.project_file:
             also = f"; for per-project entries, run `filegate install {client.name} --project` in each"
         print(f"this entry serves {served} whatever {client.title} has open{also}")
-    if written.changed or (sibling is not None and done.changed):
+    if written.changed or (sibling is not None and done.changed) or (routed is not None and routed.changed):
         print(f"next: {client.next_step}")
     if client.name == "kimi":
         print(KIMI_CODE_NOTE)
     return 0
+
+
+def _route(parser: argparse.ArgumentParser, ns: argparse.Namespace, client: Client) -> Written:
+    """``--route-builtins``: the client's own file tools off (install/routing.py), said with how
+    to undo it and what cannot be routed."""
+    home = Path(os.environ.get("HOME") or Path.home())
+    if client.name == "claude-code":
+        path, merge = routing.claude_settings(os.environ, home), routing.routed_claude
+        allowed = ", ".join(routing.readers(ns.name))
+        what = f"permissions.deny {', '.join(routing.CLAUDE_BUILTINS)}; allow {allowed}"
+    else:
+        path = config_path(client.name, detect_os(), os.environ) or home / ".gemini" / "settings.json"
+        merge, what = routing.routed_gemini, f"tools.exclude {', '.join(routing.GEMINI_BUILTINS)}"
+    try:
+        done = write_merged(locate(path, "user"), lambda old, where: merge(old, where, ns.name))
+    except (InstallError, OSError) as exc:
+        parser.exit(2, f"filegate install: error: {exc}\n")
+    kept = f" (the old file is kept as {escape(str(done.backup))})" if done.backup else ""
+    state = "wrote" if done.changed else "already had"
+    print(f"{client.title}: {state} {what} in {escape(str(done.path))}{kept}")
+    print(
+        f"its own file tools are off: `filegate uninstall {client.name}` switches them back on; not routed: "
+        f"{routing.NOT_ROUTED[client.name]}"
+    )
+    return done
 
 
 # An entry names the filegate it was written by: one inside a clone's virtual environment

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from filegate.flags import ArgumentParser
+from filegate.install import routing
 from filegate.install.clients import CLIENTS, config_path, detect_os, unknown_client
 from filegate.install.files import InstallError, Trust, load, locate, save
 from filegate.install.merge import KIMI_CODE_BUILTINS, without_json, without_toml
@@ -63,11 +64,13 @@ def main(argv: Sequence[str]) -> int:
         path = found
     remove = without_toml if client.format == "toml" else without_json
     try:
+        unrouted = _unroute(client.name, ns.name) if trust == "user" else None
         real = locate(path, trust, project)
         loaded = load(real)
         new = remove(loaded.text, client, ns.name, real)
         if new == loaded.text:
-            print(f"{client.title}: {escape(str(real))} has no '{escape(ns.name)}' entry; nothing changed")
+            said = f"{client.title}: {escape(str(real))} has no '{escape(ns.name)}' entry"
+            print(f"{said}\n{unrouted}" if unrouted else f"{said}; nothing changed")
             return 0
         # Nothing of filegate's stays: the file keeps its mode (an owner-only one stays so).
         backup = save(loaded, new, private=False)
@@ -77,6 +80,8 @@ def main(argv: Sequence[str]) -> int:
         parser.exit(2, f"filegate uninstall: error: {exc}\n")
     kept = f" (the old file is kept as {escape(str(backup))})" if backup else ""
     print(f"{client.title}: removed '{escape(ns.name)}' from {escape(str(real))}{kept}")
+    if unrouted:
+        print(unrouted)
     if client.name == "kimi-code" and still_off:
         print(
             f"Kimi Code: its own {', '.join(still_off)} are still off ([tools] disabled in "
@@ -84,6 +89,28 @@ def main(argv: Sequence[str]) -> int:
         )
     print(f"next: {client.next_step}")
     return 0
+
+
+def _unroute(client: str, name: str) -> str:
+    """``install --route-builtins`` undone (SPEC §9): the client's own file tools back on, in its
+    user settings; what was done, or "" when they were not routed."""
+    if client not in routing.ROUTABLE:
+        return ""
+    home = Path(os.environ.get("HOME") or Path.home())
+    if client == "claude-code":
+        path, unmerge = routing.claude_settings(os.environ, home), routing.unrouted_claude
+    else:
+        path = config_path(client, detect_os(), os.environ) or home / ".gemini" / "settings.json"
+        unmerge = routing.unrouted_gemini
+    real = locate(path, "user")
+    loaded = load(real)
+    off = routing.still_routed(loaded.text, client)
+    new = unmerge(loaded.text, real, name)
+    if not off or new == loaded.text:
+        return ""
+    backup = save(loaded, new, private=False)
+    kept = f" (the old file is kept as {escape(str(backup))})" if backup else ""
+    return f"{CLIENTS[client].title}: its own {', '.join(off)} are back on in {escape(str(real))}{kept}"
 
 
 def builtins_still_off(config: Path) -> list[str]:

@@ -7,9 +7,10 @@ uses for `.gitignore`) and Claude Code's ``permissions.deny`` / ``permissions.as
 ``Read(...)``, ``Edit(...)``, ``Write(...)`` in the workspace's `.claude/settings.json`,
 `.claude/settings.local.json` and the user's `~/.claude/settings.json`.
 
+A rule that names only a tool (``Read``, ``Edit`` with no path) is not a path rule: it switches
+Claude Code's own tool off (SPEC §9's routing), binds nothing of filegate's and allows nothing.
 Only the user's own ``~/.claude/settings.json`` is read for ``permissions.allow`` ``Edit(...)`` and
-``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes); a rule that
-names only the tool is no path rule and allows nothing here.
+``Write(...)`` rules (a cloned repository's `.claude/` must not grant itself writes).
 
 Verdicts, on a resolved (real) path:
 
@@ -545,14 +546,15 @@ class ClientRules:
         tool = tool.strip()
         if tool not in ("Read", "Edit", "Write"):
             return None  # Bash(...), WebFetch(...), mcp__…: not about paths filegate serves
-        if verdict == "allow" and (tool == "Read" or not rest.rstrip(")").strip()):
-            return None  # a read needs no approval; a bare tool name allows no path of filegate's
-        if not rest:
-            pattern = "//**"  # the bare tool name: every path
-        elif rest.endswith(")"):
-            pattern = rest[:-1].strip() or "**"
-        else:
+        if verdict == "allow" and tool == "Read":
+            return None  # a read needs no approval
+        if rest and not rest.endswith(")"):
             raise RuleFileError(f"has a `permissions.{verdict}` rule with no closing parenthesis")
+        pattern = rest[:-1].strip()
+        if not pattern:
+            # SPEC §8.5: a rule naming only the tool (`Read`, `Edit()`) switches Claude Code's own
+            # tool off (install --route-builtins writes such rules); it binds no path of filegate's.
+            return None
         base, line = self.anchor(pattern, root)
         rules = compile_ignore([line], self.fold_case)
         if rules is None or base is None:  # a pattern that names nothing, or `~/` with no home

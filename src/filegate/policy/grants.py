@@ -25,6 +25,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import struct
 from collections.abc import Iterable, Sequence
@@ -51,6 +52,7 @@ _KINDS: dict[GrantKind, bytes] = {"folder": b"d", "file": b"f"}
 # A handle longer than this is no handle of ours (a target path is at most PATH_MAX).
 MAX_HANDLE_CHARS = 6000
 KEY_BYTES = 32
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,8 @@ class Grant:
         fold = workspace.folds_case(self.target)
         if self.kind == "file":
             return workspace.rules.within(real, self.target, fold_case=fold) and len(real) == len(self.target)
-        return real != self.target and workspace.rules.within(real, self.target, fold_case=fold)
+        # under the folder, never the folder itself (in any spelling its file system takes)
+        return len(real) > len(self.target) and workspace.rules.within(real, self.target, fold_case=fold)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +138,8 @@ def unasked(
 ) -> Unasked | None:
     """Whether a write to every one of ``paths`` may go without a question, and why: each is
     held by a live grant (inside the workspace) or named by the user's own allow rule, and none
-    is asked about every time. None: ask (or decide as without any grant)."""
+    is asked about every time ("grant" when a grant let any of them through). None: ask (or
+    decide as without any grant)."""
     live = [g for g in grants if g.live(now)]
     client = workspace.secrets.client if allow_rules else None
     why: Unasked | None = None
@@ -144,9 +148,9 @@ def unasked(
         if asks_always(workspace, real):
             return None
         if workspace.contains(real) and any(g.holds(workspace, real) for g in live):
-            why = why or "grant"
+            why = "grant"  # the user's answer: said whenever one let a path of the set through
         elif client is not None and client.allow_source(workspace.rules.secret_key(real)) is not None:
-            why = "allow-rule" if why is None else why
+            why = why or "allow-rule"
         else:
             return None
     return why
@@ -211,10 +215,10 @@ def unseal(key: bytes, workspace: Workspace, handle: str, now: float) -> Grant |
     ident_hex, dot, sealed = handle[2:].partition(".")
     try:
         ident = bytes.fromhex(ident_hex)
-        raw = _unb64(sealed)
     except ValueError:
         return None
-    if not dot or len(ident) != ID_BYTES or len(raw) < _HEAD.size + MAC_BYTES:
+    raw = _unb64(sealed)
+    if raw is None or not dot or len(ident) != ID_BYTES or len(raw) < _HEAD.size + MAC_BYTES:
         return None
     body, mac = ident + raw[:-MAC_BYTES], raw[-MAC_BYTES:]
     if not hmac.compare_digest(_mac(key, body), mac):
@@ -241,10 +245,14 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def _unb64(text: str) -> bytes:
-    if not text or not all(c.isalnum() or c in "-_" for c in text) or not text.isascii():
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+def _unb64(text: str) -> bytes | None:
+    """``text`` as base64url without its padding (excess padding is ignored), or None."""
+    if not _BASE64URL.fullmatch(text):
+        return None
+    try:
+        return base64.urlsafe_b64decode(text + "==")
+    except ValueError:  # a length no encoding has (4n + 1 characters)
+        return None
 
 
 def _configured(workspace: Workspace) -> list[str]:

@@ -16,6 +16,7 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from filegate import __version__
+from filegate.policy.budget import PRESETS
 from filegate.policy.escape import escape, escape_record
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
@@ -37,23 +38,43 @@ UNEXPECTED = "filegate_unexpected"
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """Pydantic's schema with Kimi's conventions: aliases as keys, no titles, no $refs."""
+    """Pydantic's schema with Kimi's conventions: aliases as keys, no titles, no $refs; and what
+    every turn pays for kept short (SPEC §9): an optional field is its type alone (not
+    ``anyOf: [T, null]`` with a null default: leaving it out means the same)."""
     schema = model.model_json_schema(by_alias=True)
     defs = schema.pop("$defs", {})
+    expanded: set[str] = set()
 
-    def clean(node: Any) -> Any:
+    def clean(node: Any, described: bool = True) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
-                target = defs[node["$ref"].rsplit("/", 1)[-1]]
-                merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-                return clean(merged)
-            return {k: clean(v) for k, v in node.items() if k != "title"}
+                name = node["$ref"].rsplit("/", 1)[-1]
+                merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+                again = name in expanded  # a second copy (StrReplaceFile's list of edits):
+                expanded.add(name)  # its fields were described in the first
+                return clean(merged, described and not again)
+            unwrapped = _without_null(node)
+            if unwrapped is not node:  # the optional field's own type, maybe a $ref
+                return clean(unwrapped, described)
+            drop = ("title",) if described else ("title", "description")
+            return {k: clean(v, described) for k, v in node.items() if k not in drop}
         if isinstance(node, list):
-            return [clean(v) for v in node]
+            return [clean(v, described) for v in node]
         return node
 
     result: dict[str, Any] = clean(schema)
     return result
+
+
+def _without_null(node: dict[str, Any]) -> dict[str, Any]:
+    """``{anyOf: [T, {type: null}], default: D, …}`` → ``{…T, default: D, …}`` (no default when
+    D is null); any other node as it is."""
+    options = node.get("anyOf")
+    if not isinstance(options, list) or {"type": "null"} not in options or len(options) != 2:
+        return node
+    kept = next(o for o in options if o != {"type": "null"})
+    rest = {k: v for k, v in node.items() if k != "anyOf" and not (k == "default" and v is None)}
+    return {**kept, **rest}
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -75,13 +96,13 @@ class FilegateTool(Tool):
     _runtime: SessionRuntime = PrivateAttr()
 
     @classmethod
-    def create(cls, spec: ToolSpec, runtime: SessionRuntime) -> FilegateTool:
-        annotations = ToolAnnotations(
-            read_only_hint=spec.read_only,
-            destructive_hint=not spec.read_only,
-            idempotent_hint=spec.read_only,
-            open_world_hint=False,
-        )
+    def create(cls, spec: ToolSpec, runtime: SessionRuntime, defer: bool = False) -> FilegateTool:
+        # The hints that say something (SPEC §1): destructive and idempotent mean nothing for a
+        # read-only tool, and a writer is not idempotent by default.
+        if spec.read_only:
+            annotations = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        else:
+            annotations = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
         tool = cls(
             name=spec.name,
             title=spec.title,
@@ -89,6 +110,7 @@ class FilegateTool(Tool):
             parameters=json_schema(spec.params),
             output_schema=None,  # text only (SPEC §1): no structuredContent to describe
             annotations=annotations,
+            meta=tool_meta(spec, defer),
         )
         tool._spec = spec
         tool._runtime = runtime
@@ -97,6 +119,11 @@ class FilegateTool(Tool):
     @property
     def spec(self) -> ToolSpec:
         return self._spec
+
+    def get_meta(self) -> dict[str, Any]:
+        """The tool's ``_meta`` as sent: filegate's keys only (fastmcp adds its own tag list,
+        which no client reads and every turn of an always-loaded tool would pay for)."""
+        return dict(self.meta or {})
 
     @property
     def runtime(self) -> SessionRuntime:
@@ -135,8 +162,34 @@ class FilegateTool(Tool):
         await tell(call, self._spec.name, outcome)
         # SPEC §8.3: a handshake-era session hears of files it read that changed on disk since;
         # a 2026-07-28 call has no session whose reads these would be.
-        notice = change_notice(env.reads, env.workspace) if env.reads is not None and not call.modern else ""
-        return render(outcome, notice)
+        if env.reads is not None and not call.modern:
+            outcome.notice = change_notice(env.reads, env.workspace)
+        return render(outcome)
+
+
+# SPEC §9, Claude Code's per-tool `_meta`: loaded in the first request, not behind its tool
+# search (alwaysLoad, unless --defer-tools), found by these words when deferred (searchHint), and
+# shown whole up to the text budget filegate gives it (without the declaration it saves any text
+# over 50,000 characters to a file and shows the model a preview).
+ALWAYS_LOAD = "anthropic/alwaysLoad"
+SEARCH_HINT = "anthropic/searchHint"
+MAX_RESULT_SIZE = "anthropic/maxResultSizeChars"
+
+
+def tool_meta(spec: ToolSpec, defer: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {} if defer else {ALWAYS_LOAD: True, SEARCH_HINT: spec.search_hint or spec.title}
+    return meta | {MAX_RESULT_SIZE: PRESETS["claude-code"].text}
+
+
+def instructions(specs: list[ToolSpec]) -> str:
+    """What filegate is for, in two lines (SPEC §9): shown as its only description while its
+    tools are deferred, and matched by Codex's tool search."""
+    names = ", ".join(spec.name for spec in specs)
+    return (
+        f"filegate: file tools for this workspace ({names}): read, search, find and edit files with "
+        "secrets kept out, every result sized to this client, writes asked about and undoable.\n"
+        "Prefer them to built-in file tools and to shell commands (cat, grep, find, sed) for files here."
+    )
 
 
 class Events(RootsChanged, NotableEvents):
@@ -150,6 +203,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
     declared once, as its module's ``SPEC``."""
     from filegate.tools import (
         apply_patch,
+        changes,
         glob,
         grep,
         read_file,
@@ -168,6 +222,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         str_replace.SPEC,
         undo_write.SPEC,
         apply_patch.SPEC,
+        changes.SPEC,
     ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
 
@@ -180,21 +235,19 @@ def build_server(settings: Settings) -> FastMCP:
         secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)),
     )
     runtime = SessionRuntime(settings, workspace)
+    specs = tool_specs(settings)
     server = FastMCP(
         "filegate",
         version=__version__,
-        instructions=(
-            "Kimi CLI's file tools over one workspace. Relative paths are resolved against "
-            "the working directory; writes may ask the user for approval."
-        ),
+        instructions=instructions(specs),
         mask_error_details=True,
         on_duplicate="error",
         middleware=[Events(runtime)],
         request_state_security=_request_state_security(settings),
     )
     defer_session_state(server)  # no py-key-value import until session state is written
-    for spec in tool_specs(settings):
-        server.add_tool(FilegateTool.create(spec, runtime))
+    for spec in specs:
+        server.add_tool(FilegateTool.create(spec, runtime, settings.defer_tools))
     return server
 
 

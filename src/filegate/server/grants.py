@@ -6,6 +6,7 @@ verdict; the key and the record `filegate rules` lists are fsio/grantstore.py's.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import weakref
@@ -43,15 +44,15 @@ class GrantKey:
 
     def __init__(self) -> None:
         self._key: bytes | None = None
-        self._failed = False
+        self._why: str | None = None  # why there is none: tried once, said once
 
     async def get(self) -> bytes | None:
-        if self._key is None and not self._failed:
+        if self._key is None and self._why is None:
             try:
                 self._key = await anyio.to_thread.run_sync(grant_key)
             except GrantStoreError as exc:
-                self._failed = True
-                log.warning("grant handles are off: %s", escape(str(exc)))
+                self._why = str(exc)
+                log.warning("grant handles are off: %s", escape(self._why))
         return self._key
 
 
@@ -108,7 +109,7 @@ async def give(
         if key is None:
             return None
         ttl = settings.grant_ttl
-        grant = Grant(kind, target, float(int(time.time() + ttl)), new_grant_id())
+        grant = Grant(kind, target, float(math.ceil(time.time() + ttl)), new_grant_id())  # never less
         line = f"Grant: {seal(key, workspace, grant)}: {describe(workspace, grant)} for {duration(ttl)}."
     await record(grant, held, workspace, client)
     return line

@@ -1,7 +1,9 @@
 """An Outcome → MCP content blocks + isError: text (and media) only, never structuredContent.
 
 SPEC §1: Claude Code and Codex hand the model only a result's structuredContent when it has
-one, and Kimi Code shows both; so a result is text content, with every fact in it. Every text
+one, and Kimi Code shows both; so a result is text content, with every fact in it. SPEC §9: one
+text block where there is no media (Codex drops every block after the first; Gemini CLI and
+Kimi Code join them their own ways), the summary and the lines after it at its end. Every text
 block that another block follows ends with a line break: Kimi Code joins blocks with nothing
 between them, and the last name of a list must not run into the summary.
 
@@ -26,8 +28,9 @@ from mcp.types import (
     TextContent,
 )
 
+from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape
-from filegate.tools.outcome import ImagePart, Outcome, ResourcePart, TextPart
+from filegate.tools.outcome import ImagePart, MediaPart, Outcome, TextPart
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -60,43 +63,73 @@ def _separated(blocks: list[ContentBlock]) -> list[ContentBlock]:
     return blocks
 
 
-def render(outcome: Outcome, notice: str = "") -> ToolResult:
-    """The data first, then the one-paragraph summary (a write's ends with its id); an error
-    leads with its message. Then, each on its own line when there is one (SPEC §9's order): the
-    grant line (SPEC §11) and a ``notice`` (files changed on disk since read, SPEC §8.3)."""
-    result = _rendered(outcome)
-    for line in (outcome.grant, notice):
-        if not line:
-            continue
-        last = result.content[-1] if result.content else None
-        if isinstance(last, TextContent):
-            last.text += ("" if last.text.endswith("\n") else "\n") + safe_text(line)
-        else:
-            result.content = _separated([*result.content, _text(line)])
-    return result
-
-
-def _rendered(outcome: Outcome) -> ToolResult:
-    blocks: list[ContentBlock] = []
-    for part in outcome.parts:
-        if isinstance(part, TextPart):
-            blocks.append(_text(part.text))
-        elif isinstance(part, ImagePart):
-            data = base64.b64encode(part.data).decode("ascii")
-            blocks.append(ImageContent(type="image", data=data, mime_type=part.mime))
-        elif isinstance(part, ResourcePart):
-            blob = base64.b64encode(part.data).decode("ascii")
-            res = BlobResourceContents(uri=part.uri, mime_type=part.mime, blob=blob)
-            blocks.append(EmbeddedResource(type="resource", resource=res))
+def render(outcome: Outcome) -> ToolResult:
+    """SPEC §9, one text block: a text-only result is the output, then the summary, then each
+    on its own line when there is one: the write id, the grant line, the change notice. A media
+    result keeps its blocks and ends with one text block holding the summary and those lines.
+    An error's one block leads with its message (what failed), then what it shows, and ends
+    with its next step; it stays under ERROR_CHARS (Claude Code cuts a longer one in the
+    middle), whatever a tool put in it."""
     if outcome.is_error:
-        blocks.insert(0, _text(outcome.message or "The tool failed."))
-        if outcome.output:
-            blocks.append(_text(outcome.output))
-        return ToolResult(content=_separated(blocks), is_error=True)
-    if outcome.output:
-        blocks.insert(0, _text(outcome.output))
-    if outcome.message:
-        blocks.append(_text(outcome.message))
-    if not blocks:
-        blocks.append(_text("Tool output is empty."))
+        text = _lines(outcome.message or "The tool failed.", outcome.output, outcome.next_step)
+        return ToolResult(content=[_text(fit_error(_lines(text, *trailer(outcome))))], is_error=True)
+    closing = _lines(outcome.message, *trailer(outcome))
+    if not outcome.parts:
+        text = _lines(outcome.output, closing) or "Tool output is empty."
+        return ToolResult(content=[_text(text)])
+    blocks: list[ContentBlock] = [_text(outcome.output)] if outcome.output else []
+    blocks += [_block(part) for part in outcome.parts]
+    if closing:
+        blocks.append(_text(closing))
     return ToolResult(content=_separated(blocks))
+
+
+def trailer(outcome: Outcome) -> list[str]:
+    """The lines every result ends with, in this order, when there is one (SPEC §9)."""
+    write_id = f"Write id: {outcome.write_id}." if outcome.write_id else ""
+    return [write_id, outcome.grant, outcome.notice]
+
+
+def _lines(*pieces: str) -> str:
+    """The non-empty ``pieces``, each starting on a line of its own."""
+    out = ""
+    for piece in pieces:
+        if piece:
+            out += ("" if not out or out.endswith("\n") else "\n") + piece
+    return out
+
+
+def fit_error(text: str) -> str:
+    """``text`` within ERROR_CHARS: whole lines from the middle left out (said in one line),
+    the first line (what failed) and the last (what to do) kept; a line too long for that is
+    cut at its end. Tools fit their own errors (naming what they left out); this is the net."""
+    if len(text) < ERROR_CHARS:
+        return text
+    lines = text.split("\n")
+    first, last = lines[0], lines[-1] if len(lines) > 1 else ""
+    room = ERROR_CHARS - 200
+    first = first if len(first) <= room // 2 else first[: room // 2] + "…"
+    last = last if len(last) <= room // 4 else last[: room // 4] + "…"
+    kept: list[str] = []
+    used = len(first) + len(last)
+    middle = lines[1:-1]
+    for line in middle:
+        if used + len(line) + 1 > room:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    left_out = len(middle) - len(kept)
+    said = f"[{left_out} more line{'s' if left_out != 1 else ''} not shown: an error stays under"
+    gap = [f"{said} {ERROR_CHARS} characters]"]
+    return "\n".join([first, *kept, *(gap if left_out else []), *([last] if len(lines) > 1 else [])])
+
+
+def _block(part: MediaPart) -> ContentBlock:
+    if isinstance(part, TextPart):
+        return _text(part.text)
+    if isinstance(part, ImagePart):
+        data = base64.b64encode(part.data).decode("ascii")
+        return ImageContent(type="image", data=data, mime_type=part.mime)
+    blob = base64.b64encode(part.data).decode("ascii")
+    res = BlobResourceContents(uri=part.uri, mime_type=part.mime, blob=blob)
+    return EmbeddedResource(type="resource", resource=res)

@@ -14,7 +14,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
 from filegate.fsio.history import Limits, WriteHistory
-from filegate.policy.budget import media_part_budget_for, result_budget_for
+from filegate.policy.budget import budget_for, tool_text_budget
 from filegate.policy.escape import escape
 from filegate.policy.grants import Grant, unseal
 from filegate.policy.workspace import Workspace, abbreviate
@@ -199,6 +199,7 @@ class SessionRuntime:
 
     async def env_for(self, call: CallContext, grant: str = "") -> ToolEnv:
         workspace = await self.workspace_for(call)
+        budget = budget_for(self.settings, call.client_name)
         presented = await self.presented_grant(grant)
         return ToolEnv(
             workspace=workspace,
@@ -206,8 +207,9 @@ class SessionRuntime:
                 self.settings, self.approvals, call, workspace, self.grant_key, presented
             ),
             reporter=call,
-            result_budget=result_budget_for(self.settings, call.client_name),
-            media_part_budget=media_part_budget_for(self.settings, call.client_name),
+            text_budget=tool_text_budget(budget.text),  # room for the lines render ends it with
+            result_budget=budget.result,
+            media_part_budget=budget.media_part,
             image_max_side=self.settings.image_max_side,
             client=call.client_name,
             reads=self.reads_for(call),

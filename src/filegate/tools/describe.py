@@ -13,11 +13,8 @@ GrantArg = Annotated[str, Field(description="A handle from an earlier result's `
 
 
 def path_help(verb: str, gerund: str) -> str:
-    """The `path` parameter's description, as Kimi CLI words it for each tool."""
-    return (
-        f"The path to the file to {verb}. Absolute paths are required when {gerund} files "
-        "outside the working directory."
-    )
+    """The `path` parameter's description (SPEC §9: short, said once)."""
+    return f"The file to {verb}: absolute, or relative to the working directory."
 
 
 def load_description(name: str, **limits: object) -> str:

@@ -298,7 +298,7 @@ async def glob(params: GlobParams, env: ToolEnv) -> Outcome:
     cancelled = threading.Event()
     try:
         return await anyio.to_thread.run_sync(
-            _glob, params, env.workspace, env.result_budget, cancelled, abandon_on_cancel=True
+            _glob, params, env.workspace, env.text_budget, cancelled, abandon_on_cancel=True
         )
     finally:
         cancelled.set()  # a cancelled call's walk stops at its next directory

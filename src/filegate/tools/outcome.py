@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from filegate.errors import Refusal
 from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
+from filegate.fsio.loads import Work
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
 from filegate.tools.readguard.ledger import ChosenEncodings, ReadLedger
@@ -57,23 +58,29 @@ class Outcome:
     message: str = ""
     is_error: bool = False
     parts: list[MediaPart] = field(default_factory=list)
-    # SPEC §11: the line naming a grant handle the approval of this write gave ("Grant: g-…:
-    # edits under `src/` for 30 minutes."), rendered on its own line after the write id.
+    # The lines that end a result, each on its own line, in this order (SPEC §9): the write's
+    # id (SPEC §8.4), a grant line (§11: the grant handle the approval of this write gave,
+    # "Grant: g-…: edits under `src/` for 30 minutes."), the change notice (§8.3, set by the
+    # server).
+    write_id: str = ""
     grant: str = ""
+    notice: str = ""
+    next_step: str = ""  # an error's last line: what to do (SPEC §9)
     skipped_sensitive: int = 0  # files left out because they may hold secrets
     skipped_hidden: int = 0  # files left out because a client rule hides them (SPEC §8.5)
     timed_out: bool = False  # the work stopped at its time limit: results are partial
     partial: bool = False  # fewer results than found: the text says how to page
 
     @classmethod
-    def error(cls, message: str, *, output: str = "") -> Outcome:
-        return cls(output=output, message=message, is_error=True)
+    def error(cls, message: str, *, output: str = "", next_step: str = "") -> Outcome:
+        return cls(output=output, message=message, is_error=True, next_step=next_step)
 
     @classmethod
     def from_refusal(cls, exc: Refusal) -> Outcome:
-        """The error result for a refusal (any of ``filegate.errors``): its sentence and
-        whatever it shows below the sentence (its ``brief`` labels it for callers, not clients)."""
-        return cls.error(exc.message, output=exc.output)
+        """The error result for a refusal (any of ``filegate.errors``): its sentence, whatever
+        it shows below the sentence and its next step (its ``brief`` labels it for callers, not
+        clients)."""
+        return cls.error(exc.message, output=exc.output, next_step=exc.next_step)
 
 
 Handler = Callable[[Any, "ToolEnv"], Awaitable[Outcome]]
@@ -101,6 +108,8 @@ class ToolSpec:
     params: type[BaseModel]
     handler: Handler
     read_only: bool
+    # A few words a client's tool search finds it by (SPEC §9; default: the title).
+    search_hint: str = ""
 
 
 class Reporter(Protocol):
@@ -145,6 +154,7 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    codec: str = ""  # SPEC §8.1: a codec that is not UTF-8, and where from ("gb18030 (from .editorconfig)")
     # A set of files (ApplyPatch, an undone set): the question's first line after the verdict
     # ("ApplyPatch wants to change 3 files: ..."); "" for one file, said from the fields above.
     title: str = ""
@@ -216,6 +226,9 @@ class ToolEnv:
     workspace: Workspace
     approver: Approver
     reporter: Reporter = field(default_factory=SilentReporter)
+    # Characters of text one result may have (SPEC §9: what the client shows whole, less the
+    # room render's closing lines take); ``result_budget`` weighs the whole result, media included.
+    text_budget: int = 1 << 20
     result_budget: int = 1 << 20
     # Base64 characters one media part may take on its own (Kimi Code); None: media share
     # ``result_budget`` with the text.
@@ -230,6 +243,9 @@ class ToolEnv:
     # session's ReadFile calls named for files (None: not remembered).
     legacy_encoding: str | None = None
     encodings: ChosenEncodings | None = None
+    # This call's work on a loaded file, stoppable at its deadline or when its client gives up
+    # (fsio/loads.py): the matching ladder and the closest match check it as they go.
+    work: Work = field(default_factory=Work)
 
     def chosen_encoding(self, real: Path) -> tuple[str, str] | None:
         """(codec, where from) a ReadFile of this session chose for ``real``, if any."""

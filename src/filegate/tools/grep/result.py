@@ -65,7 +65,7 @@ def result(parsed: Parsed, params: GrepParams, env: ToolEnv, run: RgRun, unsafe_
     # The output, then the summary, fit the client's budget (Kimi cuts at 100,000 characters):
     # fewer whole lines, and the summary with where to continue always whole.
     reserve = len(_join(lead + notes)) + 200  # room for the sentences still to come
-    room = min(MAX_OUTPUT_CHARS, env.result_budget - reserve)
+    room = min(MAX_OUTPUT_CHARS, env.text_budget - reserve)
     shown, line_cut = fit_lines(page, max(room, 0))
     # Kimi's builder says so when it cut anything, a long line included (issue 24.3).
     cut = len(shown) < page_length or line_cut

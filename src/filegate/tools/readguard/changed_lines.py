@@ -88,19 +88,15 @@ def refusal(
         used += len(row) + 1
     message = (
         f"`{shown}` changed on disk since it was read (now different: {ranges(changed)}), and the "
-        f"edit does not apply away from those lines ({why}). Nothing was written. "
+        f"edit does not apply away from those lines ({why}). Nothing was written."
     )
     if whole:
-        message += (
-            "The changed lines are shown below as they are now; this counts as reading them, so "
-            "write the edit against them."
-        )
+        message += " The changed lines are shown below as they are now; this counts as reading them."
+        then = "Write the edit against the changed lines above."
     else:
-        message += (
-            f'Only some of the changed lines fit below; read it again with ReadFile(path="{shown}") '
-            "before you edit it."
-        )
-    return EditFailed(message, "\n".join(shown_lines), "File changed since read"), whole
+        message += " Only some of the changed lines fit below."
+        then = f'Read it again with ReadFile(path="{shown}") before you edit it.'
+    return EditFailed(message, "\n".join(shown_lines), "File changed since read", then), whole
 
 
 def since_read(
