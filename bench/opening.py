@@ -30,6 +30,10 @@ from harness import FILEGATE, _server_env, reference_cmd, server_log
 HERE = Path(__file__).resolve().parent
 PYTHON = str(Path(FILEGATE).parent / "python")
 
+PAUSED = (
+    "import gc, runpy, sys; gc.disable(); sys.argv[:] = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 MILESTONES = ("initialize", "tools/list", "first call", "exit after close")
 Variant = tuple[list[str], str, dict[str, Any], dict[str, str]]
 
@@ -96,8 +100,8 @@ def opening(cmd: list[str], tool: str, args: dict[str, Any], env: dict[str, str]
 
 
 def variants(small: Path, envs: list[str]) -> dict[str, Variant]:
-    """filegate, filegate with each of ``envs`` (NAME=VALUE) set, a bare FastMCP server, and
-    the reference server."""
+    """filegate, filegate with each of ``envs`` (NAME=VALUE) set, a bare FastMCP server (as it
+    comes, and with the collector paused as filegate's start pauses it), and the reference."""
     base = _server_env()
     exe, ref_args = reference_cmd(small.parent)
     fg = [FILEGATE, "--workdir", str(small.parent)]
@@ -107,6 +111,11 @@ def variants(small: Path, envs: list[str]) -> dict[str, Variant]:
         out[f"filegate {extra}"] = (fg, "ReadFile", {"path": small.name}, {**base, name: value})
     bare = [PYTHON, str(HERE / "bare_server.py"), "--workdir", str(small.parent)]
     out["bare fastmcp"] = (bare, "ReadFile", {"path": small.name}, base)
+    # The floor as filegate starts: the same bare server with the collector paused for its
+    # whole life (cli.main pauses it for filegate's start), so the two differ by filegate's own
+    # modules and work only.
+    paused = [PYTHON, "-c", PAUSED, *bare[1:]]
+    out["bare fastmcp, collector paused"] = (paused, "ReadFile", {"path": small.name}, base)
     out["reference"] = ([exe, *ref_args], "read_text_file", {"path": str(small)}, base)
     return out
 
