@@ -48,10 +48,10 @@ def claude(
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             # A hang guard on connecting, as Codex's startup_timeout_sec below. Claude Code's
-            # wait for its servers before the first turn (about 5 s; filegate started 4 s late
-            # was waited for, 8 s late was not) is left at its default, as a user has it:
-            # filegate answered tools/list 2.1-3.2 s after its spawn in runs at load 8-10 here
-            # (docs/CLIENTS.md).
+            # wait for its servers before the first turn is left at its default, as a user has
+            # it: at load 10.5 a tools/list answered 7.39 s after filegate's spawn was in the
+            # first request, 7.40 s was not, and filegate answered in 2.1-4.3 s at load 8-11
+            # here (docs/CLIENTS.md).
             MCP_TIMEOUT="120000",
         )
         if not defaults:
