@@ -287,7 +287,7 @@ def compile_filegate() -> None:
     first start writes what it compiled). Under PYTHONDONTWRITEBYTECODE, as on the project's
     machines, a checkout's modules changed since their last compile were compiled again at
     every start an agent made: with none compiled, ~0.19 s more CPU of a ~0.85 s start
-    (docs/CLIENTS.md), which a user's install pays once at most."""
+    (docs/MCP-SDK-IMPORT.md), which a user's install pays once at most."""
     import compileall
 
     import filegate
