@@ -34,7 +34,7 @@ from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 class StrReplaceFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("edit", "editing"))]
+    path: Annotated[str, Field(description=path_help("edit"))]
     edit: Annotated[
         Edit | list[Edit],
         Field(

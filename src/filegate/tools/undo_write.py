@@ -304,18 +304,6 @@ def _rewind_member(r: Restore, force: bool) -> Member:
     return Member(label, job, r.asked)
 
 
-def _unknown(history: WriteHistory, write_id: str) -> str:
-    if history.evicted(write_id):
-        return (
-            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
-            "or beyond --history-max-bytes), so it can no longer be undone."
-        )
-    return (
-        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
-        "(w- and 6 hex digits)."
-    )
-
-
 def _check_undoable(entry: Entry) -> None:
     if entry.state == "failed":
         raise WriteError(

@@ -26,7 +26,7 @@ from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 class WriteFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("write", "writing"))]
+    path: Annotated[str, Field(description=path_help("write"))]
     content: Annotated[str, Field(description="The content to write to the file")]
     mode: Annotated[
         Literal["overwrite", "append"],
