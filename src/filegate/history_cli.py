@@ -180,26 +180,16 @@ async def undo(write_id: str | None, yes: bool, force: bool, since: str | None =
     """Undo the write ``write_id`` names (:func:`find_write`), or every write from the one
     ``since`` names on, through UndoWrite's own route;
     (succeeded, the message)."""
-    from filegate.policy.secrets import SecretMatcher
-    from filegate.policy.workspace import Workspace
-    from filegate.settings import Settings
-    from filegate.tools.outcome import ToolEnv, answer
+    from filegate.review_cli import terminal_env
+    from filegate.tools.outcome import answer
     from filegate.tools.undo_write import UndoWriteParams, undo_entry, undo_write
 
-    settings = Settings(workdir=Path.cwd())
-    workspace = Workspace(
-        workdir=settings.workdir,
-        add_dirs=tuple(settings.add_dirs),
-        secrets=SecretMatcher(settings.secret_patterns),
-    )
-    history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+    env = terminal_env(TerminalApprover(yes), "filegate undo")
+    assert env.history is not None  # terminal_env always opens it
     try:
-        entry = await asyncio.to_thread(find_write, history, write_id or since or "")
+        entry = await asyncio.to_thread(find_write, env.history, write_id or since or "")
     except UnknownId as exc:
         return False, str(exc)
-    env = ToolEnv(
-        workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
-    )
     if since is not None:  # the rewind: the tool's own route from the write found
         params = UndoWriteParams(since=entry.id, force=force)
         outcome = await answer(undo_write, params, env)
