@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape_log, escape_text, has_unsafe_text
-from filegate.tools.outcome import WriteRequest
+from filegate.tools.outcome import WriteRequest, lines_within
 
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
 MAX_DIFF_LINES = 80
@@ -401,12 +401,6 @@ def fit_lines_to(text: str, chars: int) -> str:
     if len(text) <= chars:
         return text
     lines = text.split("\n")
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > chars:
-            break
-        kept.append(line)
-        used += len(line) + 1
+    kept = lines_within(lines, chars)
     more = len(lines) - len(kept)
     return "\n".join([*kept, f"[{more} more line{'s' if more != 1 else ''} not shown]"])
