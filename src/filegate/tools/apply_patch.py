@@ -22,9 +22,7 @@ from filegate.policy.changeset import GatedPath, Role, gate_path
 from filegate.policy.escape import escape_log
 from filegate.policy.filetype import SNIFF_BYTES, document_kind
 from filegate.tools.describe import GrantArg, load_description
-from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import plural
-from filegate.tools.edit.notebook_edit import View
 from filegate.tools.edit.replacing import Applied, Edit
 from filegate.tools.edit.text_change import edit_bytes
 from filegate.tools.edit.whole_content import WholeContent, new_bytes
@@ -170,7 +168,7 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
                 "(old/new text from a cell), not with `@@` hunks. Nothing was written.",
                 brief="Notebook hunk",
             )
-        return edit_bytes(rp, data, edits, _cell_view, env, apply=apply, tool="ApplyPatch")
+        return edit_bytes(rp, data, edits, env, apply=apply, tool="ApplyPatch")
 
     job: WriteJob[Applied] = WriteJob(
         tool="ApplyPatch",
@@ -186,16 +184,6 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
         action="edit",
     )
     return job
-
-
-def _cell_view(notebook: dict[str, Any]) -> View | None:
-    """ReadFile's cell view of a notebook, as its edits speak (SPEC §8.6), as StrReplaceFile
-    hands it to the edits (a front door may not import another's)."""
-    try:
-        view = render_notebook(notebook)
-    except NotANotebook:
-        return None
-    return View(view.rows, tuple((c.first, c.source_end, c.end) for c in view.layout))
 
 
 # --- the answer ------------------------------------------------------------------------------
