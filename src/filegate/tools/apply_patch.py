@@ -10,6 +10,7 @@ one question, one commit, one write id (tools/patch/run.py, fsio/changeset.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -125,7 +126,12 @@ def _carried(carried: list[Content], name: str) -> Change[None]:
 
 
 def _job(
-    rp: Any, transform: Callable[[bytes | None], Change[Any]], action: str, *, must_exist: bool = True
+    rp: Any,
+    transform: Callable[[bytes | None], Change[Any]],
+    action: str,
+    *,
+    must_exist: bool = True,
+    line_guard: bool = False,
 ) -> WriteJob[Any]:
     return WriteJob(
         tool="ApplyPatch",
@@ -137,6 +143,7 @@ def _job(
         done=_never,
         must_exist=must_exist,
         guarded=True,
+        line_guard=line_guard,
         action=action,
     )
 
@@ -149,17 +156,6 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
     edits = [Edit(old=e.old, new=e.new, replace_all=e.replace_all, match=e.match) for e in planned]
     narrowed = any(e.anchors or e.at_end or not e.old for e in planned)
 
-    def apply(
-        data: bytes,
-        edits: list[Edit],
-        shown: str,
-        *,
-        tolerant: bool,
-        tab_width: Callable[[], int | None],
-        check: Callable[[], None] = lambda: None,
-    ) -> Applied:
-        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width, check=check)
-
     def transform(data: bytes | None) -> Change[Applied]:
         data = data or b""
         if narrowed and document_kind(rp.real.name, data[:SNIFF_BYTES]) == "notebook":
@@ -168,22 +164,9 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
                 "(old/new text from a cell), not with `@@` hunks. Nothing was written.",
                 brief="Notebook hunk",
             )
-        return edit_bytes(rp, data, edits, env, apply=apply, tool="ApplyPatch")
+        return edit_bytes(rp, data, edits, env, apply=partial(apply_hunks, planned), tool="ApplyPatch")
 
-    job: WriteJob[Applied] = WriteJob(
-        tool="ApplyPatch",
-        rp=rp,
-        transform=transform,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=_never,
-        must_exist=True,
-        guarded=True,
-        line_guard=True,
-        action="edit",
-    )
-    return job
+    return _job(rp, transform, "edit", line_guard=True)
 
 
 # --- the answer ------------------------------------------------------------------------------
