@@ -27,7 +27,7 @@ from filegate.tools.edit.diffing import plural
 from filegate.tools.edit.replacing import Applied, Edit
 from filegate.tools.edit.text_change import edit_bytes
 from filegate.tools.edit.whole_content import WholeContent, new_bytes
-from filegate.tools.edit.writing import Change, WriteJob, Written, detect_encoding
+from filegate.tools.edit.writing import Change, WriteJob, detect_encoding
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.patch.hunks import apply_hunks
 from filegate.tools.patch.plan import ChangeItem, FileChange, Plan, PlanEdit, PlanError, plan_from_changes
@@ -137,19 +137,11 @@ def _job(
         tool="ApplyPatch",
         rp=rp,
         transform=transform,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=_never,
         must_exist=must_exist,
         guarded=True,
         line_guard=line_guard,
         action=action,
     )
-
-
-def _never(_: Written[Any]) -> Outcome:  # pragma: no cover - a set answers for all its files
-    raise AssertionError("a set's file has no result of its own")
 
 
 def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Applied]:

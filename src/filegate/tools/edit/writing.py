@@ -166,13 +166,13 @@ class WriteJob(Generic[T]):
     # raises a Refusal (EditFailed, WriteError, PathError) to refuse.
     transform: Callable[[bytes | None], Change[T]]
     # The change as the model asked for it, escaped: what a question about a sensitive file
-    # shows instead of a diff.
-    requested: str
-    requested_unsafe: bool
+    # shows instead of a diff (a set's member has none: the set's question is patch/run.py's).
+    requested: str = ""
+    requested_unsafe: bool = False
     # The arguments, canonically: what the approval of a sensitive file is bound to.
-    arguments: dict[str, object]
-    # The tool's result for a write that happened.
-    done: Callable[[Written[T]], Outcome]
+    arguments: dict[str, object] = field(default_factory=dict)
+    # The tool's result for a write that happened (a set's member has none of its own).
+    done: Callable[[Written[T]], Outcome] = lambda _: Outcome()
     must_exist: bool = False
     create_dirs: bool = False
     notes: tuple[str, ...] = ()  # lines for the question known before loading
