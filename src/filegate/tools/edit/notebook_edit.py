@@ -22,6 +22,7 @@ from typing import Any
 
 from filegate.errors import EditFailed
 from filegate.tools.documents.notebook import NotANotebook, NotebookView, render_notebook
+from filegate.tools.edit.diffing import common_prefix, common_suffix
 from filegate.tools.edit.replacing import closest_region
 from filegate.tools.edit.tolerant_edit import already_applied
 
@@ -131,8 +132,8 @@ def edit_cells(data: bytes, edits: list[tuple[str, str, bool]], shown: str) -> C
         which = _which(number, len(edits))
         total += _apply(notebook, sources, old, new, replace_all, which, shown)
     edited = layout.dump(notebook)
-    head = _common_head(data, edited)
-    tail = _common_head(data[head:][::-1], edited[head:][::-1])
+    head = common_prefix(data, edited)
+    tail = common_suffix(data, edited, min(len(data), len(edited)) - head)
     after = _cell_view(notebook)
     assert after is not None  # the same cells, sources edited
     return CellEdit(edited, total, head, tail, (_text(before), _text(after)))
@@ -140,18 +141,6 @@ def edit_cells(data: bytes, edits: list[tuple[str, str, bool]], shown: str) -> C
 
 def _text(view: NotebookView) -> bytes:
     return "".join(view.rows).encode("utf-8", "surrogatepass")
-
-
-def _common_head(a: bytes, b: bytes, step: int = 1 << 16) -> int:
-    """How many leading bytes ``a`` and ``b`` share (compared a block at a time)."""
-    n = 0
-    limit = min(len(a), len(b))
-    while n < limit and a[n : n + step] == b[n : n + step]:
-        n += step
-    n = min(n, limit)  # every block before n is equal; find the first difference in the next
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def _which(number: int, total: int) -> str:
