@@ -83,12 +83,14 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
 
 # Inside tools/, lowest first: the tool front doors stand on top, their helpers' subpackages
 # below them, and the boundary every tool shares (outcome, describe) beneath those. A tools
-# module imports from its own room and from rooms below it, never sideways (edit/ and
-# documents/ know nothing of each other) and never up (no helper imports a tool).
+# module imports from its own room and from rooms below it, never sideways (a front door
+# imports no other, patch/ and review/ know nothing of each other) and never up (no helper
+# imports a tool). edit/ stands on documents/: a notebook's edits speak in its cell view.
 TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
-    {"edit", "documents"},
+    {"documents"},
+    {"edit"},
     {"patch", "review"},
     {
         "read_file",

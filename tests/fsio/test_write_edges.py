@@ -385,8 +385,10 @@ def test_the_sweep_without_records_removes_nothing() -> None:
 
 
 def test_this_process_is_alive() -> None:
-    assert records._alive(os.getpid())
-    assert records._alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
+    from filegate.fsio.platform import process_alive
+
+    assert process_alive(os.getpid())
+    assert process_alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
 
 
 async def test_one_writer_per_path_and_the_lock_is_dropped_after() -> None:

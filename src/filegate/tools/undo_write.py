@@ -90,7 +90,7 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
         )
     entry = await anyio.to_thread.run_sync(lambda: _in_workspace(history, write_id, env))
     if entry is None:
-        raise WriteError(unknown(write_id), "Unknown write id")
+        raise WriteError(unknown_write(write_id), "Unknown write id")
     return await undo_entry(entry, env, dry_run=params.dry_run, force=params.force)
 
 
@@ -110,10 +110,6 @@ def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry |
     entry = history.find(write_id)
     inside = entry is not None and env.workspace.contains(entry.path)
     return entry if inside else None
-
-
-def unknown(write_id: str) -> str:
-    return unknown_write(write_id)
 
 
 async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:
@@ -199,10 +195,6 @@ def _set_member(
         tool="UndoWrite",
         rp=rp,
         transform=lambda data: _restore(entry, before, data, rp, True, later),
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=lambda _: Outcome(),
     )
     label: Label = "removed" if entry.created else "restored"
     return rp, why, Member(label, job, gated.asked)
@@ -295,25 +287,9 @@ def _rewind_member(r: Restore, force: bool) -> Member:
         tool="UndoWrite",
         rp=r.rp,
         transform=restore,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=lambda _: Outcome(),
     )
     label: Label = "removed" if r.before is None else "restored"
     return Member(label, job, r.asked)
-
-
-def _unknown(history: WriteHistory, write_id: str) -> str:
-    if history.evicted(write_id):
-        return (
-            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
-            "or beyond --history-max-bytes), so it can no longer be undone."
-        )
-    return (
-        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
-        "(w- and 6 hex digits)."
-    )
 
 
 def _check_undoable(entry: Entry) -> None:

@@ -167,13 +167,13 @@ class WriteJob(Generic[T]):
     # raises a Refusal (EditFailed, WriteError, PathError) to refuse.
     transform: Callable[[bytes | None], Change[T]]
     # The change as the model asked for it, escaped: what a question about a sensitive file
-    # shows instead of a diff.
-    requested: str
-    requested_unsafe: bool
+    # shows instead of a diff (a set's member has none: the set's question is patch/run.py's).
+    requested: str = ""
+    requested_unsafe: bool = False
     # The arguments, canonically: what the approval of a sensitive file is bound to.
-    arguments: dict[str, object]
-    # The tool's result for a write that happened.
-    done: Callable[[Written[T]], Outcome]
+    arguments: dict[str, object] = field(default_factory=dict)
+    # The tool's result for a write that happened (a set's member has none of its own).
+    done: Callable[[Written[T]], Outcome] = lambda _: Outcome()
     must_exist: bool = False
     create_dirs: bool = False
     notes: tuple[str, ...] = ()  # lines for the question known before loading
@@ -311,7 +311,8 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
     current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
     env.work.arm()  # the call's deadline runs from here: it holds the file now
     reader = None if current.data is None else reader_of(rp.real.name, current.data[:SNIFF_BYTES])
-    identity = _identity(current.snapshot)
+    s = current.snapshot
+    identity = (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns)
     changed = since_read(env.reads, rp.real, identity, current.data) if job.line_guard else None
     known = (
         current.data is None
@@ -357,10 +358,6 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
         codec="" if binary else change.encoding.named(),
     )
     return Prepared(current, change, diff, request, known=known, notice=notice)
-
-
-def _identity(snapshot: Snapshot) -> Identity:
-    return (snapshot.dev, snapshot.ino, snapshot.size, snapshot.mtime_ns, snapshot.ctime_ns)
 
 
 def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reader: str = "ReadFile") -> bool:
