@@ -185,11 +185,12 @@ def find_write(history: WriteHistory, given: str) -> Entry:
             f"`{escape(given.strip()[:40])}` is not a write id: give the id a write's message ended with "
             f"(w- and 16 hex digits), or at least its first {MIN_PREFIX} digits."
         )
-    matches = [e for e in history.entries() if e.id.removeprefix("w-").startswith(digits)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        named = ", ".join(e.id for e in matches[-MAX_NAMED:])
+    matches = [i for i in history.ids() if i.removeprefix("w-").startswith(digits)]
+    entry = history.find(matches[0]) if len(matches) == 1 else None
+    if entry is not None:
+        return entry
+    if len(matches) > 1:
+        named = ", ".join(matches[-MAX_NAMED:])
         more = f" and {len(matches) - MAX_NAMED} more" if len(matches) > MAX_NAMED else ""
         raise UnknownId(f"{len(matches)} writes have ids starting {digits}: {named}{more}. Give more digits.")
     if history.evicted(f"w-{digits}"):

@@ -32,12 +32,13 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
-from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
+from filegate.fsio.atomic import remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import in_thread, take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
-from filegate.fsio.spliced import Content, Spliced, content_sha256
+from filegate.fsio.snapshot import Snapshot, read_all
+from filegate.fsio.spliced import Content, Spliced, content_hash
 from filegate.media.bounds import Ticket
 from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape, escape_record
@@ -391,7 +392,7 @@ def described(prepared: Prepared[T]) -> WriteRequest:
     return dataclasses.replace(
         prepared.request,
         old_hash=prepared.current.snapshot.digest(),
-        new_hash=content_sha256(new),
+        new_hash=content_hash(new, "sha256"),
         old_lines=old_lines,
         new_lines=new_lines,
         diff=diff.text,
