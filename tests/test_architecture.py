@@ -83,12 +83,14 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
 
 # Inside tools/, lowest first: the tool front doors stand on top, their helpers' subpackages
 # below them, and the boundary every tool shares (outcome, describe) beneath those. A tools
-# module imports from its own room and from rooms below it, never sideways (edit/ and
-# documents/ know nothing of each other) and never up (no helper imports a tool).
+# module imports from its own room and from rooms below it, never sideways (a front door
+# imports no other, patch/ and review/ know nothing of each other) and never up (no helper
+# imports a tool). edit/ stands on documents/: a notebook's edits speak in its cell view.
 TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
-    {"edit", "documents"},
+    {"documents"},
+    {"edit"},
     {"patch", "review"},
     {
         "read_file",
@@ -254,9 +256,9 @@ GUARDED = {
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
-    ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
+    ("filegate.fsio.preimages", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.grantstore", "geteuid"): "after `hasattr(os, 'geteuid')`",
-    ("filegate.fsio.history", "fchmod"): "_make_private: only a linked pre-image, and _link needs /proc",
+    ("filegate.fsio.preimages", "fchmod"): "make_private: only a linked pre-image, and _link needs /proc",
     ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
     ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",
     ("filegate.fsio.pending", "fchmod"): "_owner_only returns first `if os.name == 'nt'`",
@@ -312,6 +314,71 @@ def test_a_stdio_start_and_its_first_read_import_no_decoder_or_http_stack(tmp_pa
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == [], f"imported at start: {run.stdout.strip()}"
+
+
+# What a bare start over stdio must not import: every client waits for `initialize` and
+# `tools/list` before its first request (Claude Code about 5 s, docs/CLIENTS.md), and these are
+# needed only by some calls (imported by the call, or in the media worker's process): the
+# document and media libraries, libmagic (the first file-type check; ~5 ms), the charset
+# detector, EditorConfig, wcmatch (Glob), filegate's HTTP face and its commands beside serving.
+# CPU of each imported after fastmcp, quiet: pypdf ~50 ms, PyAV ~40, pypdfium2 ~12, Pillow ~9.
+DEFERRED_AT_START = (
+    *DEFERRED,
+    "pypdf",
+    "pypdfium2",
+    "magic",
+    "charset_normalizer",
+    "editorconfig",
+    "wcmatch",
+    "filegate.install",
+    "filegate.history_cli",
+    "filegate.review_cli",
+    "filegate.server.check",
+)
+# The console script's own two lines (`from filegate.cli import main; sys.exit(main())`), with
+# the process's modules written to a file at its exit.
+BARE_START = """
+import atexit, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(" ".join(sys.modules)))
+from filegate.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_bare_stdio_start_answers_tools_list_having_imported_nothing_a_call_needs_later(
+    tmp_path: Path,
+) -> None:
+    """Spawn → `initialize` → `tools/list` over stdio, as a client starts filegate; then the
+    server's own sys.modules: an eager import of a decoder re-added anywhere fails here."""
+    import subprocess
+    import sys
+
+    from tests.rawstdio import RawStdio
+
+    ws, out, err = tmp_path / "ws", tmp_path / "modules", tmp_path / "stderr"
+    ws.mkdir()
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BARE_START, str(out), "--workdir", str(ws)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=ws,
+        )  # fmt: skip
+    client = RawStdio(proc.pid, proc.stdin, proc.stdout, proc)
+    try:
+        assert client.initialize()["result"]["serverInfo"]["name"] == "filegate"
+        listed = client.reply(client.request("tools/list", {}))
+        status, _ = client.end()
+    finally:
+        client.close_pipes()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert status == 0, err.read_text()[-2000:]
+    assert {t["name"] for t in listed["result"]["tools"]} >= {"ReadFile", "WriteFile", "ApplyPatch"}
+    imported = set(out.read_text().split())
+    assert "filegate.server.app" in imported  # the file holds the server's modules
+    early = [m for m in DEFERRED_AT_START if m in imported or any(i.startswith(m + ".") for i in imported)]
+    assert not early, f"imported by a bare start: {early}"
 
 
 def test_the_token_is_compared_in_constant_time_only() -> None:
