@@ -308,6 +308,15 @@ DIRECTORY = (
             "`missing.txt` does not exist, so there is nothing to delete. Nothing in the set was written.",
         ),
         (
+            {"path": "missing.txt", "edits": [{"old": "a", "new": "b"}]},
+            "`missing.txt` does not exist, so there is nothing to edit. Nothing in the set was written.",
+        ),
+        (
+            {"path": "missing.txt", "move_to": "elsewhere.txt"},
+            "`missing.txt` does not exist, so there is nothing to move. Nothing in the set was written.",
+        ),
+        ({"path": "./link.txt", "delete": True}, "`./link.txt` is a symlink" + LINK),
+        (
             {"path": "./fine.txt", "delete": True},
             "`fine.txt` and `./fine.txt` name the same file: give each file once in a set. Nothing was "
             "written.",
@@ -347,6 +356,7 @@ async def test_an_ask_rule_makes_the_set_asked_even_under_auto(rules: Path, mode
     assert question.startswith(
         "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
     )
+    assert "-old\n+new" in question  # a file under an `ask` rule is no secret: its diff is shown
     assert (ws / "asked.txt").read_text() == "new\n" and not (ws / "fine.txt").exists()
 
 
