@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "filegate"
 
 # Lowest first. A module may import from its own layer's package and from layers below it.
 LAYERS: list[set[str]] = [
-    {"filegate", "errors"},
+    {"filegate", "errors", "charsets"},
     {"settings"},
     {"policy"},
     {"media"},
@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"tools"},
     {"server"},
     {"flags"},
-    {"install", "history_cli"},
+    {"install", "history_cli", "review_cli"},
     {"cli", "__main__"},
 ]
 PROTOCOL = ("fastmcp", "mcp", "starlette", "sse_starlette", "uvicorn")
@@ -89,8 +89,18 @@ TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
     {"edit", "documents"},
-    {"patch"},
-    {"read_file", "read_media", "glob", "grep", "write_file", "str_replace", "undo_write", "apply_patch"},
+    {"patch", "review"},
+    {
+        "read_file",
+        "read_media",
+        "glob",
+        "grep",
+        "write_file",
+        "str_replace",
+        "undo_write",
+        "apply_patch",
+        "changes",
+    },
 ]
 
 
@@ -348,6 +358,7 @@ TOOL_MODULES = (
     "str_replace",
     "undo_write",
     "apply_patch",
+    "changes",
 )
 
 

@@ -62,7 +62,9 @@ def test_bad_values_are_one_line_errors_with_exit_2(tmp_path: Path) -> None:
         (["--approval", "maybe"], "--approval"),
         (["--result-budget", "ten"], "--result-budget"),
         (["--legacy-encoding", "klingon"], "--legacy-encoding"),
-        (["--legacy-encoding", "cp037"], "line breaks as ASCII"),  # EBCDIC: LF is not 0x0A
+        (["--legacy-encoding", "cp037"], "the byte 0x04 reads as"),  # EBCDIC
+        (["--legacy-encoding", "hz"], "The codec hz (from --legacy-encoding) is refused"),  # SPEC §8.1
+        (["--legacy-encoding", "utf-7"], "The codec utf-7 (from --legacy-encoding) is refused"),
         (["--transport", "http", "--host", "0.0.0.0"], "without a token"),
         (["--bogus"], "unrecognized arguments"),
     ]

@@ -48,7 +48,7 @@ def test_the_usage_line_lists_every_command() -> None:
     usage = build_parser().format_usage()
     for command in COMMANDS:
         assert f"filegate {command} " in usage, command
-    assert set(COMMANDS) == {"install", "uninstall", "check", "history", "undo", "rules"}
+    assert set(COMMANDS) == {"install", "uninstall", "check", "history", "undo", "changes", "rules"}
 
 
 def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,7 +65,7 @@ def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]
 SERVING_ONLY = ("--port", "--token", "--max-sessions", "--approval", "--result-budget", "--history-max-age")
 
 
-@pytest.mark.parametrize("command", ["uninstall", "check", "history", "undo", "rules"])
+@pytest.mark.parametrize("command", ["uninstall", "check", "history", "undo", "changes", "rules"])
 def test_each_commands_help_shows_only_its_own_flags(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -89,6 +89,7 @@ PRINTING = {
     "check": ["check", "--workdir", "{ws}"],
     "history": ["history"],
     "undo": ["undo", "{id}", "--yes"],
+    "changes": ["changes"],
     "rules": ["rules", "--workdir", "{ws}"],
 }
 
@@ -113,6 +114,7 @@ BAD_INPUT = {
     "check": (["check", "--workdir", "/nonexistent/folder"], 2, "is not a folder"),
     "history": (["history", "--since", "yesterday-ish"], 2, "is neither a date/time"),
     "undo": (["undo", "not-an-id!"], 1, "`not-an-id!` is not a write id"),
+    "changes": (["changes", "--since", "yesterday-ish"], 1, "`yesterday-ish` is none of these"),
     "rules": (["rules", "--workdir", "/nonexistent/folder"], 2, "--workdir"),
 }
 

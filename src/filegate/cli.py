@@ -3,7 +3,8 @@
 A first word that is not a flag is a command instead (COMMANDS): ``install`` and ``uninstall``
 (filegate.install) edit a client's configuration, ``check`` (filegate.server.check) tries the server
 as a client would, ``history`` and ``undo`` (filegate.history_cli) use the write history,
-``rules`` lists the agents' rule files that bind the tools.
+``changes`` (filegate.review_cli) shows what was written since a point, ``rules`` lists the
+agents' rule files that bind the tools.
 Importing this module stays cheap: fastmcp is imported only once a server is built.
 """
 
@@ -35,6 +36,7 @@ examples:
   filegate uninstall claude-desktop                 take the entry out again (with a backup)
   filegate history --since 2h                       the writes of the last two hours, with their ids
   filegate undo w-3f9a2c1d8e07b654                  put a file back as it was before that write
+  filegate changes --since 2h --against HEAD        what was written since, diffed against git's HEAD
   filegate rules --workdir ~/src/project            the .cursorignore & co. and Claude Code rules
                                                     that bind the tools there, with sources
 
@@ -49,7 +51,11 @@ COMMANDS = {
     "uninstall": ("uninstall CLIENT [...]", "take filegate's entry out of a client's configuration"),
     "check": ("check [--workdir DIR]", "start filegate as a client does: list its tools, read a file"),
     "history": ("history [--path P] [--since T]", "list the writes filegate kept"),
-    "undo": ("undo ID [--yes] [--force]", "put a file back as it was before one write"),
+    "undo": (
+        "undo ID|--since ID [--yes]",
+        "put a file back as it was before a write; --since: every one since",
+    ),
+    "changes": ("changes [--since ID|T] [...]", "the files written since then, with one diff"),
     "rules": ("rules [--workdir DIR]", "the agents' rule files that bind the tools there"),
 }
 
@@ -153,6 +159,10 @@ def _dispatch(command: str, args: list[str]) -> int:
         from filegate.install.uninstall import main as uninstall
 
         return uninstall(args[1:])
+    if command == "changes":
+        from filegate.review_cli import main as changes
+
+        return changes(args)
     if command in ("history", "undo"):
         from filegate.history_cli import main as history
 

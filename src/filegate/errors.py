@@ -18,8 +18,10 @@ Hierarchy::
     ├── MediaError          media that cannot be decoded or fitted (media.image, media.video);
     │                       its message ends a sentence ("it could not be decoded …")
     │                       that the tool begins with the path and type
-    └── Busy                no room in a process-wide memory budget within the wait
-                            (fsio.loads): nothing was done, the call may be tried again
+    ├── Busy                no room in a process-wide memory budget within the wait
+    │                       (fsio.loads): nothing was done, the call may be tried again
+    └── Stopped             a call's work on a loaded file stopped at its deadline, or when
+                            its client gave up (fsio.loads.Work): nothing was done
 
 Other exceptions are not refusals: an ``OSError`` nothing expected, a bug. They are not turned
 into friendly text here, so they are not hidden.
@@ -73,3 +75,9 @@ class Busy(Refusal):
     """No room in a process-wide memory budget within the wait; nothing was done."""
 
     default_brief = "Server busy"
+
+
+class Stopped(Refusal):
+    """A call's work stopped at its deadline or when its client gave up; nothing was done."""
+
+    default_brief = "Stopped"

@@ -127,7 +127,9 @@ class TerminalApprover:
             return Decision(False, "terminal", NO_TERMINAL)
         answer = ""
         try:
-            answer = input("Undo this write? [y/N] ").strip().lower()
+            answer = (
+                input(f"Undo {'these writes' if request.title else 'this write'}? [y/N] ").strip().lower()
+            )
         except EOFError:  # the input ended (Ctrl-D): no answer, so no
             print()
         if answer in ("y", "yes"):
@@ -174,14 +176,15 @@ def find_write(history: WriteHistory, given: str) -> Entry:
     raise UnknownId(f"No write w-{digits} in the history (`filegate history` lists them).")
 
 
-async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
-    """Undo the write ``write_id`` names (:func:`find_write`) through UndoWrite's own route;
+async def undo(write_id: str | None, yes: bool, force: bool, since: str | None = None) -> tuple[bool, str]:
+    """Undo the write ``write_id`` names (:func:`find_write`), or every write from the one
+    ``since`` names on, through UndoWrite's own route;
     (succeeded, the message)."""
     from filegate.policy.secrets import SecretMatcher
     from filegate.policy.workspace import Workspace
     from filegate.settings import Settings
     from filegate.tools.outcome import ToolEnv, answer
-    from filegate.tools.undo_write import undo_entry
+    from filegate.tools.undo_write import UndoWriteParams, undo_entry, undo_write
 
     settings = Settings(workdir=Path.cwd())
     workspace = Workspace(
@@ -191,13 +194,17 @@ async def undo(write_id: str, yes: bool, force: bool) -> tuple[bool, str]:
     )
     history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
     try:
-        entry = await asyncio.to_thread(find_write, history, write_id)
+        entry = await asyncio.to_thread(find_write, history, write_id or since or "")
     except UnknownId as exc:
         return False, str(exc)
     env = ToolEnv(
         workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
     )
-    outcome = await answer(lambda _, e: undo_entry(entry, e, force=force), None, env)
+    if since is not None:  # the rewind: the tool's own route from the write found
+        params = UndoWriteParams(since=entry.id, force=force)
+        outcome = await answer(undo_write, params, env)
+    else:
+        outcome = await answer(lambda _, e: undo_entry(entry, e, force=force), None, env)
     write_id = f"Write id: {outcome.write_id}." if outcome.write_id else ""
     lines = [outcome.message, outcome.output, write_id, outcome.next_step]
     text = "\n".join(line for line in lines if line)
@@ -228,11 +235,21 @@ def main(argv: Sequence[str]) -> int:
         return 0
     p = ArgumentParser(prog="filegate undo", description="Put a file back as it was before one write.")
     p.add_argument(
-        "write_id", metavar="ID", help="the write's id as its message or history says, or its first 6+ digits"
+        "write_id",
+        metavar="ID",
+        nargs="?",
+        help="the write's id as its message or history says, or its first 6+ digits",
+    )
+    p.add_argument(
+        "--since",
+        metavar="ID",
+        help="instead: every write from ID on to this workspace's files, as one write",
     )
     p.add_argument("--yes", action="store_true", help="do not ask (the diff is still shown)")
     p.add_argument("--force", action="store_true", help="undo even if the file changed since that write")
     ns = p.parse_args(args)
-    ok, message = asyncio.run(undo(ns.write_id, ns.yes, ns.force))
+    if (ns.write_id is None) == (ns.since is None):
+        p.error("give a write's ID, or --since ID")
+    ok, message = asyncio.run(undo(ns.write_id, ns.yes, ns.force, ns.since))
     (sys.stdout if ok else sys.stderr).write(message + "\n")
     return 0 if ok else 1

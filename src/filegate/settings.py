@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from filegate.charsets import RefusedCodec, allowed_codec
+
 Transport = Literal["stdio", "http"]
 ApprovalMode = Literal["ask", "strict", "auto", "ask-always"]
 ClientPreset = Literal["kimi", "kimi-code", "claude-desktop", "claude-code", "codex", "gemini-cli", "generic"]
@@ -156,13 +158,12 @@ class Settings(BaseSettings):
         if value is None or value.lower() == "auto":
             return value and value.lower()
         try:
-            ascii_breaks = "a\r\n".encode(value) == b"a\r\n"
-        except (LookupError, UnicodeError):
+            allowed_codec(value)
+        except RefusedCodec as no:
             raise ValueError(
-                f"{value!r} is not a codec Python knows (e.g. cp1252, gb18030, shift_jis, auto)"
+                f"{no.at('--legacy-encoding').sentence()} Use a codec such as cp1252, gb18030, "
+                "shift_jis or auto."
             ) from None
-        if not ascii_breaks:
-            raise ValueError(f"{value!r} does not write line breaks as ASCII bytes; use a codec that does")
         return value
 
     @field_validator("log_level", mode="before")

@@ -116,6 +116,25 @@ def patch_steps(args: dict[str, Any]) -> list[Step]:
     return [*reads, Step("ApplyPatch", args), Step("UndoWrite", patch_undo_args)]
 
 
+# The rewind and the review (SPEC §10): three writes (a new file, an edit, a new file in a
+# folder), Changes since the first, then UndoWrite since the first.
+def since_first(received: list[Seen]) -> dict[str, str]:
+    found = WRITE_ID.search(received[FIRST_WRITE].text)
+    assert found, f"no write id in what the model received: {received[FIRST_WRITE].text[:2000]}"
+    return {"since": found.group(1)}
+
+
+REWIND_STEPS = [
+    Step("WriteFile", {"path": "one.txt", "content": "one\n"}),
+    Step("ReadFile", {"path": "notes.txt"}),
+    Step("StrReplaceFile", {"path": "notes.txt", "edit": {"old": "heron", "new": "crane"}}),
+    Step("WriteFile", {"path": "src/two.py", "content": "TWO = 2\n"}),
+    Step("Changes", since_first),
+    Step("UndoWrite", since_first),
+]
+FIRST_WRITE, REVIEWED, REWOUND = 0, 4, 5
+
+
 def png(width: int, height: int, noise: bool = False) -> bytes:
     """A real PNG (RGBA); ``noise`` makes it incompressible (its size ~ 4 bytes a pixel)."""
     n = width * 4
@@ -447,3 +466,20 @@ def check_pdf_page(r: Run) -> None:
     for other in (*PDF_PAGES[0], *PDF_PAGES[2], "--- page 1 ---", "--- page 3 ---"):
         assert other not in seen.text, seen.text[:2000]
     assert "PDF view of page 2 of 3" in seen.text, seen.text[-1000:]
+
+
+def check_reviewed_and_rewound(r: Run) -> None:
+    """Changes showed the model the three files it wrote, with the edit's diff; UndoWrite since
+    the first write put all three back as they were (the new files gone)."""
+    reviewed, rewound = r.seen(REVIEWED), r.seen(REWOUND)
+    first = since_first(r.rec.results)["since"]
+    assert not reviewed.error, reviewed.text
+    for row in ("added `one.txt`", "modified `notes.txt`", "added `src/two.py`"):
+        assert row in reviewed.text, reviewed.text
+    assert f"-{DISTINCTIVE}" in reviewed.text and "+the crane flies" in reviewed.text, reviewed.text
+    assert f"3 files inside this workspace written through filegate since {first}" in reviewed.text
+    assert not rewound.error, rewound.text
+    assert f"Rewound 3 writes from {first}" in rewound.text, rewound.text
+    assert "3 files as they were before it" in rewound.text, rewound.text
+    assert (r.ws / "notes.txt").read_text() == NOTES
+    assert not (r.ws / "one.txt").exists() and not (r.ws / "src" / "two.py").exists()

@@ -315,7 +315,8 @@ class Handler(BaseHTTPRequestHandler):
         names, results = responses_state(body)
         resp_id = "resp_" + uuid.uuid4().hex[:12]
         # Codex starts MCP servers beside the first turn: search until filegate's tools are found
-        # (it lists them once connected), as a model would, a second apart.
+        # (it lists them once connected), as a model would, a second apart; for all of them (its
+        # default limit, 8, leaves one of filegate's nine behind).
         searches = [i for i in body.get("input") or [] if i.get("type") == "tool_search_output"]
         search = TOOL_SEARCH in names and _tool_name(names, self.server.recorder.steps[0].tool) is None
         if search and searches:
@@ -325,7 +326,7 @@ class Handler(BaseHTTPRequestHandler):
         call = None if search else self.next_call(names, results)
         if search:
             item: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_" + resp_id, "call_id": "ts_" + resp_id,
-                                    "execution": "client", "arguments": {"query": "read a file"},
+                                    "execution": "client", "arguments": {"query": "read a file", "limit": 20},
                                     "status": "completed"}  # fmt: skip
         elif call:
             item = {"type": "function_call", "id": "fc_" + call[0], "call_id": call[0],

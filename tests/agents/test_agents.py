@@ -88,6 +88,12 @@ def patch_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="module")
+def rewind_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
+    tmp = tmp_path_factory.mktemp(f"{agent.name}-rewind")
+    return agent.start(tmp, *unattended(agent), steps=h.REWIND_STEPS)
+
+
+@pytest.fixture(scope="module")
 def document_run(agent: AgentUnderTest, tmp_path_factory: pytest.TempPathFactory) -> h.Run:
     tmp = tmp_path_factory.mktemp(f"{agent.name}-documents")
     return agent.start(tmp, *agent.install_flags, steps=h.DOCUMENT_STEPS)
@@ -226,6 +232,12 @@ def test_undo_restores_the_write_and_the_model_is_told(undo_run: h.Run) -> None:
 def test_a_three_file_set_lands_and_its_undo_restores_all_three(patch_run: h.Run) -> None:
     # Codex's model sends the V4A envelope, Claude Code's the changes list (SPEC §10).
     h.check_patched_and_undone(patch_run)
+
+
+@for_agents("claude-code", "kimi-code")
+def test_changes_shows_three_writes_and_a_rewind_restores_all_three(rewind_run: h.Run) -> None:
+    # SPEC §10: the review and the rewind, by the id the first write's message ended with.
+    h.check_reviewed_and_rewound(rewind_run)
 
 
 # --- documents (SPEC §8.6) ----------------------------------------------------------------

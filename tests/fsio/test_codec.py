@@ -123,9 +123,11 @@ def test_utf8_is_judged_on_the_first_mebibyte_and_a_cut_character_counts() -> No
         (b"<html><head><meta charset=gb2312>", "a.htm", ("gb2312", "HTML meta charset")),
         (
             b'<meta http-equiv="Content-Type" content="text/html; charset=euc-kr">',
-            "x",
+            "x.HTML",
             ("euc-kr", "HTML meta charset"),
         ),
+        (b"<meta charset=gb2312>", "x", None),  # SPEC §8.1: only in an HTML file
+        (b"<meta charset=gb2312>", "notes.txt", None),
         (b" " * DECLARED_BYTES + b"<meta charset=gb2312>", "a.html", None),  # past the first KiB
     ],
 )
@@ -136,11 +138,20 @@ def test_declared_charsets(tmp_path: Path, head: bytes, name: str, expected: tup
 @pytest.mark.parametrize(
     ("name", "usable"),
     [("cp1252", "cp1252"), ("windows-1252", "cp1252"), ("latin1", "iso8859-1"), ("GBK", "gbk"),
-     ("utf-16", "utf-16-le"), ("utf-16be", "utf-16-be"), ("utf-8-bom", "utf-8"), ("cp037", None),
-     ("utf-7", "utf-7"), ("rot13", None), ("base64", None), ("no-such-codec", None)],
+     ("utf-16", None), ("utf-16be", None), ("utf-8-bom", "utf-8"), ("utf-8-sig", "utf-8"), ("cp037", None),
+     ("utf-7", None), ("hz", None), ("iso-2022-jp", None), ("idna", None), ("rot13", None),
+     ("base64", None), ("no-such-codec", None)],
 )  # fmt: skip
-def test_usable_codecs_spell_line_breaks_in_ascii(name: str, usable: str | None) -> None:
+def test_usable_codecs_read_ascii_bytes_as_themselves(name: str, usable: str | None) -> None:
     assert usable_codec(name) == usable
+
+
+def test_utf16_and_utf32_only_with_their_byte_order_mark() -> None:
+    assert usable_codec("utf-16", bom="utf-16-be") == "utf-16-be"
+    assert usable_codec("utf-16be", bom="utf-16-be") == "utf-16-be"
+    assert usable_codec("utf-16le", bom="utf-16-be") is None  # another byte order's mark
+    assert usable_codec("utf-32", bom="utf-16-le") is None
+    assert usable_codec("utf-16", bom="utf-8") is None
 
 
 def test_line_ending_styles() -> None:
@@ -227,7 +238,8 @@ def test_summaries_name_every_codec_but_utf8_and_where_it_came_from() -> None:
         FileCodec("cp1251", source="--legacy-encoding auto").summary()
         == " Encoding: cp1251 (from --legacy-encoding auto)."
     )
-    assert usable_codec("utf-32") == "utf-32-le" and usable_codec("UTF-32BE") == "utf-32-be"
+    assert usable_codec("utf-32", bom="utf-32-le") == "utf-32-le"
+    assert usable_codec("UTF-32BE", bom="utf-32-be") == "utf-32-be"
     assert (
         FileCodec("utf-16-be").unit == 2
         and FileCodec("utf-32-le").unit == 4

@@ -388,6 +388,32 @@ async def test_the_readmes_transcript_is_the_form_a_client_receives(ws: Path) ->
     assert f"```text\n{shown}\n```" in readme, shown
 
 
+# --- an ApplyPatch set is covered only when every one of its files is ---------------------------
+
+
+async def test_a_folder_grant_covers_an_applypatch_set_inside_it_and_not_one_reaching_outside(
+    ws: Path, mode: str
+) -> None:
+    answers = Answers("approve_folder")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        w = Writer(c)
+        r = await w.write("src/a.py")
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 1
+        grant = {"grant": w.handle} if w.handle else {}
+        inside = [{"path": "src/b.py", "content": "b\n"}, {"path": "src/pkg/c.py", "content": "c\n"}]
+        r = await call(c, "ApplyPatch", changes=inside, **grant)
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 1  # every file under src/: not asked
+        reaching = [{"path": "src/d.py", "content": "d\n"}, {"path": "docs/e.md", "content": "e\n"}]
+        answers.decision = "approve"
+        r = await call(c, "ApplyPatch", changes=reaching, **grant)
+        assert not r.is_error, text(r)
+        assert len(answers.messages) == 2  # one file outside the grant: the set is asked
+    assert (ws / "src" / "pkg" / "c.py").read_text() == "c\n"
+    assert (ws / "docs" / "e.md").read_text() == "e\n"
+
+
 # --- issue 55: what the mutation run showed untested ---------------------------------------------
 
 

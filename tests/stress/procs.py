@@ -28,6 +28,15 @@ LOW_TIMEOUT_LAUNCHER = (
 )
 
 
+# A filegate under an address-space cap (RLIMIT_AS, set before filegate is imported; prlimit(1)
+# is not always at hand): what would take the machine's memory fails inside the server instead.
+CAPPED_LAUNCHER = (
+    "import resource, sys; cap = int(sys.argv.pop(1)); "
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap)); "
+    "from filegate.cli import main; sys.exit(main())"
+)
+
+
 def status(pid: int) -> dict[str, int]:
     """VmRSS / VmHWM (bytes) of a process, from /proc/<pid>/status."""
     out: dict[str, int] = {}
@@ -131,11 +140,16 @@ class HttpServer:
 
 
 @contextlib.contextmanager
-def http_server(workdir: Path, *flags: str, grep_timeout: float | None = None) -> Iterator[HttpServer]:
-    """A real `filegate --transport http` on a free port, with its process at hand."""
+def http_server(
+    workdir: Path, *flags: str, grep_timeout: float | None = None, address_space: int | None = None
+) -> Iterator[HttpServer]:
+    """A real `filegate --transport http` on a free port, with its process at hand (under an
+    ``address_space`` cap in bytes, or with a lowered Grep timeout, when asked)."""
     port = free_port()
     args = ["--transport", "http", "--port", str(port), "--workdir", str(workdir), *flags]
-    if grep_timeout is None:
+    if address_space is not None:
+        cmd = [sys.executable, "-c", CAPPED_LAUNCHER, str(address_space), *args]
+    elif grep_timeout is None:
         cmd = [FILEGATE, *args]
     else:
         cmd = [sys.executable, "-c", LOW_TIMEOUT_LAUNCHER, str(grep_timeout), *args]

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from filegate.fsio.history import WriteHistory, history_dir
@@ -89,6 +90,9 @@ async def test_a_set_lands_whole_and_the_answer_lists_each_file(ws: Path, mode: 
     assert "- moved `util.py` → `lib/util.py`: 1 edit, 1 replacement, lines +1 -1." in said
     assert "- deleted `old.txt`." in said
     assert said.rstrip().endswith(f"Applied 4 file changes as one write. Write id: {write_id_of(said)}.")
+    # As sent: one text block whose summary is followed by the write id on a line of its own.
+    (sent,) = blocks(r)
+    assert sent.endswith(f"Applied 4 file changes as one write.\nWrite id: {write_id_of(said)}."), sent
 
 
 async def test_both_forms_give_the_same_result(tmp_path: Path) -> None:
@@ -119,6 +123,7 @@ async def test_undo_of_the_set_restores_every_file_with_its_mode(ws: Path, mode:
     assert not redo.is_error, text(redo)
     assert tree(ws) == AFTER
     assert f"Undid {set_id}: 5 files as they were before it." in text(u)
+    assert blocks(u)[0].endswith(f"as they were before it.\nWrite id: {write_id_of(text(u))}."), blocks(u)
 
 
 async def test_undo_of_a_set_refuses_naming_every_file_changed_since_and_force_overrides(ws: Path) -> None:
@@ -662,3 +667,42 @@ def _grant_line(said: str) -> str:
 
     found = re.search(r"^Grant: (g-\S+):", said, re.MULTILINE)
     return found.group(1) if found else ""
+
+
+# Issue 53 through a set: a codec named in the question's first line, the HZ disguise closed,
+# the ladder's bound (items 1, 4, 5).
+
+
+async def test_a_sets_first_line_names_a_codec_other_than_utf8_and_hz_is_never_used(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = gb18030\n[*.sh]\ncharset = hz\n")
+    (ws / "old.txt").write_bytes("北京\n".encode("gb18030"))
+    changes = [
+        {"path": "old.txt", "edits": [{"old": "北京", "new": "上海"}]},
+        {"path": "build.sh", "content": "echo building 痪凶闻幕\n"},  # in HZ: ~{;>PWNED;~}
+    ]
+    answers = Answers("approve")
+    async with connect(ws, "auto", client_elicitation_handler=answers) as c:
+        await read_all(c, "old.txt")
+        r = await call(c, "ApplyPatch", changes=changes)
+    assert not r.is_error, text(r)
+    first = answers.messages[0].splitlines()[0]
+    assert first.endswith(
+        "as one write (1 modified, 1 added); `old.txt` encoded in gb18030 (from .editorconfig)."
+    )
+    assert (ws / "old.txt").read_bytes() == "上海\n".encode("gb18030")
+    assert (ws / "build.sh").read_bytes() == "echo building 痪凶闻幕\n".encode()  # the text shown, in UTF-8
+
+
+async def test_a_crafted_miss_in_a_set_is_refused_as_ambiguous(ws: Path) -> None:
+    data = b"a\n" * (1 << 18)
+    (ws / "gen.txt").write_bytes(data)
+    async with connect(ws, "auto", approval="auto") as c:
+        await read_all(c, "gen.txt")
+        with anyio.fail_after(60):  # a hang guard, not a measurement
+            r = await call(
+                c,
+                "ApplyPatch",
+                changes=[{"path": "gen.txt", "edits": [{"old": "a\n" * 199 + "a-a", "new": "b"}]}],
+            )
+    assert r.is_error and "more than 1000 places in the file (starting at lines 1, 2, 3, 4, 5, …)" in text(r)
+    assert (ws / "gen.txt").read_bytes() == data

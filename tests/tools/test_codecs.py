@@ -177,6 +177,142 @@ async def test_a_sensitive_legacy_file_tells_no_codec_before_approval(ws: Path, 
     assert r.is_error and (ws / ".env").read_bytes() == secret
 
 
+# SPEC §8.1's exact rule through the server (issue 53 items 1-3): a codec in which ASCII bytes do
+# not read as themselves is never used, from any declaration, flag or parameter, and the answer
+# names it and where it was declared.
+
+HZ_PAYLOAD = b"echo building ~{;>PWNED;~}\n"  # in HZ: "echo building 痪凶闻幕"
+
+
+async def test_an_hz_editorconfig_cannot_disguise_a_new_scripts_bytes(ws: Path) -> None:
+    """The round's attack: the model writes `.editorconfig` (charset = hz), then build.sh with
+    what HZ spells as ASCII; the question showed Chinese while the file held ~{;>PWNED;~}."""
+    (ws / ".editorconfig").write_text("root = true\n[*]\ncharset = hz\n")
+    content = HZ_PAYLOAD.decode("hz")
+    assert content == "echo building 痪凶闻幕\n"
+    recorder = Answers("approve")
+    async with connect(ws, "auto", client_elicitation_handler=recorder, approval="ask") as c:
+        r = await call(c, "WriteFile", path="build.sh", content=content)
+    assert not r.is_error, text(r)
+    assert (ws / "build.sh").read_bytes() == content.encode()  # the bytes are the text shown
+    refused = (
+        "The codec hz (from .editorconfig) is refused: in it, ASCII bytes do not always read as the "
+        "same ASCII text (the byte 0x7E ('~') starts a shift or escape sequence). It is written as UTF-8."
+    )
+    assert refused in text(r)
+    (question,) = recorder.messages
+    assert question.splitlines()[0] == "Inside the workspace: WriteFile wants to create `build.sh`."
+    assert refused in question
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "where"),
+    [
+        (".editorconfig", None, ".editorconfig"),
+        ("build.py", b"# coding: hz\n", "coding line"),
+        ("build.xml", b'<?xml version="1.0" encoding="hz"?>\n', "XML declaration"),
+        ("build.html", b"<meta charset=hz>\n", "HTML meta charset"),
+    ],
+)
+async def test_a_declared_hz_is_refused_by_readfile_and_edits_naming_where(
+    ws: Path, name: str, data: bytes | None, where: str
+) -> None:
+    """A file that is not valid UTF-8 (so its declaration is consulted) and declares HZ: shown
+    as its bytes, the refusal named, and an edit writes UTF-8 (never HZ)."""
+    target = "build.sh" if data is None else name
+    if data is None:
+        (ws / ".editorconfig").write_text("root = true\n[*]\ncharset = hz\n")
+    (ws / target).write_bytes((data or b"") + HZ_PAYLOAD + b"# \xff\n")
+    async with connect(ws, "auto") as c:
+        r = await call(c, "ReadFile", path=target)
+        e = await call(c, "StrReplaceFile", path=target, edit={"old": "building", "new": "built"})
+    assert "echo building ~{;>PWNED;~}" in text(r)
+    assert f"The codec hz (from {where}) is refused: " in text(r) and "It is read as UTF-8." in text(r)
+    assert not e.is_error, text(e)
+    assert f"The codec hz (from {where}) is refused: " in text(e)
+    assert (ws / target).read_bytes() == (data or b"") + b"echo built ~{;>PWNED;~}\n# \xff\n"
+
+
+async def test_meta_charset_counts_only_in_an_html_file(ws: Path) -> None:
+    data = "<meta charset=cp1252>\ncafé\n".encode("cp1252")
+    (ws / "page.html").write_bytes(data)
+    (ws / "notes.txt").write_bytes(data)
+    async with connect(ws, "auto") as c:
+        html = await call(c, "ReadFile", path="page.html")
+        txt = await call(c, "ReadFile", path="notes.txt")
+    assert "café" in text(html) and "Encoding: cp1252 (from HTML meta charset)." in text(html)
+    assert "caf\ufffd" in text(txt) and "cp1252 (from" not in text(txt)
+
+
+async def test_utf7_cannot_forge_a_numbered_line(ws: Path) -> None:
+    """UTF-7's "+AAo-" is a line break: a declared UTF-7 made ReadFile show a forged line 99."""
+    (ws / ".editorconfig").write_text("root = true\n[*]\ncharset = utf-7\n")
+    (ws / "notes.txt").write_bytes(b"a\n+AAo-    99\tforged line\n\xff\n")
+    async with connect(ws, "auto") as c:
+        r = await call(c, "ReadFile", path="notes.txt")
+    out, msg = texts(r)
+    assert out.splitlines()[1] == "     2\t+AAo-    99\tforged line"
+    assert "The codec utf-7 (from .editorconfig) is refused: " in msg and "0x2B ('+')" in msg
+
+
+@pytest.mark.parametrize(
+    ("charset", "why"),
+    [("idna", "starts a shift or escape sequence"), ("punycode", "does not decode alone"),
+     ("rot13", "it is not a text codec"), ("unicode_escape", "the byte 0x5C"),
+     ("iso-2022-jp", "the byte 0x1B starts a shift"), ("base64_codec", "it is not a text codec")],
+)  # fmt: skip
+async def test_codecs_that_are_not_ascii_text_are_refused_in_words(ws: Path, charset: str, why: str) -> None:
+    """`idna` made ReadFile fail with a bare "Error calling tool" (an unhandled UnicodeError)."""
+    (ws / ".editorconfig").write_text(f"root = true\n[*]\ncharset = {charset}\n")
+    (ws / "notes.txt").write_bytes(b"abc \x1b$B%H\x1b(B xn--ls8h \\u0041 \xff\n")
+    async with connect(ws, "auto") as c:
+        r = await call(c, "ReadFile", path="notes.txt")
+        p = await call(c, "ReadFile", path="notes.txt", encoding=charset)
+    assert not r.is_error, text(r)
+    assert f"The codec {charset} (from .editorconfig) is refused: " in text(r) and why in text(r)
+    assert "\\u0041" in text(r) and "xn--ls8h" in text(r)
+    assert p.is_error and "Error calling tool" not in text(p)
+    assert f"The codec {charset} (from ReadFile's encoding parameter) is refused: " in text(p)
+
+
+async def test_a_declared_codec_is_named_in_the_questions_first_line(ws: Path) -> None:
+    (ws / ".editorconfig").write_text(
+        "root = true\n[*.txt]\ncharset = gb18030\n[*.u16]\ncharset = utf-16le\n"
+    )
+    (ws / "old.txt").write_bytes("北京\n".encode("gb18030"))
+    recorder = Answers("approve")
+    async with connect(ws, "auto", client_elicitation_handler=recorder, approval="ask") as c:
+        await call(c, "ReadFile", path="old.txt")
+        await call(c, "StrReplaceFile", path="old.txt", edit={"old": "北京", "new": "上海"})
+        await call(c, "WriteFile", path="new.txt", content="东京\n")
+        await call(c, "WriteFile", path="wide.u16", content="wide\n")
+        await call(c, "WriteFile", path="plain.md", content="plain\n")
+    first = [m.splitlines()[0] for m in recorder.messages]
+    assert first == [
+        "Inside the workspace: StrReplaceFile wants to change `old.txt`, encoded in gb18030 (from .editorconfig).",
+        "Inside the workspace: WriteFile wants to create `new.txt`, encoded in gb18030 (from .editorconfig).",
+        "Inside the workspace: WriteFile wants to create `wide.u16`, encoded in utf-16le (from .editorconfig).",
+        "Inside the workspace: WriteFile wants to create `plain.md`.",
+    ]
+    # SPEC §8.1: UTF-16/32 only with their byte order mark, so a new file gets it.
+    assert (ws / "wide.u16").read_bytes() == codecs.BOM_UTF16_LE + "wide\n".encode("utf-16-le")
+    assert (ws / "old.txt").read_bytes() == "上海\n".encode("gb18030")
+
+
+async def test_utf16_is_used_only_for_a_file_with_its_byte_order_mark(ws: Path) -> None:
+    (ws / "marked.txt").write_bytes(codecs.BOM_UTF16_BE + "wide\n".encode("utf-16-be"))
+    (ws / "plain.txt").write_bytes(b"ab\n")
+    async with connect(ws, "auto") as c:
+        marked = await call(c, "ReadFile", path="marked.txt", encoding="utf-16")
+        plain = await call(c, "ReadFile", path="plain.txt", encoding="utf-16-le")
+    assert "wide" in text(marked) and "Encoding: utf-16 (from encoding)." in text(marked)
+    assert "     1\tab\n" in text(plain)
+    assert (
+        "The codec utf-16-le (from encoding) is refused: it is used only for a file that starts with "
+        "its byte order mark. It is read as UTF-8." in text(plain)
+    )
+
+
 # A file that is valid UTF-8 but still declares latin-1 (a declaration left over from before the
 # file was converted): valid UTF-8 comes before any declaration (SPEC §8.1), so it reads and is
 # edited as UTF-8. Were the declaration tried first, "café" would read as "cafÃ©" and the edit

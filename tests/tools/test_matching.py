@@ -4,6 +4,8 @@ at every rung and properties, without a server. Mutation target: ``ladder``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -428,12 +430,11 @@ def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: i
 
 from filegate.tools.edit.matching import (  # noqa: E402
     COMMON,
-    _anchor_line_test,
-    _FileLine,
-    _may_match,
+    _lines_from,
+    _Loose,
     _Old,
     _rarest,
-    _windows,
+    _window_starts,
 )
 
 
@@ -453,54 +454,74 @@ def test_a_common_anchor_is_counted_only_up_to_a_cap() -> None:
     assert _rarest(data, [("x", 0), ("y", 1), ("z", 2)]) == ("z", 2)
 
 
-def _texts(windows: list[list[_FileLine]]) -> list[list[str]]:
-    return [[line.text for line in w] for w in windows]
+def _windows(
+    data: bytes, anchor: str, index: int, count: int, fits: Callable[[str], bool]
+) -> list[list[str]]:
+    """The lines of each run of ``count`` lines the search looks at (a line that fits: ``fits``
+    of its text)."""
+
+    def fits_at(start: int, end: int) -> bool:
+        return fits(data[start:end].decode("utf-8", "surrogateescape"))
+
+    found = (_lines_from(data, start, count) for start in _window_starts(data, anchor, index, fits_at))
+    return [[line.text for line in w] for w in found if w is not None]
 
 
 def test_windows_are_the_runs_of_lines_around_each_line_holding_the_anchor() -> None:
     data = b"a\nkey key\nb\nkey\nc"
     always = lambda line: True  # noqa: E731
-    assert _texts(list(_windows(data, "key", 1, 2, always))) == [["a", "key key"], ["b", "key"]]
-    assert _texts(list(_windows(data, "key", 0, 2, always))) == [["key key", "b"], ["key", "c"]]
-    assert _texts(list(_windows(data, "key", 2, 3, always))) == [
-        ["key key", "b", "key"]
-    ]  # none before line 1
-    assert _texts(list(_windows(data, "c", 0, 1, always))) == [["c"]]  # the last line, no line break
-    assert _texts(list(_windows(data, "key", 0, 1, lambda line: line == "key"))) == [["key"]]
-    assert _texts(list(_windows(b"x\r\nkey\r\n", "key", 1, 2, lambda line: line == "key"))) == [["x", "key"]]
-    assert _texts(list(_windows(b"\xffkey\n", "key", 0, 1, lambda line: True))) == [["\udcffkey"]]
-    assert list(_windows(b"key", "key", 0, 1, lambda line: line == "key")) != []
+    assert _windows(data, "key", 1, 2, always) == [["a", "key key"], ["b", "key"]]
+    assert _windows(data, "key", 0, 2, always) == [["key key", "b"], ["key", "c"]]
+    assert _windows(data, "key", 2, 3, always) == [["key key", "b", "key"]]  # none before line 1
+    assert _windows(data, "c", 0, 1, always) == [["c"]]  # the last line, no line break
+    assert _windows(data, "key", 0, 1, lambda line: line == "key") == [["key"]]
+    assert _windows(b"x\r\nkey\r\n", "key", 1, 2, lambda line: line == "key") == [["x", "key"]]
+    assert _windows(b"\xffkey\n", "key", 0, 1, lambda line: True) == [["\udcffkey"]]
+    assert _windows(b"key", "key", 0, 1, lambda line: line == "key") != []
+    assert _windows(b"key\r", "key", 0, 1, lambda line: line == "key") == [["key\r"]]  # a bare CR at the end
+
+
+def _fits(old: str, index: int) -> Callable[[str], bool]:
+    def fits(line: str) -> bool:
+        loose = _Loose(line.encode(), _Old(old), lambda: None)
+        return loose.fits(index)(0, len(loose.data))
+
+    return fits
 
 
 def test_the_anchor_line_test_follows_where_the_line_is_in_old() -> None:
-    one = _anchor_line_test(_Old('say "hi"'), 0)
+    one = _fits('say "hi"', 0)
     assert one("x = say \u201chi\u201d + y") and not one("say hi")
-    first = _anchor_line_test(_Old('say "hi"\nnext'), 0)
+    first = _fits('say "hi"\nnext', 0)
     assert first("x = say \u201chi\u201d") and not first("say \u201chi\u201d x")
-    last = _anchor_line_test(_Old('before\nsay "hi"'), 1)
+    last = _fits('before\nsay "hi"', 1)
     assert last("  say \u201chi\u201d + x") and not last("x say \u201chi\u201d")
-    whole = _anchor_line_test(_Old('before\nsay "hi"\n'), 1)
+    whole = _fits('before\nsay "hi"\n', 1)
     assert whole("\tsay \u201chi\u201d  ") and not whole("say \u201chi\u201d + x")
-    middle = _anchor_line_test(_Old('a\nsay "hi"\nb'), 1)
+    middle = _fits('a\nsay "hi"\nb', 1)
     assert (
         middle("  say \u201chi\u201d")
         and not middle("say \u201chi\u201d x")
         and not middle("x say \u201chi\u201d")
     )
+    ascii_only = _fits("a\nsay hi\nb", 1)  # an ASCII line is compared as bytes
+    assert ascii_only(" say hi\t") and not ascii_only("say hi!") and ascii_only("say\u00a0hi")
 
 
-def _lines(*texts: str) -> list[_FileLine]:
-    return [_FileLine(0, 0, 0, t) for t in texts]
+def _may_match(lines: list[str], old: str) -> bool:
+    loose = _Loose("\n".join(lines).encode(), _Old(old), lambda: None)
+    return loose.window(0)
 
 
 def test_may_match_compares_every_line_as_rung_3_would() -> None:
-    olds = _Old('b "c"\nd\ne').shapes(3)
-    assert _may_match(_lines("a b \u201cc\u201d", "\td", "e f"), olds)
-    assert not _may_match(_lines("a b \u201cc\u201d x", "d", "e"), olds)  # first: must end the line
-    assert not _may_match(_lines("b \u201cc\u201d", "d x", "e"), olds)  # middle: the whole line
-    assert not _may_match(_lines("b \u201cc\u201d", "d", "x e"), olds)  # last: must start it
-    assert _may_match(_lines("x \u2018y\u2019 z"), _Old("'y'").shapes(3))
-    assert not _may_match(_lines("x y z"), _Old("'y'").shapes(3))
+    old = 'b "c"\nd\ne'
+    assert _may_match(["a b \u201cc\u201d", "\td", "e f"], old)
+    assert not _may_match(["a b \u201cc\u201d x", "d", "e"], old)  # first: must end the line
+    assert not _may_match(["b \u201cc\u201d", "d x", "e"], old)  # middle: the whole line
+    assert not _may_match(["b \u201cc\u201d", "d", "x e"], old)  # last: must start it
+    assert not _may_match(["b \u201cc\u201d", "d"], old)  # the file ends first
+    assert _may_match(["x \u2018y\u2019 z"], "'y'")
+    assert not _may_match(["x y z"], "'y'")
 
 
 def test_more_edges_of_the_rungs() -> None:
@@ -677,11 +698,11 @@ def test_a_file_ending_in_a_bare_carriage_return_keeps_it() -> None:
 def test_windows_walk_back_only_from_a_line_that_fits_and_stop_at_the_first_line() -> None:
     always = lambda line: True  # noqa: E731
     # The anchor on the file's first line cannot have a line before it: one window, not two.
-    assert _texts(list(_windows(b"key\nkey\n", "key", 1, 2, always))) == [["key", "key"]]
+    assert _windows(b"key\nkey\n", "key", 1, 2, always) == [["key", "key"]]
     # A line that does not fit is not walked back from (not even from the file's end).
-    assert list(_windows(b"zz key\na\nb", "key", 1, 2, lambda line: line == "key")) == []
+    assert _windows(b"zz key\na\nb", "key", 1, 2, lambda line: line == "key") == []
     # Walking back reaches an empty first line.
-    assert _texts(list(_windows(b"\nx\nkey\n", "key", 2, 3, always))) == [["", "x", "key"]]
+    assert _windows(b"\nx\nkey\n", "key", 2, 3, always) == [["", "x", "key"]]
 
 
 def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_with_spaces() -> None:
@@ -704,3 +725,136 @@ def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_
     # A match starting mid-line did not compare that line's indentation: nothing said of it.
     mid = ladder(f"{one}x = \u201ca\u201d\n", '"a"', '"b"')
     assert mid.rung == 3 and "indents" not in mid.detail
+
+
+# --- the bounds (issue 53): places looked at lazily, at most MAX_CANDIDATES, within a budget ----
+
+from filegate.tools.edit.matching import (  # noqa: E402
+    CROWDED_LISTED,
+    MAX_CANDIDATES,
+    MAX_LISTED,
+    _anchors,
+    _match_window,
+    _span_of,
+    _without_overlaps,
+)
+
+
+def brute_force(
+    data: bytes, old: str, tab_width: int, replace_all: bool
+) -> tuple[int, list[tuple[int, int]]]:
+    """SPEC §8.2 by definition: every run of lines from every line start compared at each rung,
+    no anchor, no filter, no bound (the ladder's search may only be faster than this)."""
+    shape = _Old(old)
+    if not _anchors(old):
+        return 0, []  # nothing to anchor on: nothing matches (test_nothing_to_anchor_on_matches_nothing)
+    starts = [0, *(i + 1 for i, b in enumerate(data) if b == 10 and i + 1 < len(data))] if data else []
+    for rung in (1, 2, 3):
+        olds = shape.shapes(rung)
+        hits = []
+        for start in starts:
+            window = _lines_from(data, start, len(shape.lines))
+            if window is not None:
+                hits += _match_window(window, olds, rung, shape.ends_with_newline, tab_width)
+        if hits:
+            chosen = _without_overlaps(hits) if replace_all else hits
+            return rung, sorted(_span_of(h) for h in chosen)
+    return 0, []
+
+
+PIECES = [
+    "x = 1",
+    "  x = 1",
+    "\tx = 1",
+    "x = 1  ",
+    "y()",
+    "\ty()",
+    "    y()",
+    'say "hi"',
+    "say \u201chi\u201d",
+    "a\u00a0b",
+    "a b",
+    "}",
+    "",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=14),
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=4),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_bounded_lazy_search_finds_what_every_place_compared_finds(
+    lines: list[str], old_lines: list[str], eol: str, final: bool, old_final: bool, replace_all: bool
+) -> None:
+    """The lazy search (anchors, rung-3 filter, kept lines) against the definition: the same
+    rung and, within what an ambiguity lists, the same places."""
+    data = (eol.join(lines) + (eol if final else "")).encode()
+    old = "\n".join(old_lines) + ("\n" if old_final else "")
+    assume(old.encode() not in data and old.replace("\n", "\r\n").encode() not in data)
+    found = find_tolerant(data, old, "NEW", tab_width=4, replace_all=replace_all)
+    rung, spans = brute_force(data, old, 4, replace_all)
+    assert not found.crowded and found.rung == rung
+    got = [(s.start, s.end) for s in found.spans]
+    if replace_all or len(spans) <= MAX_LISTED:
+        assert got == spans and found.matches == len(spans)
+    else:
+        assert got == spans[:MAX_LISTED] and found.matches > MAX_LISTED
+
+
+def test_more_places_than_it_may_look_at_is_refused_naming_the_first_few() -> None:
+    """A file the model wrote of one line repeated and an ``old`` of 200 such lines that
+    differs at its end: every line is a place to look at. It took minutes and gigabytes."""
+    data = b"a\n" * (64 << 10)
+    found = ladder(data, "a\n" * 199 + "a-a")
+    assert found.rung == 0 and found.crowded == tuple(range(1, CROWDED_LISTED + 1))
+    assert ladder(data, "a \n" * 200).crowded  # would match everywhere at rung 1
+    # Just within the bound: every place looked at, the ambiguity counted past what is listed.
+    within = b"a\n" * (MAX_CANDIDATES - 1) + b"b\n"
+    ambiguous = ladder(within, "a \na \n")
+    assert ambiguous.rung == 1 and not ambiguous.crowded and ambiguous.matches > MAX_LISTED
+    assert [s.first_line for s in ambiguous.spans] == list(range(1, MAX_LISTED + 1))
+    # The one place that matches among many that look like it is still found.
+    many = b"    item(1)\n" * (MAX_CANDIDATES // 2) + b"    item(2)\n\tend\n"
+    one = ladder(many, "item(2)\n  end\n", "item(3)\n  end\n")
+    assert one.rung == 2 and one.lines == f"lines {MAX_CANDIDATES // 2 + 1}-{MAX_CANDIDATES // 2 + 2}"
+
+
+def test_a_long_old_over_many_near_copies_stops_at_the_line_budget() -> None:
+    data = b"a\n" * (1 << 19)  # 1 MiB
+    found = ladder(data, "a\n" * 1999 + "a-a")  # 2,000 lines compared at each place
+    assert found.crowded == tuple(range(1, CROWDED_LISTED + 1))
+
+
+def test_the_search_keeps_no_list_of_lines_per_place() -> None:
+    """Memory: 256 KiB of one line and a 200-line old matching it everywhere loosely took the
+    server to 3.7 GB; the search now holds a bounded set of lines (tracemalloc's peak)."""
+    import tracemalloc
+
+    data = b"a\n" * (128 << 10)
+    tracemalloc.start()
+    try:
+        found = ladder(data, "a \n" * 200)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.crowded and peak < 16 << 20, peak
+
+
+def test_the_search_checks_its_call_and_stops_when_told() -> None:
+    calls = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        find_tolerant(
+            b"a\n" * (1 << 16), "a\n" * 199 + "a-a", "b", tab_width=4, replace_all=False, check=check
+        )
+    assert len(calls) == 3

@@ -8,15 +8,20 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filegate.errors import EditFailed
+from filegate.fsio import loads
 from filegate.tools.edit.replacing import Edit, apply_edits
 from filegate.tools.edit.writing import SENSITIVE_DONE
 from tests.conftest import call, connect, text, texts, without_write_id
 from tests.fakes import Answers
+
+# A hang guard, never a measurement: past it a test fails instead of waiting on.
+HANG_GUARD_S = 60
 
 GO = 'package main\n\nfunc main() {\n\tif ok {\n\t\tfmt.Println("hi")\n\t}\n}\n'
 # Claude Code's typical edit of a tab-indented file: the tabs turned into four spaces.
@@ -245,3 +250,57 @@ async def test_without_a_declared_tab_width_the_eight_column_edit_does_not_match
         r = await call(c, "StrReplaceFile", path="f.go", edit=WIDE_EDIT)
     assert r.is_error and "was not found" in text(r)
     assert (ws / "f.go").read_text() == WIDE_GO
+
+
+# Issue 53 items 4-5: the ladder's places are bounded, compared lazily, and its work stops at the
+# call's deadline. (A real server under an address-space cap: tests/stress/test_ladder_bounds.py.)
+
+CRAFTED_OLD = "a\n" * 199 + "a-a"  # its one anchor, "a", on every line; differs at its end
+
+
+async def test_a_crafted_miss_on_a_mebibyte_is_refused_as_ambiguous_at_once(ws: Path) -> None:
+    """A file the model wrote of one short line repeated: every line was a place to compare
+    200 lines at; the miss gave no answer in minutes. Now more places than the ladder looks at
+    is an ambiguity, named with the first few."""
+    data = b"a\n" * (1 << 19)
+    (ws / "gen.txt").write_bytes(data)
+    async with connect(ws, "auto") as c:
+        await call(c, "ReadFile", path="gen.txt", n_lines=1)
+        with anyio.fail_after(HANG_GUARD_S):  # a hang guard, not a measurement (bench: ladder-miss-crafted)
+            r = await call(c, "StrReplaceFile", path="gen.txt", edit={"old": CRAFTED_OLD, "new": "b"})
+            loose = await call(c, "StrReplaceFile", path="gen.txt", edit={"old": "a \n" * 200, "new": "b"})
+    assert r.is_error and text(r) == (
+        "No replacements were made: the old string is not in the file exactly, and it looks like more "
+        "than 1000 places in the file (starting at lines 1, 2, 3, 4, 5, …) to compare ignoring whitespace "
+        "and lookalike characters, so it is ambiguous. Include more distinctive lines in `old` so that it "
+        "matches once, exactly. Nothing was written."
+    )
+    assert loose.is_error and "more than 1000 places" in text(loose)
+    assert (ws / "gen.txt").read_bytes() == data
+
+
+async def test_an_ambiguity_past_what_it_lists_is_counted_as_more(ws: Path) -> None:
+    (ws / "gen.txt").write_text("a\n" * 500)
+    async with connect(ws, "auto") as c:
+        await call(c, "ReadFile", path="gen.txt", n_lines=1)
+        r = await call(c, "StrReplaceFile", path="gen.txt", edit={"old": "a \na \n", "new": "b\n"})
+    lines = ", ".join(f"lines {n}-{n + 1}" for n in range(1, 21))
+    assert r.is_error and f"it matches more than 20 places ({lines}, …)" in text(r)
+
+
+async def test_a_call_past_its_deadline_is_stopped_and_writes_nothing(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §4 memory / issue 53 item 6: a call holds a loaded file no longer than its deadline;
+    past it, its work (here the ladder) stops at its next check and the room goes back."""
+    monkeypatch.setattr(loads, "WORK_S", 0.0)
+    data = b"a\n" * (1 << 16)
+    (ws / "gen.txt").write_bytes(data)
+    async with connect(ws, "auto") as c:
+        await call(c, "ReadFile", path="gen.txt", n_lines=1)
+        r = await call(c, "StrReplaceFile", path="gen.txt", edit={"old": CRAFTED_OLD, "new": "b"})
+    assert r.is_error and text(r).startswith(
+        "The call was stopped: its work on the file took longer than the 0 s this server allows a call"
+    )
+    assert (ws / "gen.txt").read_bytes() == data
+    assert loads.LOADS.held == 0

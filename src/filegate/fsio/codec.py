@@ -8,10 +8,12 @@ charset>`` in the first ``DECLARED_BYTES``); the server's ``--legacy-encoding``;
 shown as U+FFFD, as before. A codec the caller chose (ReadFile's ``encoding``, remembered for the
 session's edits of that file) wins over all of these.
 
-Only codecs whose line breaks are the ASCII bytes can be chosen by name (cp1252, gb18030,
-shift_jis, euc-kr, ...), plus UTF-16/32 in either byte order: the line reader splits lines on
-the codec's own LF code unit, so a codec that spells LF otherwise (EBCDIC, UTF-7) is refused.
-In every codec allowed, a byte 0x0A or 0x0D never sits inside a multi-byte character.
+Which codecs are allowed is SPEC §8.1's exact rule, in filegate/charsets.py (ASCII bytes read
+as themselves, no shift states or escape sequences; UTF-16/32 only with their byte order
+mark); a refused codec is never used, and the sentence saying so names who declared it
+(``.editorconfig``, a coding line, an XML declaration, an HTML file's ``<meta charset>``,
+``--legacy-encoding``, ReadFile's ``encoding``). In every codec allowed, a byte 0x0A or 0x0D
+never sits inside a multi-byte character.
 """
 
 from __future__ import annotations
@@ -22,22 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from filegate.charsets import WIDE, RefusedCodec, allowed_codec, usable_codec
+from filegate.policy.escape import escape
 from filegate.policy.filetype import BOMS
+
+__all__ = ["RefusedCodec", "allowed_codec", "usable_codec"]  # the rule itself: filegate/charsets.py
 
 # SPEC §8.1: "valid UTF-8" is judged on this much of the file at most.
 DETECT_BYTES = 1 << 20
 # SPEC §8.1: an HTML <meta charset> counts in this much of the file (as the HTML standard's
 # prescan reads 1024 bytes).
 DECLARED_BYTES = 1 << 10
-# Codecs whose code unit is wider than a byte: allowed by name, with their own LF unit.
-_WIDE = {"utf-16-le": 2, "utf-16-be": 2, "utf-32-le": 4, "utf-32-be": 4}
-# EditorConfig's `charset` values that are not Python codec names.
-_EDITORCONFIG_NAMES = {
-    "latin1": "latin-1",
-    "utf-8-bom": "utf-8",
-    "utf-16be": "utf-16-be",
-    "utf-16le": "utf-16-le",
-}
+# SPEC §8.1: an HTML <meta charset> counts only in an HTML file.
+HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
 
 _PEP263 = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _XML = re.compile(rb"""^(?:\xef\xbb\xbf)?<\?xml[^>]*?\bencoding\s*=\s*["']([-\w.:]+)["']""")
@@ -68,6 +67,7 @@ class FileCodec:
     source: str = ""  # "" (BOM or valid UTF-8) | ".editorconfig" | "--legacy-encoding" | ...
     label: str = ""  # the name as its source spelled it ("windows-1252"); "" = ``name``
     fallback: bool = False  # not UTF-8, nothing declared: undecodable bytes are shown as U+FFFD
+    refused: str = ""  # the sentence about a declared or chosen codec not used (RefusedCodec)
 
     @property
     def utf8(self) -> bool:
@@ -75,7 +75,7 @@ class FileCodec:
 
     @property
     def unit(self) -> int:
-        return _WIDE.get(self.name, 1)
+        return WIDE.get(self.name, 1)
 
     @property
     def codec(self) -> str:
@@ -84,7 +84,7 @@ class FileCodec:
 
     @property
     def shown(self) -> str:
-        return self.label or self.name
+        return escape(self.label or self.name)  # a declared name may hold any character
 
     def decode(self, body: bytes) -> str:
         """Text of ``body`` (the bytes after the BOM), losslessly: an undecodable byte becomes a
@@ -109,29 +109,30 @@ class FileCodec:
         """ReadFile's sentence about a codec that is not UTF-8 (SPEC §8.1) and where it came
         from: a BOM, a declaration, a flag, a parameter or a detector. "" for UTF-8."""
         source = self.source or ("its byte order mark" if self.bom else "")
-        if self.utf8 or not source:
+        if self.utf8:
+            return f" {self.refusal('read')}" if self.refused else ""
+        refused = f" {self.refused}" if self.refused else ""
+        return f" Encoding: {self.shown} (from {source}).{refused}" if source else refused
+
+    def refusal(self, verb: str) -> str:
+        """The sentence about a refused codec and what was used instead ("" when none was)."""
+        if not self.refused:
             return ""
-        return f" Encoding: {self.shown} (from {source})."
+        return f"{self.refused} It is {verb} as UTF-8." if self.utf8 else self.refused
+
+    def named(self) -> str:
+        """The codec as the approval question's first line names it (SPEC §8.1): "" for UTF-8."""
+        source = self.source or ("its byte order mark" if self.bom else "")
+        if self.utf8:
+            return ""
+        return self.shown + (f" (from {source})" if source else "")
 
 
 UTF8 = FileCodec()
 
 
-def usable_codec(name: str) -> str | None:
-    """The normalized Python codec for ``name`` when it can be used for a text file (its line
-    breaks are found in its bytes), else None."""
-    try:
-        info = codecs.lookup(_EDITORCONFIG_NAMES.get(name.strip().lower(), name.strip()))
-    except (LookupError, ValueError):
-        return None
-    normal = {"utf-16": "utf-16-le", "utf-32": "utf-32-le"}.get(info.name, info.name)
-    if normal in _WIDE:
-        return normal
-    try:
-        ascii_breaks = "a\r\n".encode(normal) == b"a\r\n"
-    except (UnicodeError, LookupError, TypeError):  # a codec that is not text -> bytes
-        return None
-    return normal if ascii_breaks else None
+# Each codec's byte order mark.
+BOM_OF = {name: bom for bom, name in BOMS}
 
 
 def bom_codec(head: bytes) -> FileCodec | None:
@@ -166,7 +167,11 @@ def declared(head: bytes, path: Path | None) -> tuple[str, str] | None:
     m = _XML.match(head[:DECLARED_BYTES])
     if m:
         return m.group(1).decode(), "XML declaration"
-    m = _HTML.search(head[:DECLARED_BYTES])
+    m = (
+        _HTML.search(head[:DECLARED_BYTES])
+        if path is not None and path.suffix.lower() in HTML_SUFFIXES
+        else None
+    )
     if m:
         return m.group(1).decode(), "HTML meta charset"
     return None
@@ -196,29 +201,42 @@ def decide(
     ``chosen``: (codec, source) the caller picked; ``legacy``: the server's
     ``--legacy-encoding`` (a codec name or "auto")."""
     bom = bom_codec(head)
+    refused = ""
     if chosen is not None:
-        name = usable_codec(chosen[0])
-        if name is not None:
+        try:
+            name = allowed_codec(chosen[0], bom=bom.name if bom is not None else None)
+        except RefusedCodec as no:
+            refused = no.at(chosen[1]).sentence()
+        else:
             kept_bom = bom.bom if bom is not None and bom.name == name else b""
             return FileCodec(name, kept_bom, chosen[1], chosen[0].lower())
     if bom is not None:
-        return bom
+        return _with(bom, refused)
     if is_utf8(head, complete=len(head) >= size):
-        return UTF8
+        return _with(UTF8, refused)
     said = declared(head, path)
-    if said is not None and usable_codec(said[0]) is not None:
-        name = usable_codec(said[0])
-        assert name is not None
-        return FileCodec(name, b"", said[1], said[0].lower(), fallback=name == "utf-8")
+    if said is not None:
+        try:
+            name = allowed_codec(said[0])
+        except RefusedCodec as no:
+            refused = refused or no.at(said[1]).sentence()
+        else:
+            return FileCodec(name, b"", said[1], said[0].lower(), fallback=name == "utf-8", refused=refused)
     if legacy == "auto":
         guess = detected(head)
         if guess is not None:
-            return FileCodec(guess, b"", "--legacy-encoding auto")
+            return FileCodec(guess, b"", "--legacy-encoding auto", refused=refused)
     elif legacy:
-        name = usable_codec(legacy)
-        if name is not None:
-            return FileCodec(name, b"", "--legacy-encoding", legacy.lower())
-    return FileCodec(fallback=True)
+        usable = usable_codec(legacy)  # Settings refused any other at start-up
+        if usable is not None:
+            return FileCodec(usable, b"", "--legacy-encoding", legacy.lower(), refused=refused)
+    return FileCodec(fallback=True, refused=refused)
+
+
+def _with(fc: FileCodec, refused: str) -> FileCodec:
+    if not refused:
+        return fc
+    return FileCodec(fc.name, fc.bom, fc.source, fc.label, fc.fallback, refused)
 
 
 def decide_for_data(

@@ -10,6 +10,7 @@ so a call that holds a loaded file never waits for room that only it could free.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import ctypes.util
@@ -150,7 +151,10 @@ class MemoryGate:
     gate below, and the whole-file loads' in ``filegate.fsio.loads``).
 
     A holder asks for its cost (capped at ``capacity``) and waits until both fit; past its
-    deadline it is refused with ``busy``, a sentence that ends "…; try again.".
+    deadline it is refused with ``busy``, a sentence that ends "…; try again.". Waiters are
+    served first come, first served: a call that waits is not passed by later ones taking the
+    room as it frees (without the queue, a steady stream of calls could keep one waiting to
+    its deadline), so its wait is bounded by how long the holders before it hold.
     """
 
     def __init__(self, slots: int | None, capacity: int, busy: Callable[[float], Refusal]) -> None:
@@ -160,6 +164,7 @@ class MemoryGate:
         self.running = 0
         self.held = 0
         self._cond = threading.Condition()
+        self._queue: collections.deque[object] = collections.deque()
 
     def _fits(self, cost: int) -> bool:
         free_slot = self.slots is None or self.running < self.slots
@@ -179,14 +184,20 @@ class MemoryGate:
             ticket.close()
 
     def _take(self, cost: int, deadline: Deadline) -> None:
+        me = object()
         with self._cond:
-            while not self._fits(cost):
-                left = deadline.left()
-                if left <= 0:
-                    raise self.busy(deadline.seconds)
-                self._cond.wait(left)
-            self.running += 1
-            self.held += cost
+            self._queue.append(me)
+            try:
+                while self._queue[0] is not me or not self._fits(cost):
+                    left = deadline.left()
+                    if left <= 0:
+                        raise self.busy(deadline.seconds)
+                    self._cond.wait(left)
+                self.running += 1
+                self.held += cost
+            finally:
+                self._queue.remove(me)
+                self._cond.notify_all()  # the next in the queue may fit too
 
     def _give_back(self, cost: int) -> None:
         release_memory()
@@ -199,13 +210,19 @@ class MemoryGate:
 class Ticket:
     """One holder's claim on a :class:`MemoryGate`: ``take`` waits for room (once), ``close``
     gives it back. Closing first makes a later ``take`` refuse: a worker thread its call
-    abandoned (a cancelled call) can then never take room that nobody would give back."""
+    abandoned (a cancelled call) can then never take room that nobody would give back.
+
+    The room is given back when the work holding the bytes ends, not before: a worker thread
+    ``enter``s the ticket while it works and ``leave``s it when it ends, and a ``close`` (the
+    call's async side, which may be cancelled while its thread runs on) while a worker is
+    inside leaves the giving back to that worker's ``leave``."""
 
     def __init__(self, gate: MemoryGate) -> None:
         self.gate = gate
         self.cost = 0
         self.taken = False
         self.closed = False
+        self.workers = 0
         self._lock = threading.Lock()
 
     def take(self, cost: int, deadline: Deadline) -> None:
@@ -219,9 +236,27 @@ class Ticket:
                 return
             self.cost, self.taken = cost, True
 
+    def enter(self) -> None:
+        """A worker thread starts using what the ticket holds."""
+        with self._lock:
+            self.workers += 1
+
+    def leave(self) -> None:
+        """A worker thread ends: the room goes back if the ticket was closed meanwhile."""
+        with self._lock:
+            self.workers -= 1
+            taken = self.taken and self.closed and not self.workers
+            if taken:
+                self.taken = False
+        if taken:
+            self.gate._give_back(self.cost)
+
     def close(self) -> None:
         with self._lock:
-            taken, self.taken, self.closed = self.taken, False, True
+            self.closed = True
+            taken = self.taken and not self.workers
+            if taken:
+                self.taken = False
         if taken:
             self.gate._give_back(self.cost)
 

@@ -203,6 +203,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
     declared once, as its module's ``SPEC``."""
     from filegate.tools import (
         apply_patch,
+        changes,
         glob,
         grep,
         read_file,
@@ -221,6 +222,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         str_replace.SPEC,
         undo_write.SPEC,
         apply_patch.SPEC,
+        changes.SPEC,
     ]
     return [spec for spec in specs if spec.read_only or not settings.read_only]
 

@@ -121,7 +121,9 @@ def approval_message(request: WriteRequest, *, changed: bool = False) -> str:
         action = "write" if request.tool == "WriteFile" else "edit"
     else:
         action = "create" if request.created else "change"
-    lines = [f"{verdict(request)}: {request.tool} wants to {action} `{path}`."]
+    # SPEC §8.1: a codec that is not UTF-8 is named in the first line.
+    codec = f", encoded in {escape_log(request.codec)}" if request.codec else ""
+    lines = [f"{verdict(request)}: {request.tool} wants to {action} `{path}`{codec}."]
     if request.unsafe:
         lines.append(UNSAFE_NOTE)
     if changed:

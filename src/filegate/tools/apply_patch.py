@@ -152,9 +152,15 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
     narrowed = any(e.anchors or e.at_end or not e.old for e in planned)
 
     def apply(
-        data: bytes, edits: list[Edit], shown: str, *, tolerant: bool, tab_width: Callable[[], int | None]
+        data: bytes,
+        edits: list[Edit],
+        shown: str,
+        *,
+        tolerant: bool,
+        tab_width: Callable[[], int | None],
+        check: Callable[[], None] = lambda: None,
     ) -> Applied:
-        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width)
+        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width, check=check)
 
     def transform(data: bytes | None) -> Change[Applied]:
         data = data or b""
@@ -209,11 +215,10 @@ def _answer(done: Committed, plan: Plan, env: ToolEnv) -> Outcome:
         shown.append(line)
     written = sum(1 for m in done.members if not m.same or m.source is not None)
     message = f"Applied {plural(written, 'file change')} as one write."
-    if done.write_id:
-        message += f" Write id: {done.write_id}."
-    else:
+    if not done.write_id:
         message += " Every file already held its content: nothing was written."
-    return Outcome(output="\n".join(shown), message=message)
+    # The write id on a line of its own after the summary, as every write's (render.py).
+    return Outcome(output="\n".join(shown), message=message, write_id=done.write_id)
 
 
 def _line(m: Member, change: FileChange, env: ToolEnv) -> str:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from filegate.errors import Refusal
 from filegate.fsio.codec import FileCodec, decide_for_data
 from filegate.fsio.history import WriteHistory
+from filegate.fsio.loads import Work
 from filegate.policy.workspace import Workspace
 from filegate.settings import EditMatch
 from filegate.tools.readguard.ledger import ChosenEncodings, ReadLedger
@@ -153,6 +154,7 @@ class WriteRequest:
     unsafe: bool = False  # the change holds characters the diff shows escaped
     binary: bool = False  # the file is one no tool shows as text: sizes only, no diff or lines
     guarded_as: str = ""  # a sensitive file's kind when it is not a secret (ResolvedPath.guarded_as)
+    codec: str = ""  # SPEC §8.1: a codec that is not UTF-8, and where from ("gb18030 (from .editorconfig)")
     # A set of files (ApplyPatch, an undone set): the question's first line after the verdict
     # ("ApplyPatch wants to change 3 files: ..."); "" for one file, said from the fields above.
     title: str = ""
@@ -241,6 +243,9 @@ class ToolEnv:
     # session's ReadFile calls named for files (None: not remembered).
     legacy_encoding: str | None = None
     encodings: ChosenEncodings | None = None
+    # This call's work on a loaded file, stoppable at its deadline or when its client gives up
+    # (fsio/loads.py): the matching ladder and the closest match check it as they go.
+    work: Work = field(default_factory=Work)
 
     def chosen_encoding(self, real: Path) -> tuple[str, str] | None:
         """(codec, where from) a ReadFile of this session chose for ``real``, if any."""

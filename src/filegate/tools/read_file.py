@@ -14,7 +14,7 @@ from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from filegate.errors import PathError
-from filegate.fsio.codec import DETECT_BYTES, FileCodec, decide, usable_codec
+from filegate.fsio.codec import DETECT_BYTES, FileCodec, RefusedCodec, allowed_codec, decide
 from filegate.fsio.lines import ReadCancelled, Scan, Source, line_codec
 from filegate.fsio.platform import pread
 from filegate.fsio.safeopen import open_regular
@@ -77,12 +77,13 @@ class ReadFileParams(BaseModel):
     @field_validator("encoding")
     @classmethod
     def _codec(cls, v: str | None) -> str | None:
-        if v is not None and usable_codec(v) is None:
+        try:  # UTF-16/32: the file's byte order mark is checked once it is open
+            return v if v is None else allowed_codec(v, any_bom=True) and v
+        except RefusedCodec as no:
+            parameter = "ReadFile's encoding parameter"
             raise ValueError(
-                f"encoding {v!r} is not a codec filegate can read text with (e.g. cp1252, latin-1, "
-                "gb18030, shift_jis, euc-kr, utf-16-le)"
-            )
-        return v
+                f"{no.at(parameter).sentence()} Use e.g. cp1252, gb18030 or shift_jis."
+            ) from None
 
     pages: Annotated[
         str | None,
@@ -259,7 +260,7 @@ def _codec_sentence(fc: FileCodec, lines: list[tuple[int, str]]) -> str:
     """SPEC §8.1: a codec that is not UTF-8, and where it came from; a file shown with U+FFFD
     says so and how to decode it. Nothing for a UTF-8 file (Kimi's texts stay)."""
     if fc.fallback and any("\ufffd" in text for _, text in lines):
-        return (
+        return (fc.summary() if fc.refused else "") + (
             " The file is not valid UTF-8: bytes that are not are shown as \ufffd (U+FFFD). Pass"
             " `encoding` (e.g. cp1252, gb18030, shift_jis) to decode it, or start filegate with"
             " --legacy-encoding NAME (or auto)."

@@ -1,4 +1,6 @@
-"""UndoWrite: put a file back as it was before one write, from the write history (SPEC §8.4).
+"""UndoWrite: put a file back as it was before one write, from the write history (SPEC §8.4);
+with ``since``, every write from one on, as one write (SPEC §10 Rewind: tools/review/rewind.py
+plans it, tools/patch/run.py asks once and commits it all or nothing).
 
 It is a write like the others: the same route (tools/edit/writing.py), the same path rules and
 approval (the question shows the diff), logged, kept in the history (so an undo can be undone)
@@ -14,7 +16,7 @@ import time
 from typing import Annotated
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory, is_write_id
@@ -40,6 +42,9 @@ from filegate.tools.edit.writing import (
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.patch.run import Label, Member, run_set
 from filegate.tools.readguard.ledger import reader_of
+from filegate.tools.review.rewind import Plan, Restore, plan_rewind
+from filegate.tools.review.sections import Section, diff_block, fit
+from filegate.tools.review.since import unknown_write
 
 # Later writes to the same file named in a refusal, at most.
 MAX_LATER_NAMED = 5
@@ -49,9 +54,15 @@ class UndoWriteParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     write_id: Annotated[
-        str,
+        str | None,
         Field(description='The whole id a write\'s message ended with ("Write id: w-3f9a2c1d8e07b654.").'),
-    ]
+    ] = None
+    since: Annotated[
+        str | None,
+        Field(
+            description="Instead: undo every write from this id on (this workspace's files), as one write."
+        ),
+    ] = None
     dry_run: Annotated[bool, Field(description="Preview: return the diff, write nothing.")] = False
     force: Annotated[
         bool,
@@ -59,10 +70,18 @@ class UndoWriteParams(BaseModel):
     ] = False
     grant: GrantArg = ""
 
+    @model_validator(mode="after")
+    def _one_of(self) -> UndoWriteParams:
+        if (self.write_id is None) == (self.since is None):
+            raise ValueError("give `write_id` (one write) or `since` (every write from that one on)")
+        return self
+
 
 async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
     history = history_of(env)
-    write_id = params.write_id.strip()
+    if params.since is not None:
+        return await _rewind(history, params.since, params, env)
+    write_id = (params.write_id or "").strip()
     if not is_write_id(write_id):
         shown = escape(write_id[:40]) + ("…" if len(write_id) > 40 else "")
         raise WriteError(
@@ -95,11 +114,7 @@ def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry |
 
 
 def unknown(write_id: str) -> str:
-    return (
-        f"No write {escape(write_id)} in this workspace's history: no write had that id, or it was "
-        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id "
-        "a write's message ended with."
-    )
+    return unknown_write(write_id)
 
 
 async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:
@@ -163,8 +178,8 @@ async def _undo_set(
     if isinstance(done, Outcome):
         return done
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
-    message = f"Undid {set_id}: {len(lines)} files as they were before it. Write id: {done.write_id}."
-    return Outcome(output="\n".join(lines), message=message)
+    message = f"Undid {set_id}: {len(lines)} files as they were before it."
+    return Outcome(output="\n".join(lines), message=message, write_id=done.write_id)
 
 
 def _set_member(
@@ -197,6 +212,108 @@ def _as_before(entry: Entry, data: bytes | None) -> bool:
     if entry.created:
         return data is None
     return data is not None and content_sha256(data) == entry.before
+
+
+# --- since: the rewind (SPEC §10) -------------------------------------------------------------
+
+# A refusal's diffs (what `force` would change) leave this much of an error's room (SPEC §9:
+# under ERROR_CHARS) to its sentences: the files named, what is left as it is.
+REFUSAL_WORDS_CHARS = 3000
+
+
+async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, env: ToolEnv) -> Outcome:
+    """Every write from ``since`` on to this workspace's files undone, newest first, as one write:
+    one question over the combined diff; all or nothing; refused, naming them, when files changed
+    outside filegate since (unless ``force``); the files it cannot restore named before it."""
+    plan = await anyio.to_thread.run_sync(lambda: plan_rewind(history, since, env.workspace))
+    notes = plan.notes()
+    if plan.changed and not params.force:
+        output = await anyio.to_thread.run_sync(lambda: _force_diff(plan, env))
+        raise WriteError(
+            _changed_refusal(plan, notes),
+            "File changed since",
+            output=output,
+            next_step="Call UndoWrite again with `force: true` to rewind anyway (those changes are lost).",
+        )
+    if not plan.restores:
+        return Outcome(
+            message=" ".join([f"Nothing to rewind from {plan.point}: no file needs restoring.", *notes])
+        )
+    members = [_rewind_member(r, params.force) for r in plan.restores]
+    verb = f"rewind {plural(plan.count, 'write')} from {plan.point}, restoring"
+    done = await run_set("UndoWrite", members, env, verb=verb, dry_run=params.dry_run, notes=notes)
+    if isinstance(done, Outcome):
+        return done
+    lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
+    message = (
+        f"Rewound {plural(plan.count, 'write')} from {plan.point}: "
+        f"{plural(len(lines), 'file')} as they were before it, as one write."
+    )
+    return Outcome(output="\n".join([*lines, *notes]), message=message, write_id=done.write_id)
+
+
+def _changed_refusal(plan: Plan, notes: list[str]) -> str:
+    named = "; ".join(f"`{r.rp.shown}` ({r.changed})" for r in plan.changed)
+    return " ".join(
+        [
+            f"The rewind from {plan.point} is refused: {plural(len(plan.changed), 'file')} changed "
+            f"outside filegate since: {named}. Nothing was written. Below is what `force: true` "
+            "would change in them.",
+            *notes,
+        ]
+    )
+
+
+def _force_diff(plan: Plan, env: ToolEnv) -> str:
+    """What ``force`` would change in each changed file: now → as before, cut to fit."""
+    sections = []
+    for r in plan.changed:
+        _, block = diff_block(r.rp.shown, r.rp.real, r.now, r.before, env.codec_of)
+        sections.append(Section(r.rp.shown, block or f"`{r.rp.shown}`: no change in its content"))
+    fitted = fit([], sections, min(env.result_budget, ERROR_CHARS - REFUSAL_WORDS_CHARS))
+    note = fitted.note("Changes with `path` shows one file's whole diff.")
+    return fitted.text + (f"\n{note}" if note else "")
+
+
+def _rewind_member(r: Restore, force: bool) -> Member:
+    """One file of the rewind as a set's member: its content before, or its removal."""
+
+    def restore(data: bytes | None) -> Change[None]:
+        if data != r.now and not force:  # changed since the plan saw it
+            raise WriteError(
+                f"`{r.rp.shown}` changed while the rewind was prepared. Nothing was written.",
+                "File changed since",
+                next_step="Call UndoWrite with `since` again to see what changed.",
+            )
+        if r.before is None:
+            if data is None:
+                raise WriteError(f"`{r.rp.shown}` is gone already. Nothing was written.", "Nothing to undo")
+            return Change(b"", detect_encoding(data), None, remove=True)
+        return Change(r.before, detect_encoding(r.before), None, mode=r.mode)
+
+    job: WriteJob[None] = WriteJob(
+        tool="UndoWrite",
+        rp=r.rp,
+        transform=restore,
+        requested="",
+        requested_unsafe=False,
+        arguments={},
+        done=lambda _: Outcome(),
+    )
+    label: Label = "removed" if r.before is None else "restored"
+    return Member(label, job, r.asked)
+
+
+def _unknown(history: WriteHistory, write_id: str) -> str:
+    if history.evicted(write_id):
+        return (
+            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
+            "or beyond --history-max-bytes), so it can no longer be undone."
+        )
+    return (
+        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
+        "(w- and 6 hex digits)."
+    )
 
 
 def _check_undoable(entry: Entry) -> None:

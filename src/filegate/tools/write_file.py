@@ -126,6 +126,7 @@ def _success(params: WriteFileParams, rp: ResolvedPath, w: Written[Kept]) -> Out
         message += " Written as " + "; ".join(w.facts.rules) + " asked."
     elif w.facts.rules:
         message += " " + " ".join(w.facts.rules)
+    message += f" {w.facts.refused}" if w.facts.refused else ""
     return Outcome(message=message)
 
 

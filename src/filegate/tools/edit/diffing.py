@@ -62,6 +62,7 @@ def unified_diff(
     *,
     span: tuple[int, int, int] | None = None,
     show: bool = True,
+    max_lines: int = MAX_DIFF_LINES,
 ) -> Diff:
     """The diff old → new as a human reads it; ``encoding`` decodes lines for display.
 
@@ -70,6 +71,7 @@ def unified_diff(
     the changed region starts there instead of scanning both whole. ``show=False`` gives the
     line counts only (``text`` is empty): the number of the first changed line, which costs a
     count of every line before the change, is needed only for a diff that is shown.
+    ``max_lines``: the rows shown before the cut (a question's ~80; Changes shows more).
     """
     if encoding.replace("-", "").lower() not in ("utf8", "utf8sig"):
         # UTF-16/32 files: diff their UTF-8 transcoding, so lines split on one byte.
@@ -80,7 +82,7 @@ def unified_diff(
     if _same(old, new, span):
         return Diff("(no change)" if show else "", 0, 0, True)
     region = _changed_region(old, new, known)  # two scans of the whole file at most: done once
-    diff = _diff(shown, old, new, region, show)
+    diff = _diff(shown, old, new, region, show, max_lines)
     if not show:
         return diff
     start, a_end, b_end = region
@@ -123,9 +125,9 @@ def diff_header(shown: str) -> list[str]:
     return [f"--- a/{name}", f"+++ b/{name}"]
 
 
-def _diff(shown: str, a: bytes, b: Content, region: tuple[int, int, int], show: bool) -> Diff:
+def _diff(shown: str, a: bytes, b: Content, region: tuple[int, int, int], show: bool, max_lines: int) -> Diff:
     """Slices stay small: a change to a large file is counted in place, never copied for the diff."""
-    diff = _diff_text(shown, a, b, region, _first_line(a, region[0]) if show else 1)
+    diff = _diff_text(shown, a, b, region, _first_line(a, region[0]) if show else 1, max_lines)
     return diff if show else dataclasses.replace(diff, text="")
 
 
@@ -133,7 +135,9 @@ def _first_line(a: bytes, start: int) -> int:
     return a.count(b"\n", 0, start) + 1
 
 
-def _diff_text(shown: str, a: bytes, b: Content, region: tuple[int, int, int], first_line: int) -> Diff:
+def _diff_text(
+    shown: str, a: bytes, b: Content, region: tuple[int, int, int], first_line: int, max_lines: int
+) -> Diff:
     nl = b"\n"
     start, a_end, b_end = region
     header = diff_header(shown)
@@ -143,11 +147,11 @@ def _diff_text(shown: str, a: bytes, b: Content, region: tuple[int, int, int], f
     if a_len < b_len and a_len <= MAX_DIFFED_BYTES:
         context = a[start:a_end]
         if _whole_lines(context) and b.startswith(context, start):
-            return _one_sided("+", header, first_line, context, b, start + a_len, b_end)
+            return _one_sided("+", header, first_line, context, b, start + a_len, b_end, max_lines)
     if b_len < a_len and b_len <= MAX_DIFFED_BYTES:
         context = b[start:b_end]
         if _whole_lines(context) and a.startswith(context, start):
-            return _one_sided("-", header, first_line, context, a, start + b_len, a_end)
+            return _one_sided("-", header, first_line, context, a, start + b_len, a_end, max_lines)
     if a_len > MAX_DIFFED_BYTES or b_len > MAX_DIFFED_BYTES:
         return _summary(first_line, a.count(nl, start, a_end), b.count(nl, start, b_end))
     a_lines = _split(_decode(a[start:a_end]))
@@ -155,7 +159,7 @@ def _diff_text(shown: str, a: bytes, b: Content, region: tuple[int, int, int], f
     if len(a_lines) > MAX_DIFFED_LINES or len(b_lines) > MAX_DIFFED_LINES:
         return _summary(first_line, len(a_lines), len(b_lines))
     lines, added, removed = _hunks(a_lines, b_lines, first_line, a_end == len(a), b_end == len(b))
-    return Diff(_cut([*header, *lines], added, removed), added, removed, True)
+    return Diff(_cut([*header, *lines], added, removed, max_lines=max_lines), added, removed, True)
 
 
 def _whole_lines(data: bytes) -> bool:
@@ -244,19 +248,26 @@ def _hunks(
 
 
 def _one_sided(
-    sign: str, header: list[str], first: int, context: bytes, buf: Content, start: int, end: int
+    sign: str,
+    header: list[str],
+    first: int,
+    context: bytes,
+    buf: Content,
+    start: int,
+    end: int,
+    max_lines: int = MAX_DIFF_LINES,
 ) -> Diff:
     """Lines ``buf[start:end]`` added (``sign`` "+") or removed ("-") after ``context``."""
     nl = b"\n"
     shown_context = _split(_decode(context))
     n = buf.count(nl, start, end) + (0 if buf.endswith(nl, start, end) else 1)
     head_end = start - 1
-    for _ in range(MAX_DIFF_LINES):
+    for _ in range(max_lines):
         head_end = buf.find(nl, head_end + 1, end)
         if head_end < 0:
             head_end = end - 1
             break
-    lines = _split(_decode(buf[start : head_end + 1]))[:MAX_DIFF_LINES]
+    lines = _split(_decode(buf[start : head_end + 1]))[:max_lines]
     c = len(shown_context)
     old_n, new_n = (c, c + n) if sign == "+" else (c + n, c)
     old_start = first if old_n else first - 1
@@ -268,7 +279,7 @@ def _one_sided(
     ]
     added, removed = (n, 0) if sign == "+" else (0, n)
     total = len(header) + 1 + c + n
-    return Diff(_cut([*header, hunk, *body], added, removed, total), added, removed, True)
+    return Diff(_cut([*header, hunk, *body], added, removed, total, max_lines), added, removed, True)
 
 
 def plural(n: int, word: str) -> str:
@@ -338,12 +349,14 @@ def fold(sign: str, body: str) -> str:
     return "\n".join(rows)
 
 
-def _cut(lines: list[str], added: int, removed: int, total: int | None = None) -> str:
-    """At most MAX_DIFF_LINES source lines (a folded line counts once) after the header."""
+def _cut(
+    lines: list[str], added: int, removed: int, total: int | None = None, max_lines: int = MAX_DIFF_LINES
+) -> str:
+    """At most ``max_lines`` source lines (a folded line counts once) after the header."""
     total = len(lines) if total is None else total
-    if total <= MAX_DIFF_LINES + 2:  # the two header lines are free
+    if total <= max_lines + 2:  # the two header lines are free
         return "\n".join(lines)
-    kept = lines[: MAX_DIFF_LINES + 2]
+    kept = lines[: max_lines + 2]
     kept.append(
         f"… diff cut: {plural(total - len(kept), 'more line')} not shown "
         f"(+{added} -{removed} lines in the whole change)"

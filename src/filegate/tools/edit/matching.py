@@ -1,3 +1,4 @@
+# size: one job, the ladder (SPEC §8.2): its bounded search, its rungs and the new text share shapes and hits
 """The matching ladder of StrReplaceFile (SPEC §8.2): where an edit's ``old`` is when it is not
 in the file exactly, and its ``new`` as the file would have written it.
 
@@ -15,6 +16,13 @@ match at that rung):
 Nothing else may differ: no edit distance, no other character. Candidates are found from the
 longest run of ``old`` that no rung can change (an "anchor", which must then be in the file
 verbatim), so a miss costs a few substring searches, not a pass per line of a large file.
+
+Bounded (issue 53): at most ``MAX_CANDIDATES`` places are looked at for one edit — past them
+the edit is refused as ambiguous, naming the first few — and each is compared lazily, a line
+at a time from the file's bytes, stopping at the first line that differs (an ASCII line as
+bytes; no list of lines is built for a place until rung 3 accepts all of it). The work checks
+its call (``check``: the deadline, a client that gave up) as it goes. A file made of copies of
+one line and an ``old`` of 200 such lines took minutes and gigabytes before.
 """
 
 from __future__ import annotations
@@ -47,8 +55,22 @@ _BETWEEN_ANCHORS = re.compile("[\\s'\"\\-" + _SPACES + _SINGLE_QUOTES + _DOUBLE_
 # Anchors counted, longest first, to find a rare one to look around (a miss shows at the
 # first anchor not in the file).
 ANCHORS_COUNTED = 16
-# An anchor found this often is common: its count stops there (the search is not worth it).
-COMMON = 64
+# Places (runs of lines around the anchor's lines) the ladder looks at for one edit, at most:
+# past them the edit is refused as ambiguous (Ladder.crowded). A distinctive ``old`` has a few;
+# one made of lines the file repeats has as many as the file has lines.
+MAX_CANDIDATES = 1000
+# An anchor is counted up to this many places: one found this often could not be looked around.
+COMMON = MAX_CANDIDATES + 1
+# Matches an ambiguous rung keeps to list (its count goes on), and places a crowded one names.
+MAX_LISTED = 20
+CROWDED_LISTED = 5
+# Lines compared between two looks at the call's deadline and cancellation.
+CHECK_EVERY = 2048
+# Lines compared for one edit, at most (many places, each as long as a long ``old``): past
+# them, as past MAX_CANDIDATES, the edit is refused as ambiguous.
+MAX_COMPARED_LINES = 250_000
+# Decoded non-ASCII lines kept for comparing again (places overlap): at most this many.
+MEMO_LINES = 1 << 15
 DEFAULT_TAB_WIDTH = 4
 
 RUNG_NAMES = {
@@ -72,12 +94,20 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class Ladder:
-    """What the ladder found: ``rung`` 0 means nothing; more than one span without
-    ``replace_all`` means ambiguous (the caller refuses and lists them)."""
+    """What the ladder found: ``rung`` 0 means nothing; more than one match without
+    ``replace_all`` means ambiguous (the caller refuses and lists the first ``spans``, of
+    ``count``); ``crowded``: more than MAX_CANDIDATES places to look at, the first few's line
+    numbers (the caller refuses it as ambiguous too)."""
 
     rung: int
     spans: tuple[Span, ...] = ()
     detail: str = ""  # what was tolerated, for the report ("the file indents with tabs, …")
+    count: int = -1  # matches at the rung (-1: as many as ``spans``)
+    crowded: tuple[int, ...] = ()
+
+    @property
+    def matches(self) -> int:
+        return len(self.spans) if self.count < 0 else self.count
 
     @property
     def lines(self) -> str:
@@ -171,30 +201,145 @@ def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
     return lines
 
 
-def _windows(
-    data: bytes, anchor: str, index: int, count: int, fits: Callable[[str], bool]
-) -> Iterator[list[_FileLine]]:
-    """Every run of ``count`` file lines whose line ``index`` holds ``anchor`` and ``fits``
-    (a line no rung could match is not looked around), each once."""
+def _line_end(data: bytes, start: int) -> tuple[int, int]:
+    """(where the content of the line starting at ``start`` ends, where the next line starts)."""
+    newline = data.find(b"\n", start)
+    if newline < 0:
+        end = len(data)
+        return (end - 1 if end > start and data[end - 1] == 13 else end), end
+    return (newline - 1 if newline > start and data[newline - 1] == 13 else newline), newline + 1
+
+
+def _window_starts(data: bytes, anchor: str, index: int, fits: Callable[[int, int], bool]) -> Iterator[int]:
+    """Where every run of file lines starts whose line ``index`` holds ``anchor`` and ``fits``
+    (its content's byte range; a line no rung could match is not looked around), each once."""
     needle = _utf8(anchor)
     pos = data.find(needle)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
-        line_end = data.find(b"\n", pos)
-        line = data[start : len(data) if line_end < 0 else line_end].removesuffix(b"\r")
-        if not fits(line.decode("utf-8", "surrogateescape")):
-            start = -1
-        for _ in range(index if start >= 0 else 0):
-            if start == 0:
-                break
-            start = data.rfind(b"\n", 0, start - 1) + 1
-        else:
-            lines = _lines_from(data, start, count) if start >= 0 else None
-            if lines is not None:
-                yield lines
-        if line_end < 0:
+        end, after = _line_end(data, pos)
+        if fits(start, end):
+            for _ in range(index):
+                if start == 0:
+                    break
+                start = data.rfind(b"\n", 0, start - 1) + 1
+            else:
+                yield start
+        if after >= len(data):
             return
-        pos = data.find(needle, line_end + 1)
+        pos = data.find(needle, after)
+
+
+class _Crowded(Exception):
+    """More lines to compare than MAX_COMPARED_LINES: the places are too many to look at."""
+
+
+def _compare(core: str, want: str, how: str) -> bool:
+    if how == "eq":
+        return core == want
+    if how == "in":
+        return want in core
+    if how == "end":
+        return core.endswith(want)
+    return core.startswith(want)
+
+
+def _core_of(text: str, rung: int) -> str:
+    """What a rung compares of a line (``_shape(text, rung).core``, without the rest)."""
+    seen = text.translate(LOOKALIKES) if rung == 3 and not text.isascii() else text
+    kept = seen.rstrip(BLANKS)
+    return kept.lstrip(BLANKS) if rung >= 2 else kept
+
+
+class _Loose:
+    """The places' lines read lazily from the file's bytes, each once while places that overlap
+    compare it again (at most MEMO_LINES kept), and compared with ``old``'s line by line until
+    one differs: at rung 3, the most tolerant (what it refuses, every rung refuses), to find
+    the places worth a closer look; at rungs 1 and 2, to skip a place before its lines are
+    gathered for :func:`_match_window`. Every line compared or gathered is counted: past
+    MAX_COMPARED_LINES the places are too many (_Crowded)."""
+
+    def __init__(self, data: bytes, shape: _Old, check: Callable[[], None]) -> None:
+        self.data = data
+        self.wants = {rung: [o.core for o in shape.shapes(rung)] for rung in (1, 2, 3)}
+        self.last = last = len(shape.lines) - 1
+        self.hows = ["in"] if last == 0 else ["end", *(["eq"] * (last - 1)), "start"]
+        self.ends_with_newline = shape.ends_with_newline
+        self.lines: dict[int, _FileLine] = {}
+        self.cores: dict[int, dict[int, tuple[int, str]]] = {1: {}, 2: {}, 3: {}}
+        self.compared = 0
+        self.check = check
+
+    def _counted(self) -> None:
+        self.compared += 1
+        if self.compared % CHECK_EVERY == 0:
+            self.check()
+            if self.compared >= MAX_COMPARED_LINES:
+                raise _Crowded
+
+    def line(self, start: int) -> _FileLine:
+        got = self.lines.get(start)
+        if got is None:
+            if len(self.lines) >= MEMO_LINES:
+                self.lines.clear()
+                for memo in self.cores.values():
+                    memo.clear()
+            end, after = _line_end(self.data, start)
+            text = self.data[start:end].decode("utf-8", "surrogateescape")
+            got = self.lines[start] = _FileLine(start, end, after, text)
+        return got
+
+    def _core(self, start: int, rung: int) -> tuple[int, str]:
+        """(where the next line starts, what ``rung`` compares) of the line at ``start``."""
+        memo = self.cores[rung]
+        got = memo.get(start)
+        if got is None:
+            line = self.line(start)
+            got = memo[start] = (line.stop, _core_of(line.text, rung))
+        return got
+
+    def fits(self, index: int) -> Callable[[int, int], bool]:
+        """What the file line holding the anchor (``old``'s line ``index``) must be for any rung
+        to match there (given the line's start and end)."""
+        last = self.last
+        if last == 0 and not self.ends_with_newline:
+            how = "in"
+        elif index == 0:
+            how = "end"
+        elif index == last and not self.ends_with_newline:
+            how = "start"
+        else:
+            how = "eq"
+        want = self.wants[3][index]
+
+        def fits(start: int, end: int) -> bool:
+            self._counted()
+            return _compare(self._core(start, 3)[1], want, how)
+
+        return fits
+
+    def window(self, start: int, rung: int = 3) -> bool:
+        """Whether ``rung`` could match the lines from ``start``, compared until one differs
+        (what :func:`_match_window` asks of each line's core, or less)."""
+        size = len(self.data)
+        for want, how in zip(self.wants[rung], self.hows, strict=True):
+            if start >= size:
+                return False
+            self._counted()
+            start, core = self._core(start, rung)
+            if not (core == want if how == "eq" else _compare(core, want, how)):
+                return False
+        return True
+
+    def gathered(self, start: int) -> list[_FileLine]:
+        """The place's lines (all there: :meth:`window` read them)."""
+        out = []
+        for _ in range(self.last + 1):
+            self._counted()
+            line = self.line(start)
+            out.append(line)
+            start = line.stop
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,12 +448,13 @@ def _span_of(hit: _Hit) -> tuple[int, int]:
 
 def _rarest(data: bytes, anchors: list[tuple[str, int]]) -> tuple[str, int] | None:
     """The least frequent of the longest anchors (its first when tied); None when one is not
-    in the file at all: then no rung can match."""
+    in the file at all: then no rung can match. Each is counted only as far as the rarest so
+    far (it cannot be rarer past that), and never past COMMON."""
     best: tuple[int, str, int] | None = None
     for anchor, index in anchors[:ANCHORS_COUNTED]:
         needle = _utf8(anchor)
         count, pos = 0, data.find(needle)
-        while pos >= 0 and count < COMMON:
+        while pos >= 0 and count < (COMMON if best is None else best[0]):
             count += 1
             pos = data.find(needle, pos + len(needle))
         if count == 0:
@@ -320,58 +466,84 @@ def _rarest(data: bytes, anchors: list[tuple[str, int]]) -> tuple[str, int] | No
     return None if best is None else (best[1], best[2])
 
 
-def find_tolerant(data: bytes, old: str, new: str, *, tab_width: int, replace_all: bool) -> Ladder:
+def _never() -> None:
+    return None
+
+
+def find_tolerant(
+    data: bytes,
+    old: str,
+    new: str,
+    *,
+    tab_width: int,
+    replace_all: bool,
+    check: Callable[[], None] = _never,
+) -> Ladder:
     """Where ``old`` matches ``data`` (UTF-8) at the first rung that finds it; ``Ladder(0)``
-    when no rung does. Call only when ``old`` is not in ``data`` exactly."""
+    when no rung does. Call only when ``old`` is not in ``data`` exactly. ``check`` is called
+    as the work goes (it raises to stop it: the call's deadline, its client gone)."""
     shape = _Old(old)
     found = _rarest(data, _anchors(old))
     if found is None:
         return Ladder(0)
     anchor, index = found
-    fits = _anchor_line_test(shape, index)
-    loosest = shape.shapes(3)
-    windows = [w for w in _windows(data, anchor, index, len(shape.lines), fits) if _may_match(w, loosest)]
+    loose = _Loose(data, shape, check)
+    starts: list[int] = []  # the places rung 3 accepts whole
+    looked: list[int] = []  # the first places looked at, to name when there are too many
+    try:
+        for n, start in enumerate(_window_starts(data, anchor, index, loose.fits(index))):
+            if n == MAX_CANDIDATES:
+                raise _Crowded
+            if n < CROWDED_LISTED:
+                looked.append(start)
+            if loose.window(start):
+                starts.append(start)
+        return _rungs(data, loose, starts, shape, new, tab_width, replace_all)
+    except _Crowded:
+        return Ladder(0, crowded=tuple(_numbered(data, looked)))
+
+
+def _rungs(
+    data: bytes, loose: _Loose, starts: list[int], shape: _Old, new: str, tab_width: int, replace_all: bool
+) -> Ladder:
+    """The first rung that matches at any of the places rung 3 accepts (``starts``)."""
     for rung in (1, 2, 3):
         olds = shape.shapes(rung)
-        hits = [h for w in windows for h in _match_window(w, olds, rung, shape.ends_with_newline, tab_width)]
-        if hits:
-            chosen = _without_overlaps(hits) if replace_all else hits
-            spans = tuple(_to_span(data, h, shape, new, rung, tab_width) for h in chosen)
-            return Ladder(rung, spans, _detail(rung, chosen, shape))
+        hits: list[_Hit] = []
+        for start in starts:
+            if rung < 3 and not loose.window(start, rung):
+                continue
+            window = loose.gathered(start)
+            hits.extend(_match_window(window, olds, rung, shape.ends_with_newline, tab_width))
+            if len(hits) > MAX_LISTED and not replace_all:
+                break  # ambiguous: more than it lists
+        if not hits:
+            continue
+        if len(hits) > 1 and not replace_all:
+            listed = hits[:MAX_LISTED]
+            firsts = _numbered(data, [_span_of(h)[0] for h in listed])
+            places = tuple(
+                Span(*_span_of(h), n, n + len(h.lines) - 1, "", False)
+                for h, n in zip(listed, firsts, strict=True)
+            )
+            return Ladder(rung, places, count=len(hits))
+        chosen = _without_overlaps(hits) if replace_all else hits
+        firsts = _numbered(data, [_span_of(h)[0] for h in chosen])
+        spans = tuple(
+            _to_span(h, n, shape, new, rung, tab_width) for h, n in zip(chosen, firsts, strict=True)
+        )
+        return Ladder(rung, spans, _detail(rung, chosen, shape))
     return Ladder(0)
 
 
-def _may_match(window: list[_FileLine], olds: list[_Shape]) -> bool:
-    """Whether rung 3, the most tolerant, could match ``window`` (lines compared until one
-    differs; what rung 3 refuses, every rung refuses)."""
-    last = len(olds) - 1
-    for j, (line, old) in enumerate(zip(window, olds, strict=True)):
-        core = _shape(line.text, 3).core
-        if last == 0:
-            return old.core in core
-        if not (
-            core.endswith(old.core)
-            if j == 0
-            else core.startswith(old.core)
-            if j == last
-            else core == old.core
-        ):
-            return False
-    return True
-
-
-def _anchor_line_test(shape: _Old, index: int) -> Callable[[str], bool]:
-    """What the file line holding the anchor must be for any rung to match there (rung 3 is
-    the most tolerant: what no rung-3 comparison accepts, none accepts)."""
-    core = _shape(shape.lines[index], 3).core
-    last = len(shape.lines) - 1
-    if last == 0 and not shape.ends_with_newline:
-        return lambda line: core in _shape(line, 3).core
-    if index == 0:
-        return lambda line: _shape(line, 3).core.endswith(core)
-    if index == last and not shape.ends_with_newline:
-        return lambda line: _shape(line, 3).core.startswith(core)
-    return lambda line: _shape(line, 3).core == core
+def _numbered(data: bytes, offsets: list[int]) -> list[int]:
+    """The line number of each byte offset (in order), counted on from one to the next."""
+    numbers, line, at = [], 1, 0
+    for offset in offsets:
+        line += data.count(b"\n", at, offset)
+        at = offset
+        numbers.append(line)
+    return numbers
 
 
 def _without_overlaps(hits: list[_Hit]) -> list[_Hit]:
@@ -386,9 +558,8 @@ def _without_overlaps(hits: list[_Hit]) -> list[_Hit]:
     return kept
 
 
-def _to_span(data: bytes, hit: _Hit, shape: _Old, new: str, rung: int, tab_width: int) -> Span:
+def _to_span(hit: _Hit, first_line: int, shape: _Old, new: str, rung: int, tab_width: int) -> Span:
     start, end = _span_of(hit)
-    first_line = data.count(b"\n", 0, start) + 1
     last_line = first_line + len(hit.lines) - 1
     crlf = any(line.stop - line.end == 2 for line in hit.lines)
     return Span(start, end, first_line, last_line, _rewritten(hit, shape, new, rung, tab_width), crlf)

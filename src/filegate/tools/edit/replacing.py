@@ -1,3 +1,4 @@
+# size: one job, an edit list applied to bytes (exact, CRLF, ladder, codec) and what a miss is told
 """StrReplaceFile's edits on UTF-8 bytes (SPEC §4, §8.2): each ``old`` matched exactly, across
 LF/CRLF, else down the matching ladder (tolerant_edit.py); the replacements spliced in and
 tracked back to the original's spans (SPEC §8.3); and what an edit that missed or matched more
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
 from filegate.fsio.codec import Unencodable
+from filegate.fsio.loads import Check, unchecked
 from filegate.fsio.spliced import Content, Spliced
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.textstyle import declared_tab_width
@@ -37,6 +39,12 @@ CLOSEST_MAX_CHARS = 8_000
 FUZZY_MAX_BYTES = 4 << 20
 # A line counts as "close" from this difflib ratio up.
 FUZZY_MIN_RATIO = 0.6
+# ... within this much work (both lines' lengths multiplied, summed: shuffles of ``old``'s line
+# took minutes), checking its call every FUZZY_CHECK_EVERY lines; then the best so far it is.
+FUZZY_MAX_WORK, FUZZY_CHECK_EVERY = 10_000_000, 1024
+
+
+Widths = Callable[[], int | None]  # the tab width an edit's file declares, asked only if needed
 
 
 class Edit(BaseModel):
@@ -191,9 +199,12 @@ def apply_edits(
     tab_width: Callable[[], int | None] = lambda: None,
     first: int = 1,
     total: int | None = None,
+    check: Check = unchecked,
 ) -> Applied:
     """Apply ``edits`` in order to UTF-8 ``data``; EditFailed names the edit that failed
     (numbered from ``first`` of ``total``: ApplyPatch applies a file's edits one at a time).
+    ``check`` is called as the slow parts go (the ladder, the closest match): it raises to stop
+    them (the call's deadline, a client that gave up: fsio/loads.py Work).
 
     An ``old`` written with LF matches the file's CRLF (and the reverse); its ``new`` is then
     written with the file's line ending. In a pure-CRLF file every ``new`` gets CRLF. An
@@ -210,10 +221,10 @@ def apply_edits(
             if (
                 tolerant
                 and edit.match == "tolerant"
-                and _tolerated(out, current, edit, number, total, tab_width)
+                and _tolerated(out, current, edit, number, total, tab_width, check)
             ):
                 continue
-            raise _not_found(current, edit, number, total, shown)
+            raise _not_found(current, edit, number, total, shown, check)
         if count > 1 and not edit.replace_all:
             raise _ambiguous(current, old, count, number, total, shown)
         new = utf8(edit.new)
@@ -252,11 +263,11 @@ def _occurrence_spans(data: bytes, old: bytes, new_len: int, count: int) -> list
 
 
 def _tolerated(
-    out: Applied, current: bytes, edit: Edit, number: int, total: int, tab_width: Callable[[], int | None]
+    out: Applied, current: bytes, edit: Edit, number: int, total: int, tab_width: Widths, check: Check
 ) -> bool:
     """The edit applied by the matching ladder (SPEC §8.2), or False when no rung matches."""
     which = _which(number, total)
-    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, which, tab_width())
+    done = apply_tolerant(current, edit.old, edit.new, edit.replace_all, number, which, tab_width(), check)
     if done is None:
         return False
     out.data = done.data
@@ -281,7 +292,7 @@ def _after(number: int) -> str:
     return f" Edits apply in order, so it must match the text as {earlier} left it."
 
 
-def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str) -> EditFailed:
+def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str, check: Check) -> EditFailed:
     message = (
         f"No replacements were made: {_which(number, total)} was not found in `{shown}`."
         f"{_after(number)} Nothing was written."
@@ -289,7 +300,7 @@ def _not_found(data: bytes, edit: Edit, number: int, total: int, shown: str) -> 
     applied = already_applied(data, edit.new)
     if applied is not None:
         return EditFailed(message + applied, brief="Already applied")
-    region = closest_region(data, edit.old)
+    region = closest_region(data, edit.old, check)
     if region is None:
         message += " No similar text was found either; read the file again before editing it."
         return EditFailed(message, brief="No replacements made")
@@ -326,13 +337,13 @@ def _where(lines: list[int], count: int) -> str:
     return ", ".join(said) + more
 
 
-def closest_region(data: bytes, old: str) -> tuple[int, int, str] | None:
+def closest_region(data: bytes, old: str, check: Check = unchecked) -> tuple[int, int, str] | None:
     """(first line, last line, numbered text) of the part of ``data`` most like ``old``."""
     old_lines = old.splitlines() or [old]
     ranked = sorted(((len(s.strip()), i) for i, s in enumerate(old_lines) if s.strip()), reverse=True)
     if not ranked:
         return None
-    anchor = _exact_anchor(data, old_lines, ranked[:3]) or _fuzzy_anchor(data, old_lines, ranked[0][1])
+    anchor = _exact_anchor(data, old_lines, ranked[:3]) or _fuzzy_anchor(data, old_lines, ranked[0][1], check)
     if anchor is None:
         return None
     file_line, old_index, pos = anchor
@@ -358,16 +369,23 @@ def _exact_anchor(
     return None
 
 
-def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int) -> tuple[int, int, int] | None:
-    """The file line most like the longest line of ``old`` (difflib ratio), small files only."""
+def _fuzzy_anchor(data: bytes, old_lines: list[str], i: int, check: Check) -> tuple[int, int, int] | None:
+    """The file line most like the longest line of ``old`` (difflib ratio), small files only,
+    within FUZZY_MAX_WORK."""
     if len(data) > FUZZY_MAX_BYTES:
         return None
     matcher = difflib.SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2(old_lines[i].strip())
-    best, best_line = FUZZY_MIN_RATIO, 0
+    wanted = old_lines[i].strip()
+    matcher.set_seq2(wanted)
+    best, best_line, work = FUZZY_MIN_RATIO, 0, 0
     for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
+        if n % FUZZY_CHECK_EVERY == 0:
+            check()
         matcher.set_seq1(line.strip())
         if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+            work += len(line) * len(wanted)
+            if work > FUZZY_MAX_WORK:
+                break
             ratio = matcher.ratio()
             if ratio > best:
                 best, best_line = ratio, n
@@ -418,6 +436,7 @@ class Applier(Protocol):
         *,
         tolerant: bool,
         tab_width: Callable[[], int | None],
+        check: Check = ...,
     ) -> Applied: ...
 
 
@@ -435,13 +454,14 @@ def apply_in_codec(
     encoding: Encoding,
     tolerant: bool,
     apply: Applier = apply_edits,
+    check: Check = unchecked,
 ) -> Applied:
     """The edits applied in the file's codec (SPEC §8.1): matched in its decoded text, ``new``
     written in the codec, every byte outside the replaced spans as it was."""
     declared = functools.partial(declared_tab_width, rp.real)
     if encoding.utf8:
         try:
-            return apply(data, edits, rp.shown, tolerant=tolerant, tab_width=declared)
+            return apply(data, edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
         except EditFailed as exc:
             # The read showed U+FFFD for the bytes that are not UTF-8, and said how to decode
             # them; an edit of such text fails where they are, so the hint is said again.
@@ -464,7 +484,7 @@ def apply_in_codec(
             "change bytes outside it. Nothing was written.",
             brief="Undecodable file",
         )
-    applied = apply(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared)
+    applied = apply(utf8(text), edits, rp.shown, tolerant=tolerant, tab_width=declared, check=check)
     edited = bytes(applied.data).decode("utf-8", "surrogatepass")
     applied.data = encoding.bom + encoding.encode(edited)
     if encoding.source:

@@ -7,6 +7,7 @@ ApplyPatch's for each file it edits (with its own applier: tools/patch/hunks.py)
 from __future__ import annotations
 
 from filegate.errors import EditFailed
+from filegate.fsio.loads import unchecked
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.notebook_edit import Render, edit_cells
@@ -47,7 +48,8 @@ def edit_bytes(
             )
             return Change(applied.data, encoding, applied, (), applied.span(data), view=by_cell.view)
     tolerant = env is None or env.edit_match == "tolerant"
-    applied = apply_in_codec(rp, data, edits, encoding, tolerant, apply)
+    check = env.work.check if env is not None else unchecked
+    applied = apply_in_codec(rp, data, edits, encoding, tolerant, apply, check)
     if applied.data == data:
         raise EditFailed(
             "The edits leave the file exactly as it was (a later edit undid an earlier "
@@ -56,6 +58,8 @@ def edit_bytes(
         )
     span = applied.span(data) if encoding.utf8 else None  # offsets of the UTF-8 transcoding
     spans = tuple(applied.matched) if span is not None and applied.matched else None
+    if encoding.refused:  # SPEC §8.1: a declared codec not used, said in the question and the result
+        applied.codec_notes += (encoding.refusal("written"),)
     notes = notes_of(applied) + applied.codec_notes
     return Change(applied.data, encoding, applied, notes, span, spans)
 

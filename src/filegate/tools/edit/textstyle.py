@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from filegate.fsio.codec import UTF8, FileCodec, editorconfig_properties, usable_codec
+from filegate.fsio.codec import BOM_OF, UTF8, FileCodec, RefusedCodec, allowed_codec, editorconfig_properties
 from filegate.tools.search.ignores import pattern_matches, read_rules
 
 GITATTRIBUTES = ".gitattributes"
@@ -58,11 +58,19 @@ def new_file_style(real: Path, workdir: Path) -> NewFileStyle:
         rules.append(f".editorconfig end_of_line = {props['end_of_line']}")
     codec = UTF8
     charset = props.get("charset")
-    name = usable_codec(charset) if charset else None
-    if charset and name is not None:
-        bom = b"\xef\xbb\xbf" if charset.lower() == "utf-8-bom" else b""
-        codec = FileCodec(name, bom, ".editorconfig", charset.lower())
-        rules.append(f".editorconfig charset = {charset.lower()}")
+    if charset:
+        try:
+            name = allowed_codec(charset, any_bom=True)
+        except RefusedCodec as no:
+            codec = FileCodec(refused=no.at(".editorconfig").sentence())
+        else:
+            name = {"utf-16": "utf-16-le", "utf-32": "utf-32-le"}.get(name, name)
+            # SPEC §8.1: UTF-16/32 only with their byte order mark, so a new file gets it.
+            bom = {**BOM_OF, "utf-8": b"\xef\xbb\xbf" if charset.lower() == "utf-8-bom" else b""}.get(
+                name, b""
+            )
+            codec = FileCodec(name, bom, ".editorconfig", charset.lower())
+            rules.append(f".editorconfig charset = {charset.lower()}")
     final = {"true": True, "false": False}.get(props.get("insert_final_newline", ""))
     if final:
         rules.append(".editorconfig insert_final_newline = true")

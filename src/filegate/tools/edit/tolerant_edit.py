@@ -5,13 +5,22 @@ applied. The ladder itself is :mod:`filegate.tools.edit.matching` (pure, tested 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from filegate.errors import EditFailed
-from filegate.tools.edit.matching import RUNG_NAMES, Ladder, find_tolerant, infer_tab_width, line_range
+from filegate.tools.edit.matching import (
+    MAX_CANDIDATES,
+    MAX_LISTED,
+    RUNG_NAMES,
+    Ladder,
+    find_tolerant,
+    infer_tab_width,
+    line_range,
+)
 
 # The candidates an ambiguity lists: at most this many (and how many there were).
-MAX_LISTED_CANDIDATES = 20
+MAX_LISTED_CANDIDATES = MAX_LISTED
 # The tab width is inferred from this much of the file: indentation shows early.
 TAB_SAMPLE_BYTES = 64 << 10
 
@@ -30,16 +39,26 @@ class Tolerated:
 
 
 def apply_tolerant(
-    data: bytes, old: str, new: str, replace_all: bool, number: int, which: str, declared: int | None = None
+    data: bytes,
+    old: str,
+    new: str,
+    replace_all: bool,
+    number: int,
+    which: str,
+    declared: int | None = None,
+    check: Callable[[], None] = lambda: None,
 ) -> Tolerated | None:
     """The edit applied at the first rung of the ladder that matches, None when none does;
-    EditFailed when a rung matches more than once (without ``replace_all``). The tab width:
-    ``declared`` (the file's `.editorconfig`), else inferred from the file."""
+    EditFailed when a rung matches more than once (without ``replace_all``) or there are too
+    many places to look at. The tab width: ``declared`` (the file's `.editorconfig`), else
+    inferred from the file. ``check`` stops the work (the call's deadline, its client gone)."""
     tab_width = declared or infer_tab_width(data[:TAB_SAMPLE_BYTES])
-    ladder = find_tolerant(data, old, new, tab_width=tab_width, replace_all=replace_all)
+    ladder = find_tolerant(data, old, new, tab_width=tab_width, replace_all=replace_all, check=check)
+    if ladder.crowded:
+        raise _crowded(ladder, which)
     if not ladder.rung:
         return None
-    if len(ladder.spans) > 1 and not replace_all:
+    if ladder.matches > 1 and not replace_all:
         raise _ambiguous(ladder, which)
     pieces: list[bytes] = []
     replaced: list[tuple[int, int, int]] = []
@@ -60,12 +79,24 @@ def apply_tolerant(
     return Tolerated(b"".join(pieces), len(ladder.spans), head, tail, crlf, report, tuple(replaced))
 
 
+def _crowded(ladder: Ladder, which: str) -> EditFailed:
+    listed = ", ".join(map(str, ladder.crowded))
+    return EditFailed(
+        f"No replacements were made: {which} is not in the file exactly, and it looks like more than "
+        f"{MAX_CANDIDATES} places in the file (starting at lines {listed}, …) to compare ignoring "
+        "whitespace and lookalike characters, so it is ambiguous. Include more distinctive lines "
+        "in `old` so that it matches once, exactly. Nothing was written.",
+        brief="Ambiguous edit",
+    )
+
+
 def _ambiguous(ladder: Ladder, which: str) -> EditFailed:
     listed = Ladder(ladder.rung, ladder.spans[:MAX_LISTED_CANDIDATES]).lines
-    more = ", …" if len(ladder.spans) > MAX_LISTED_CANDIDATES else ""
+    more = ladder.matches > MAX_LISTED_CANDIDATES  # the ladder stops counting past what it lists
+    count = f"more than {MAX_LISTED_CANDIDATES}" if more else str(ladder.matches)
     return EditFailed(
         f"No replacements were made: {which} is not in the file exactly, and {RUNG_NAMES[ladder.rung]} "
-        f"it matches {len(ladder.spans)} places ({listed}{more}). Include more surrounding lines "
+        f"it matches {count} places ({listed}{', …' if more else ''}). Include more surrounding lines "
         "in `old` so that it matches once, or set `replace_all` to true to replace every one. "
         "Nothing was written.",
         brief="Ambiguous edit",

@@ -37,12 +37,14 @@ def new_bytes(params: WholeContent, data: bytes | None, rp: ResolvedPath, env: T
         style = new_file_style(rp.real, env.workspace.workdir)
         text, codec = style.apply(params.content), style.codec
         new = codec.bom + _encoded(params, codec, text)
-        said = ("Written as " + "; ".join(style.rules) + " asked.",) if style.rules else ()
-        return Change(new, codec, Kept(style.rules, created=True), said)
+        said: tuple[str, ...] = ("Written as " + "; ".join(style.rules) + " asked.",) if style.rules else ()
+        said += (codec.refusal("written"),) if codec.refused else ()
+        return Change(new, codec, Kept(style.rules, created=True, refused=codec.refusal("written")), said)
     codec = env.codec_of(data, rp.real)
     eol = _eol_of(data, codec)
     text = with_line_endings(params.content, eol)
-    kept = Kept(_kept(codec, eol, converted=text != params.content))
+    refused = (codec.refusal("written"),) if codec.refused else ()
+    kept = Kept(_kept(codec, eol, converted=text != params.content) + refused)
     if params.mode == "overwrite":
         if not params.allow_placeholders:
             _check_placeholders(params, data[len(codec.bom) :].decode(codec.name, "replace"))
@@ -66,6 +68,7 @@ class Kept:
 
     rules: tuple[str, ...] = ()
     created: bool = False
+    refused: str = ""  # a new file: the sentence about a codec its .editorconfig named, not used
 
 
 def _eol_of(data: bytes, codec: Encoding) -> Eol:

@@ -34,7 +34,7 @@ import anyio
 from filegate.errors import Busy, Refusal, WriteError
 from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
-from filegate.fsio.loads import take, ticket_held
+from filegate.fsio.loads import in_thread, take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
 from filegate.fsio.spliced import Content, Spliced, content_sha256
@@ -248,9 +248,7 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
     async with ticket_held() as ticket:  # the old content's room in the process's load budget
         async with PATH_LOCKS.hold(rp.real):
             # Loading, transforming and diffing a big file take a while: off the loop.
-            prepared = await anyio.to_thread.run_sync(
-                lambda: prepare(job, env, ticket), abandon_on_cancel=True
-            )
+            prepared = await in_thread(lambda: prepare(job, env, ticket), env.work, ticket)
             if isinstance(prepared, Outcome):
                 return prepared
             decision = env.approver.settle(prepared.request)
@@ -258,7 +256,7 @@ async def _write_ordinary(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outcom
                 return await _finish(job, env, prepared, decision)
         # A question: it shows the line counts and binds the answer to both contents' hashes,
         # which cost a pass over each (so only a question pays for them).
-        request = await anyio.to_thread.run_sync(lambda: described(prepared), abandon_on_cancel=True)
+        request = await in_thread(lambda: described(prepared), env.work, ticket)
     # The room is given back before the question: an answer may take minutes, and one open
     # question must not stall every other call's load (at most the clients' open questions
     # hold their files uncharged; nothing is loaded again for the write).
@@ -283,11 +281,11 @@ async def _preview(job: WriteJob[T], env: ToolEnv) -> Outcome:
             "lines is shown before a write to it is approved; above is the change as requested.",
         )
     async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
-        prepared = await anyio.to_thread.run_sync(lambda: prepare(job, env, ticket), abandon_on_cancel=True)
+        prepared = await in_thread(lambda: prepare(job, env, ticket), env.work, ticket)
         if isinstance(prepared, Outcome):  # the file already has this content
             same = f"`{rp.shown}` already has this content: the write would change nothing."
             return Outcome(message=f"{PREVIEW} {same}")
-        request = await anyio.to_thread.run_sync(lambda: described(prepared), abandon_on_cancel=True)
+        request = await in_thread(lambda: described(prepared), env.work, ticket)
     action = "create" if request.created else "change"
     parts = [PREVIEW, f"{job.tool} would {action} `{request.shown}`.", change_summary(request)]
     if job.would is not None:
@@ -310,6 +308,7 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
             if reader is not None and not lines_kept:
                 _guard(job, env.reads, identity, reader)
     current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
+    env.work.arm()  # the call's deadline runs from here: it holds the file now
     reader = None if current.data is None else reader_of(rp.real.name, current.data[:SNIFF_BYTES])
     identity = _identity(current.snapshot)
     changed = since_read(env.reads, rp.real, identity, current.data) if job.line_guard else None
@@ -354,6 +353,7 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
         created=current.data is None,
         notes=(*job.notes, *change.notes, *((notice,) if notice else ())),
         binary=binary,
+        codec="" if binary else change.encoding.named(),
     )
     return Prepared(current, change, diff, request, known=known, notice=notice)
 
@@ -443,9 +443,7 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
         return Outcome.error(decision.message)
     async with ticket_held() as ticket, PATH_LOCKS.hold(rp.real):
         try:
-            current, change = await anyio.to_thread.run_sync(
-                lambda: _load_and_transform(job, ticket), abandon_on_cancel=True
-            )
+            current, change = await in_thread(lambda: _load_and_transform(job, env, ticket), env.work, ticket)
         except Busy:  # the server's load budget, not the file: it may be tried again
             raise
         except (Refusal, UnicodeEncodeError):
@@ -461,8 +459,9 @@ async def _write_sensitive(job: WriteJob[T], env: ToolEnv) -> Written[T] | Outco
     return Written(size, created, None, decision.route, change.facts, sensitive=True, write_id=write_id)
 
 
-def _load_and_transform(job: WriteJob[T], ticket: Ticket) -> tuple[Current, Change[T]]:
+def _load_and_transform(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> tuple[Current, Change[T]]:
     current = load_current(job.rp, must_exist=job.must_exist, ticket=ticket)
+    env.work.arm()  # the call's deadline runs from here: it holds the file now
     return current, job.transform(current.data)
 
 

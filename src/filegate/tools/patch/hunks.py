@@ -38,6 +38,7 @@ def apply_hunks(
     *,
     tolerant: bool,
     tab_width: Callable[[], int | None],
+    check: Callable[[], None] = lambda: None,
 ) -> Applied:
     """``planned`` applied in order to UTF-8 ``data`` (``edits`` are the same edits as
     StrReplaceFile's objects; the narrowing comes from ``planned``). EditFailed names the edit."""
@@ -51,11 +52,18 @@ def apply_hunks(
         one = Edit(old=edit.old, new=edit.new, replace_all=edit.replace_all, match=edit.match)
         try:
             sub = apply_edits(
-                current, [one], shown, tolerant=tolerant, tab_width=tab_width, first=number, total=total
+                current,
+                [one],
+                shown,
+                tolerant=tolerant,
+                tab_width=tab_width,
+                first=number,
+                total=total,
+                check=check,
             )
             start = 0
         except EditFailed as exc:
-            start, sub = _narrowed(current, edit, one, exc, shown, tolerant, tab_width, number, total)
+            start, sub = _narrowed(current, edit, one, exc, shown, tolerant, tab_width, number, total, check)
         _merge(out, current, sub, start)
     out.matched = None  # judged as one stretch against changes since the read (SPEC §8.3)
     return out
@@ -71,6 +79,7 @@ def _narrowed(
     tab_width: Callable[[], int | None],
     number: int,
     total: int,
+    check: Callable[[], None],
 ) -> tuple[int, Applied]:
     """The edit applied within the part of the file its V4A hunk narrows it to: (where that
     part starts, the result there); the original refusal when nothing narrows it to one."""
@@ -98,6 +107,7 @@ def _narrowed(
                 tab_width=tab_width,
                 first=number,
                 total=total,
+                check=check,
             )
         except EditFailed:
             continue

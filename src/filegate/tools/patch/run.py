@@ -24,7 +24,7 @@ import anyio
 
 from filegate.errors import Refusal, WriteError
 from filegate.fsio.changeset import SetWrite, commit_set
-from filegate.fsio.loads import load_ticket
+from filegate.fsio.loads import in_thread, load_ticket
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import stat_target
 from filegate.fsio.spliced import Content, content_sha256
@@ -87,10 +87,17 @@ class Committed:
 
 
 async def run_set(
-    tool: str, members: list[Member], env: ToolEnv, *, verb: str, dry_run: bool = False
+    tool: str,
+    members: list[Member],
+    env: ToolEnv,
+    *,
+    verb: str,
+    dry_run: bool = False,
+    notes: Sequence[str] = (),
 ) -> Committed | Outcome:
     """Prepare, ask once, commit: the set's write id, or the Outcome that ends the call (a
-    preview, a refusal by the user). A Refusal from any file refuses the set."""
+    preview, a refusal by the user). A Refusal from any file refuses the set. ``notes``: lines
+    the question (and a preview) shows before the files (a rewind's files left as they are)."""
     history = env.history
     if history is None:
         raise WriteError(
@@ -101,19 +108,17 @@ async def run_set(
     async with _locked(members):
         tickets = [(load_ticket(), load_ticket()) for _ in members]  # a move's source has its own
         try:
-            await anyio.to_thread.run_sync(
-                lambda: _prepare_all(members, env, tickets), abandon_on_cancel=True
-            )
-            request = set_request(tool, members, verb, env)
+            held = [ticket for pair in tickets for ticket in pair]
+            # The set's room goes back when this thread ends, not before (fsio/loads.py).
+            await in_thread(lambda: _prepare_all(members, env, tickets), env.work, *held)
+            request = set_request(tool, members, verb, env, notes)
             if dry_run:
-                request = await anyio.to_thread.run_sync(lambda: described_set(request, members))
+                request = await in_thread(lambda: described_set(request, members), env.work, *held)
                 return _preview(tool, request, members)
             decision = env.approver.settle(request)
             if decision is not None:
                 return await _commit(tool, members, env, decision)
-            request = await anyio.to_thread.run_sync(
-                lambda: described_set(request, members), abandon_on_cancel=True
-            )
+            request = await in_thread(lambda: described_set(request, members), env.work, *held)
         finally:
             for pair in tickets:
                 for ticket in pair:
@@ -180,14 +185,16 @@ def _prepared(member: Member) -> Prepared[Any]:
 # --- the question ----------------------------------------------------------------------------
 
 
-def set_request(tool: str, members: list[Member], verb: str, env: ToolEnv) -> WriteRequest:
+def set_request(
+    tool: str, members: list[Member], verb: str, env: ToolEnv, notes: Sequence[str] = ()
+) -> WriteRequest:
     """The set as the approver settles it: asked when any file would be asked alone (outside
     the workspace, an ``ask`` rule). Its diff and hashes come with :func:`described_set`."""
     first = members[0]
     sources = [m.source for m in members if m.source is not None]
     inside = all(m.rp.inside for m in members) and all(s.inside for s in sources)
     asked = next((m for m in members if m.asked), None)
-    counts = _counts(members)
+    counts, codecs = _counts(members), _codecs(members, env)
     return WriteRequest(
         tool=tool,
         shown=_shown(first.rp, env),
@@ -201,12 +208,22 @@ def set_request(tool: str, members: list[Member], verb: str, env: ToolEnv) -> Wr
         old_lines=0,
         new_lines=0,
         diff="",
-        notes=tuple(_listed(m, env) for m in members),
-        title=f"{tool} wants to {verb} {plural(len(members), 'file')} as one write ({counts}).",
+        notes=(*notes, *(_listed(m, env) for m in members)),
+        title=f"{tool} wants to {verb} {plural(len(members), 'file')} as one write ({counts}){codecs}.",
         paths=tuple(dict.fromkeys([*(m.rp.real for m in members), *(s.real for s in sources)])),
         always_ask=asked is not None,
         guarded_as=f"ASKED about always: `{_shown(asked.rp, env)}` is under an `ask` rule" if asked else "",
     )
+
+
+def _codecs(members: list[Member], env: ToolEnv) -> str:
+    """SPEC §8.1: the files written in a codec that is not UTF-8, named in the first line."""
+    named = [
+        f"`{escape_log(_shown(m.rp, env))}` encoded in {escape_log(p.request.codec)}"
+        for m in members
+        if m.prepared is not None and (p := m.prepared).request.codec
+    ]
+    return "; " + ", ".join(named) if named else ""
 
 
 def _counts(members: list[Member]) -> str:

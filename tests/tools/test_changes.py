@@ -1,0 +1,264 @@
+"""Changes (SPEC §10 Review) through real fastmcp clients, both eras: what was written through
+filegate since a point, against the history and against git's HEAD, and what it never says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import call, connect, text, write_id_of
+
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
+
+
+async def _three_writes(ws: Path, mode: str) -> list[str]:
+    (ws / "a.txt").write_text("one\ntwo\nthree\n")
+    (ws / "c.txt").write_text("keep\n")
+    async with connect(ws, mode, approval="auto") as c:
+        ids = [
+            write_id_of(
+                text(await call(c, "StrReplaceFile", path="a.txt", edit={"old": "two", "new": "TWO"}))
+            ),
+            write_id_of(text(await call(c, "WriteFile", path="b.txt", content="new file\n"))),
+            write_id_of(text(await call(c, "WriteFile", path="c.txt", content="changed\n"))),
+        ]
+    return ids
+
+
+async def test_lists_each_file_written_since_an_id_with_one_combined_diff(ws: Path, mode: str) -> None:
+    ids = await _three_writes(ws, mode)
+    async with connect(ws, mode) as c:
+        got = await call(c, "Changes", since=ids[0])
+        later = await call(c, "Changes", since=ids[1])
+    assert not got.is_error, text(got)
+    body = text(got)
+    assert f"modified `a.txt` (+1 -1 lines; 1 write: {ids[0]})" in body
+    assert f"added `b.txt` (+1 -0 lines; 1 write: {ids[1]})" in body
+    assert f"modified `c.txt` (+1 -1 lines; 1 write: {ids[2]})" in body
+    assert "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three" in body
+    assert "-keep\n+changed" in body and "+new file" in body
+    assert f"3 files inside this workspace written through filegate since {ids[0]} (" in body
+    assert "3 writes, by fastmcp" in body
+    # From a later write on: the earlier file is not in it.
+    assert "`a.txt`" not in text(later) and "`b.txt`" in text(later) and "`c.txt`" in text(later)
+
+
+async def test_since_takes_an_age_and_an_iso_time(ws: Path, mode: str) -> None:
+    await _three_writes(ws, mode)
+    async with connect(ws, mode) as c:
+        by_age = await call(c, "Changes", since="1h")
+        future = await call(c, "Changes", since="2999-01-01T00:00")
+        bad = await call(c, "Changes", since="yesterday-ish")
+    assert "3 files inside this workspace" in text(by_age)
+    assert not future.is_error
+    assert text(
+        future
+    ) == "No file inside this workspace was written through filegate since 2999-01-01 00:00:00 UTC." or (
+        text(future).startswith("No file inside this workspace was written through filegate since 2999-01-0")
+    )
+    assert bad.is_error and "`since` must be a write id" in text(bad) and "yesterday-ish" in text(bad)
+
+
+async def test_an_id_from_another_workspace_is_answered_as_an_unknown_one(
+    tmp_path: Path, ws: Path, mode: str
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with connect(other, mode, approval="auto") as c:  # the same state directory
+        theirs = write_id_of(text(await call(c, "WriteFile", path="theirs.txt", content="x\n")))
+    unknown = "w-" + ("0" if theirs[2] != "0" else "1") + theirs[3:]
+    async with connect(ws, mode) as c:
+        foreign = await call(c, "Changes", since=theirs)
+        never = await call(c, "Changes", since=unknown)
+    assert foreign.is_error and never.is_error
+    assert text(foreign).replace(theirs, "ID") == text(never).replace(unknown, "ID")
+    assert "theirs.txt" not in text(foreign)
+
+
+async def test_an_evicted_id_is_answered_as_an_unknown_one(ws: Path, mode: str) -> None:
+    (ws / "big.txt").write_text("x" * 600)
+    async with connect(ws, mode, approval="auto", history_max_bytes=1000) as c:
+        old = write_id_of(text(await call(c, "WriteFile", path="big.txt", content="y" * 600)))
+        await call(c, "WriteFile", path="big.txt", content="z" * 600)  # evicts the first
+        evicted = await call(c, "Changes", since=old)
+        never = await call(c, "Changes", since="w-" + "0" * 16)
+    assert evicted.is_error and never.is_error
+    assert text(evicted).replace(old, "ID") == text(never).replace("w-" + "0" * 16, "ID")
+    assert "no write had that id, or it was evicted" in text(evicted)
+
+
+async def test_a_sensitive_file_is_named_never_diffed_and_a_hidden_one_only_counted(
+    ws: Path, mode: str
+) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="notes.txt", content="plain\n")))
+        await call(c, "WriteFile", path="hidden.txt", content="HIDDEN-CONTENT\n")
+        await call(c, "WriteFile", path="config.txt", content="CONFIG-CONTENT\n")
+    (ws / ".cursorignore").write_text("hidden.txt\n")  # hidden from AI tools from now on
+    async with connect(ws, mode, approval="auto", secret_patterns=["config.txt"]) as c:
+        got = await call(c, "Changes", since=first)
+    body = text(got)
+    assert "added `config.txt` (sensitive: not diffed; 1 write:" in body
+    assert "CONFIG-CONTENT" not in body and "HIDDEN-CONTENT" not in body
+    assert "hidden.txt" not in body
+    assert "1 more file written since then is hidden by client rules: counted, not named." in body
+    assert "+plain" in body
+
+
+async def test_path_narrows_to_a_file_or_a_folder(ws: Path, mode: str) -> None:
+    (ws / "src").mkdir()
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="src/x.py", content="x = 1\n")))
+        await call(c, "WriteFile", path="top.txt", content="top\n")
+        folder = await call(c, "Changes", since=first, path="src")
+        none = await call(c, "Changes", since=first, path="elsewhere")
+    assert "`src/x.py`" in text(folder) and "top.txt" not in text(folder)
+    assert text(none).startswith("No file under `elsewhere` inside this workspace was written")
+
+
+async def test_a_hand_change_after_the_last_write_is_said_and_a_deletion_listed(ws: Path, mode: str) -> None:
+    (ws / "gone.txt").write_text("was here\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="model\n")))
+        gone = write_id_of(text(await call(c, "WriteFile", path="gone.txt", content="rewritten\n")))
+        (ws / "a.txt").write_text("model\nby hand\n")
+        (ws / "gone.txt").unlink()
+        got = await call(c, "Changes", since=first)
+    body = text(got)
+    assert f"added `a.txt` (+2 -0 lines; changed outside filegate after {first}" in body
+    assert f"deleted `gone.txt` (+0 -1 lines; changed outside filegate after {gone}" in body
+    assert "-was here" in body
+
+
+async def test_the_combined_diff_is_cut_to_the_budget_and_says_so(ws: Path, mode: str) -> None:
+    big = "".join(f"line {i} " + "x" * 60 + "\n" for i in range(300))
+    async with connect(ws, mode, approval="auto", result_budget=12_000) as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="f1.txt", content=big)))
+        for name in ("f2.txt", "f3.txt", "f4.txt"):
+            await call(c, "WriteFile", path=name, content=big)
+        got = await call(c, "Changes", since=first)
+    body = text(got)
+    assert len(body) <= 12_000
+    assert "added `f1.txt` (+300 -0 lines" in body
+    for name in ("f2.txt", "f3.txt", "f4.txt"):  # listed by kind: past the budget, not even read
+        assert f"added `{name}` (1 write: w-" in body
+    assert (
+        "Cut to fit this client's budget: `f1.txt`'s diff in part; no diff shown for `f2.txt`, "
+        "`f3.txt`, `f4.txt`." in body
+    )
+    assert "more lines of this diff not shown" in body
+    assert "`path` narrows the answer" in body
+
+
+async def test_history_off_says_so(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, history="off") as c:
+        got = await call(c, "Changes", since="1h")
+    assert got.is_error and "--history off" in text(got)
+
+
+# --- against HEAD -------------------------------------------------------------------------
+
+
+def _git(ws: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True)
+
+
+async def test_against_head_diffs_with_the_committed_blob(ws: Path, mode: str) -> None:
+    _git(ws, "init", "-q")
+    (ws / "a.txt").write_text("committed\n")
+    _git(ws, "add", "a.txt")
+    _git(ws, "commit", "-qm", "a")
+    (ws / "a.txt").write_text("edited by hand before\n")  # HEAD and the pre-image differ
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="through filegate\n")))
+        await call(c, "WriteFile", path="new.txt", content="new\n")
+        head = await call(c, "Changes", since=first, against="HEAD")
+        history = await call(c, "Changes", since=first)
+    body = text(head)
+    assert "-committed\n+through filegate" in body
+    assert "added `new.txt` (+1 -0 lines" in body
+    assert "diffed against git's HEAD (" in body
+    assert "-edited by hand before\n+through filegate" in text(history)
+
+
+async def test_against_head_without_a_repository_says_so(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="x\n")))
+        got = await call(c, "Changes", since=first, against="HEAD")
+    assert not got.is_error
+    assert "added `a.txt` (no diff: not in a git repository; 1 write:" in text(got)
+    assert "No git repository could be read for these files" in text(got)
+
+
+def _hostile_repo(ws: Path) -> Path:
+    """A repository whose config and hooks run a command at every chance: a core.fsmonitor,
+    a clean/smudge filter on every file, and hooks; each leaves a canary file."""
+    canaries = ws.parent / "canaries"
+    canaries.mkdir()
+    trap = ws.parent / "trap.sh"
+    trap.write_text(f'#!/bin/sh\ntouch "{canaries}/$1"\ncat\n')
+    trap.chmod(0o755)
+    _git(ws, "init", "-q")
+    (ws / "a.txt").write_text("committed\n")
+    (ws / ".gitattributes").write_text("* filter=evil\n")
+    _git(ws, "add", "a.txt", ".gitattributes")
+    _git(ws, "commit", "-qm", "a")
+    for key, value in (
+        ("core.fsmonitor", f"{trap} fsmonitor"),
+        ("filter.evil.clean", f"{trap} clean"),
+        ("filter.evil.smudge", f"{trap} smudge"),
+        ("filter.evil.required", "true"),
+        ("core.pager", f"{trap} pager"),
+    ):
+        _git(ws, "config", key, value)
+    for hook in ("post-checkout", "pre-commit", "reference-transaction", "post-index-change", "pre-auto-gc"):
+        path = ws / ".git" / "hooks" / hook
+        path.write_text(f'#!/bin/sh\ntouch "{canaries}/hook-{hook}"\n')
+        path.chmod(0o755)
+    return canaries
+
+
+async def test_a_hostile_repository_runs_nothing_during_against_head(ws: Path, mode: str) -> None:
+    canaries = _hostile_repo(ws)
+    # The traps are live: git's porcelain springs them (a control, so the test can fail).
+    subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=False)
+    subprocess.run(["git", "checkout", "--", "a.txt"], cwd=ws, capture_output=True, check=False)
+    assert {"fsmonitor", "hook-post-index-change"} <= set(os.listdir(canaries)), os.listdir(canaries)
+    for canary in canaries.iterdir():
+        canary.unlink()
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="through filegate\n")))
+        got = await call(c, "Changes", since=first, against="HEAD")
+    assert not got.is_error, text(got)
+    assert "-committed\n+through filegate" in text(got)  # HEAD's blob as committed, no filter
+    assert os.listdir(canaries) == []
+
+
+async def test_at_most_so_many_files_are_diffed_the_rest_listed(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("filegate.tools.changes.MAX_FILES_DIFFED", 2)
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="f1.txt", content="one\n")))
+        for name in ("f2.txt", "f3.txt", "f4.txt"):
+            await call(c, "WriteFile", path=name, content="one\n")
+        got = await call(c, "Changes", since=first)
+    body = text(got)
+    assert body.count("+one") == 2
+    assert "added `f3.txt` (1 write: w-" in body
+    assert "no diff shown for `f3.txt`, `f4.txt`. `path` narrows" in body
+
+
+async def test_changes_is_offered_under_read_only_and_marked_read_only(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="a\n")))
+    async with connect(ws, mode, read_only=True) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+        got = await call(c, "Changes", since=first)
+    assert tools["Changes"].annotations.read_only_hint is True
+    assert not got.is_error and "added `a.txt`" in text(got)
