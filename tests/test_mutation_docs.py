@@ -33,6 +33,17 @@ def test_verdicts_are_counted_by_module_a_timeout_as_killed() -> None:
     assert counts == {"fsio.lines": (2, 4), "policy.escape": (1, 1)}
 
 
+def test_a_target_of_part_of_a_module_counts_only_the_mutants_it_names() -> None:
+    """``only`` (the rewind's functions of tools/undo_write.py): the rest of the module's mutants
+    are neither counted nor listed as survivors, whatever mutmut says of them."""
+    mutation = script()
+    part = mutation.Target(("src/filegate/fsio/lines.py",), (), 90.0, only=("filegate.fsio.lines.x_*",))
+    kept = mutation.in_scope(LISTING, part)
+    assert mutation.by_module(kept) == {"fsio.lines": (2, 3)}
+    assert "PendingCount" not in kept
+    assert mutation.in_scope(LISTING, mutation.Target((), (), 90.0)) == LISTING
+
+
 def test_a_recorded_run_keeps_the_explanation_of_each_survivor_still_there_and_only_those() -> None:
     mutation = script()
     results = {
