@@ -104,11 +104,6 @@ def result_budget_for(settings: Settings, client_name: str) -> int:
     return budget_for(settings, client_name).result
 
 
-def is_kimi_code(settings: Settings, client_name: str) -> bool:
-    """``--client kimi-code``, or no ``--client`` and a client that announces itself so."""
-    return preset_of(settings, client_name) == "kimi-code"
-
-
 def media_part_budget_for(settings: Settings, client_name: str) -> int | None:
     """Base64 characters each media part may take on its own; None when media share the
     result budget (every client but Kimi Code)."""
