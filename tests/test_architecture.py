@@ -314,6 +314,71 @@ def test_a_stdio_start_and_its_first_read_import_no_decoder_or_http_stack(tmp_pa
     assert run.stdout.split() == [], f"imported at start: {run.stdout.strip()}"
 
 
+# What a bare start over stdio must not import: every client waits for `initialize` and
+# `tools/list` before its first request (Claude Code about 5 s, docs/CLIENTS.md), and these are
+# needed only by some calls (imported by the call, or in the media worker's process): the
+# document and media libraries, libmagic (the first file-type check; ~5 ms), the charset
+# detector, EditorConfig, wcmatch (Glob), filegate's HTTP face and its commands beside serving.
+# CPU of each imported after fastmcp, quiet: pypdf ~50 ms, PyAV ~40, pypdfium2 ~12, Pillow ~9.
+DEFERRED_AT_START = (
+    *DEFERRED,
+    "pypdf",
+    "pypdfium2",
+    "magic",
+    "charset_normalizer",
+    "editorconfig",
+    "wcmatch",
+    "filegate.install",
+    "filegate.history_cli",
+    "filegate.review_cli",
+    "filegate.server.check",
+)
+# The console script's own two lines (`from filegate.cli import main; sys.exit(main())`), with
+# the process's modules written to a file at its exit.
+BARE_START = """
+import atexit, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(" ".join(sys.modules)))
+from filegate.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_bare_stdio_start_answers_tools_list_having_imported_nothing_a_call_needs_later(
+    tmp_path: Path,
+) -> None:
+    """Spawn → `initialize` → `tools/list` over stdio, as a client starts filegate; then the
+    server's own sys.modules: an eager import of a decoder re-added anywhere fails here."""
+    import subprocess
+    import sys
+
+    from tests.rawstdio import RawStdio
+
+    ws, out, err = tmp_path / "ws", tmp_path / "modules", tmp_path / "stderr"
+    ws.mkdir()
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BARE_START, str(out), "--workdir", str(ws)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=ws,
+        )  # fmt: skip
+    client = RawStdio(proc.pid, proc.stdin, proc.stdout, proc)
+    try:
+        assert client.initialize()["result"]["serverInfo"]["name"] == "filegate"
+        listed = client.reply(client.request("tools/list", {}))
+        status, _ = client.end()
+    finally:
+        client.close_pipes()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert status == 0, err.read_text()[-2000:]
+    assert {t["name"] for t in listed["result"]["tools"]} >= {"ReadFile", "WriteFile", "ApplyPatch"}
+    imported = set(out.read_text().split())
+    assert "filegate.server.app" in imported  # the file holds the server's modules
+    early = [m for m in DEFERRED_AT_START if m in imported or any(i.startswith(m + ".") for i in imported)]
+    assert not early, f"imported by a bare start: {early}"
+
+
 def test_the_token_is_compared_in_constant_time_only() -> None:
     """The bearer token (or its digest) is compared with ``hmac.compare_digest`` and never with
     ``==``/``!=``/``in``, whose time tells how much of a guess was right (issue 26)."""

@@ -118,6 +118,8 @@ async def test_every_client_configuration_starts_as_written(tmp_path: Path, proj
             "WriteFile",
             "StrReplaceFile",
             "UndoWrite",
+            "ApplyPatch",
+            "Changes",
         ]
     assert len(started) == 3, started  # apps with --workdir, agents without, Kimi with its preset
 

@@ -23,7 +23,10 @@ from tests.conftest import text
 from tests.tooling import INSTALL_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile", "UndoWrite"]
+TOOLS = [
+    *("ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile", "UndoWrite"),
+    *("ApplyPatch", "Changes"),  # SPEC §10
+]
 
 # Fresh virtual environments installed from the package index (each run has a 900 s guard).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S)]

@@ -27,7 +27,7 @@ from mcp.types import ElicitResult, LoggingMessageNotificationParams
 from mcp_types import LOG_LEVEL_META_KEY
 from PIL import Image
 
-from tests.conftest import FILEGATE, call, text
+from tests.conftest import FILEGATE, blocks, call, text
 from tests.server.served import Served, http_filegate, inspector_missing, run_inspector
 from tests.tooling import INSTALL_TIMEOUT_S, tool_missing
 
@@ -115,10 +115,10 @@ async def test_official_sdk_session_lists_calls_every_read_tool_and_gets_log_mes
         names = [t.name for t in (await s.list_tools()).tools]
         assert names[:4] == READ_TOOLS
         r = await s.call_tool("ReadFile", {"path": "a.txt"})
-        assert not r.is_error and r.content[0].text == "     1\tinterop line\n"  # type: ignore[union-attr]
-        assert r.structured_content is None and r.content[1].text == (  # type: ignore[union-attr]
-            "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached."
-        )
+        assert not r.is_error and r.structured_content is None
+        assert blocks(r) == [  # one block: the lines, then the summary (SPEC §9)
+            "     1\tinterop line\n1 lines read from file starting from line 1. Total lines in file: 1. End of file reached."
+        ]
         r = await s.call_tool("ReadMediaFile", {"path": "red.png"})
         assert not r.is_error and [b.type for b in r.content].count("image") == 1
         r = await s.call_tool("Grep", {"pattern": "interop", "output_mode": "content"})
@@ -131,9 +131,9 @@ async def test_official_sdk_session_lists_calls_every_read_tool_and_gets_log_mes
         # content). 2026-07-28 makes log delivery a per-request opt-in (_meta); the handshake era
         # delivers everything.
         r = await s.call_tool("Glob", {"pattern": "sub/*.py"})
-        assert not r.is_error and r.content[0].text == "sub/b.py\n"  # type: ignore[union-attr]
+        assert not r.is_error and blocks(r) == ["sub/b.py\nFound 1 matches for pattern `sub/*.py`."]
         r = await s.call_tool("Glob", {"pattern": "*"})
-        assert ".env" not in r.content[0].text  # type: ignore[union-attr]
+        assert ".env" not in blocks(r)[0].split("\nFound ")[0]  # listed nowhere; the summary counts it
         assert [str(m.data) for m in logs] == (
             []
             if era == "discover"
@@ -235,16 +235,18 @@ def test_inspector_cli_lists_strictly_and_calls_every_read_tool(
         assert result["isError"] is False, (tool, result)
     # What the Inspector shows is the model's text: the lines, then the summary; no
     # structuredContent beside them (Claude Code and Codex would show only that, SPEC §1).
-    assert results["ReadFile"]["content"] == [
-        {"type": "text", "text": "     1\tinterop line\n"},
+    assert results["ReadFile"]["content"] == [  # one block (SPEC §9)
         {
             "type": "text",
-            "text": "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached.",
+            "text": "     1\tinterop line\n"
+            "1 lines read from file starting from line 1. Total lines in file: 1. End of file reached.",
         },
     ]
     assert [tool for tool, result in results.items() if "structuredContent" in result] == []
     assert results["ReadMediaFile"]["content"][1]["mimeType"] == "image/png"
-    assert results["Glob"]["content"][0]["text"] == "sub/b.py\n"
+    assert results["Glob"]["content"] == [
+        {"type": "text", "text": "sub/b.py\nFound 1 matches for pattern `sub/*.py`."}
+    ]
     assert "a.txt:1:interop line" in results["Grep"]["content"][0]["text"]
 
 

@@ -19,6 +19,9 @@ from tests.conftest import FILEGATE
 from tests.rawstdio import INITIALIZED, RawStdio, initialize_request, raw_filegate
 
 INIT = initialize_request(0, "2025-11-25")
+# Named as Claude Code names itself: its 100,000-character text budget (SPEC §9) lets the wide
+# reads go out as ~100 KB frames (a nameless client's 48,000 would cut them).
+INIT["params"]["clientInfo"]["name"] = "claude-code"
 
 
 def call(i: int, tool: str, **args: Any) -> dict[str, Any]:
@@ -41,7 +44,7 @@ def check(got: dict[int, dict[str, Any]], ids: set[int]) -> None:
     assert got[0]["result"]["serverInfo"]["name"] == "filegate"
     assert "hello" in got[1]["result"]["content"][0]["text"]
     wide = got[155]["result"]
-    assert not wide.get("isError") and len(wide["content"][0]["text"]) > 100_000
+    assert not wide.get("isError") and len(wide["content"][0]["text"]) > 90_000  # a ~100 KB frame
     assert got[161]["result"]["isError"]  # the 300 KB path arrived whole, and was refused
 
 
