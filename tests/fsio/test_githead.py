@@ -203,7 +203,10 @@ def test_git_runs_with_the_reading_settings_only(tmp_path: Path, monkeypatch: py
     )
     monkeypatch.setenv("GIT_DIR", "/elsewhere")
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor=evil'")
+    for windows_only in ("SYSTEMROOT", "USERPROFILE", "TEMP", "TMP"):  # passed on by git for Windows only
+        monkeypatch.setenv(windows_only, "C:\\x")
     monkeypatch.delenv("HOME")
+    monkeypatch.delenv("PATH")  # the shell's own default then
     with pytest.raises(GitUnreadable):
         open_repo(script, tmp_path)
     settings = [arg for setting in READING for arg in ("-c", setting)]
@@ -212,7 +215,7 @@ def test_git_runs_with_the_reading_settings_only(tmp_path: Path, monkeypatch: py
     for added_by_sh in ("PWD", "SHLVL", "_", "OLDPWD"):
         env.pop(added_by_sh, None)
     assert env == {
-        "PATH": os.environ["PATH"],
+        "PATH": os.defpath,
         "HOME": "/nonexistent",
         "LC_ALL": "C",
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -229,3 +232,59 @@ def test_git_runs_with_the_reading_settings_only(tmp_path: Path, monkeypatch: py
         "GIT_ALLOW_PROTOCOL": "none",
     }
     assert (tmp_path / "seen.in").read_text() == ""  # stdin: nothing, not the caller's
+
+
+def test_the_callers_home_is_git_s_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "seen.env"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with pytest.raises(GitUnreadable):
+        open_repo(stand_in_git(tmp_path, f"env > {seen}; exit 1"), tmp_path)
+    assert f"HOME={tmp_path / 'home'}" in seen.read_text().splitlines()
+
+
+def test_git_never_reads_the_servers_own_stdin(tmp_path: Path) -> None:
+    """Over stdio, filegate's stdin is the client's JSON-RPC stream: git must not take from it."""
+    seen = tmp_path / "seen.in"
+    read, write = os.pipe()
+    os.write(write, b"JSON-RPC bytes\n")
+    os.close(write)
+    saved = os.dup(0)
+    os.dup2(read, 0)
+    try:
+        with pytest.raises(GitUnreadable):
+            open_repo(stand_in_git(tmp_path, f"cat > {seen}; exit 1"), tmp_path)
+        left = os.read(0, 100)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read)
+    assert seen.read_bytes() == b"" and left == b"JSON-RPC bytes\n"
+
+
+def test_gits_complaint_in_any_bytes_is_said(tmp_path: Path) -> None:
+    script = stand_in_git(tmp_path, "printf 'fatal: caf\\351 refused\\nnext\\n' >&2; exit 128")
+    with pytest.raises(GitUnreadable, match="^caf\ufffd refused$"):
+        open_repo(script, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["ends in a space ", "endsX"])
+def test_a_top_folder_s_name_is_kept_whole(tmp_path: Path, name: str) -> None:
+    top = tmp_path / name
+    top.mkdir()
+    git(top, "init", "-q")
+    assert open_repo("git", top).top == Path(os.path.realpath(top))
+
+
+def test_a_tree_git_cannot_list_is_said(tmp_path: Path) -> None:
+    """A stand-in git that opens the repository but refuses to list its tree."""
+    script = stand_in_git(
+        tmp_path,
+        'case "$*" in\n'
+        f"  *--show-toplevel*) echo {tmp_path} ;;\n"
+        "  *--verify*) echo 0123456789abcdef0123456789abcdef01234567 ;;\n"
+        "  *ls-tree*) echo 'fatal: not a tree object' >&2; exit 128 ;;\n"
+        "esac",
+    )
+    repo = open_repo(script, tmp_path)
+    with pytest.raises(GitUnreadable, match="^not a tree object$"):
+        head_files(script, repo, [tmp_path / "a.txt"])

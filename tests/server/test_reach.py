@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mcp.types import Implementation
 
+from filegate import __version__
 from filegate.policy.budget import CLIENT_NAMES, ERROR_CHARS, text_budget_for
 from filegate.settings import Settings
 from filegate.tools.readguard import ledger as readguard
@@ -70,6 +71,12 @@ async def test_the_instructions_say_what_filegate_is_for_naming_its_tools(ws: Pa
         assert all(name in said for name in names), (names, said)
         assert ("WriteFile" in said) is (not read_only)
         assert "Prefer them" in said and "Kimi" not in said
+        assert said == (
+            f"filegate: file tools for this workspace ({', '.join(names)}): read, search, find and edit "
+            "files with secrets kept out, every result sized to this client, writes asked about and "
+            "undoable.\nPrefer them to built-in file tools and to shell commands (cat, grep, find, sed) "
+            "for files here."
+        )
 
 
 # --- every tool's largest result against each client's budget ------------------------------
@@ -163,6 +170,39 @@ async def test_bad_arguments_are_one_error_block_naming_each_problem(ws: Path, m
         f"{ARGS}: 1 validation error: give `write_id` (one write) or `since` (every write from that one on)"
     ]
     assert not (ws / "x").exists()
+
+
+async def test_a_nested_problem_is_named_by_its_path(ws: Path) -> None:
+    async with connect(ws, "legacy") as c:
+        r = await call(c, "StrReplaceFile", path="a.txt", edit=[{"old": 1, "new": "x"}])
+    assert r.is_error and blocks(r)[0].endswith("; edit.list[Edit].0.old: Input should be a valid string")
+
+
+async def test_the_server_names_itself_and_the_operator_hears_of_each_connection_and_failure(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="filegate")
+    async with connect(ws, "legacy") as c:
+        info = c.initialize_result.server_info
+        await call(c, "ReadFile", path="missing.txt")
+    assert (info.name, info.version) == ("filegate", __version__)
+    said = [r.getMessage() for r in caplog.records if r.name == "filegate"]
+    assert any(m.startswith("client fastmcp ") and "connected (protocol" in m for m in said), said
+    assert any(m.startswith("ReadFile failed: ") for m in said), said
+
+
+async def test_added_folders_and_client_rules_shape_the_workspace(ws: Path, tmp_path: Path) -> None:
+    """--add-dir widens it (its files readable), a client rule (.cursorignore) hides a file."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "e.txt").write_text("extra\n")
+    (ws / "hidden.txt").write_text("HIDDEN\n")
+    (ws / ".cursorignore").write_text("hidden.txt\n")
+    async with connect(ws, "legacy", add_dirs=[extra]) as c:
+        added = await call(c, "ReadFile", path=str(extra / "e.txt"))
+        hidden = await call(c, "ReadFile", path="hidden.txt")
+    assert not added.is_error and "extra" in text(added)
+    assert hidden.is_error and "HIDDEN" not in text(hidden)
 
 
 async def test_closed_roots_are_one_error_block_saying_how_to_fix_them(ws: Path) -> None:

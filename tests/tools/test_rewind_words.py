@@ -31,7 +31,8 @@ async def writes(ws: Path, mode: str, *steps: tuple[str, str]) -> list[str]:
 async def test_a_file_a_rule_now_denies_is_left_saying_how_to_undo_it_alone(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("one\n")
     (ws / "c.txt").write_text("keep\n")
-    ids = await writes(ws, mode, ("a.txt", "two\n"), ("a.txt", "three\n"), ("c.txt", "changed\n"))
+    steps = [("a.txt", f"{n}\n") for n in range(6)]
+    ids = await writes(ws, mode, *steps, ("c.txt", "changed\n"))
     (ws / ".claude").mkdir()
     (ws / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Edit(a.txt)"]}}))
     async with connect(ws, mode, client_elicitation_handler=Answers("approve")) as c:
@@ -39,9 +40,9 @@ async def test_a_file_a_rule_now_denies_is_left_saying_how_to_undo_it_alone(ws: 
     assert not r.is_error, text(r)
     assert (
         "Left as it is: `a.txt` cannot be restored with the others (denied by client rule); UndoWrite "
-        f"with `write_id` undoes its writes one at a time, newest first ({ids[1]}, {ids[0]})."
-    ) in text(r)
-    assert (ws / "a.txt").read_text() == "three\n" and (ws / "c.txt").read_text() == "keep\n"
+        f"with `write_id` undoes its writes one at a time, newest first ({', '.join(ids[5:0:-1])})."
+    ) in text(r)  # the five newest of its six
+    assert (ws / "a.txt").read_text() == "5\n" and (ws / "c.txt").read_text() == "keep\n"
 
 
 @pytest.mark.parametrize("times", [3, 4])
@@ -58,7 +59,7 @@ async def test_a_sensitive_file_is_named_with_its_writes(ws: Path, mode: str, ti
 async def test_files_changed_by_hand_are_each_named_with_what_force_would_do(ws: Path, mode: str) -> None:
     (ws / "a.txt").write_text("one\n")
     (ws / "c.txt").write_text("keep\n")
-    ids = await writes(ws, mode, ("a.txt", "two\n"), ("c.txt", "changed\n"))
+    ids = await writes(ws, mode, ("a.txt", "two\n"), ("c.txt", "changed\n"), (".env", "K=1\n"))
     (ws / "a.txt").write_text("hand a\n")
     (ws / "c.txt").write_text("hand c\n")
     async with connect(ws, mode) as c:
@@ -68,7 +69,7 @@ async def test_files_changed_by_hand_are_each_named_with_what_force_would_do(ws:
     assert head.endswith(
         f"is refused: 2 files changed outside filegate since: `c.txt` (it changed after {ids[1]}); "
         f"`a.txt` (it changed after {ids[0]}). Nothing was written. Below is what `force: true` would "
-        "change in them."
+        f"change in them. Left as it is: `.env` is sensitive, so the history kept nothing of it ({ids[2]})."
     )
     assert rest == (
         "--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-hand c\n+keep\n\n"
@@ -141,3 +142,18 @@ async def test_an_unknown_write_id_is_answered_in_words_that_name_nothing(ws: Pa
         "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id a "
         "write's message ended with."
     )
+
+
+async def test_a_file_moved_into_an_added_folder_is_headed_by_its_whole_path(
+    ws: Path, tmp_path: Path, mode: str
+) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (ws / "a.txt").write_text("one\ntwo\n")
+    async with connect(ws, mode, approval="auto", add_dirs=[extra]) as c:
+        moved = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": str(extra / "b.txt")}])
+        first = write_id_of(text(moved))
+        await call(c, "WriteFile", path=str(extra / "b.txt"), content="one\nTWO\n")
+        r = await call(c, "Changes", since=first)
+    assert not r.is_error, text(r)
+    assert f"--- a/a.txt\n+++ {extra / 'b.txt'}\n@@ -1,2 +1,2 @@" in text(r)
