@@ -192,16 +192,19 @@ async def test_the_server_names_itself_and_the_operator_hears_of_each_connection
 
 
 async def test_added_folders_and_client_rules_shape_the_workspace(ws: Path, tmp_path: Path) -> None:
-    """--add-dir widens it (its files readable), a client rule (.cursorignore) hides a file."""
+    """--add-dir widens a confined workspace (its files readable), a client rule (.cursorignore)
+    hides a file."""
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "e.txt").write_text("extra\n")
     (ws / "hidden.txt").write_text("HIDDEN\n")
     (ws / ".cursorignore").write_text("hidden.txt\n")
-    async with connect(ws, "legacy", add_dirs=[extra]) as c:
+    async with connect(ws, "legacy", confine=True) as c:
+        outside = await call(c, "ReadFile", path=str(extra / "e.txt"))
+    async with connect(ws, "legacy", confine=True, add_dirs=[extra]) as c:
         added = await call(c, "ReadFile", path=str(extra / "e.txt"))
         hidden = await call(c, "ReadFile", path="hidden.txt")
-    assert not added.is_error and "extra" in text(added)
+    assert outside.is_error and not added.is_error and "extra" in text(added)
     assert hidden.is_error and "HIDDEN" not in text(hidden)
 
 
