@@ -402,13 +402,18 @@ def record(results: dict[str, Any], key: str, listing: str, run: str) -> dict[st
     timeouts = sum(1 for _, verdict in listed if verdict == "timeout")
     known = before.get("survivors", {})
     # What described the previous run's modules and survivors goes; notes and groups stay.
-    entry = {k: v for k, v in before.items() if k not in ("renamed", "unlisted", "killed_since")}
+    entry = {k: v for k, v in before.items() if k not in ("renamed", "unlisted", "killed_since", "partial")}
     entry.update(
         run=run,
         modules=modules,
         total={"killed": killed, "mutants": len(listed), "timeouts": timeouts},
         survivors={name: known.get(name, "") for name, verdict in sorted(listed) if verdict in SURVIVED},
     )
+    unrun = len(re.findall(r"^\s*\S+: not checked\s*$", listing, re.MULTILINE))
+    if unrun:  # mutants of the target never run (an interrupted run): its figures are partial
+        entry["partial"] = (
+            f"{len(listed)} of the {len(listed) + unrun:,} mutants in scope run; {unrun:,} not checked"
+        )
     if before.get("groups") and "groups_as_of" not in before:
         entry["groups_as_of"] = before.get("run", "")
     entry.setdefault("groups", [])
@@ -432,6 +437,7 @@ def _shown(paths: tuple[str, ...], prefix: str) -> str:
     return shown + (f" ({extra})" if extra else "")
 
 
+PARTIAL = "a partial run: only some of the target's mutants were run (`partial` in the data says which)"
 MOVED = "measured before some of its modules moved or went (`renamed` in the data), not run since"
 
 
@@ -441,7 +447,7 @@ def scores_table(results: dict[str, Any]) -> str:
         "| target | mutates (`src/filegate/`) | against (`tests/`) | killed | mutants | rate | threshold |",
         "|---|---|---|---|---|---|---|",
     ]
-    moved = False
+    moved = partial = False
     for key in [DEFAULT_KEY, *sorted(TARGETS)]:
         target = target_of(key)
         entry = results.get(key, {})
@@ -452,10 +458,17 @@ def scores_table(results: dict[str, Any]) -> str:
             figures = "– | – | not recorded"
         if entry.get("renamed"):
             figures, moved = figures + " †", True
+        if entry.get("partial"):
+            figures, partial = figures + " ‡", True
         mutates, tests = _shown(target.mutate, "src/filegate/"), _shown(target.tests, "tests/")
         mutates += f" ({target.scope})" if target.scope else ""
         rows.append(f"| {key} | {mutates} | {tests} | {figures} | {target.threshold:g} % |")
-    return "\n".join(rows) + "\n" + (f"\n† {MOVED}.\n" if moved else "")
+    return (
+        "\n".join(rows)
+        + "\n"
+        + (f"\n† {MOVED}.\n" if moved else "")
+        + (f"\n‡ {PARTIAL}.\n" if partial else "")
+    )
 
 
 def markers(key: str) -> tuple[str, str]:

@@ -44,6 +44,16 @@ def test_a_target_of_part_of_a_module_counts_only_the_mutants_it_names() -> None
     assert mutation.in_scope(LISTING, mutation.Target((), (), 90.0)) == LISTING
 
 
+def test_a_run_that_left_mutants_unrun_is_recorded_as_partial() -> None:
+    mutation = script()
+    unrun = LISTING + "    filegate.fsio.lines.x_head__mutmut_9: not checked\n"
+    assert mutation.record({}, "codec", unrun, "now")["codec"]["partial"] == (
+        "5 of the 6 mutants in scope run; 1 not checked"
+    )
+    was = {"codec": {"partial": "an earlier run's", "survivors": {}}}
+    assert "partial" not in mutation.record(was, "codec", LISTING, "now")["codec"]
+
+
 def test_a_recorded_run_keeps_the_explanation_of_each_survivor_still_there_and_only_those() -> None:
     mutation = script()
     results = {
