@@ -193,13 +193,16 @@ def reference_cmd(*dirs: str | Path) -> tuple[str, list[str]]:
 
 
 @contextlib.asynccontextmanager
-async def connect(command: tuple[str, list[str]], needle: str) -> AsyncIterator[Server]:
-    """Spawn ``command`` as a stdio server and connect the fastmcp Client to it."""
+async def connect(
+    command: tuple[str, list[str]], needle: str, state: Path | None = None
+) -> AsyncIterator[Server]:
+    """Spawn ``command`` as a stdio server and connect the fastmcp Client to it (``state``: its
+    state directory, else the bench's)."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
     exe, args = command
-    transport = StdioTransport(exe, args, keep_alive=False, env=_server_env(), log_file=server_log())
+    transport = StdioTransport(exe, args, keep_alive=False, env=_server_env(state), log_file=server_log())
     async with Client(transport, mode=MODE) as client:
         yield Server(client, find_descendant(os.getpid(), needle))
 
@@ -210,11 +213,11 @@ def server_log() -> Path:
     return CACHE / "servers.log"
 
 
-def _server_env() -> dict[str, str]:
+def _server_env(state: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FILEGATE_")}
     env["PYTHONUNBUFFERED"] = "1"
     # The servers' state (write history, lock files) in the bench's cache, not the user's.
-    env["XDG_STATE_HOME"] = str(CACHE / "state")
+    env["XDG_STATE_HOME"] = str(state or CACHE / "state")
     return env
 
 

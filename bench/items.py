@@ -501,7 +501,8 @@ async def strreplace_50mb(cfg: Config) -> list[Row]:
         p = await interleave(cfg.runs, a, b)
         peak = fg.peak_kib()
     copy.unlink(missing_ok=True)
-    row = time_ratio_row("StrReplaceFile one edit in a 50 MB file (--approval auto)", p, "cp", 3, peak)
+    # SPEC §8.4: within 3.5x a plain copy (this item's own 3x gave way to it in issue 56).
+    row = time_ratio_row("StrReplaceFile one edit in a 50 MB file (--approval auto)", p, "cp", 3.5, peak)
     growth = (peak or 0) - (base or 0)
     ok = growth <= 3 * size / 1024
     verdict = "met" if ok else "missed"
@@ -765,6 +766,12 @@ async def history_cost(cfg: Config) -> list[Row]:
             p = await interleave(runs, edit_on, edit_off)
             work = f"StrReplaceFile one edit in a {label} file, history on"
             rows.append(time_ratio_row(work, p, "history off", 1.10, on.peak_kib()))
+            if size <= 1 << 20:  # SPEC §8.4: the history adds at most 2 ms or 20 % to a 1 MB edit
+                added = p.a_med - (p.b_med or 0.0)
+                ratio = p.ratio() or 0.0
+                rows[-1].ratio += f", +{ms(added)}"
+                rows[-1].target = "≤ +2 ms or ≤ 1.2×"
+                rows[-1].met = added <= 0.002 or ratio <= 1.2
             if size > 1 << 20:
                 source, copy = work_dir / f"on-{size}.c", work_dir / "copy.c"
 
@@ -1100,3 +1107,12 @@ ITEMS: dict[str, Callable[[Config], Awaitable[list[Row]]]] = {
     "documents": documents_item,
     "changes-10k": changes_long_history,
 }
+
+
+def _history_load(cfg: Config) -> Awaitable[list[Row]]:
+    from history_load import history_load  # its own module: it imports this one
+
+    return history_load(cfg)
+
+
+ITEMS["history-load"] = _history_load

@@ -135,7 +135,7 @@ TARGETS: dict[str, Target] = {
     ),
     # The write history store (SPEC §8.4, issue 37) against its own tests and UndoWrite's.
     "history": Target(
-        ("src/filegate/fsio/history.py",),
+        ("src/filegate/fsio/history.py", "src/filegate/fsio/historylog.py", "src/filegate/fsio/preimages.py"),
         ("tests/fsio/test_history.py", "tests/tools/test_undo_write.py"),
         90.0,
     ),

@@ -83,12 +83,14 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
 
 # Inside tools/, lowest first: the tool front doors stand on top, their helpers' subpackages
 # below them, and the boundary every tool shares (outcome, describe) beneath those. A tools
-# module imports from its own room and from rooms below it, never sideways (edit/ and
-# documents/ know nothing of each other) and never up (no helper imports a tool).
+# module imports from its own room and from rooms below it, never sideways (a front door
+# imports no other, patch/ and review/ know nothing of each other) and never up (no helper
+# imports a tool). edit/ stands on documents/: a notebook's edits speak in its cell view.
 TOOL_ROOMS: list[set[str]] = [
     {"readguard", "search"},
     {"outcome", "describe"},
-    {"edit", "documents"},
+    {"documents"},
+    {"edit"},
     {"patch", "review"},
     {
         "read_file",
@@ -254,9 +256,9 @@ GUARDED = {
     ("filegate.server.stdio", "set_blocking"): "the transport's own fds: POSIX only (usable())",
     ("filegate.tools.grep.plan", "memfd_create"): "after `if hasattr(os, 'memfd_create')`",
     ("filegate.tools.grep.sandbox", "set_blocking"): "Linux only: grep/rg.py checks os.pidfd_open first",
-    ("filegate.fsio.history", "geteuid"): "after `hasattr(os, 'geteuid')`",
+    ("filegate.fsio.preimages", "geteuid"): "after `hasattr(os, 'geteuid')`",
     ("filegate.fsio.grantstore", "geteuid"): "after `hasattr(os, 'geteuid')`",
-    ("filegate.fsio.history", "fchmod"): "_make_private: only a linked pre-image, and _link needs /proc",
+    ("filegate.fsio.preimages", "fchmod"): "make_private: only a linked pre-image, and _link needs /proc",
     ("filegate.fsio.locks", "geteuid"): "_lock_file returns first `if os.name == 'nt'`",
     ("filegate.fsio.pending", "geteuid"): "_owner_only returns first `if os.name == 'nt'`; _mine: hasattr",
     ("filegate.fsio.pending", "fchmod"): "_owner_only returns first `if os.name == 'nt'`",

@@ -131,7 +131,8 @@ async def test_flags_given_to_install_reach_the_server(tmp_path: Path, project: 
     assert done.returncode == 0, done.stderr
     entry = entry_as_client_reads_it("cursor", tmp_path / "home/.cursor/mcp.json")
     assert entry["args"] == ["--workdir", str(project), "--read-only"]
-    assert await start_as_client(entry, tmp_path) == ["ReadFile", "ReadMediaFile", "Glob", "Grep"]
+    # read-only: the read tools and Changes (SPEC §10: read-only), no write tool
+    assert await start_as_client(entry, tmp_path) == ["ReadFile", "ReadMediaFile", "Glob", "Grep", "Changes"]
 
 
 @pytest.mark.parametrize("os_name", ["macos", "windows", "linux"])

@@ -126,4 +126,7 @@ def test_the_inspector_reads_the_entry_from_its_config(client: str, home: Path, 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
-    assert names == ["ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile", "UndoWrite"]
+    assert names == [
+        *("ReadFile", "ReadMediaFile", "Glob", "Grep", "WriteFile", "StrReplaceFile", "UndoWrite"),
+        *("ApplyPatch", "Changes"),
+    ]

@@ -20,7 +20,8 @@ from filegate.flags import ArgumentParser
 from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
 from filegate.fsio.pending import shown_home_relative
 from filegate.policy.escape import escape
-from filegate.tools.outcome import Decision, WriteRequest
+from filegate.settings import Settings
+from filegate.tools.outcome import Approver, Decision, ToolEnv, WriteRequest
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -41,11 +42,34 @@ def parse_since(value: str, now: float | None = None) -> float:
         ) from None
 
 
-def _history() -> WriteHistory:
-    from filegate.settings import Settings
+# A terminal has no client budget: the whole answer, up to this (a pager can take it).
+TERMINAL_BUDGET = 4 << 20
+
+
+def _history(settings: Settings | None = None) -> WriteHistory:
+    settings = settings or Settings(workdir=Path.cwd())
+    return WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+
+
+def terminal_env(approver: Approver, client: str) -> ToolEnv:
+    """The current folder's workspace (its settings from FILEGATE_* variables), the history:
+    what ``filegate undo`` and ``filegate changes`` run their tool in."""
+    from filegate.policy.secrets import SecretMatcher
+    from filegate.policy.workspace import Workspace
 
     settings = Settings(workdir=Path.cwd())
-    return WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+    workspace = Workspace(
+        workdir=settings.workdir,
+        add_dirs=tuple(settings.add_dirs),
+        secrets=SecretMatcher(settings.secret_patterns),
+    )
+    return ToolEnv(
+        workspace=workspace,
+        approver=approver,
+        client=client,
+        history=_history(settings),
+        result_budget=TERMINAL_BUDGET,
+    )
 
 
 def entry_line(entry: Entry) -> str:
@@ -161,11 +185,12 @@ def find_write(history: WriteHistory, given: str) -> Entry:
             f"`{escape(given.strip()[:40])}` is not a write id: give the id a write's message ended with "
             f"(w- and 16 hex digits), or at least its first {MIN_PREFIX} digits."
         )
-    matches = [e for e in history.entries() if e.id.removeprefix("w-").startswith(digits)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        named = ", ".join(e.id for e in matches[-MAX_NAMED:])
+    matches = [i for i in history.ids() if i.removeprefix("w-").startswith(digits)]
+    entry = history.find(matches[0]) if len(matches) == 1 else None
+    if entry is not None:
+        return entry
+    if len(matches) > 1:
+        named = ", ".join(matches[-MAX_NAMED:])
         more = f" and {len(matches) - MAX_NAMED} more" if len(matches) > MAX_NAMED else ""
         raise UnknownId(f"{len(matches)} writes have ids starting {digits}: {named}{more}. Give more digits.")
     if history.evicted(f"w-{digits}"):
@@ -180,26 +205,15 @@ async def undo(write_id: str | None, yes: bool, force: bool, since: str | None =
     """Undo the write ``write_id`` names (:func:`find_write`), or every write from the one
     ``since`` names on, through UndoWrite's own route;
     (succeeded, the message)."""
-    from filegate.policy.secrets import SecretMatcher
-    from filegate.policy.workspace import Workspace
-    from filegate.settings import Settings
-    from filegate.tools.outcome import ToolEnv, answer
+    from filegate.tools.outcome import answer
     from filegate.tools.undo_write import UndoWriteParams, undo_entry, undo_write
 
-    settings = Settings(workdir=Path.cwd())
-    workspace = Workspace(
-        workdir=settings.workdir,
-        add_dirs=tuple(settings.add_dirs),
-        secrets=SecretMatcher(settings.secret_patterns),
-    )
-    history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
+    env = terminal_env(TerminalApprover(yes), "filegate undo")
+    assert env.history is not None  # terminal_env always opens it
     try:
-        entry = await asyncio.to_thread(find_write, history, write_id or since or "")
+        entry = await asyncio.to_thread(find_write, env.history, write_id or since or "")
     except UnknownId as exc:
         return False, str(exc)
-    env = ToolEnv(
-        workspace=workspace, approver=TerminalApprover(yes), client="filegate undo", history=history
-    )
     if since is not None:  # the rewind: the tool's own route from the write found
         params = UndoWriteParams(since=entry.id, force=force)
         outcome = await answer(undo_write, params, env)

@@ -6,32 +6,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from filegate.flags import ArgumentParser
-from filegate.fsio.history import Limits, WriteHistory
-from filegate.tools.outcome import Approver, Decision, ToolEnv, WriteRequest
-
-# A terminal has no client budget: the whole answer, up to this (a pager can take it).
-TERMINAL_BUDGET = 4 << 20
-
-
-def terminal_env(approver: Approver, client: str) -> ToolEnv:
-    """The current folder's workspace (its settings from FILEGATE_* variables), the history."""
-    from filegate.policy.secrets import SecretMatcher
-    from filegate.policy.workspace import Workspace
-    from filegate.settings import Settings
-
-    settings = Settings(workdir=Path.cwd())
-    workspace = Workspace(
-        workdir=settings.workdir,
-        add_dirs=tuple(settings.add_dirs),
-        secrets=SecretMatcher(settings.secret_patterns),
-    )
-    history = WriteHistory(limits=Limits(settings.history_max_bytes, settings.history_max_age))
-    return ToolEnv(
-        workspace=workspace, approver=approver, client=client, history=history, result_budget=TERMINAL_BUDGET
-    )
+from filegate.history_cli import UnknownId, find_write, terminal_env
+from filegate.tools.outcome import Decision, WriteRequest
 
 
 class ReadOnly:
@@ -51,8 +29,6 @@ async def changes(since: str, path: str | None, against: str) -> tuple[bool, str
 
     env = terminal_env(ReadOnly(), "filegate changes")
     if since.strip().lower().startswith("w-") and env.history is not None:
-        from filegate.history_cli import UnknownId, find_write
-
         try:  # the terminal takes a unique prefix of 6 digits or more (SPEC §8.4)
             since = (await asyncio.to_thread(find_write, env.history, since)).id
         except UnknownId as exc:

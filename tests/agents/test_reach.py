@@ -21,7 +21,7 @@ import pytest
 from fastmcp import Client
 from mcp.types import Implementation
 
-from filegate.policy.budget import text_budget_for
+from filegate.policy.budget import budget_for
 from filegate.server.app import build_server
 from filegate.settings import Settings
 from tests.agents import harness as h
@@ -124,7 +124,7 @@ def test_filegates_tools_are_in_the_first_request(agent: str, run: h.Run) -> Non
 def test_the_agent_is_known_by_the_name_it_sends(agent: str, run: h.Run) -> None:
     names = h.client_names(run.log) if run.log else []
     assert names and names[0][0] == CLIENT_NAMES[agent], names
-    assert text_budget_for(Settings(), names[0][0]) == TEXT_BUDGETS[agent]
+    assert budget_for(Settings(), names[0][0]).text == TEXT_BUDGETS[agent]
 
 
 def unquoted(text: str) -> str:

@@ -13,8 +13,9 @@ import pytest
 from filegate.errors import WriteError
 from filegate.fsio import atomic
 from filegate.fsio import pending as records
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
+from filegate.fsio.snapshot import Snapshot, read_all, sha256_hex
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -110,7 +111,7 @@ def test_a_file_created_meanwhile_is_not_overwritten(ws: Path, temps: str) -> No
     assert f.read_text() == "theirs"
 
 
-def test_a_change_at_the_same_size_and_mtime_is_caught_by_the_hash(ws: Path, temps: str) -> None:
+def test_a_change_at_the_same_size_and_mtime_is_caught_by_the_comparison(ws: Path, temps: str) -> None:
     f = ws / "f.txt"
     f.write_text("AAAA")
     expect = snapshot(f)
@@ -164,7 +165,6 @@ def test_read_all_gives_the_bytes_and_a_snapshot_and_refuses_past_the_limit(ws: 
     fd = os.open(f, os.O_RDONLY)
     try:
         data, snap = read_all(fd, 100, "f.bin")
-        snap.digest()  # computed on demand (issue 13.3), then part of the snapshot
         assert data == b"x" * 100 and snap == snapshot(f)
         with pytest.raises(WriteError, match="is 100 bytes; filegate changes files of at most 99 bytes"):
             read_all(fd, 99, "f.bin")
@@ -243,19 +243,19 @@ def test_a_file_changed_just_before_it_was_read_is_compared_by_content(ws: Path,
     f = ws / "f.txt"
     f.write_text("fresh")
     snap = read_snapshot(f, now_ns=os.stat(f).st_ctime_ns)  # read in the tick of its change
-    assert not snap.settled and snap.content == b"fresh" and snap.sha256 == ""
+    assert not snap.settled and snap.content == b"fresh"
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
-    assert f.read_bytes() == b"new" and snap.sha256 == ""
-    assert snap.digest() == atomic.sha256_hex(b"fresh")  # a question's binding, on demand
+    assert f.read_bytes() == b"new"
+    assert snap.digest() == sha256_hex(b"fresh")  # a question's binding, on demand
 
 
 def test_a_settled_unchanged_file_is_written_without_hashing_it(ws: Path, temps: str) -> None:
     f = ws / "f.txt"
     f.write_text("old")
     snap = read_snapshot(f, now_ns=later(f))
-    assert snap.settled and snap.sha256 == ""  # not hashed when read
+    assert snap.settled
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
-    assert f.read_bytes() == b"new" and snap.sha256 == ""  # nor when written
+    assert f.read_bytes() == b"new"
 
 
 def test_a_same_size_change_with_mtime_restored_after_a_settled_read_is_caught(ws: Path, temps: str) -> None:
@@ -284,7 +284,7 @@ def test_a_status_only_change_after_a_settled_read_still_writes(ws: Path, temps:
     snap = read_snapshot(f, now_ns=later(f))
     f.chmod(0o640)
     assert replace_file(f, b"new", expect=snap, shown="f.txt") == 3
-    assert f.read_bytes() == b"new" and snap.sha256 == ""
+    assert f.read_bytes() == b"new"
 
 
 def test_the_temp_file_and_then_its_directory_are_fsynced(

@@ -19,9 +19,10 @@ import pytest
 from filegate.errors import PathError, WriteError
 from filegate.fsio import atomic, platform
 from filegate.fsio import pending as records
-from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
 from filegate.fsio.safeopen import open_directory, open_regular
+from filegate.fsio.snapshot import Snapshot
 from filegate.policy.workspace import Workspace
 
 ALL = ",".join(platform.FACILITIES)

@@ -3,8 +3,10 @@ what a line holds, where a pre-image goes, who may read it, ids, bounds, several
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -19,15 +21,18 @@ import pytest
 
 from filegate.errors import WriteError
 from filegate.fsio import history as store
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
-from filegate.fsio.history import Entry, Limits, WriteHistory, history_dir
-from filegate.fsio.spliced import Spliced
+from filegate.fsio import historylog, preimages
+from filegate.fsio.atomic import replace_file
+from filegate.fsio.history import Entry, Limits, SetFile, WriteHistory, history_dir
+from filegate.fsio.snapshot import Snapshot, read_all
+from filegate.fsio.spliced import Spliced, content_hash
 from filegate.policy.workspace import ResolvedPath
 from tests.tooling import needs
 
 
 def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """A content's address in the history (BLAKE3 since issue 56)."""
+    return content_hash(data, "blake3")
 
 
 @pytest.fixture
@@ -63,10 +68,22 @@ def test_a_write_keeps_its_pre_image_and_one_record_then_its_outcome(target: Pat
     h = WriteHistory()
     write_id = write(h, target, b"new content\n")
     record, outcome = lines(h)
-    assert set(record) == {
-        "id", "time", "client", "tool", "path", "route", "kept", "before", "after", "size_before",
-        "size_after", "mode",
-    }  # fmt: skip
+    assert list(record) == [
+        "id",
+        "time",
+        "kept",
+        "before",
+        "size_before",
+        "client",
+        "tool",
+        "path",
+        "route",
+        "after",
+        "size_after",
+        "mode",
+        "hash",
+    ]  # fmt: skip: the index's fields first (fsio/historylog.py)
+    assert record["hash"] == "blake3"
     assert record["id"] == write_id and len(write_id) == 18 and write_id.startswith("w-")
     assert (record["client"], record["tool"], record["path"], record["route"]) == (
         "cli",
@@ -103,8 +120,10 @@ def test_everything_is_owner_only_whatever_the_umask(target: Path) -> None:
         h = WriteHistory(limits=Limits(max_bytes=5))
         write(h, target, b"new\n")
         assert stat.S_IMODE(h.log_path.stat().st_mode) == 0o600  # as appended to
-        write(h, target, b"newer\n")  # evicts the first: the history file is rewritten
+        write(h, target, b"newer\n")  # evicts the first: a tombstone appended
         assert [r for r in lines(h) if "evicted" in r]
+        h.log.compact(time.time(), 1e9)  # and a compaction's new file
+        assert stat.S_IMODE(h.log_path.stat().st_mode) == 0o600
     finally:
         os.umask(old)
     for root, dirs, files in os.walk(history_dir()):
@@ -121,8 +140,10 @@ def test_each_folder_the_history_makes_is_made_durable_in_its_parent(
     """A spy on the directory fsyncs (each goes through): the first write makes the state
     folders, objects/ and the pre-image's objects/ab/; each new name is synced in its parent."""
     synced: list[Path] = []
-    real = store._fsync_dir
-    monkeypatch.setattr(store, "_fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    real = preimages.fsync_dir
+    spy = lambda path: (synced.append(Path(path)), real(path))[1]  # noqa: E731
+    monkeypatch.setattr(preimages, "fsync_dir", spy)
+    monkeypatch.setattr(store, "fsync_dir", spy)
     h = WriteHistory()
     old = target.read_bytes()
     write(h, target, b"new\n")
@@ -176,7 +197,7 @@ def test_a_sensitive_write_keeps_no_copy_hash_size_or_mode(target: Path) -> None
     write(h, target, b"TOKEN=secret\n", sensitive=True)
     record = lines(h)[0]
     assert record["kept"] is False and record["not_kept"] == "sensitive file"
-    assert not {"before", "after", "size_before", "size_after", "mode"} & set(record)
+    assert not {"before", "after", "size_before", "size_after", "mode", "hash"} & set(record)
     assert not (history_dir() / "objects").exists()
     (entry,) = h.entries()
     assert entry.before == entry.after == "" and entry.size_before is None
@@ -348,20 +369,22 @@ def test_the_age_bound_evicts_old_writes_and_says_so(
     assert {"id": old, "evicted": 5100.5} in lines(h)
 
 
-def test_tombstones_go_after_ten_times_the_age_bound(target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tombstones_go_at_the_first_compaction_after_ten_times_the_age_bound(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = [0.0]
     monkeypatch.setattr(store.time, "time", lambda: clock[0])
     h = WriteHistory(limits=Limits(max_age_s=10))
     first = write(h, target, b"1")
     clock[0] = 11
-    write(h, target, b"2")
-    assert h.evicted(first)
-    clock[0] = 11 + 100  # exactly ten times: still there
-    write(h, target, b"3")
-    assert h.evicted(first)
+    write(h, target, b"2")  # evicts the first: a tombstone, then (due) a compaction keeps it
+    assert h.evicted(first) and tombstones(h) == [first]
+    clock[0] = 11 + 100  # exactly ten times: a compaction still keeps it
+    h.log.compact(clock[0], 100)
+    assert h.evicted(first) and tombstones(WriteHistory()) == [first]
     clock[0] = 11 + 100.5
-    write(h, target, b"4")
-    assert not h.evicted(first)
+    h.log.compact(clock[0], 100)
+    assert not h.evicted(first) and not WriteHistory().evicted(first)
     assert not [r for r in lines(h) if r.get("id") == first]
 
 
@@ -372,16 +395,23 @@ def test_the_defaults_are_one_gibibyte_and_fourteen_days() -> None:
 # --- reading what other processes wrote ------------------------------------------------------
 
 
-def test_a_reader_sees_appends_and_rewrites_by_other_processes(tmp_path: Path) -> None:
+def test_a_reader_sees_appends_evictions_and_compactions_by_other_processes(tmp_path: Path) -> None:
     reader = WriteHistory()
     assert reader.entries() == []
     writer = WriteHistory(limits=Limits(max_bytes=40))
-    a, b = _files(tmp_path, 2, 30)
-    first = write(writer, a, b"x")
+    files = _files(tmp_path, 6, 30)
+    first = write(writer, files[0], b"x")
     assert [e.id for e in reader.entries()] == [first]
-    second = write(writer, b, b"y")  # evicts the first: the file is rewritten (a new inode)
+    ino = writer.log_path.stat().st_ino
+    second = write(writer, files[1], b"y")  # evicts the first: a tombstone appended
     assert [e.id for e in reader.entries()] == [second] and reader.evicted(first)
-    assert reader.kept_bytes() == 30
+    assert reader.kept_bytes() == 30 and writer.log_path.stat().st_ino == ino
+    ids = [first, second]
+    while writer.log_path.stat().st_ino == ino:  # each write evicts one: a compaction comes
+        ids.append(write(writer, files[len(ids)], b"z"))
+    assert len(ids) == 4  # its lines: 4 records, 4 outcomes, 3 tombstones; 3 live, 3 + 1 + 1 dead
+    assert [e.id for e in reader.entries()] == ids[-1:] and all(reader.evicted(i) for i in ids[:-1])
+    assert reader.kept_bytes() == 30 and reader.find(ids[-1]) == writer.find(ids[-1])
 
 
 def test_a_half_written_last_line_waits_and_a_damaged_line_is_skipped(
@@ -821,14 +851,13 @@ def test_an_outcome_is_not_appended_through_a_symlink_that_replaced_the_log(
 
 @pytest.fixture
 def fixed_temp_names(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A seam, named so: history.py's ``secrets`` replaced so the random part of every temp
-    file's name is one known string (whatever length is asked), so a test can plant a symlink
-    where the next temp goes. Write ids are still drawn at random."""
-    real = store.secrets
-    token = "5eed5eed5eed"
-    monkeypatch.setattr(store, "secrets", types.SimpleNamespace(token_hex=lambda n: token))
-    monkeypatch.setattr(store, "draw_id", lambda: real.token_hex(3))
-    return f"{os.getpid()}-{token}"
+    """A seam, named so: the ``secrets`` of preimages.py and historylog.py replaced so the
+    random part of every temp file's name is one known string (whatever length is asked), so a
+    test can plant a symlink where the next temp goes. Write ids are still drawn at random."""
+    fixed = types.SimpleNamespace(token_hex=lambda n: "5eed5eed5eed")
+    monkeypatch.setattr(preimages, "secrets", fixed)
+    monkeypatch.setattr(historylog, "secrets", fixed)
+    return f"{os.getpid()}-5eed5eed5eed"
 
 
 def test_a_symlink_planted_where_a_pre_image_temp_goes_stops_the_write(
@@ -844,17 +873,50 @@ def test_a_symlink_planted_where_a_pre_image_temp_goes_stops_the_write(
     assert not (objects / digest[2:]).exists()
 
 
-def test_a_symlink_planted_where_the_rewritten_log_goes_stops_the_eviction(
+def test_a_symlink_planted_where_the_compacted_log_goes_is_removed_not_followed(
     target: Path, outside: Path, fixed_temp_names: str
 ) -> None:
+    """As a compacted log's temp left by a killed compaction would be (tests/stress)."""
     h = WriteHistory(limits=Limits(max_bytes=5))
-    write(h, target, b"new\n")
-    (history_dir() / f"history.jsonl.tmp-{fixed_temp_names}").symlink_to(outside / "planted")
-    before = h.log_path.read_bytes()
-    with pytest.raises(WriteError, match=r"\(File exists\)"):
-        write(h, target, b"newer\n")  # "new\n" needs room: the first is evicted, the log rewritten
-    assert list(outside.iterdir()) == []
-    assert h.log_path.read_bytes() == before
+    planted = private_history_dir() / f"history.jsonl.tmp-{fixed_temp_names}"
+    planted.symlink_to(outside / "planted")
+    ids = [write(h, target, b"0" * 5)]
+    ino = h.log_path.stat().st_ino
+    ids += [
+        write(h, target, b"%d" % k * 5) for k in (1, 2, 3)
+    ]  # each evicts the one before: a compaction due
+    assert h.log_path.stat().st_ino != ino and not h.log_path.is_symlink()
+    assert list(outside.iterdir()) == [] and not os.path.lexists(planted)
+    assert [e.id for e in WriteHistory().entries()] == ids[-1:]
+
+
+def test_a_compaction_that_fails_leaves_the_log_and_the_write_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rewritten log cannot be written whole (a full disk; ENOSPC injected into its fsync,
+    a mock): the write it came after stands, the log is the one before, and the next due
+    write compacts it."""
+    h = WriteHistory(limits=Limits(max_bytes=30))
+    files = _files(tmp_path, 8, 30)
+    real_fsync = os.fsync
+    failing = [True]
+
+    def fsync(fd: int) -> None:
+        if failing[0] and os.readlink(f"/proc/self/fd/{fd}").split("/")[-1].startswith("history.jsonl.tmp-"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(historylog.os, "fsync", fsync)
+    ino = None
+    for path in files[:4]:
+        ino = h.log_path.stat().st_ino if ino is None and h.log_path.exists() else ino
+        last = write(h, path, b"x")
+    assert "history: could not compact" in caplog.text and "(no space left on device)" in caplog.text
+    assert h.log_path.stat().st_ino == ino and [p.name for p in history_dir().glob("*.tmp-*")] == []
+    assert [e.id for e in WriteHistory().entries()] == [last] and h.find(last).state == "done"  # type: ignore[union-attr]
+    failing[0] = False
+    write(h, files[4], b"x")
+    assert h.log_path.stat().st_ino != ino
 
 
 def test_a_symlink_planted_as_a_linked_pre_image_is_not_followed_by_the_outcome(
@@ -999,28 +1061,6 @@ def test_writes_about_to_age_go_with_an_aged_one_so_the_log_is_not_rewritten_per
     assert h.log_path.stat().st_ino == ino and len(h.entries()) == 3
 
 
-def test_tombstones_about_to_expire_go_with_an_expired_one(
-    target: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Tombstones are kept TOMBSTONE_AGE_FACTOR times the age bound (100 s here); once one is
-    past that, those past nine tenths of it go too, in the same rewrite."""
-    clock = [101.0]
-    monkeypatch.setattr(store.time, "time", lambda: clock[0])
-    history_dir().mkdir(parents=True, mode=0o700)
-    (history_dir() / "history.jsonl").write_bytes(
-        b'{"id":"w-000001","evicted":0}\n{"id":"w-000002","evicted":8}\n{"id":"w-000003","evicted":50}\n'
-    )
-    h = WriteHistory(limits=Limits(max_age_s=10))
-    write(h, target, b"new\n")  # 101, 93 and 51 s old: the first two go
-    assert [h.evicted(f"w-00000{k}") for k in (1, 2, 3)] == [False, False, True]
-    assert [r["id"] for r in lines(h) if "evicted" in r] == ["w-000003"]
-    clock[0] = 200.0  # the last one expires (150 s): none is left, the next writes go on
-    first = h.entries()[0].id
-    write(h, target, b"newer\n")  # the first write (99 s old) is evicted: its tombstone is new
-    write(h, target, b"newest\n")
-    assert [r["id"] for r in lines(h) if "evicted" in r] == [first] and not h.evicted("w-000003")
-
-
 def test_the_last_tombstone_expiring_leaves_none_and_writes_go_on(
     target: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1029,6 +1069,154 @@ def test_the_last_tombstone_expiring_leaves_none_and_writes_go_on(
     history_dir().mkdir(parents=True, mode=0o700)
     (history_dir() / "history.jsonl").write_bytes(b'{"id":"w-000001","evicted":0}\n')
     h = WriteHistory(limits=Limits(max_age_s=10))
-    ids = [write(h, target, b"new\n"), write(h, target, b"newer\n")]  # expired: gone, none left
+    ids = [write(h, target, b"new\n")]
+    h.log.compact(clock[0], 100)  # expired: gone, none left
+    ids.append(write(h, target, b"newer\n"))
     assert [e.id for e in h.entries()] == ids and not h.evicted("w-000001")
-    assert [r for r in lines(h) if "evicted" in r] == []
+
+
+def test_a_pre_image_an_evicted_write_and_the_new_one_share_stays(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file holds again what an aged write kept: the write that evicts it keeps that very
+    pre-image (found kept already), so it is not removed with the aged write's record."""
+    clock = [0.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+    h = WriteHistory(limits=Limits(max_age_s=10))
+    first = write(h, target, b"new\n")  # keeps "old\n"
+    target.write_bytes(b"old\n")  # back to it, outside the history
+    clock[0] = 20.0
+    second = write(h, target, b"newer\n")  # keeps "old\n" again; the first ages out
+    assert h.evicted(first) and h.pre_image(h.find(second)) == b"old\n"  # type: ignore[arg-type]
+    fresh = WriteHistory()
+    fresh.entries()
+    assert h.kept_bytes() == 4 == fresh.kept_bytes()
+
+
+# --- the log's index, its old format, compaction ---------------------------------------------
+
+# A history as filegate wrote it before issue 56: SHA-256 content addresses, a record's keys in
+# the dataclass's order, no "hash" field.
+OLD_FORMAT = (
+    '{"id":"w-0a0a0a","time":%r,"client":"cli","tool":"WriteFile","path":"/w/a.txt","route":"auto",'
+    '"kept":true,"before":"%s","after":"%s","size_before":4,"size_after":4,"mode":420}\n'
+    '{"id":"w-0a0a0a","outcome":"done"}\n'
+    '{"id":"w-0b0b0b","time":%r,"client":"cli","tool":"WriteFile","path":"/w/b.txt","route":"auto",'
+    '"kept":false,"not_kept":"sensitive file"}\n'
+)
+
+
+def old_format_history() -> WriteHistory:
+    before, after = (hashlib.sha256(b).hexdigest() for b in (b"old\n", b"new\n"))
+    private_history_dir()
+    now = time.time()
+    (history_dir() / "history.jsonl").write_text(OLD_FORMAT % (now - 60, before, after, now - 59))
+    blob = history_dir() / "objects" / before[:2] / before[2:]
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(b"old\n")
+    return WriteHistory()
+
+
+def test_a_history_written_before_blake3_reads_as_it_is(target: Path) -> None:
+    h = old_format_history()
+    old, sensitive = h.entries()
+    assert (old.id, old.hash, old.state, old.kept, old.size_before) == ("w-0a0a0a", "sha256", "done", True, 4)
+    assert old.before == hashlib.sha256(b"old\n").hexdigest() and h.pre_image(old) == b"old\n"
+    assert old.digest(b"new\n") == old.after  # what an undo checks the file against
+    assert (sensitive.kept, sensitive.not_kept, sensitive.state) == (False, "sensitive file", "unconfirmed")
+    assert h.kept_bytes() == 4
+    new = write(h, target, b"x")  # a new write beside them: BLAKE3
+    assert h.find(new).hash == "blake3" and h.find(new).before == sha(b"old\n")  # type: ignore[union-attr]
+    assert h.kept_bytes() == 8  # the same bytes, kept at two addresses
+    h.log.compact(time.time(), 1e9)  # the old records rewritten in today's key order, still SHA-256
+    assert [e for e in WriteHistory().entries()] == h.entries() and lines(h)[0]["hash"] == "sha256"
+    assert list(lines(h)[0])[:5] == ["id", "time", "kept", "before", "size_before"]
+
+
+def test_the_index_reads_each_kind_of_line_as_json_says_it(tmp_path: Path) -> None:
+    """The index's regular expression (a record's first fields) agrees with a JSON parse of
+    every kind of line, written in today's key order and in the old one."""
+    h = WriteHistory(limits=Limits(max_bytes=10))
+    odd = tmp_path / os.fsdecode(b'q"uote\\ caf\xe9 \xff.txt')
+    odd.write_bytes(b"odd\n")
+    made, big = tmp_path / "made.txt", tmp_path / "big.txt"
+    big.write_bytes(b"B" * 11)
+    ids = [
+        write(h, odd, b"x"),
+        write(h, made, b"new\n"),
+        write(h, big, b"y"),
+        write(h, odd, b"z", sensitive=True),
+    ]
+    ids.append(h.begin("UndoWrite", rp(made), "cli", "auto", b"new\n", None))
+    ids.append(write(h, odd, b"w", ok=False))
+    pair = [SetFile(rp(odd), odd.read_bytes(), b"v"), SetFile(rp(tmp_path / "set-new.txt"), None, b"s")]
+    ids += h.begin_set("ApplyPatch", pair, "cli", "auto")
+    h.finish_set(ids[-2:], ok=True)
+    expected = [Entry.parse(r, "unconfirmed") for r in lines(h) if "time" in r]
+    states = {r["id"]: r["outcome"] for r in lines(h) if "outcome" in r}
+    expected = [dataclasses.replace(e, state=states.get(e.id, "unconfirmed")) for e in expected]
+    assert WriteHistory().entries() == expected and [e.id for e in expected] == ids
+    reordered = [json.dumps(dict(sorted(r.items())), separators=(",", ":")) for r in lines(h)]
+    h.log_path.write_text("\n".join(reordered) + "\n")  # every record through the JSON path
+    again = WriteHistory()
+    assert again.entries() == expected and again.kept_bytes() == h.kept_bytes()
+
+
+def test_entries_after_a_write_are_those_recorded_after_it(target: Path) -> None:
+    h = WriteHistory()
+    ids = [write(h, target, b"%d" % k) for k in range(4)]
+    assert [e.id for e in h.entries(after=ids[1])] == ids[2:]
+    assert h.entries(after=ids[-1]) == [] and h.entries(after="w-nothere") == []
+
+
+def test_a_line_a_crash_cut_short_is_skipped_and_the_next_record_is_whole(
+    target: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = WriteHistory()
+    first = write(h, target, b"new\n")
+    with open(h.log_path, "ab") as f:  # killed mid-append (a power loss: a part of a line)
+        f.write(b'{"id":"w-123456","time":1,"kept":tr')
+    second = write(h, target, b"newer\n")  # appended on a line of its own
+    assert [e.id for e in WriteHistory().entries()] == [first, second]
+    assert f"history: skipped a damaged line in {h.log_path}" in caplog.text
+
+
+def test_a_compaction_comes_once_the_evicted_lines_outnumber_the_live_ones(tmp_path: Path) -> None:
+    """Each write evicts the one before (the byte bound): lines accumulate, and the log is
+    rewritten only when more than half of them are dead; a fresh reading agrees each time."""
+    h = WriteHistory(limits=Limits(max_bytes=30))
+    files = _files(tmp_path, 30, 30)
+    inodes, sizes = [], []
+    for path in files:
+        write(h, path, b"x")
+        inodes.append(h.log_path.stat().st_ino)
+        sizes.append(len(h.log_path.read_bytes().splitlines()))
+        fresh = WriteHistory()
+        assert fresh.entries() == h.entries() and fresh.kept_bytes() == h.kept_bytes() == 30
+        assert all(fresh.evicted(e.id) for e in h.entries()) is False
+    compactions = sum(a != b for a, b in itertools.pairwise(inodes))
+    assert 3 <= compactions <= 6, (compactions, sizes)  # the live lines grow by a tombstone each
+    assert max(sizes) <= 2 * (3 + len(files)) and len(tombstones(h)) == len(files) - 1
+
+
+def test_a_bound_evicts_a_set_whole(tmp_path: Path) -> None:
+    """The byte bound needs only the oldest pre-image gone, which is a set's first file: the
+    set's other file goes with it (a set is undone as one, so it is kept as one)."""
+    h = WriteHistory(limits=Limits(max_bytes=100))
+    a, b, c = _files(tmp_path, 3, 40)
+    ids = h.begin_set("ApplyPatch", [SetFile(rp(a), a.read_bytes(), b"x"), SetFile(rp(b), b.read_bytes(), b"y")],
+                      "cli", "auto")  # fmt: skip
+    h.finish_set(ids, ok=True)
+    assert [e.group for e in h.entries()] == [ids[0], ids[0]] and h.kept_bytes() == 80
+    last = write(h, c, b"z")  # 120 > 100: the first (40) would do; its set's second goes too
+    assert [e.id for e in h.entries()] == [last] and all(h.evicted(i) for i in ids)
+    fresh = WriteHistory()
+    assert [e.id for e in fresh.entries()] == [last] and fresh.kept_bytes() == 40
+
+
+def test_a_history_folder_without_a_log_reads_as_empty(target: Path) -> None:
+    """Killed after the history's folders were made and before its first line."""
+    private_history_dir()
+    h = WriteHistory()
+    assert h.entries() == [] and h.entries(after="w-0a0b0c") == [] and h.find("w-0a0b0c") is None
+    assert h.ids() == [] and h.kept_bytes() == 0

@@ -15,9 +15,10 @@ import pytest
 
 from filegate.errors import PathError, WriteError
 from filegate.fsio import atomic, linecount, platform
-from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX
 from filegate.fsio.safeopen import open_components, open_regular, open_then_verify
+from filegate.fsio.snapshot import Snapshot
 from filegate.policy.workspace import Workspace
 
 ALL = ",".join(platform.FACILITIES)
@@ -190,7 +191,7 @@ def test_a_write_without_dir_fd_whose_parent_is_swapped_after_its_check_writes_n
         monkeypatch.setattr(platform, "fd_path", lambda fd: None)
     (ws / "d").mkdir()
     before = _everything_in(outside)
-    _swap_after(monkeypatch, "_check_parent_by_path", ws / "d", outside)
+    _swap_after(monkeypatch, "check_parent_by_path", ws / "d", outside)
     with pytest.raises(WriteError, match="changed while being written"):
         replace_file(ws / "d" / "new.txt", b"PWNED", expect=Snapshot.absent(), shown="d/new.txt")
     assert _everything_in(outside) == before

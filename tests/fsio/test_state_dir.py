@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from filegate.errors import Busy
-from filegate.fsio import locks
+from filegate.fsio import locks, platform
 from filegate.fsio import pending as records
 from filegate.fsio.locks import PATH_LOCKS, lock_path
 from filegate.fsio.pending import NotPrivate, private_dir, state_dir
@@ -295,6 +295,21 @@ def test_a_sweep_narrows_the_folder_and_follows_no_planted_record(ws: Path) -> N
     assert victim.read_text() == "the user's"
     assert stat.S_IMODE(os.stat(pending).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(state_dir()).st_mode) == 0o700
+
+
+def test_a_sweep_off_posix_asks_no_process_whether_it_runs(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Windows ``os.kill(pid, 0)`` ends the process named instead of probing it (a replica in
+    mid-write, or whatever took a dead writer's pid): there the sweep keeps every record."""
+    pending = records.pending_dir()
+    pending.mkdir(parents=True)
+    temp = ws / f".w.0123456789abcdef{records.TEMP_SUFFIX}"
+    temp.write_text("in flight")
+    (pending / f"{dead_pid()}-ww").write_bytes(os.fsencode(temp))
+    signalled: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: signalled.append((pid, sig)))
+    monkeypatch.setattr(platform, "WINDOWS", True)
+    assert records.sweep_pending_temps() == 0
+    assert signalled == [] and temp.exists()
 
 
 def test_a_sweep_with_no_records_makes_no_state_folder() -> None:

@@ -21,9 +21,11 @@ import pytest
 from filegate.errors import WriteError
 from filegate.fsio import atomic, locks
 from filegate.fsio import pending as records
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio import snapshot as snapshots
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.locks import PathLocks
 from filegate.fsio.pending import TEMP_SUFFIX
+from filegate.fsio.snapshot import Snapshot, read_all
 from tests.tooling import needs
 
 
@@ -74,9 +76,9 @@ def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
     expect = {
         "deleted": snapshot(f),
         "created": Snapshot.absent(),
-        "size": Snapshot(True, 5, st.st_mtime_ns, "0" * 64),
-        "mtime": Snapshot(True, 4, st.st_mtime_ns + 1, "0" * 64),
-        "content": Snapshot(True, 4, st.st_mtime_ns, "0" * 64),
+        "size": Snapshot(True, 5, st.st_mtime_ns, content=b"AAAAA"),
+        "mtime": Snapshot(True, 4, st.st_mtime_ns + 1, content=b"AAAA"),
+        "content": Snapshot(True, 4, st.st_mtime_ns, content=b"BBBB"),
     }[case]
     if case == "deleted":
         f.unlink()
@@ -86,8 +88,8 @@ def test_each_stale_reason_has_its_sentence_and_leaves_nothing(
     assert not f.exists() if case == "deleted" else f.read_bytes() == b"AAAA"
 
 
-def test_the_hash_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(atomic, "_HASH_BLOCK", 3)
+def test_the_file_is_read_in_blocks_to_the_end(ws: Path, temps: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshots, "_HASH_BLOCK", 3)
     f = ws / "f.txt"
     f.write_bytes(b"0123456789")
     seen = snapshot(f)
@@ -103,14 +105,14 @@ def test_the_bytes_read_are_compared_in_blocks_to_the_end(ws: Path, monkeypatch:
     """Issue 13.3: the stale check compares the file with the bytes read instead of hashing it;
     a difference in the last block, a file cut short or grown since its size was checked are
     each a change."""
-    monkeypatch.setattr(atomic, "_HASH_BLOCK", 3)
+    monkeypatch.setattr(snapshots, "_HASH_BLOCK", 3)
     f = ws / "f.txt"
     read = b"0123456789"
     for on_disk, same in [(read, True), (b"012345678X", False), (read[:-1], False), (read + b"!", False)]:
         f.write_bytes(on_disk)
         fd = os.open(f, os.O_RDONLY)
         try:
-            assert atomic._holds(fd, read) is same, on_disk
+            assert snapshots._holds(fd, read) is same, on_disk
         finally:
             os.close(fd)
 
@@ -329,8 +331,8 @@ def test_read_all_refuses_a_file_over_the_limit_with_its_size(ws: Path) -> None:
 
 
 def test_snapshots() -> None:
-    assert Snapshot.absent() == Snapshot(False, 0, 0, "")
-    assert atomic.sha256_hex(b"") == hashlib.sha256(b"").hexdigest()
+    assert Snapshot.absent() == Snapshot(False, 0, 0) and Snapshot.absent().digest() == ""
+    assert snapshots.sha256_hex(b"") == hashlib.sha256(b"").hexdigest()
 
 
 def test_in_flight_temps_are_recorded_under_the_state_dir(
@@ -383,8 +385,10 @@ def test_the_sweep_without_records_removes_nothing() -> None:
 
 
 def test_this_process_is_alive() -> None:
-    assert records._alive(os.getpid())
-    assert records._alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
+    from filegate.fsio.platform import process_alive
+
+    assert process_alive(os.getpid())
+    assert process_alive(1)  # pid 1 is there (as another user's: EPERM still means alive)
 
 
 async def test_one_writer_per_path_and_the_lock_is_dropped_after() -> None:
@@ -447,15 +451,15 @@ def status(mtime_ns: int, ctime_ns: int) -> os.stat_result:
 @pytest.mark.parametrize(
     ("mtime_ns", "ctime_ns", "settle"),
     [
-        (5_000_000_000, 7_000_000_000, atomic.SETTLED_COARSE_NS),  # whole seconds both: a coarse clock
-        (5_000_000_000, 7_000_000_001, atomic.SETTLED_NS),
-        (5_000_000_001, 7_000_000_000, atomic.SETTLED_NS),
-        (0, 0, atomic.SETTLED_COARSE_NS),
+        (5_000_000_000, 7_000_000_000, snapshots.SETTLED_COARSE_NS),  # whole seconds both: a coarse clock
+        (5_000_000_000, 7_000_000_001, snapshots.SETTLED_NS),
+        (5_000_000_001, 7_000_000_000, snapshots.SETTLED_NS),
+        (0, 0, snapshots.SETTLED_COARSE_NS),
     ],
 )
 def test_a_coarse_clock_needs_two_seconds_to_settle(mtime_ns: int, ctime_ns: int, settle: int) -> None:
-    assert atomic._settle_time(status(mtime_ns, ctime_ns)) == settle
-    assert (atomic.SETTLED_NS, atomic.SETTLED_COARSE_NS) == (50_000_000, 2_000_000_000)
+    assert snapshots._settle_time(status(mtime_ns, ctime_ns)) == settle
+    assert (snapshots.SETTLED_NS, snapshots.SETTLED_COARSE_NS) == (50_000_000, 2_000_000_000)
 
 
 def test_a_snapshot_settles_strictly_after_the_settle_time(ws: Path) -> None:
@@ -463,15 +467,15 @@ def test_a_snapshot_settles_strictly_after_the_settle_time(ws: Path) -> None:
     f.write_bytes(b"data")
     st = os.stat(f)
     changed = max(st.st_mtime_ns, st.st_ctime_ns)
-    settle = atomic._settle_time(st)
+    settle = snapshots._settle_time(st)
     fd = os.open(f, os.O_RDONLY)
     try:
         at_edge = read_all(fd, 100, "f", now_ns=changed + settle)[1]
         past_it = read_all(fd, 100, "f", now_ns=changed + settle + 1)[1]
     finally:
         os.close(fd)
-    assert not at_edge.settled and at_edge.sha256 == "" and at_edge.content == b"data"  # compared, not hashed
-    assert past_it.settled and past_it.sha256 == "" and past_it.digest() == atomic.sha256_hex(b"data")
+    assert not at_edge.settled and at_edge.content == b"data"  # compared
+    assert past_it.settled and past_it.digest() == snapshots.sha256_hex(b"data")
     assert (past_it.dev, past_it.ino, past_it.ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns)
     assert past_it.same_status(os.stat(f))
     assert not at_edge.same_status(os.stat(f))  # never settled: always hashed

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from filegate.policy.budget import KIMI_BUDGET, PRESETS, Budget, result_budget_for, text_budget_for
+from filegate.policy.budget import KIMI_BUDGET, PRESETS, Budget, budget_for
 from filegate.settings import DEFAULT_RESULT_BUDGET, Settings
 
 
@@ -17,14 +17,14 @@ def settings(tmp_path: Path, **kw: object) -> Settings:
 
 def test_an_explicit_budget_wins_over_preset_and_name(tmp_path: Path) -> None:
     s = settings(tmp_path, result_budget=5000, client="kimi")
-    assert result_budget_for(s, "Kimi CLI") == 5000 and text_budget_for(s, "Kimi CLI") == 5000
+    assert budget_for(s, "Kimi CLI").result == 5000 and budget_for(s, "Kimi CLI").text == 5000
 
 
 @pytest.mark.parametrize(("client", "budget"), list(PRESETS.items()))
 def test_a_preset_wins_over_the_announced_name(tmp_path: Path, client: str, budget: Budget) -> None:
     other = "kimi-cli" if client != "kimi" else "claude-code"
-    assert result_budget_for(settings(tmp_path, client=client), other) == budget.result
-    assert text_budget_for(settings(tmp_path, client=client), other) == budget.text
+    assert budget_for(settings(tmp_path, client=client), other).result == budget.result
+    assert budget_for(settings(tmp_path, client=client), other).text == budget.text
 
 
 # SPEC §9's text budgets, by the clientInfo.name each client really sends (tests/agents/
@@ -38,8 +38,8 @@ def test_a_preset_wins_over_the_announced_name(tmp_path: Path, client: str, budg
      ("", 48_000, DEFAULT_RESULT_BUDGET), ("kim", 48_000, DEFAULT_RESULT_BUDGET), ("mcp", 48_000, DEFAULT_RESULT_BUDGET)],
 )  # fmt: skip
 def test_the_announced_name_decides_last(tmp_path: Path, name: str, text: int, result: int) -> None:
-    assert text_budget_for(settings(tmp_path), name) == text
-    assert result_budget_for(settings(tmp_path), name) == result
+    assert budget_for(settings(tmp_path), name).text == text
+    assert budget_for(settings(tmp_path), name).result == result
 
 
 def test_the_presets_are_spec_9s_text_budgets_and_the_media_budgets() -> None:
@@ -64,20 +64,20 @@ def test_the_presets_are_spec_9s_text_budgets_and_the_media_budgets() -> None:
 def test_only_kimi_code_gets_a_budget_per_media_part(
     tmp_path: Path, client: str | None, name: str, part: bool
 ) -> None:
-    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS, media_part_budget_for
+    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
 
     settings = Settings(workdir=tmp_path, client=client)
-    assert media_part_budget_for(settings, name) == (KIMI_CODE_MEDIA_PART_CHARS if part else None)
+    assert budget_for(settings, name).media_part == (KIMI_CODE_MEDIA_PART_CHARS if part else None)
 
 
 def test_result_budget_keeps_kimi_codes_budget_per_media_part(tmp_path: Path) -> None:
     """--result-budget sets the text and the whole result; an image Kimi Code shows apart from
     the text keeps its own 10 MB."""
-    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS, media_part_budget_for
+    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
 
     s = settings(tmp_path, result_budget=20_000)
-    assert media_part_budget_for(s, "kimi-code") == KIMI_CODE_MEDIA_PART_CHARS
-    assert media_part_budget_for(s, "claude-code") is None
+    assert budget_for(s, "kimi-code").media_part == KIMI_CODE_MEDIA_PART_CHARS
+    assert budget_for(s, "claude-code").media_part is None
 
 
 def test_a_tool_fills_its_clients_budget_but_the_room_of_the_closing_lines() -> None:

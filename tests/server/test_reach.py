@@ -14,7 +14,7 @@ import pytest
 from mcp.types import Implementation
 
 from filegate import __version__
-from filegate.policy.budget import CLIENT_NAMES, ERROR_CHARS, text_budget_for
+from filegate.policy.budget import CLIENT_NAMES, ERROR_CHARS, budget_for
 from filegate.settings import Settings
 from filegate.tools.readguard import ledger as readguard
 from tests.conftest import blocks, call, connect, text
@@ -53,7 +53,7 @@ async def test_every_tool_is_loaded_up_front_with_a_hint_and_claude_codes_size(w
         meta = tool["_meta"]
         assert meta["anthropic/alwaysLoad"] is True, tool["name"]
         assert 0 < len(meta["anthropic/searchHint"]) <= 40, meta
-        assert meta["anthropic/maxResultSizeChars"] == 100_000 == text_budget_for(Settings(), "claude-code")
+        assert meta["anthropic/maxResultSizeChars"] == 100_000 == budget_for(Settings(), "claude-code").text
         assert set(meta) == {"anthropic/alwaysLoad", "anthropic/searchHint", "anthropic/maxResultSizeChars"}
 
 
@@ -112,7 +112,7 @@ NAMES = [*sorted(CLIENT_NAMES), "some-client"]
 async def test_every_large_result_fits_the_clients_text_budget(big: Path, name: str) -> None:
     """SPEC §9: the text never exceeds what the client shows whole, the summary (where to
     continue) always inside it; an error stays under ERROR_CHARS with its next step last."""
-    budget = text_budget_for(Settings(), name)
+    budget = budget_for(Settings(), name).text
     info = Implementation(name=name, version="1")
     async with connect(big, client_client_info=info, approval="auto") as c:
         for tool, args in CALLS:

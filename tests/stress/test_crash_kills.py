@@ -193,6 +193,7 @@ PAUSING_WRITER = r"""
 import os, sys
 from pathlib import Path
 import filegate.fsio.atomic as atomic
+from filegate.fsio.snapshot import Snapshot
 from filegate.errors import WriteError
 atomic._TMPFILE = 0
 path, data, pause = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3]
@@ -209,7 +210,7 @@ def paused(fd, chunk):
     write_all(fd, chunk)
 atomic._write_all = paused
 try:
-    atomic.replace_file(path, data, expect=atomic.Snapshot.of(path.read_bytes(), os.stat(path)), shown="t")
+    atomic.replace_file(path, data, expect=Snapshot.of(path.read_bytes(), os.stat(path)), shown="t")
     print("wrote", flush=True)
 except WriteError as exc:
     print("refused:", exc, flush=True)

@@ -24,10 +24,10 @@ import pytest
 
 import filegate.fsio.atomic as atomic
 import filegate.fsio.changeset as changeset
-from filegate.fsio.atomic import Snapshot, read_all
 from filegate.fsio.changeset import SetWrite, commit_set, recover_sets, sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
+from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.policy.workspace import ResolvedPath
 from tests.stress.procs import Zygote
 from tests.stress.test_crash_kills import _wait_gone

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import call, connect, text, write_id_of
+from tests.old_history import record_old_write
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
 
@@ -262,3 +263,19 @@ async def test_changes_is_offered_under_read_only_and_marked_read_only(ws: Path,
         got = await call(c, "Changes", since=first)
     assert tools["Changes"].annotations.read_only_hint is True
     assert not got.is_error and "added `a.txt`" in text(got)
+
+
+async def test_a_write_recorded_before_blake3_is_reviewed_in_its_own_hash(ws: Path, mode: str) -> None:
+    """An old SHA-256 record: the file as that write left it is not called changed outside
+    filegate (its content hashed in SHA-256 to compare), and a hand change after it is."""
+    path = ws / "a.txt"
+    path.write_bytes(b"old write's result\n")
+    record_old_write(path, b"before it all\n", b"old write's result\n", "w-0a0b0c")
+    async with connect(ws, mode) as c:
+        as_left = await call(c, "Changes", since="w-0a0b0c")
+        path.write_bytes(b"old write's result\nby hand\n")
+        by_hand = await call(c, "Changes", since="w-0a0b0c")
+    assert not as_left.is_error, text(as_left)
+    assert "modified `a.txt` (+1 -1 lines; 1 write: w-0a0b0c)" in text(as_left)
+    assert "-before it all\n+old write's result" in text(as_left)
+    assert "modified `a.txt` (+2 -1 lines; changed outside filegate after w-0a0b0c; 1 write" in text(by_hand)

@@ -32,7 +32,8 @@ WRITER = r"""
 import hashlib, os, sys
 from pathlib import Path
 import filegate.fsio.atomic as atomic
-from filegate.fsio.atomic import Snapshot, replace_file
+from filegate.fsio.atomic import replace_file
+from filegate.fsio.snapshot import Snapshot
 path, a, b = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), Path(sys.argv[3]).read_bytes()
 flag = os.open(sys.argv[4], os.O_WRONLY)
 if sys.argv[5] == "named":

@@ -430,12 +430,30 @@ def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: i
 
 from filegate.tools.edit.matching import (  # noqa: E402
     COMMON,
-    _lines_from,
+    _FileLine,
     _Loose,
     _Old,
     _rarest,
     _window_starts,
 )
+
+
+def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
+    """``count`` lines from the line starting at ``start``; None if the file ends first (the
+    oracle's way to cut lines: the ladder's own reads them lazily, _Loose.line)."""
+    lines: list[_FileLine] = []
+    while len(lines) < count:
+        if start >= len(data):
+            return None
+        newline = data.find(b"\n", start)
+        if newline < 0:
+            end = stop = len(data)
+        else:
+            stop = newline + 1
+            end = newline - 1 if newline > start and data[newline - 1] == 13 else newline
+        lines.append(_FileLine(start, end, stop, data[start:end].decode("utf-8", "surrogateescape")))
+        start = stop
+    return lines
 
 
 def test_the_rarest_anchor_is_looked_around_and_a_missing_one_is_a_miss() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from filegate.tools.edit.notebook_edit import MAX_EDIT_BYTES, edit_cells, notebook_of
-from filegate.tools.str_replace import cell_view
 from tests.conftest import call, connect, texts
 from tests.tools.test_read_notebook import cell, png_output, write_nb
 
@@ -205,7 +204,7 @@ def test_the_kept_head_and_tail_are_every_byte_the_edit_left(old: str, new: str,
     before = [cell("x = 1", big)] if where == "past two blocks" else []
     nb = nb_json(*before, cell(f"{old}\nprint(r)"), cell("tail = 1"))
     data = json.dumps(nb, indent=1).encode()
-    done = edit_cells(data, [(old, new, False)], "n.ipynb", cell_view)
+    done = edit_cells(data, [(old, new, False)], "n.ipynb")
     assert done is not None
     head, tail = done.kept_head, done.kept_tail
     assert data[:head] == done.data[:head] and data[len(data) - tail :] == done.data[len(done.data) - tail :]

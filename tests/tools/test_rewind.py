@@ -13,6 +13,7 @@ from mcp.types import Implementation
 from filegate.fsio.history import WriteHistory
 from tests.conftest import call, connect, stdio_transport, text, write_id_of
 from tests.fakes import Answers
+from tests.old_history import record_old_write
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
 
@@ -330,3 +331,58 @@ async def test_a_process_of_its_own_shares_the_history_and_is_rewound_with_the_o
     assert not r.is_error, text(r)
     assert "Rewound 3 writes from" in text(r)
     assert tree(ws) == before
+
+
+# --- a history written before BLAKE3: each record read in its own hash -----------------------
+
+
+@pytest.mark.parametrize("later", ["none", "through filegate", "by hand, then through filegate"])
+async def test_a_rewind_from_a_write_recorded_before_blake3_checks_it_in_its_own_hash(
+    ws: Path, mode: str, later: str
+) -> None:
+    """An old SHA-256 record, then (maybe) a BLAKE3 one of the same file: the file as the old
+    write left it, and the pair's meeting point (its after, the new one's before), are checked by
+    hashing the content in the old record's algorithm, so they are neither changed by accident
+    nor equal by accident."""
+    path = ws / "a.txt"
+    path.write_bytes(b"old write's result\n")
+    record_old_write(path, b"before it all\n", b"old write's result\n", "w-0a0b0c")
+    async with connect(ws, mode, approval="auto") as c:
+        if later != "none":
+            if later.startswith("by hand"):
+                path.write_bytes(b"old write's result, by hand\n")
+            new = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="new write\n")))
+        r = await call(c, "UndoWrite", since="w-0a0b0c")
+    if later.startswith("by hand"):
+        assert r.is_error, text(r)
+        assert f"`a.txt` (it was changed outside filegate between w-0a0b0c and {new})" in text(r)
+        assert path.read_bytes() == b"new write\n"
+    else:
+        assert not r.is_error, text(r)
+        assert path.read_bytes() == b"before it all\n"
+
+
+async def test_a_pair_in_two_hashes_whose_content_between_is_gone_is_not_called_either(
+    ws: Path, mode: str
+) -> None:
+    """Between an old SHA-256 write and a BLAKE3 one, with the newer write's pre-image (the
+    content between them) no longer held: nothing can say whether the file was changed by hand
+    between them, so the rewind says exactly that and waits for force."""
+    path = ws / "a.txt"
+    path.write_bytes(b"old write's result\n")
+    record_old_write(path, b"before it all\n", b"old write's result\n", "w-0a0b0c")
+    async with connect(ws, mode, approval="auto") as c:
+        new = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="new write\n")))
+    entry = WriteHistory().find(new)
+    assert entry is not None and entry.hash == "blake3"
+    WriteHistory().object_path(entry.before).unlink()
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since="w-0a0b0c")
+        assert r.is_error and path.read_bytes() == b"new write\n"
+        forced = await call(c, "UndoWrite", since="w-0a0b0c", force=True)
+    assert (
+        f"`a.txt` (whether it was changed outside filegate between w-0a0b0c and {new} cannot be "
+        "told: their records hash content differently and the history holds no copy of it)"
+    ) in text(r)
+    assert not forced.is_error, text(forced)
+    assert path.read_bytes() == b"before it all\n"

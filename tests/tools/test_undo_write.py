@@ -18,6 +18,7 @@ import pytest
 
 from filegate.fsio import platform
 from filegate.fsio.history import history_dir
+from filegate.fsio.spliced import content_hash
 from tests.conftest import call, connect, text, write_id_of
 from tests.fakes import Answers
 
@@ -226,7 +227,8 @@ async def test_a_sensitive_file_leaves_no_byte_hash_or_size_in_the_state_directo
     assert (ws / ".env").read_bytes() == edited
     forbidden = [old, new.encode(), edited, b"CANARY"]
     for data in (old, new.encode(), edited):
-        forbidden += [hashlib.sha256(data).hexdigest().encode(), hashlib.sha1(data).hexdigest().encode()]
+        digests = (content_hash(data), hashlib.sha256(data).hexdigest(), hashlib.sha1(data).hexdigest())
+        forbidden += [d.encode() for d in digests]
     state = history_dir().parent
     seen = 0
     for root, _, files in os.walk(state):
@@ -309,8 +311,8 @@ async def test_a_write_stopped_after_its_record_is_recorded_as_failed(ws: Path, 
     assert path.read_bytes() == theirs and os.listdir(ws) == ["a.txt"]
     records = [json.loads(line) for line in (history_dir() / "history.jsonl").read_text().splitlines()]
     assert [r.get("outcome") for r in records] == [None, "failed"]
-    assert records[0]["after"] == hashlib.sha256(data.replace(b"line one", b"LINE ONE", 1)).hexdigest()
-    assert records[0]["before"] == hashlib.sha256(data).hexdigest()
+    assert records[0]["after"] == content_hash(data.replace(b"line one", b"LINE ONE", 1))
+    assert records[0]["before"] == content_hash(data)
 
 
 async def test_a_write_whose_folder_fsync_fails_after_the_rename_says_so_and_can_be_undone(
@@ -346,6 +348,42 @@ async def test_a_write_whose_folder_fsync_fails_after_the_rename_says_so_and_can
         u = await call(c, "UndoWrite", write_id=records[0]["id"])
     assert not u.is_error, text(u)
     assert path.read_bytes() == ORIGINAL
+
+
+async def test_a_write_recorded_before_blake3_is_undone_from_its_sha256_record(ws: Path, mode: str) -> None:
+    """A history written by an earlier filegate (SHA-256 addresses, the old key order): its
+    write is undone as it is, the file checked against its SHA-256 "after"; a change since is
+    told, as for any write."""
+    import time
+
+    path = _make(ws, data=b"after the old write\n")
+    before, after = ORIGINAL, path.read_bytes()
+    sha = [hashlib.sha256(b).hexdigest() for b in (before, after)]
+    record = {
+        "id": "w-0a0b0c", "time": time.time() - 60, "client": "old", "tool": "WriteFile", "path": str(path),
+        "route": "auto", "kept": True, "before": sha[0], "after": sha[1], "size_before": len(before),
+        "size_after": len(after), "mode": 0o640,
+    }  # fmt: skip
+    history_dir().mkdir(parents=True, mode=0o700)
+    line = json.dumps(record, separators=(",", ":"))  # as filegate wrote it
+    (history_dir() / "history.jsonl").write_text(line + '\n{"id":"w-0a0b0c","outcome":"done"}\n')
+    blob = history_dir() / "objects" / sha[0][:2] / sha[0][2:]
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(before)
+    async with connect(ws, mode, approval="auto") as c:
+        path.write_bytes(after + b"more\n")
+        refused = await call(c, "UndoWrite", write_id="w-0a0b0c")
+        path.write_bytes(after)
+        undone = await call(c, "UndoWrite", write_id="w-0a0b0c")
+        again = await call(c, "UndoWrite", write_id="w-0a0b0c")
+    assert refused.is_error and "is no longer as w-0a0b0c left it: it changed since" in text(refused)
+    assert not undone.is_error, text(undone)
+    assert path.read_bytes() == ORIGINAL
+    # The undo (a BLAKE3 record) left it as the SHA-256 record's before: said by hashing the file
+    # in each record's own algorithm, never by comparing a hash of one with a hash of the other.
+    assert text(again).startswith(
+        f"Write w-0a0b0c is already undone: `a.txt` is as it was before it (undone by {write_id_of(text(undone))}, "
+    ), text(again)
 
 
 class DiskSpy:

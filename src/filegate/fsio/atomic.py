@@ -1,6 +1,6 @@
-# size: one job, the atomic write (temp, checks, rename, fsyncs, stale check) on one open directory
 """Atomic, durable replacement of one file (SPEC §2.5, §2.10, §4); the per-path write lock is
-fsio/locks.py, the record of named temps a killed write may leave fsio/pending.py.
+fsio/locks.py, the record of named temps a killed write may leave fsio/pending.py, the file as
+it was read (the stale check's proof) fsio/snapshot.py.
 
 ``replace_file`` writes the new bytes to an unnamed temp file in the target's directory
 (``O_TMPFILE``; a hidden named temp where that is unsupported), fsyncs it, checks that the
@@ -15,131 +15,23 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import errno
-import hashlib
 import os
 import secrets
 import stat
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
+from filegate.fsio.bypath import check_landed, check_parent_by_path, check_placed
 from filegate.fsio.pending import TEMP_SUFFIX, clear_pending, record_pending
-from filegate.fsio.safeopen import open_components, open_then_verify, read_whole
+from filegate.fsio.safeopen import open_components, open_then_verify
+from filegate.fsio.snapshot import Snapshot, holds_snapshot
 from filegate.fsio.spliced import Content, content_pieces
 
 # Linux NAME_MAX is 255 bytes; the temp name adds a dot, a dot and 16 hex digits, and the suffix.
 _TEMP_NAME_KEEP = 200
-# The stale check reads the file in blocks of this size (to compare or to hash them).
-_HASH_BLOCK = 1 << 20
-
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
-
-
-# A file's status (device, inode, size, mtime, ctime) identifies its content only when its
-# last change is older than this at the time it is read: timestamps come from a clock that
-# ticks coarsely (a kernel tick, ~1-10 ms; whole seconds on some file systems), so a change
-# made in the same tick as the previous one could otherwise leave every field as it was.
-SETTLED_NS = 50_000_000
-# Whole-second timestamps (ext4 with small inodes, FAT, some network file systems): a change
-# within the same second is invisible in the status, so it must be two seconds old.
-SETTLED_COARSE_NS = 2_000_000_000
-# POSIX ctime is the last status change, which every write moves and no call can set back; on
-# Windows st_ctime is the creation time, so there the content is always compared.
-_CTIME_IS_CHANGE_TIME = os.name == "posix"
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What a file looked like when it was read: the stale-write check compares against it.
-
-    When the snapshot is ``settled`` — the file did not change while it was read and its last
-    change was older than the timestamp granularity — an unchanged status at write time
-    (device, inode, size, mtime and ctime; ctime cannot be set back, so restoring an mtime does
-    not hide a change) proves an unchanged file, and the content is not read again. Otherwise
-    the check reads the file and compares it byte for byte with the bytes that were read
-    (``content``), or, for a snapshot made without them, hashes it. ``sha256`` is computed
-    once, on first need (:meth:`digest`: a question binds its answer to it), from ``content``.
-    """
-
-    exists: bool
-    size: int = 0
-    mtime_ns: int = 0
-    sha256: str = ""
-    dev: int = 0
-    ino: int = 0
-    ctime_ns: int = 0
-    settled: bool = False
-    content: bytes | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def absent(cls) -> Snapshot:
-        return cls(exists=False)
-
-    @classmethod
-    def of(cls, data: bytes, st: os.stat_result) -> Snapshot:
-        """``data`` as read with status ``st``; not settled: the write-time check hashes."""
-        return cls(True, st.st_size, st.st_mtime_ns, sha256_hex(data), st.st_dev, st.st_ino, st.st_ctime_ns)
-
-    def digest(self) -> str:
-        """The SHA-256 of the content as read ("" for an absent file), computed once."""
-        if not self.sha256 and self.content is not None:
-            object.__setattr__(self, "sha256", sha256_hex(self.content))
-        return self.sha256
-
-    def same_status(self, st: os.stat_result) -> bool:
-        """``st`` proves the content unchanged (see the class docstring)."""
-        return self.settled and _status(st) == (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
-
-
-def _status(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def read_all(fd: int, limit: int, shown: str, *, now_ns: int | None = None) -> tuple[bytes, Snapshot]:
-    """The whole regular file behind ``fd`` (at most ``limit`` bytes) and its snapshot.
-
-    ``now_ns`` is the wall clock the file's last change is compared with (tests move it)."""
-    started = time.time_ns() if now_ns is None else now_ns
-    before = os.fstat(fd)
-    if before.st_size > limit:
-        raise _too_large(shown, before.st_size, limit)
-    data = read_whole(fd, limit)
-    st = os.fstat(fd)
-    if len(data) > limit:  # it grew past the limit while being read
-        raise _too_large(shown, max(st.st_size, len(data)), limit)
-    settled = (
-        _CTIME_IS_CHANGE_TIME
-        and _status(st) == _status(before)
-        and len(data) == st.st_size
-        and max(st.st_ctime_ns, st.st_mtime_ns) < started - _settle_time(st)
-    )
-    # Not hashed: the write-time check compares with ``data`` itself when the status cannot
-    # prove the file unchanged, and only a question needs the digest.
-    snap = Snapshot(True, len(data), st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, settled, data)
-    return data, snap
-
-
-def _settle_time(st: os.stat_result) -> int:
-    whole_seconds = st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
-    return SETTLED_COARSE_NS if whole_seconds else SETTLED_NS
-
-
-def _too_large(shown: str, size: int, limit: int) -> WriteError:
-    return WriteError(
-        f"`{shown}` is {size} bytes; filegate changes files of at most {limit} bytes. "
-        "Use shell tools for a file this large.",
-        "File too large",
-    )
-
-
-# --- the write ----------------------------------------------------------------------------
 
 
 def replace_file(
@@ -172,7 +64,7 @@ def replace_file(
         if platform.has_dir_fd():
             dfd: int | None = _open_parent(real.parent, create_dirs)
         else:
-            _check_parent_by_path(real.parent, create_dirs)
+            check_parent_by_path(real.parent, create_dirs)
             dfd, name = None, str(real)
     except FileNotFoundError:
         raise WriteError(
@@ -187,51 +79,6 @@ def replace_file(
     finally:
         if dfd is not None:
             os.close(dfd)
-
-
-def _check_parent_by_path(parent: Path, create: bool) -> None:
-    """The parent directory exists (made if ``create``) and its path has no symlink swapped in
-    since it was resolved (no dir_fd to pin it: the rename's race window, see the README)."""
-    if create:
-        _make_dirs_by_path(parent)
-    os.close(open_then_verify(parent, os.O_RDONLY | platform.DIRECTORY))
-
-
-def _make_dirs_by_path(parent: Path) -> None:
-    """Make the missing directories of ``parent`` one at a time by path (no dir_fd), each
-    checked to be where its path says once made: one made through a symlink swapped into the
-    chain since the path was resolved (``os.makedirs`` would follow it and leave directories
-    outside the workspace) is removed where it really is, and the write fails with ELOOP."""
-    missing: list[Path] = []
-    here = parent
-    while not os.path.lexists(here) and here != here.parent:
-        missing.append(here)
-        here = here.parent
-    for directory in reversed(missing):
-        made = False
-        try:
-            os.mkdir(directory, 0o777)
-            made = True
-        except FileExistsError:
-            pass  # made meanwhile by someone else, or a file: the open below tells
-        fd = os.open(directory, os.O_RDONLY | platform.DIRECTORY | platform.NOFOLLOW | platform.CLOEXEC)
-        try:
-            held = platform.fd_path(fd)
-            if held is None:
-                placed = os.path.normcase(os.path.realpath(directory)) == os.path.normcase(str(directory))
-            else:
-                placed = os.path.normcase(held) == os.path.normcase(str(directory))
-            if not placed:
-                if made and held is not None:
-                    with contextlib.suppress(OSError):
-                        if os.path.samestat(os.lstat(held), os.fstat(fd)):
-                            os.rmdir(held)
-                elif made:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(directory)  # by the same path that made it
-                raise OSError(errno.ELOOP, "a directory was made through a swapped-in symlink")
-        finally:
-            os.close(fd)
 
 
 def _open_parent(parent: Path, create: bool) -> int:
@@ -279,7 +126,7 @@ def _replace_in(
         private = current is not None or mode is not None
         tfd, temp_name, record = _create_temp(dfd, name, existing=private, directory=directory)
         if dfd is None:
-            _check_placed(tfd, temp_name, shown)
+            check_placed(tfd, temp_name, shown)
         _write_all(tfd, data)
         if current is not None:
             _copy_metadata(tfd, current)
@@ -301,7 +148,7 @@ def _replace_in(
         if dfd is not None:
             os.fsync(dfd)
         else:
-            _check_landed(tfd, name, shown)
+            check_landed(tfd, name, shown)
         return len(data)
     except WriteError:
         raise
@@ -373,45 +220,6 @@ def check_unchanged(real: Path, expect: Snapshot, shown: str) -> None:
         _release(held, 0)
         if dfd is not None:
             os.close(dfd)
-
-
-def _check_placed(tfd: int, temp: str | None, shown: str) -> None:
-    """Without dir_fd the temp was created by a path, which a symlink swapped into it since
-    the check can redirect out of the workspace: before a byte is written, the temp's final
-    path (the OS's name for the handle) must be the path it was created by. A temp that landed
-    elsewhere is removed where it is, and nothing is written. The rename that follows goes by
-    the same path: a swap after this check makes the temp's name resolve elsewhere, so the
-    rename fails (ENOENT) instead of moving it out. Where the OS cannot name a handle, the
-    temp's directory must still resolve to itself and its path lead to the very file held (a
-    swap undone again between these checks is not seen: the README's race window)."""
-    assert temp is not None  # without dir_fd the temp is always a named one
-    held = platform.fd_path(tfd)
-    if held is not None:
-        placed = os.path.normcase(held) == os.path.normcase(temp)
-    else:
-        directory = os.path.dirname(temp)
-        placed = os.path.normcase(os.path.realpath(directory)) == os.path.normcase(
-            directory
-        ) and os.path.samestat(os.lstat(temp), os.fstat(tfd))
-    if not placed:
-        raise WriteError(
-            f"`{shown}` changed while being written (a symlink appeared in its path). Nothing was written."
-        )
-
-
-def _check_landed(tfd: int, target: str, shown: str) -> None:
-    """Without dir_fd the rename goes by two paths, which the OS looks up one after the other:
-    a directory on them swapped for a link in between moves the file into the directory the
-    link leads to (replacing a file of that name there). That cannot be undone, but it is not
-    passed over: where the OS names the handle, the file must now be at the target's path, or
-    the write is reported as having landed elsewhere (the README's race window on Windows)."""
-    held = platform.fd_path(tfd)
-    if held is not None and os.path.normcase(held) != os.path.normcase(target):
-        raise WriteError(
-            f"`{shown}` changed while being written: a link swapped into its path moved the "
-            "written file elsewhere as it was put in place (possibly outside the workspace). "
-            f"Check `{shown}` and its folder, then retry."
-        )
 
 
 def _remove_temp(dfd: int | None, temp_name: str, tfd: int) -> None:
@@ -542,32 +350,6 @@ def _check_unchanged(dfd: int | None, name: str, expect: Snapshot, shown: str) -
         raise
     os.close(fd)
     return -1
-
-
-def holds_snapshot(fd: int, expect: Snapshot) -> bool:
-    """The file behind ``fd`` (at its start) is as ``expect`` was read: its status proves it
-    (a settled snapshot), or its bytes do (compared with those read, or hashed)."""
-    if expect.settled and expect.same_status(os.fstat(fd)):
-        return True
-    return _holds(fd, expect.content) if expect.content is not None else _hash(fd) == expect.digest()
-
-
-def _holds(fd: int, content: bytes) -> bool:
-    """The file behind ``fd`` holds exactly ``content``, compared block by block in place: a
-    memcmp per block where hashing 50 MB costs ~30 ms (and hashing what was read, as much)."""
-    at = 0
-    while chunk := os.read(fd, _HASH_BLOCK):
-        if not content.startswith(chunk, at):
-            return False
-        at += len(chunk)
-    return at == len(content)
-
-
-def _hash(fd: int) -> str:
-    h = hashlib.sha256()
-    while chunk := os.read(fd, _HASH_BLOCK):
-        h.update(chunk)
-    return h.hexdigest()
 
 
 # rename(2) over a file frees its blocks in the call when no one holds it open (a large file's

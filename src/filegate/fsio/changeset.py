@@ -40,17 +40,12 @@ from pathlib import Path
 
 from filegate.errors import PathError, Refusal, WriteError
 from filegate.fsio import platform
-from filegate.fsio.atomic import (
-    Snapshot,
-    check_unchanged,
-    read_all,
-    remove_file,
-    replace_file,
-)
-from filegate.fsio.history import Entry, Hashes, SetFile, WriteHistory
+from filegate.fsio.atomic import check_unchanged, remove_file, replace_file
+from filegate.fsio.history import Entry, SetFile, WriteHistory
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.pending import state_dir
 from filegate.fsio.safeopen import open_regular
+from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath
@@ -239,9 +234,7 @@ def _status(real: Path, new: Content | None, st: os.stat_result | None = None) -
     if st is None:
         return None
     content = None if new is None else bytes(new)
-    return Snapshot(
-        True, st.st_size, st.st_mtime_ns, "", st.st_dev, st.st_ino, st.st_ctime_ns, False, content
-    )
+    return Snapshot(True, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, False, content)
 
 
 def _missing_dirs(writes: Sequence[SetWrite]) -> list[Path]:
@@ -413,7 +406,7 @@ def _state_of(entry: Entry) -> str:
         return "other"  # not a file, too large, unreadable: not the set's to touch
     if data is None:
         return "after" if entry.removed else "before" if entry.created else "other"
-    digest = Hashes.of(data, None).before
+    digest = entry.digest(data)
     if not entry.removed and digest == entry.after:
         return "after"
     if not entry.created and digest == entry.before:

@@ -31,7 +31,7 @@ from filegate.fsio.pending import private_dir, state_dir
 from filegate.policy.escape import escape_log
 
 KEY_BYTES = 32
-# POSIX: owners, mode bits, directory fsync and kill(pid, 0) (Windows has none of them).
+# POSIX: owners, mode bits and directory fsync (Windows has none of them).
 _POSIX = os.name != "nt"
 # Every open of a name here: never through a link, never inherited, and never waiting (a FIFO
 # planted as the key or the record would block the open until someone opened its other end).
@@ -124,7 +124,7 @@ class GrantRecord:
         recorded (:func:`record_end`)."""
         if self.expires is not None:
             return now < self.expires
-        return _alive(self.pid)
+        return platform.process_alive(self.pid)
 
 
 def record_grant(record: GrantRecord) -> None:
@@ -235,20 +235,6 @@ def _locked() -> Iterator[Path]:
         yield root
     finally:
         os.close(fd)  # releases the flock
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    if not _POSIX:  # pragma: no cover - os.kill(pid, 0) would signal it there
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_dir(path: Path) -> None:

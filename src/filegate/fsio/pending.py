@@ -149,7 +149,7 @@ def sweep_pending_temps() -> int:
         return 0
     for record in records:
         pid = record.name.split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)) or not _mine(record):
+        if not pid.isdigit() or platform.process_alive(int(pid)) or not _mine(record):
             continue
         with contextlib.suppress(OSError):
             temp = os.fsdecode(record.read_bytes())
@@ -169,13 +169,3 @@ def _mine(record: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and (not hasattr(os, "geteuid") or st.st_uid == os.geteuid())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -35,6 +35,7 @@ DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 BINARY = getattr(os, "O_BINARY", 0)
+WINDOWS = os.name == "nt"
 
 
 def drop_cached(fd: int) -> None:
@@ -43,6 +44,20 @@ def drop_cached(fd: int) -> None:
     if hasattr(os, "posix_fadvise"):
         with contextlib.suppress(OSError):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (another user's included). Always True off POSIX: there
+    ``os.kill(pid, 0)`` does not probe a process, it ends it (TerminateProcess)."""
+    if pid == os.getpid() or WINDOWS:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def proc_fd(fd: int) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
+import blake3
+
 
 class Spliced:
     """``base[:start] + middle + base[end:]``, without building it."""
@@ -122,23 +124,11 @@ def content_pieces(data: Content) -> list[memoryview]:
     return data.pieces() if isinstance(data, Spliced) else [memoryview(data)]
 
 
-def content_sha256(data: Content) -> str:
-    h = hashlib.sha256()
+def content_hash(data: Content, algorithm: str = "blake3") -> str:
+    """The hex digest of ``data``, its pieces fed in order: BLAKE3 (the write history's content
+    addresses) or SHA-256 (what a question binds its answer to, and the history's records
+    written before BLAKE3)."""
+    h = blake3.blake3() if algorithm == "blake3" else hashlib.sha256()
     for piece in content_pieces(data):
         h.update(piece)
     return h.hexdigest()
-
-
-def sha256_pair(old: bytes, new: Content) -> tuple[str, str]:
-    """The SHA-256 of ``old`` and of ``new``; a splice of ``old`` shares its prefix with it, so
-    the prefix is hashed once and its state copied (an edit in the middle of a file hashes
-    three halves of it, not four)."""
-    if not (isinstance(new, Spliced) and new.base is old):
-        return content_sha256(old), content_sha256(new)
-    base = memoryview(old)
-    h_old = hashlib.sha256(base[: new.start])
-    h_new = h_old.copy()
-    h_old.update(base[new.start :])
-    h_new.update(new.middle)
-    h_new.update(base[new.end :])
-    return h_old.hexdigest(), h_new.hexdigest()

@@ -30,8 +30,9 @@ from typing import Literal
 
 from filegate.errors import WriteError
 from filegate.fsio import platform
-from filegate.fsio.atomic import Snapshot, read_all, replace_file
+from filegate.fsio.atomic import replace_file
 from filegate.fsio.safeopen import open_components
+from filegate.fsio.snapshot import Snapshot, read_all
 from filegate.policy.escape import escape
 
 # Where a file's path came from, which decides the symlinks it may go through:

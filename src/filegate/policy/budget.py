@@ -94,17 +94,3 @@ def budget_for(settings: Settings, client_name: str) -> Budget:
     if settings.result_budget is None:
         return budget
     return Budget(settings.result_budget, settings.result_budget, budget.media_part)
-
-
-def text_budget_for(settings: Settings, client_name: str) -> int:
-    return budget_for(settings, client_name).text
-
-
-def result_budget_for(settings: Settings, client_name: str) -> int:
-    return budget_for(settings, client_name).result
-
-
-def media_part_budget_for(settings: Settings, client_name: str) -> int | None:
-    """Base64 characters each media part may take on its own; None when media share the
-    result budget (every client but Kimi Code)."""
-    return budget_for(settings, client_name).media_part

@@ -38,8 +38,6 @@ APPROVE_FILE = "approve_file"
 APPROVE_FOLDER = "approve_folder"
 APPROVE_SESSION = "approve_for_session"
 REJECT = "reject"
-# The answers that grant something beyond this write (SPEC §11).
-GRANTING = (APPROVE_FILE, APPROVE_FOLDER, APPROVE_SESSION)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from mcp.types import (
 
 from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape
-from filegate.tools.outcome import ImagePart, MediaPart, Outcome, TextPart
+from filegate.tools.outcome import ImagePart, MediaPart, Outcome, TextPart, lines_within
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -110,14 +110,8 @@ def fit_error(text: str) -> str:
     room = ERROR_CHARS - 200
     first = first if len(first) <= room // 2 else first[: room // 2] + "…"
     last = last if len(last) <= room // 4 else last[: room // 4] + "…"
-    kept: list[str] = []
-    used = len(first) + len(last)
     middle = lines[1:-1]
-    for line in middle:
-        if used + len(line) + 1 > room:
-            break
-        kept.append(line)
-        used += len(line) + 1
+    kept = lines_within(middle, room - len(first) - len(last))
     left_out = len(middle) - len(kept)
     said = f"[{left_out} more line{'s' if left_out != 1 else ''} not shown: an error stays under"
     gap = [f"{said} {ERROR_CHARS} characters]"]

@@ -10,6 +10,7 @@ one question, one commit, one write id (tools/patch/run.py, fsio/changeset.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,13 +23,11 @@ from filegate.policy.changeset import GatedPath, Role, gate_path
 from filegate.policy.escape import escape_log
 from filegate.policy.filetype import SNIFF_BYTES, document_kind
 from filegate.tools.describe import GrantArg, load_description
-from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import plural
-from filegate.tools.edit.notebook_edit import View
 from filegate.tools.edit.replacing import Applied, Edit
 from filegate.tools.edit.text_change import edit_bytes
 from filegate.tools.edit.whole_content import WholeContent, new_bytes
-from filegate.tools.edit.writing import Change, WriteJob, Written, detect_encoding
+from filegate.tools.edit.writing import Change, WriteJob, detect_encoding
 from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 from filegate.tools.patch.hunks import apply_hunks
 from filegate.tools.patch.plan import ChangeItem, FileChange, Plan, PlanEdit, PlanError, plan_from_changes
@@ -127,40 +126,27 @@ def _carried(carried: list[Content], name: str) -> Change[None]:
 
 
 def _job(
-    rp: Any, transform: Callable[[bytes | None], Change[Any]], action: str, *, must_exist: bool = True
+    rp: Any,
+    transform: Callable[[bytes | None], Change[Any]],
+    action: str,
+    *,
+    must_exist: bool = True,
+    line_guard: bool = False,
 ) -> WriteJob[Any]:
     return WriteJob(
         tool="ApplyPatch",
         rp=rp,
         transform=transform,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=_never,
         must_exist=must_exist,
         guarded=True,
+        line_guard=line_guard,
         action=action,
     )
-
-
-def _never(_: Written[Any]) -> Outcome:  # pragma: no cover - a set answers for all its files
-    raise AssertionError("a set's file has no result of its own")
 
 
 def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Applied]:
     edits = [Edit(old=e.old, new=e.new, replace_all=e.replace_all, match=e.match) for e in planned]
     narrowed = any(e.anchors or e.at_end or not e.old for e in planned)
-
-    def apply(
-        data: bytes,
-        edits: list[Edit],
-        shown: str,
-        *,
-        tolerant: bool,
-        tab_width: Callable[[], int | None],
-        check: Callable[[], None] = lambda: None,
-    ) -> Applied:
-        return apply_hunks(planned, data, edits, shown, tolerant=tolerant, tab_width=tab_width, check=check)
 
     def transform(data: bytes | None) -> Change[Applied]:
         data = data or b""
@@ -170,32 +156,9 @@ def _edit_job(rp: Any, planned: Sequence[PlanEdit], env: ToolEnv) -> WriteJob[Ap
                 "(old/new text from a cell), not with `@@` hunks. Nothing was written.",
                 brief="Notebook hunk",
             )
-        return edit_bytes(rp, data, edits, _cell_view, env, apply=apply, tool="ApplyPatch")
+        return edit_bytes(rp, data, edits, env, apply=partial(apply_hunks, planned), tool="ApplyPatch")
 
-    job: WriteJob[Applied] = WriteJob(
-        tool="ApplyPatch",
-        rp=rp,
-        transform=transform,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=_never,
-        must_exist=True,
-        guarded=True,
-        line_guard=True,
-        action="edit",
-    )
-    return job
-
-
-def _cell_view(notebook: dict[str, Any]) -> View | None:
-    """ReadFile's cell view of a notebook, as its edits speak (SPEC §8.6), as StrReplaceFile
-    hands it to the edits (a front door may not import another's)."""
-    try:
-        view = render_notebook(notebook)
-    except NotANotebook:
-        return None
-    return View(view.rows, tuple((c.first, c.source_end, c.end) for c in view.layout))
+    return _job(rp, transform, "edit", line_guard=True)
 
 
 # --- the answer ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pydantic import Field
 GrantArg = Annotated[str, Field(description="A handle from an earlier result's `Grant:` line.")]
 
 
-def path_help(verb: str, gerund: str) -> str:
+def path_help(verb: str) -> str:
     """The `path` parameter's description (SPEC §9: short, said once)."""
     return f"The file to {verb}: absolute, or relative to the working directory."
 

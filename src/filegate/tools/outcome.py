@@ -40,6 +40,18 @@ class TextPart:
 
 MediaPart = ImagePart | ResourcePart | TextPart
 
+
+def lines_within(lines: list[str], room: int) -> list[str]:
+    """The first of ``lines`` that fit in ``room`` characters, each with its line break."""
+    kept: list[str] = []
+    for line in lines:
+        room -= len(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    return kept
+
+
 # JSON framing of one content block on the wire ({"type":"text","text":"…"}, {"type":"image",
 # "data":"…","mimeType":"…"}), rounded up: a result budget counts what the client receives.
 BLOCK_FRAME_CHARS = 64

@@ -40,7 +40,7 @@ from filegate.tools.readguard.ledger import INDEX_MAX_BYTES, ReadLedger, identit
 class ReadFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("read", "reading"))]
+    path: Annotated[str, Field(description=path_help("read"))]
     line_offset: Annotated[
         int,
         Field(

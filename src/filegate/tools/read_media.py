@@ -73,7 +73,7 @@ class RegionParam(BaseModel):
 class ReadMediaFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("read", "reading"))]
+    path: Annotated[str, Field(description=path_help("read"))]
     region: Annotated[
         RegionParam | None,
         Field(description="An image crop in original pixels."),

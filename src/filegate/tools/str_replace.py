@@ -8,16 +8,14 @@ lossless (checked: a file that does not read back byte for byte is refused).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from filegate.errors import EditFailed
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.describe import GrantArg, load_description, path_help
-from filegate.tools.documents.notebook import NotANotebook, render_notebook
 from filegate.tools.edit.diffing import requested_change
-from filegate.tools.edit.notebook_edit import View
 from filegate.tools.edit.replacing import Applied, Edit
 from filegate.tools.edit.text_change import edit_bytes, notes_of
 from filegate.tools.edit.writing import (
@@ -34,7 +32,7 @@ from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 class StrReplaceFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("edit", "editing"))]
+    path: Annotated[str, Field(description=path_help("edit"))]
     edit: Annotated[
         Edit | list[Edit],
         Field(
@@ -70,15 +68,6 @@ def _check_edits(edits: list[Edit]) -> None:
             )
 
 
-def cell_view(notebook: dict[str, Any]) -> View | None:
-    """ReadFile's cell view of a notebook, as its edits speak (SPEC §8.6); None: it has none."""
-    try:
-        view = render_notebook(notebook)
-    except NotANotebook:
-        return None
-    return View(view.rows, tuple((c.first, c.source_end, c.end) for c in view.layout))
-
-
 async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcome:
     edits = params.edits
     _check_edits(edits)
@@ -89,7 +78,7 @@ async def str_replace_file(params: StrReplaceFileParams, env: ToolEnv) -> Outcom
     job = WriteJob(
         tool="StrReplaceFile",
         rp=rp,
-        transform=lambda data: edit_bytes(rp, data or b"", edits, cell_view, env),
+        transform=lambda data: edit_bytes(rp, data or b"", edits, env),
         requested=requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change

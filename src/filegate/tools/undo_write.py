@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from filegate.errors import WriteError
 from filegate.fsio.history import Entry, WriteHistory, is_write_id
-from filegate.fsio.spliced import content_sha256
 from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.changeset import gate_path
 from filegate.policy.escape import escape
@@ -44,7 +43,7 @@ from filegate.tools.patch.run import Label, Member, run_set
 from filegate.tools.readguard.ledger import reader_of
 from filegate.tools.review.rewind import Plan, Restore, plan_rewind
 from filegate.tools.review.sections import Section, diff_block, fit
-from filegate.tools.review.since import unknown_write
+from filegate.tools.review.since import matches, unknown_write
 
 # Later writes to the same file named in a refusal, at most.
 MAX_LATER_NAMED = 5
@@ -91,7 +90,7 @@ async def undo_write(params: UndoWriteParams, env: ToolEnv) -> Outcome:
         )
     entry = await anyio.to_thread.run_sync(lambda: _in_workspace(history, write_id, env))
     if entry is None:
-        raise WriteError(unknown(write_id), "Unknown write id")
+        raise WriteError(unknown_write(write_id), "Unknown write id")
     return await undo_entry(entry, env, dry_run=params.dry_run, force=params.force)
 
 
@@ -113,10 +112,6 @@ def _in_workspace(history: WriteHistory, write_id: str, env: ToolEnv) -> Entry |
     return entry if inside else None
 
 
-def unknown(write_id: str) -> str:
-    return unknown_write(write_id)
-
-
 async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force: bool = False) -> Outcome:
     """Undo the write ``entry`` (found by the caller: UndoWrite in its workspace, the terminal
     by id or prefix) through the write route."""
@@ -128,7 +123,7 @@ async def undo_entry(entry: Entry, env: ToolEnv, *, dry_run: bool = False, force
     rp = dataclasses.replace(rp, shown=env.workspace.display(rp.real))  # as the write showed it
     later = [
         e
-        for e in await anyio.to_thread.run_sync(history.entries)
+        for e in await anyio.to_thread.run_sync(lambda: history.entries(after=entry.id))
         if e.path == entry.path and e.time > entry.time
     ]
     before = None if entry.created else await anyio.to_thread.run_sync(lambda: _pre_image(history, entry, rp))
@@ -154,7 +149,8 @@ async def _undo_set(
 ) -> Outcome:
     """Every file of set ``set_id`` put back as it was before it, as one write: one question
     with the combined diff, all or nothing, refused (naming each file) when any changed since."""
-    entries = await anyio.to_thread.run_sync(history.entries)
+    first = await anyio.to_thread.run_sync(lambda: history.find(set_id))
+    entries = [first, *await anyio.to_thread.run_sync(lambda: history.entries(after=set_id))] if first else []
     members = [e for e in entries if e.group == set_id]
     for entry in members:
         _check_undoable(entry)
@@ -199,10 +195,6 @@ def _set_member(
         tool="UndoWrite",
         rp=rp,
         transform=lambda data: _restore(entry, before, data, rp, True, later),
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=lambda _: Outcome(),
     )
     label: Label = "removed" if entry.created else "restored"
     return rp, why, Member(label, job, gated.asked)
@@ -211,7 +203,7 @@ def _set_member(
 def _as_before(entry: Entry, data: bytes | None) -> bool:
     if entry.created:
         return data is None
-    return data is not None and content_sha256(data) == entry.before
+    return data is not None and entry.digest(data) == entry.before
 
 
 # --- since: the rewind (SPEC §10) -------------------------------------------------------------
@@ -295,25 +287,9 @@ def _rewind_member(r: Restore, force: bool) -> Member:
         tool="UndoWrite",
         rp=r.rp,
         transform=restore,
-        requested="",
-        requested_unsafe=False,
-        arguments={},
-        done=lambda _: Outcome(),
     )
     label: Label = "removed" if r.before is None else "restored"
     return Member(label, job, r.asked)
-
-
-def _unknown(history: WriteHistory, write_id: str) -> str:
-    if history.evicted(write_id):
-        return (
-            f"Write {escape(write_id)} was evicted from the history (older than --history-max-age, "
-            "or beyond --history-max-bytes), so it can no longer be undone."
-        )
-    return (
-        f"No write {escape(write_id)} in the history. Use the id a write's message ended with "
-        "(w- and 6 hex digits)."
-    )
 
 
 def _check_undoable(entry: Entry) -> None:
@@ -347,7 +323,7 @@ def _restore(
     if _is_undone(entry, data):
         raise WriteError(
             f"Write {entry.id} is already undone: `{rp.shown}` is as it was before it"
-            f"{_undone_by(entry, later)}. Nothing was written.",
+            f"{_undone_by(entry, later, data)}. Nothing was written.",
             "Already undone",
         )
     if not force:
@@ -387,15 +363,16 @@ def _is_undone(entry: Entry, data: bytes | None) -> bool:
         return data is None
     if data is None or entry.removed or not entry.before or entry.before == entry.after:
         return False
-    return content_sha256(data) == entry.before
+    return entry.digest(data) == entry.before
 
 
-def _undone_by(entry: Entry, later: list[Entry]) -> str:
-    """ " (undone by w-… at …)" when the last later write is an UndoWrite that left it so."""
+def _undone_by(entry: Entry, later: list[Entry], data: bytes | None) -> str:
+    """ " (undone by w-… at …)" when the last later write is an UndoWrite that left it so (the
+    file, ``data``, as before ``entry``), checked in that write's own hash."""
     last = later[-1] if later else None
     if last is None or last.tool != "UndoWrite":
         return ""
-    left = last.removed if entry.created else last.after == entry.before
+    left = last.removed if entry.created else data is not None and matches(last, last.after, data)
     return f" (undone by {last.id}, {_when(last)})" if left else ""
 
 
@@ -405,7 +382,7 @@ def _what_changed(entry: Entry, data: bytes | None, later: list[Entry]) -> str:
         return "" if data is None else "it exists again"
     if data is None:
         return "it was deleted"
-    if content_sha256(data) == entry.after:
+    if entry.digest(data) == entry.after:
         return ""
     left = plural(entry.size_after or 0, "byte")
     why = f"it changed since (now {plural(len(data), 'byte')}; that write left {left})"

@@ -26,7 +26,7 @@ from filegate.tools.outcome import Outcome, ToolEnv, ToolSpec
 class WriteFileParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: Annotated[str, Field(description=path_help("write", "writing"))]
+    path: Annotated[str, Field(description=path_help("write"))]
     content: Annotated[str, Field(description="The content to write to the file")]
     mode: Annotated[
         Literal["overwrite", "append"],
@@ -53,10 +53,11 @@ async def write_file(params: WriteFileParams, env: ToolEnv) -> Outcome:
     _check_parent(rp, params.create_dirs)
     # Shown instead of a diff in the question about a sensitive file (nothing else is).
     requested, unsafe = requested_change([(None, params.content)]) if rp.sensitive else ("", False)
+    whole = WholeContent(params.path, params.content, params.mode, params.allow_placeholders)
     job = WriteJob(
         tool="WriteFile",
         rp=rp,
-        transform=lambda data: new_bytes(_whole(params), data, rp, env),
+        transform=lambda data: new_bytes(whole, data, rp, env),
         requested=("Appends:\n" if params.mode == "append" else "Writes:\n") + requested,
         requested_unsafe=unsafe,
         arguments=params.model_dump(exclude={"grant"}),  # a grant handle is no part of the change
@@ -82,10 +83,6 @@ def _check_parent(rp: ResolvedPath, create_dirs: bool) -> None:
         f"`{rp.shown}` parent directory does not exist. Pass `create_dirs: true` to create it.",
         "Parent directory not found",
     )
-
-
-def _whole(params: WriteFileParams) -> WholeContent:
-    return WholeContent(params.path, params.content, params.mode, params.allow_placeholders)
 
 
 def _notes(rp: ResolvedPath, create_dirs: bool, env: ToolEnv) -> tuple[str, ...]:

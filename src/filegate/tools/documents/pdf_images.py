@@ -72,12 +72,9 @@ def _outcome(rp: ResolvedPath, size: int, images: PageImages, last: int | None) 
     )
     wanted_to = images.total_pages if last is None else min(last, images.total_pages)
     if b < wanted_to:
-        message += _more(b, min(wanted_to, b + MAX_PAGE_IMAGES))
+        upto = min(wanted_to, b + MAX_PAGE_IMAGES)
+        message += f' Pages after {b} were not drawn in this call: pass pages="{b + 1}-{upto}" for more.'
     return Outcome(message=message, parts=parts)
-
-
-def _more(b: int, upto: int) -> str:
-    return f' Pages after {b} were not drawn in this call: pass pages="{b + 1}-{upto}" for more.'
 
 
 def _page_line(page: PageImage) -> str:

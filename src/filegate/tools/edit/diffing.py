@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from filegate.fsio.spliced import Content
 from filegate.policy.escape import escape_log, escape_text, has_unsafe_text
-from filegate.tools.outcome import WriteRequest
+from filegate.tools.outcome import WriteRequest, lines_within
 
 # SPEC §6: the diff in the approval message is "truncated to ~80 lines with a note".
 MAX_DIFF_LINES = 80
@@ -172,10 +172,10 @@ def _changed_region(a: bytes, b: Content, known: tuple[int, int] = (0, 0)) -> tu
     ``known``: lengths of a head and a tail that ``a`` and ``b`` are known to share; the
     search for the first and the last difference starts from them."""
     nl = b"\n"
-    p = _common_prefix(a, b, known[0])
+    p = common_prefix(a, b, known[0])
     p = a.rfind(nl, 0, p) + 1  # back to a line start
     limit = min(len(a), len(b)) - p
-    s = _common_suffix(a, b, limit, min(known[1], limit))
+    s = common_suffix(a, b, limit, min(known[1], limit))
     if s:
         k = a.find(nl, len(a) - s)  # the suffix starts after a line break it contains
         s = len(a) - (k + 1) if k >= 0 else 0
@@ -188,7 +188,7 @@ def _changed_region(a: bytes, b: Content, known: tuple[int, int] = (0, 0)) -> tu
     return p, len(a) - s, len(b) - s
 
 
-def _common_prefix(a: bytes, b: Content, lo: int = 0) -> int:
+def common_prefix(a: bytes, b: Content, lo: int = 0) -> int:
     """The length of the head ``a`` and ``b`` share, searched from ``lo`` (shared up to it)."""
     n = min(len(a), len(b))
     while lo < n:
@@ -200,7 +200,7 @@ def _common_prefix(a: bytes, b: Content, lo: int = 0) -> int:
     return n
 
 
-def _common_suffix(a: bytes, b: Content, limit: int, lo: int = 0) -> int:
+def common_suffix(a: bytes, b: Content, limit: int, lo: int = 0) -> int:
     """The length of the tail ``a`` and ``b`` share (at most ``limit``), searched from ``lo``."""
     la, lb = len(a), len(b)
     while lo < limit:
@@ -401,12 +401,6 @@ def fit_lines_to(text: str, chars: int) -> str:
     if len(text) <= chars:
         return text
     lines = text.split("\n")
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > chars:
-            break
-        kept.append(line)
-        used += len(line) + 1
+    kept = lines_within(lines, chars)
     more = len(lines) - len(kept)
     return "\n".join([*kept, f"[{more} more line{'s' if more != 1 else ''} not shown]"])

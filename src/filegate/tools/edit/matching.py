@@ -184,23 +184,6 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
-    """``count`` lines from the line starting at ``start``; None if the file ends first."""
-    lines: list[_FileLine] = []
-    while len(lines) < count:
-        if start >= len(data):
-            return None
-        newline = data.find(b"\n", start)
-        if newline < 0:
-            end = stop = len(data)
-        else:
-            stop = newline + 1
-            end = newline - 1 if newline > start and data[newline - 1] == 13 else newline
-        lines.append(_FileLine(start, end, stop, data[start:end].decode("utf-8", "surrogateescape")))
-        start = stop
-    return lines
-
-
 def _line_end(data: bytes, start: int) -> tuple[int, int]:
     """(where the content of the line starting at ``start`` ends, where the next line starts)."""
     newline = data.find(b"\n", start)

@@ -8,7 +8,7 @@ or the cell edit is not made and the edit applies to the JSON text as before. Pa
 about three times the file, so only notebooks up to ``MAX_EDIT_BYTES`` are edited by cell.
 
 Every refusal, closest match and diff speaks in the cell view the model read (ReadFile's, its
-lines and numbers: tools/notebook.py), never in raw JSON: an ``old`` copied from the view across
+lines and numbers: documents/notebook.py), never in raw JSON: an ``old`` copied from the view across
 two cells, or into a cell's header or outputs, is refused saying so; one found nowhere is shown
 its closest match among the view's lines. Only an ``old`` the JSON text itself holds (read with
 ``raw: true``) edits the JSON, and speaks JSON.
@@ -17,11 +17,12 @@ its closest match among the view's lines. Only an ``old`` the JSON text itself h
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from filegate.errors import EditFailed
+from filegate.tools.documents.notebook import NotANotebook, NotebookView, render_notebook
+from filegate.tools.edit.diffing import common_prefix, common_suffix
 from filegate.tools.edit.replacing import closest_region
 from filegate.tools.edit.tolerant_edit import already_applied
 
@@ -30,18 +31,13 @@ from filegate.tools.edit.tolerant_edit import already_applied
 MAX_EDIT_BYTES = 16 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """A notebook's cell view as ReadFile shows it: its rows (each with its line break) and,
-    per cell, (its header row, the end of its source rows, its end) as row indexes."""
-
-    rows: list[str]
-    cells: tuple[tuple[int, int, int], ...]
-
-
-# The view of parsed notebook JSON, None when it has none (ReadFile then shows the JSON text).
-# documents/notebook.py's, handed in by the tool: edit/ and documents/ know nothing of each other.
-Render = Callable[[dict[str, Any]], View | None]
+def _cell_view(notebook: dict[str, Any]) -> NotebookView | None:
+    """ReadFile's cell view of parsed notebook JSON, as its edits speak (SPEC §8.6); None when it
+    has none (ReadFile then shows the JSON text)."""
+    try:
+        return render_notebook(notebook)
+    except NotANotebook:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +110,7 @@ def _set_source(cell: dict[str, Any], text: str) -> None:
     cell["source"] = text.splitlines(keepends=True) if isinstance(cell.get("source"), list) else text
 
 
-def edit_cells(
-    data: bytes, edits: list[tuple[str, str, bool]], shown: str, render: Render
-) -> CellEdit | None:
+def edit_cells(data: bytes, edits: list[tuple[str, str, bool]], shown: str) -> CellEdit | None:
     """The edits (old, new, replace_all) applied to cell sources; None when the file is not a
     notebook edited by cell, or when the edits are about its JSON text (no ``old`` is in a
     cell and one is in the JSON: the model read it with ``raw: true``)."""
@@ -124,7 +118,7 @@ def edit_cells(
     if parsed is None:
         return None
     notebook, layout = parsed
-    before = render(notebook)
+    before = _cell_view(notebook)
     if before is None:  # ReadFile shows it as JSON text: its edits speak JSON
         return None
     cells = notebook["cells"]  # every one a dict: the view was rendered
@@ -136,29 +130,17 @@ def edit_cells(
     total = 0
     for number, (old, new, replace_all) in enumerate(edits, 1):
         which = _which(number, len(edits))
-        total += _apply(notebook, sources, old, new, replace_all, which, shown, render)
+        total += _apply(notebook, sources, old, new, replace_all, which, shown)
     edited = layout.dump(notebook)
-    head = _common_head(data, edited)
-    tail = _common_head(data[head:][::-1], edited[head:][::-1])
-    after = render(notebook)
+    head = common_prefix(data, edited)
+    tail = common_suffix(data, edited, min(len(data), len(edited)) - head)
+    after = _cell_view(notebook)
     assert after is not None  # the same cells, sources edited
     return CellEdit(edited, total, head, tail, (_text(before), _text(after)))
 
 
-def _text(view: View) -> bytes:
+def _text(view: NotebookView) -> bytes:
     return "".join(view.rows).encode("utf-8", "surrogatepass")
-
-
-def _common_head(a: bytes, b: bytes, step: int = 1 << 16) -> int:
-    """How many leading bytes ``a`` and ``b`` share (compared a block at a time)."""
-    n = 0
-    limit = min(len(a), len(b))
-    while n < limit and a[n : n + step] == b[n : n + step]:
-        n += step
-    n = min(n, limit)  # every block before n is equal; find the first difference in the next
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def _which(number: int, total: int) -> str:
@@ -173,13 +155,12 @@ def _apply(
     replace_all: bool,
     which: str,
     shown: str,
-    render: Render,
 ) -> int:
     cells = notebook["cells"]
     found = [i for i, s in enumerate(sources) if old in s]
     count = sum(sources[i].count(old) for i in found)
     if not found:
-        view = render(notebook)
+        view = _cell_view(notebook)
         assert view is not None  # the same cells, sources edited
         raise _not_in_a_cell(view, sources, old, new, which, shown)
     if count > 1 and not replace_all:
@@ -194,7 +175,9 @@ def _apply(
     return count
 
 
-def _not_in_a_cell(view: View, sources: list[str], old: str, new: str, which: str, shown: str) -> EditFailed:
+def _not_in_a_cell(
+    view: NotebookView, sources: list[str], old: str, new: str, which: str, shown: str
+) -> EditFailed:
     """Why ``old`` (in no cell's source) cannot be edited, in the view's terms (as the notebook
     is after the edits before it)."""
     cells = _cells_in_view(view, old) or _cells_in_sources(sources, old)
@@ -228,7 +211,7 @@ def _not_in_a_cell(view: View, sources: list[str], old: str, new: str, which: st
     )
 
 
-def _cells_in_view(view: View, old: str) -> tuple[int, int] | None:
+def _cells_in_view(view: NotebookView, old: str) -> tuple[int, int] | None:
     """The first and last cell (numbered from 1) whose view rows ``old`` covers, where it is
     in the view's text but not in one cell's source rows; None when it is not in the view."""
     text = "".join(view.rows)
@@ -237,10 +220,10 @@ def _cells_in_view(view: View, old: str) -> tuple[int, int] | None:
         return None
     first_row = text.count("\n", 0, pos)
     last_row = first_row + old.count("\n", 0, max(len(old) - 1, 0))
-    touched = [n for n, (first, _, end) in enumerate(view.cells, 1) if first <= last_row and first_row < end]
+    touched = [n for n, c in enumerate(view.layout, 1) if c.first <= last_row and first_row < c.end]
     if len(touched) == 1:
-        first, source_end, _ = view.cells[touched[0] - 1]
-        if first < first_row and last_row < source_end:
+        cell = view.layout[touched[0] - 1]
+        if cell.first < first_row and last_row < cell.source_end:
             return None  # within its source rows (spelled otherwise in the file): not found
     return (touched[0], touched[-1]) if touched else None
 

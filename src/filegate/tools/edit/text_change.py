@@ -10,7 +10,7 @@ from filegate.errors import EditFailed
 from filegate.fsio.loads import unchecked
 from filegate.policy.filetype import SNIFF_BYTES, detect_file_type, document_kind
 from filegate.policy.workspace import ResolvedPath
-from filegate.tools.edit.notebook_edit import Render, edit_cells
+from filegate.tools.edit.notebook_edit import edit_cells
 from filegate.tools.edit.replacing import Applied, Applier, Edit, apply_edits, apply_in_codec
 from filegate.tools.edit.writing import Change, detect_encoding
 from filegate.tools.outcome import ToolEnv
@@ -30,18 +30,16 @@ def edit_bytes(
     rp: ResolvedPath,
     data: bytes,
     edits: list[Edit],
-    cell_view: Render,
     env: ToolEnv | None = None,
     apply: Applier = apply_edits,
     tool: str = "StrReplaceFile",
 ) -> Change[Applied]:
     """The pure transformation: the file's bytes → the edited bytes, in its own encoding. A
-    notebook's edits speak in ReadFile's cell view, which the tool hands in (``cell_view``:
-    documents/ is not edit/'s to import)."""
+    notebook's edits speak in ReadFile's cell view."""
     check_text(rp, data, tool)
     encoding = env.codec_of(data, rp.real) if env is not None else detect_encoding(data)
     if document_kind(rp.real.name, data[:SNIFF_BYTES]) == "notebook":
-        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown, cell_view)
+        by_cell = edit_cells(data, [(e.old, e.new, e.replace_all) for e in edits], rp.shown)
         if by_cell is not None:
             applied = Applied(
                 by_cell.data, by_cell.replacements, kept_head=by_cell.kept_head, kept_tail=by_cell.kept_tail

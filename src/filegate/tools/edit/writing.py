@@ -32,12 +32,13 @@ from typing import Generic, Literal, TypeVar
 import anyio
 
 from filegate.errors import Busy, Refusal, WriteError
-from filegate.fsio.atomic import Snapshot, read_all, remove_file, replace_file
+from filegate.fsio.atomic import remove_file, replace_file
 from filegate.fsio.codec import UTF8, FileCodec, bom_codec
 from filegate.fsio.loads import in_thread, take, ticket_held
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import open_regular, stat_target
-from filegate.fsio.spliced import Content, Spliced, content_sha256
+from filegate.fsio.snapshot import Snapshot, read_all
+from filegate.fsio.spliced import Content, Spliced, content_hash
 from filegate.media.bounds import Ticket
 from filegate.policy.budget import ERROR_CHARS
 from filegate.policy.escape import escape, escape_record
@@ -166,13 +167,13 @@ class WriteJob(Generic[T]):
     # raises a Refusal (EditFailed, WriteError, PathError) to refuse.
     transform: Callable[[bytes | None], Change[T]]
     # The change as the model asked for it, escaped: what a question about a sensitive file
-    # shows instead of a diff.
-    requested: str
-    requested_unsafe: bool
+    # shows instead of a diff (a set's member has none: the set's question is patch/run.py's).
+    requested: str = ""
+    requested_unsafe: bool = False
     # The arguments, canonically: what the approval of a sensitive file is bound to.
-    arguments: dict[str, object]
-    # The tool's result for a write that happened.
-    done: Callable[[Written[T]], Outcome]
+    arguments: dict[str, object] = field(default_factory=dict)
+    # The tool's result for a write that happened (a set's member has none of its own).
+    done: Callable[[Written[T]], Outcome] = lambda _: Outcome()
     must_exist: bool = False
     create_dirs: bool = False
     notes: tuple[str, ...] = ()  # lines for the question known before loading
@@ -310,7 +311,8 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
     current = load_current(rp, must_exist=job.must_exist, ticket=ticket)
     env.work.arm()  # the call's deadline runs from here: it holds the file now
     reader = None if current.data is None else reader_of(rp.real.name, current.data[:SNIFF_BYTES])
-    identity = _identity(current.snapshot)
+    s = current.snapshot
+    identity = (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns)
     changed = since_read(env.reads, rp.real, identity, current.data) if job.line_guard else None
     known = (
         current.data is None
@@ -358,10 +360,6 @@ def prepare(job: WriteJob[T], env: ToolEnv, ticket: Ticket) -> Prepared[T] | Out
     return Prepared(current, change, diff, request, known=known, notice=notice)
 
 
-def _identity(snapshot: Snapshot) -> Identity:
-    return (snapshot.dev, snapshot.ino, snapshot.size, snapshot.mtime_ns, snapshot.ctime_ns)
-
-
 def _guard(job: WriteJob[T], reads: ReadLedger | None, identity: Identity, reader: str = "ReadFile") -> bool:
     """Read before you change it: refuse a guarded change of an existing file this session has
     not read as it is now (WriteError). Whether the model has seen the file as it is."""
@@ -394,7 +392,7 @@ def described(prepared: Prepared[T]) -> WriteRequest:
     return dataclasses.replace(
         prepared.request,
         old_hash=prepared.current.snapshot.digest(),
-        new_hash=content_sha256(new),
+        new_hash=content_hash(new, "sha256"),
         old_lines=old_lines,
         new_lines=new_lines,
         diff=diff.text,

@@ -27,7 +27,7 @@ from filegate.fsio.changeset import SetWrite, commit_set
 from filegate.fsio.loads import in_thread, load_ticket
 from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import stat_target
-from filegate.fsio.spliced import Content, content_sha256
+from filegate.fsio.spliced import Content, content_hash
 from filegate.media.bounds import Ticket
 from filegate.policy.escape import escape, escape_log, escape_text
 from filegate.policy.workspace import ResolvedPath
@@ -278,7 +278,7 @@ def described_set(request: WriteRequest, members: list[Member]) -> WriteRequest:
         old.update(p.current.snapshot.digest().encode() + b"\0")
         if m.source_current is not None:
             old.update(m.source_current.snapshot.digest().encode() + b"\0")
-        new.update(b"-" if p.change.remove else content_sha256(p.change.new).encode())
+        new.update(b"-" if p.change.remove else content_hash(p.change.new, "sha256").encode())
     return replace(request, diff=text, old_hash=old.hexdigest(), new_hash=new.hexdigest(), unsafe=unsafe)
 
 

@@ -17,6 +17,8 @@ first, so the question (or the refusal) says everything before anything is writt
 
 from __future__ import annotations
 
+import functools
+import itertools
 import stat
 from dataclasses import dataclass, field
 
@@ -32,6 +34,7 @@ from filegate.tools.review.since import (
     as_last_left,
     by_file,
     matches,
+    meets,
     read_now,
     visibility,
     when,
@@ -173,7 +176,7 @@ def _restore(
         return None
     mode = None if first.mode is None else first.mode & ~(stat.S_ISUID | stat.S_ISGID)
     rp = ResolvedPath(shown, gated.rp.real, gated.rp.inside, False)
-    return Restore(rp, f.writes, now.data, before, mode, _changed(f, now), gated.asked)
+    return Restore(rp, f.writes, now.data, before, mode, _changed(history, f, now), gated.asked)
 
 
 def _why(exc: PathError) -> str:
@@ -185,12 +188,22 @@ def _alone(f: FileWrites) -> str:
     return f"UndoWrite with `write_id` undoes its writes one at a time, newest first ({', '.join(ids[:5])})."
 
 
-def _changed(f: FileWrites, now: Now) -> str:
+def _changed(history: WriteHistory, f: FileWrites, now: Now) -> str:
     """Why the file is not as filegate's writes left it: changed after the last, or between two."""
-    for a, b in zip(f.writes, f.writes[1:], strict=False):
-        left_by_a = "" if a.removed else a.after
+    for a, b in itertools.pairwise(f.writes):
+        between = functools.cache(functools.partial(_held, history, b))  # loaded once, if asked
         found_by_b = "" if b.created else b.before
-        if left_by_a != found_by_b and not (a.state == "unconfirmed" and found_by_b == (a.before or "")):
+        same = meets(a, "" if a.removed else a.after, b, found_by_b, between)
+        if not same and a.state == "unconfirmed":  # a never landed: b found what a did
+            landed = meets(a, a.before or "", b, found_by_b, between)
+            same = True if landed else None if None in (same, landed) else False
+        if same is None:
+            return (
+                f"whether it was changed outside filegate between {write_of(a)} and {write_of(b)} "
+                "cannot be told: their records hash content differently and the history holds no "
+                "copy of it"
+            )
+        if not same:
             return f"it was changed outside filegate between {write_of(a)} and {write_of(b)}"
     as_left = as_last_left(f, now)
     if as_left:
@@ -203,6 +216,16 @@ def _changed(f: FileWrites, now: Now) -> str:
     if now.data is not None and last.state == "unconfirmed" and matches(last, last.before, now.data):
         return ""  # the last write never landed: the file is as the one before left it
     return f"it changed after {write_of(last)}"
+
+
+def _held(history: WriteHistory, entry: Entry) -> bytes | None:
+    """The content ``entry``'s write found, as the history holds it (None: it holds none)."""
+    if entry.created or not entry.kept:
+        return None
+    try:
+        return history.pre_image(entry)
+    except (OSError, ValueError):
+        return None
 
 
 def _ids(f: FileWrites) -> str:

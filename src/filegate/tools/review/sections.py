@@ -10,6 +10,7 @@ from pathlib import Path
 from filegate.fsio.codec import FileCodec
 from filegate.policy.filetype import SNIFF_BYTES
 from filegate.tools.edit.diffing import binary_diff, diff_header, plural, unified_diff
+from filegate.tools.outcome import lines_within
 from filegate.tools.readguard.ledger import reader_of
 
 # A section is cut only where at least this much of it can still be shown; with less room
@@ -93,13 +94,7 @@ def fit(rows: list[str], sections: list[Section], budget: int, *, unlisted: int 
 def _cut(text: str, room: int) -> str:
     """``text``'s first lines in ``room`` characters, with a line saying how many are not."""
     lines = text.split("\n")
-    kept: list[str] = []
-    used = 80  # the closing line's room
-    for line in lines:
-        if used + len(line) + 1 > room:
-            break
-        kept.append(line)
-        used += len(line) + 1
+    kept = lines_within(lines, room - 80)  # 80: the closing line's room
     kept.append(f"… {plural(len(lines) - len(kept), 'more line')} of this diff not shown")
     return "\n".join(kept)
 

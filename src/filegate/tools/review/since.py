@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,6 @@ from typing import Literal
 from filegate.errors import PathError, Refusal
 from filegate.fsio.history import WRITE_ID, Entry, WriteHistory
 from filegate.fsio.safeopen import open_regular, read_whole
-from filegate.fsio.spliced import content_sha256
 from filegate.policy.escape import escape
 from filegate.policy.workspace import ResolvedPath, Workspace
 
@@ -58,8 +57,21 @@ def writes_count(entries: Iterable[Entry]) -> int:
 
 
 def matches(entry: Entry, digest: str, data: bytes) -> bool:
-    """Whether ``data`` is the content one of ``entry``'s hashes (``digest``) names."""
-    return bool(digest) and content_sha256(data) == digest
+    """Whether ``data`` is the content one of ``entry``'s hashes (``digest``) names: hashed in
+    that record's own algorithm (BLAKE3; SHA-256 for a record written before it)."""
+    return bool(digest) and entry.digest(data) == digest
+
+
+def meets(a: Entry, left: str, b: Entry, found: str, between: Callable[[], bytes | None]) -> bool | None:
+    """Whether the content ``a`` left (its hash ``left``, "" for none: absent) is the content
+    ``b`` found (``found``). Two records hashed alike compare their hashes; hashed in two
+    algorithms (a record written before BLAKE3 beside one after), the content ``b`` found
+    (``between()``: its pre-image, None when the history holds none) is hashed in ``a``'s.
+    None when that cannot be told: two different hashes never mean equal or different."""
+    if not left or not found or a.hash == b.hash:
+        return left == found
+    data = between()
+    return None if data is None else a.digest(data) == left
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +218,13 @@ def moves(files: list[FileWrites]) -> dict[Path, FileWrites]:
             pairs[sources[0].real] = targets[0]
             continue
         for source in sources:
-            same = [t for t in targets if t.first.after == source.first.before]
+            # A set's records are written in one append, in one algorithm: a pair hashed apart
+            # is never taken for the same content.
+            same = [
+                t
+                for t in targets
+                if t.first.hash == source.first.hash and t.first.after == source.first.before
+            ]
             if len(same) == 1:
                 pairs[source.real] = same[0]
                 targets.remove(same[0])

@@ -70,13 +70,8 @@ class IgnoreReader:
     ) -> Ignores:
         """The ignores in force in the directory ``prefix`` (``rel`` below the root); the two flags
         say whether its listing holds a `.gitignore` and a `.git` directory (None: not listed)."""
-        new = self._layers(prefix, "", len(rel), has_ignore_file, has_git_dir)
+        new = [Layer(rs, "", len(rel)) for rs in self._rulesets(prefix, has_ignore_file, has_git_dir)]
         return Ignores((*new, *ignores.layers)) if new else ignores
-
-    def _layers(
-        self, prefix: str, lead: str, strip: int, has_ignore_file: bool | None, has_git_dir: bool | None
-    ) -> list[Layer]:
-        return [Layer(rs, lead, strip) for rs in self._rulesets(prefix, has_ignore_file, has_git_dir)]
 
     def _rulesets(self, prefix: str, has_ignore_file: bool | None, has_git_dir: bool | None) -> list[RuleSet]:
         """The folder's own .gitignore, then its repository's exclude file (lower precedence)."""
