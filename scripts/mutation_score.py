@@ -22,6 +22,11 @@ reader replaced; ``pyproject.toml`` keeps the policy/fsio run. Each target needs
 ``mutants/`` (mutmut's cache does not know which target made it): switching targets without
 ``--keep`` starts afresh.
 
+A target may mutate part of a module only (``only``: fnmatch patterns of mutmut's mutant names,
+its functions named; the rewind's functions of tools/undo_write.py): the rest of the module's
+mutants are not run, and neither counted nor listed. For such a target ``--keep`` runs the
+mutants of its scope not run yet (an interrupted run goes on where it stopped).
+
 mutmut keeps a mutant's verdict until its function changes, so a test added after a run kills
 nothing until the survivors are run again: ``--rerun-survivors`` runs just those (with the
 tests as they are now) on top of the previous run.
@@ -35,6 +40,7 @@ of targets from that file and ``TARGETS``.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -56,6 +62,10 @@ class Target(NamedTuple):
     mutate: tuple[str, ...]  # only_mutate globs, relative to the repository
     tests: tuple[str, ...]  # what pytest runs for each mutant
     threshold: float
+    # Mutants run and counted, when not all of ``mutate``'s (fnmatch patterns of mutmut's
+    # names: a part of a module, its functions named): the rest stay "not checked", uncounted.
+    only: tuple[str, ...] = ()
+    scope: str = ""  # ``only`` in words, for docs/TESTING.md's table
 
 
 # Named targets beyond the default (pyproject's [tool.mutmut]). Tests listed here must run the
@@ -214,6 +224,61 @@ TARGETS: dict[str, Target] = {
             "tests/policy/test_result_budget.py",
         ),
         90.0,
+        only=(
+            "filegate.server.render.*",
+            "filegate.policy.budget.*",
+            *(
+                f"filegate.server.app.{name}__mutmut_*"
+                for name in (
+                    "x_json_schema",
+                    "x__without_null",
+                    "x__validation_message",
+                    "xǁFilegateToolǁ*",
+                    "x_tool_meta",
+                    "x_instructions",
+                    "x_tool_specs",
+                    "x_build_server",
+                )
+            ),
+        ),
+        scope="of `server/app.py`, the tools as listed and called, not logging's set-up or the start",
+    ),
+    # SPEC §10 Rewind and Review (issue 55): UndoWrite(since=…) (its plan in tools/review/, its
+    # path in tools/undo_write.py: that module's functions of the rewind only, the rest being
+    # UndoWrite by id), Changes, and the one reader of git, against the tests that drive them
+    # through real clients and the terminal.
+    "rewind": Target(
+        (
+            "src/filegate/tools/changes.py",
+            "src/filegate/tools/review/*",
+            "src/filegate/fsio/githead.py",
+            "src/filegate/tools/undo_write.py",
+        ),
+        (
+            "tests/tools/test_rewind.py",
+            "tests/tools/test_changes.py",
+            "tests/test_review_cli.py",
+            "tests/fsio/test_githead.py",
+            "tests/tools/test_rewind_words.py",
+            "tests/tools/test_review_parts.py",
+        ),
+        90.0,
+        only=(
+            "filegate.tools.changes.*",
+            "filegate.tools.review.*",
+            "filegate.fsio.githead.*",
+            *(
+                f"filegate.tools.undo_write.{name}__mutmut_*"
+                for name in (
+                    "x__rewind",
+                    "x__changed_refusal",
+                    "x__force_diff",
+                    "x__rewind_member",
+                    "xǁUndoWriteParamsǁ_one_of",
+                )
+            ),
+        ),
+        scope="of `tools/undo_write.py`, the rewind's functions only",
     ),
     # ApplyPatch's pure half (SPEC §10, issue 55): the V4A parser, the plan of both forms and
     # the hunks' narrowing, against their pure tests (the tool's own go through patchtool).
@@ -337,6 +402,18 @@ def verdicts_of(listing: str) -> list[tuple[str, str]]:
     ]
 
 
+def in_scope(listing: str, target: Target | None) -> str:
+    """``listing``'s lines of the mutants in ``target``'s ``only`` (all of them without one)."""
+    if target is None or not target.only:
+        return listing
+
+    def wanted(line: str) -> bool:
+        name = line.strip().split(":")[0]
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in target.only)
+
+    return "\n".join(filter(wanted, listing.splitlines()))
+
+
 def module_of(name: str) -> str:
     found = MODULE_OF_MUTANT.match(name)
     assert found is not None, name
@@ -365,13 +442,18 @@ def record(results: dict[str, Any], key: str, listing: str, run: str) -> dict[st
     timeouts = sum(1 for _, verdict in listed if verdict == "timeout")
     known = before.get("survivors", {})
     # What described the previous run's modules and survivors goes; notes and groups stay.
-    entry = {k: v for k, v in before.items() if k not in ("renamed", "unlisted", "killed_since")}
+    entry = {k: v for k, v in before.items() if k not in ("renamed", "unlisted", "killed_since", "partial")}
     entry.update(
         run=run,
         modules=modules,
         total={"killed": killed, "mutants": len(listed), "timeouts": timeouts},
         survivors={name: known.get(name, "") for name, verdict in sorted(listed) if verdict in SURVIVED},
     )
+    unrun = len(re.findall(r"^\s*\S+: not checked\s*$", listing, re.MULTILINE))
+    if unrun:  # mutants of the target never run (an interrupted run): its figures are partial
+        entry["partial"] = (
+            f"{len(listed)} of the {len(listed) + unrun:,} mutants in scope run; {unrun:,} not checked"
+        )
     if before.get("groups") and "groups_as_of" not in before:
         entry["groups_as_of"] = before.get("run", "")
     entry.setdefault("groups", [])
@@ -395,6 +477,7 @@ def _shown(paths: tuple[str, ...], prefix: str) -> str:
     return shown + (f" ({extra})" if extra else "")
 
 
+PARTIAL = "a partial run: only some of the target's mutants were run (`partial` in the data says which)"
 MOVED = "measured before some of its modules moved or went (`renamed` in the data), not run since"
 
 
@@ -404,7 +487,7 @@ def scores_table(results: dict[str, Any]) -> str:
         "| target | mutates (`src/filegate/`) | against (`tests/`) | killed | mutants | rate | threshold |",
         "|---|---|---|---|---|---|---|",
     ]
-    moved = False
+    moved = partial = False
     for key in [DEFAULT_KEY, *sorted(TARGETS)]:
         target = target_of(key)
         entry = results.get(key, {})
@@ -415,9 +498,17 @@ def scores_table(results: dict[str, Any]) -> str:
             figures = "– | – | not recorded"
         if entry.get("renamed"):
             figures, moved = figures + " †", True
+        if entry.get("partial"):
+            figures, partial = figures + " ‡", True
         mutates, tests = _shown(target.mutate, "src/filegate/"), _shown(target.tests, "tests/")
+        mutates += f" ({target.scope})" if target.scope else ""
         rows.append(f"| {key} | {mutates} | {tests} | {figures} | {target.threshold:g} % |")
-    return "\n".join(rows) + "\n" + (f"\n† {MOVED}.\n" if moved else "")
+    return (
+        "\n".join(rows)
+        + "\n"
+        + (f"\n† {MOVED}.\n" if moved else "")
+        + (f"\n‡ {PARTIAL}.\n" if partial else "")
+    )
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -517,29 +608,37 @@ def main() -> int:
                                  ("timeout", args.rerun_timeouts)) if on]  # fmt: skip
     if verdicts:
         names = previous(mutmut, "|".join(verdicts), env)
-    elif not args.keep:
-        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    else:
+        if not args.keep:
+            shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        names = list(target.only) if target is not None else []
+        if args.keep and names:  # mutmut runs named mutants again: name the scope's unrun ones
+            unrun = "\n".join(f"{name}: x" for name in previous(mutmut, "not checked", env))
+            names = [line.split(":")[0] for line in in_scope(unrun, target).splitlines()]
     # Every forked mutant run is its own pytest session: numbered temp dirs under a root of
     # this run's own (a fixed --basetemp would be wiped by each session under the others).
     env.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.mkdtemp(prefix="filegate-mutmut-"))
-    run = subprocess.run([*mutmut, "run", "--max-children", str(args.jobs), *names], cwd=ROOT, env=env)
-    if run.returncode != 0:
-        print(f"mutation: mutmut run failed (exit {run.returncode})")
-        return run.returncode
-    subprocess.run([*mutmut, "export-cicd-stats"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-    stats = json.loads((ROOT / "mutants/mutmut-cicd-stats.json").read_text("utf-8"))
-    counted = stats["total"] - stats["skipped"]
-    killed = stats["killed"] + stats["timeout"]
+    if names or not (args.keep and target is not None and target.only):
+        run = subprocess.run([*mutmut, "run", "--max-children", str(args.jobs), *names], cwd=ROOT, env=env)
+        if run.returncode != 0:
+            print(f"mutation: mutmut run failed (exit {run.returncode})")
+            return run.returncode
+    # The figures from mutmut's listing, as docs record them: every verdict but "skipped" and
+    # "not checked", of the mutants in the target's scope (``only``).
+    listing = [*mutmut, "results", "--all", "true"]
+    listed = subprocess.run(listing, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    listed = in_scope(listed, target)
+    found = [verdict for _, verdict in verdicts_of(listed)]
+    counted, killed = len(found), sum(verdict in KILLED for verdict in found)
     rate = 100.0 * killed / counted if counted else 0.0
+    timeouts = found.count("timeout")
     print(
-        f"mutation: {killed} of {counted} mutants killed ({rate:.1f} %; {stats['timeout']} by timeout), "
-        f"{stats['survived']} survived, {stats['no_tests']} reached by no test, "
-        f"{stats['suspicious']} suspicious; {exclusions(target)} `# pragma: no mutate` exclusions. "
+        f"mutation: {killed} of {counted} mutants killed ({rate:.1f} %; {timeouts} by timeout), "
+        f"{found.count('survived')} survived, {found.count('no tests')} reached by no test, "
+        f"{found.count('suspicious')} suspicious; {exclusions(target)} `# pragma: no mutate` exclusions. "
         f"Survivors: {Path(sys.argv[0]).name} --results{' --target ' + args.target if args.target else ''}"
     )
     if args.write_docs:
-        listing = [*mutmut, "results", "--all", "true"]
-        listed = subprocess.run(listing, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
         how = "--rerun-survivors" if args.rerun_survivors else "--keep" if args.keep else "fresh"
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         note = f"{when}, {how}, --jobs {args.jobs}, load {os.getloadavg()[0]:.1f}"

@@ -33,6 +33,27 @@ def test_verdicts_are_counted_by_module_a_timeout_as_killed() -> None:
     assert counts == {"fsio.lines": (2, 4), "policy.escape": (1, 1)}
 
 
+def test_a_target_of_part_of_a_module_counts_only_the_mutants_it_names() -> None:
+    """``only`` (the rewind's functions of tools/undo_write.py): the rest of the module's mutants
+    are neither counted nor listed as survivors, whatever mutmut says of them."""
+    mutation = script()
+    part = mutation.Target(("src/filegate/fsio/lines.py",), (), 90.0, only=("filegate.fsio.lines.x_*",))
+    kept = mutation.in_scope(LISTING, part)
+    assert mutation.by_module(kept) == {"fsio.lines": (2, 3)}
+    assert "PendingCount" not in kept
+    assert mutation.in_scope(LISTING, mutation.Target((), (), 90.0)) == LISTING
+
+
+def test_a_run_that_left_mutants_unrun_is_recorded_as_partial() -> None:
+    mutation = script()
+    unrun = LISTING + "    filegate.fsio.lines.x_head__mutmut_9: not checked\n"
+    assert mutation.record({}, "codec", unrun, "now")["codec"]["partial"] == (
+        "5 of the 6 mutants in scope run; 1 not checked"
+    )
+    was = {"codec": {"partial": "an earlier run's", "survivors": {}}}
+    assert "partial" not in mutation.record(was, "codec", LISTING, "now")["codec"]
+
+
 def test_a_recorded_run_keeps_the_explanation_of_each_survivor_still_there_and_only_those() -> None:
     mutation = script()
     results = {

@@ -213,7 +213,9 @@ def test_filegate_rules_lists_each_grant_with_its_time_left_and_client() -> None
 
 def test_a_session_grant_of_another_running_process_is_listed_and_that_process_left_alone() -> None:
     """A replica's session grant holds while the replica runs; looking must not signal it."""
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # SIGHUP as it is by default (a run under nohup would hide a hang-up sent by mistake)
+    sleep = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); time.sleep(60)"
+    other = subprocess.Popen([sys.executable, "-c", sleep])
     try:
         record_grant(record("g-00000001", None, other.pid))
         assert [r.id for r in live_grants()] == ["g-00000001"]
@@ -315,3 +317,22 @@ def test_a_fifo_planted_as_the_key_or_the_record_never_makes_a_grant_wait() -> N
     assert unblocked(log, lambda: listing("/w")) == "  (none)"
     assert isinstance(unblocked(log, lambda: record_grant(record("g-00000001", None))), OSError)
     assert unblocked(log, lambda: record_end("g-00000001")) is None
+
+
+def test_a_session_grant_of_another_users_process_is_listed_while_it_runs() -> None:
+    """kill(pid, 0) is refused (EPERM) for another user's process: it runs, so its grant holds.
+    Process 1 is root's; as root the check runs in a child that has become another user."""
+    held = GrantRecord("g-00000001", time.time(), "folder", "src/", "/w", "c", "stdio session", None, 1)
+    if os.geteuid() != 0:
+        assert held.live(time.time())
+        return
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's answer is its exit status
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            os._exit(0 if held.live(time.time()) else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -389,3 +389,17 @@ def test_a_handle_with_its_id_cut_elsewhere_is_no_grant(ws: Path, home: Path) ->
     assert unseal(KEY, w, shorter, NOW) is None
     assert unseal(KEY, w, f"g-{ident}.{body}é", NOW) is None  # not base64url
     assert unseal(KEY, w, f"g-{ident}.{body}.{body}", NOW) is None
+
+
+def test_an_empty_set_is_never_let_through(ws: Path, home: Path) -> None:
+    allow(home / ".claude" / "settings.json", "Edit(**)")
+    assert unasked(workspace(ws), [], [folder(ws, "src")], NOW) is None
+
+
+def test_the_top_folder_is_below_the_innermost_root_whatever_its_spelling(ws: Path, home: Path) -> None:
+    """Roots a client sends on a case-folding file system, nested, spelled differently (upper
+    case sorts first): the folder granted is the first below the innermost one."""
+    (ws / "sub" / "lib").mkdir(parents=True)
+    inner = str(ws / "sub").upper()
+    w = Workspace(ws, roots=(Path(inner), ws), case_insensitive=True)
+    assert top_folder(w, f"{ws}/sub/lib/x.py") == f"{inner}/lib"

@@ -68,3 +68,23 @@ def test_only_kimi_code_gets_a_budget_per_media_part(
 
     settings = Settings(workdir=tmp_path, client=client)
     assert budget_for(settings, name).media_part == (KIMI_CODE_MEDIA_PART_CHARS if part else None)
+
+
+def test_result_budget_keeps_kimi_codes_budget_per_media_part(tmp_path: Path) -> None:
+    """--result-budget sets the text and the whole result; an image Kimi Code shows apart from
+    the text keeps its own 10 MB."""
+    from filegate.policy.budget import KIMI_CODE_MEDIA_PART_CHARS
+
+    s = settings(tmp_path, result_budget=20_000)
+    assert budget_for(s, "kimi-code").media_part == KIMI_CODE_MEDIA_PART_CHARS
+    assert budget_for(s, "claude-code").media_part is None
+
+
+def test_a_tool_fills_its_clients_budget_but_the_room_of_the_closing_lines() -> None:
+    """1,000 characters kept for the write id, grant and notice lines; a tiny budget keeps a
+    twentieth of itself, in whole characters."""
+    from filegate.policy.budget import tool_text_budget
+
+    assert tool_text_budget(100_000) == 99_000 and tool_text_budget(20_000) == 19_000
+    assert tool_text_budget(1_024) == 973 and isinstance(tool_text_budget(1_024), int)
+    assert tool_text_budget(19_999) == 19_000

@@ -457,7 +457,8 @@ async def test_a_write_outside_the_workspace_is_offered_no_file_or_folder(
 
 
 class RuleMeanwhile(Answers):
-    """Answers "approve edits under src/", having put an ask rule on src/ while the user looked."""
+    """Answers "approve edits under src/", having put an ask rule on the file asked about while
+    the user looked."""
 
     def __init__(self, ws: Path) -> None:
         super().__init__("approve_folder")
@@ -465,21 +466,22 @@ class RuleMeanwhile(Answers):
 
     async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
         if not self.messages:
-            rules = {"permissions": {"ask": ["Edit(src/**)"]}}
+            rules = {"permissions": {"ask": ["Edit(src/a.py)"]}}
             (self.ws / ".claude").mkdir()
             (self.ws / ".claude" / "settings.json").write_text(json.dumps(rules))
         return await super().__call__(message, response_type, params, context)
 
 
-async def test_a_rule_that_came_while_the_user_looked_turns_a_grant_into_this_write_only(ws: Path) -> None:
+async def test_an_ask_rule_that_came_while_the_user_looked_beats_the_grant_given(ws: Path) -> None:
+    """The rules are read at each call's start: the answer's grant of src/ is given, and from
+    the next call on the new ask rule's file is asked about every time, the grant whatever."""
     answers = RuleMeanwhile(ws)
     async with connect(ws, "legacy", client_elicitation_handler=answers) as c:
-        r = await call(c, "WriteFile", path="src/a.py", content="x", create_dirs=True)
-        assert not r.is_error, text(r)
-        r = await call(c, "WriteFile", path="src/b.py", content="x")
-        assert not r.is_error, text(r)
-    assert len(answers.messages) == 2  # asked again: no grant was given
-    assert (ws / "src" / "a.py").exists() and (ws / "src" / "b.py").exists()
+        for name, asked in (("src/a.py", 1), ("src/b.py", 1), ("src/a.py", 2), ("src/c.py", 2)):
+            r = await call(c, "WriteFile", path=name, content=name, create_dirs=True)
+            assert not r.is_error, text(r)
+            assert len(answers.messages) == asked, name
+    assert (ws / "src" / "a.py").read_text() == "src/a.py"
 
 
 async def test_without_a_usable_key_handles_are_off_said_once_and_sessions_still_granted(
@@ -533,7 +535,8 @@ async def test_a_grants_log_line_and_record_say_which_grant_where_until_when_and
         f"grant {held.id} given: edits of `src/b.py` in workspace {ws}, until {expiry} (handle); "
         "client: fastmcp",
     ]
-    assert "(inside workspace, approval: elicited, granted); client: fastmcp" in caplog.text
+    granted = "(inside workspace, approval: elicited, granted); client: fastmcp"
+    assert f"WriteFile wrote 1 byte to {ws}/src/a.py {granted}" in caplog.messages
     assert all(before <= r.time <= after for r in (session, held))  # when each was given
 
 

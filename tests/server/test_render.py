@@ -136,3 +136,53 @@ def test_a_change_notice_is_the_last_line_of_any_result() -> None:
     media = render(Outcome(parts=[ImagePart(b"\x89PNG", "image/png")], notice=notice))
     assert [b.type for b in media.content] == ["image", "text"] and media.content[1].text == shown  # type: ignore[union-attr]
     assert render(Outcome(message="Done.")).content[0].text == "Done."  # type: ignore[union-attr]
+
+
+def _error_text(text: str) -> str:
+    [block] = render(Outcome.error(text)).content
+    return block.text  # type: ignore[union-attr]
+
+
+def test_an_error_of_exactly_the_limit_is_cut_one_under_it_is_not() -> None:
+    """SPEC §9: an error stays *under* 10,000 characters."""
+    from filegate.policy.budget import ERROR_CHARS
+
+    under = "a\n" + "b" * (ERROR_CHARS - 5) + "\nc"
+    assert len(under) == ERROR_CHARS - 1 and _error_text(under) == under
+    at = "a\n" + "b" * (ERROR_CHARS - 4) + "\nc"
+    cut = _error_text(at)
+    assert len(cut) < ERROR_CHARS and cut.startswith("a\n") and cut.endswith("\nc")
+    assert "[1 more line not shown: an error stays under 10000 characters]" in cut
+
+
+def test_an_errors_middle_keeps_every_whole_line_that_fits_in_9800_characters() -> None:
+    """The first and the last line, then the middle's lines in order while all of them fit in
+    9,800 characters (the rest of the 10,000 says what was left out): none fewer, none more."""
+    for first, kept in ((100, 96), (101, 95)):
+        middle = [f"{n:02d}" + "m" * 97 for n in range(100)]  # 99 characters and a line break each
+        text = "\n".join(["F" * first, *middle, "L" * 100])
+        lines = _error_text(text).split("\n")
+        assert lines[0] == "F" * first and lines[-1] == "L" * 100
+        assert lines[1:-2] == middle[:kept], first
+        assert lines[-2] == f"[{100 - kept} more lines not shown: an error stays under 10000 characters]"
+
+
+def test_an_error_with_one_middle_line_left_out_says_one_line() -> None:
+    middle = ["m" * 99] * 96 + ["w" * 300]
+    lines = _error_text("\n".join(["F" * 100, *middle, "L" * 100])).split("\n")
+    assert lines[1:-2] == middle[:96]
+    assert lines[-2] == "[1 more line not shown: an error stays under 10000 characters]"
+
+
+def test_an_errors_first_line_keeps_4900_characters_and_its_last_2450() -> None:
+    """What failed and what to do are kept, each cut at its end past its share (half and a
+    quarter of the 9,800): a long path in either never pushes the other out."""
+    filler = ["m" * 99] * 120
+    whole = _error_text("\n".join(["F" * 4900, *filler, "L" * 2450])).split("\n")
+    assert whole[0] == "F" * 4900 and whole[-1] == "L" * 2450
+    cut = _error_text("\n".join(["F" * 5000, *filler, "L" * 3000])).split("\n")
+    assert cut[0] == "F" * 4900 + "…" and cut[-1] == "L" * 2450 + "…"
+    # Two lines only: the second is the last, kept (cut at its share), never dropped.
+    two = _error_text("F" * 6000 + "\n" + "L" * 6000)
+    assert two == "F" * 4900 + "…\n" + "L" * 2450 + "…"
+    assert _error_text("x" * 20_000) == "x" * 4900 + "…"  # one line: its start

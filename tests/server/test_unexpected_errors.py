@@ -34,7 +34,24 @@ async def test_a_missing_facility_is_a_one_line_refusal_naming_it(
     assert result.is_error
     text = result.content[0].text  # type: ignore[union-attr]
     assert text == "Glob cannot do this on this platform: scandir: fd unavailable on this platform."
-    assert any(getattr(r, UNEXPECTED, False) for r in caplog.records)
+    [record] = [r for r in caplog.records if getattr(r, UNEXPECTED, False)]
+    assert record.getMessage() == "Glob: scandir: fd unavailable on this platform"
+    assert record.exc_info and record.exc_info[0] is NotImplementedError  # its traceback, for the operator
+
+
+async def test_a_missing_facility_without_words_is_still_a_sentence(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def scandir_unavailable(*args: object, **kwargs: object) -> None:  # a mock: Windows-like os
+        raise NotImplementedError
+
+    server = make_server(ws)
+    monkeypatch.setattr(os, "scandir", scandir_unavailable)
+    async with Client(server) as client:
+        result = await client.call_tool("Glob", {"pattern": "*.py"}, raise_on_error=False)
+    assert result.is_error and [b.text for b in result.content] == [  # type: ignore[union-attr]
+        "Glob cannot do this on this platform: an OS facility is missing."
+    ]
 
 
 async def test_an_unexpected_exception_stays_masked_and_is_marked_in_the_log(
@@ -52,3 +69,4 @@ async def test_an_unexpected_exception_stays_masked_and_is_marked_in_the_log(
     assert "SECRET-DETAIL" not in str(raised.value)
     marked = [r for r in caplog.records if getattr(r, UNEXPECTED, False)]
     assert marked and marked[0].getMessage() == "Glob raised an unexpected error"
+    assert marked[0].exc_info and "SECRET-DETAIL" in str(marked[0].exc_info[1])

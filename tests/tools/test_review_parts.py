@@ -1,0 +1,75 @@
+"""The review's pure parts (SPEC §10): `since` read as a time or an age, and the combined text
+of a list and its diffs fitted to a budget, cut at a line and said."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from filegate.tools.review.sections import Section, fit
+from filegate.tools.review.since import parse_time
+
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("since", "ago"),
+    [
+        ("90m", 5400),
+        ("1.5h", 5400),
+        ("2H", 7200),
+        ("3d", 3 * 86400),
+        ("1w", 7 * 86400),
+        ("45s", 45),
+        (" 10m ", 600),
+    ],
+)
+def test_an_age_is_that_long_before_now(since: str, ago: float) -> None:
+    assert parse_time(since, NOW) == NOW - ago
+
+
+@pytest.mark.parametrize("since", ["2026-11-27", "2026-11-27T14:00", "20261127"])
+def test_a_time_is_read_as_iso_8601_local_unless_it_says(since: str) -> None:
+    assert parse_time(since, NOW) == datetime.fromisoformat(since).timestamp()
+    assert (
+        parse_time("2026-11-27T14:00Z", NOW) == datetime.fromisoformat("2026-11-27T14:00+00:00").timestamp()
+    )
+
+
+@pytest.mark.parametrize("since", ["1.2.3h", "h", "2x", "yesterday", "1.5.h", ""])
+def test_anything_else_is_no_time(since: str) -> None:
+    with pytest.raises(ValueError):
+        parse_time(since, NOW)
+
+
+def test_a_section_too_long_for_what_is_left_is_cut_at_a_line_and_says_how_many_are_not_shown() -> None:
+    lines = [f"+line {n:03d}" + "x" * 90 for n in range(40)]  # 100 characters each
+    fitted = fit(["modified `a.txt`"], [Section("a.txt", "\n".join(lines))], 2000)
+    listing, diff = fitted.text.split("\n\n")
+    assert listing == "modified `a.txt`"
+    shown = diff.split("\n")
+    # 2,000 - the list (16) - 2 for the gap, less 80 kept for the closing line: 19 whole lines.
+    assert shown[:-1] == lines[:19] and shown[-1] == "… 21 more lines of this diff not shown"
+    assert fitted.cut == "a.txt" and fitted.left_out == [] and len(fitted.text) <= 2000
+    assert fitted.note("Narrow it.") == "Cut to fit this client's budget: `a.txt`'s diff in part. Narrow it."
+
+
+def test_the_cut_keeps_every_line_that_fits_and_one_line_left_is_one_line() -> None:
+    lines = ["x" * 99] * 5  # 100 characters each with its line break
+    # Room for the section: budget - 1 (the list "a") - 2; the closing line's 80 first.
+    fitted = fit(["a"], [Section("s", "\n".join(lines))], 80 + 400 + 3)
+    assert fitted.text.split("\n")[2:] == [*lines[:4], "… 1 more line of this diff not shown"]
+    tighter = fit(["a"], [Section("s", "\n".join(lines))], 80 + 400 + 2)
+    assert tighter.text.split("\n")[2:] == [*lines[:3], "… 2 more lines of this diff not shown"]
+
+
+def test_what_does_not_fit_after_a_cut_is_left_out_and_named() -> None:
+    big = Section("big", "\n".join(["y" * 99] * 30))
+    rest = [Section(f"f{n}", "z\n") for n in range(7)]
+    fitted = fit([], [big, *rest], 1000)
+    assert fitted.cut == "big" and fitted.left_out == [f"f{n}" for n in range(7)]
+    assert fitted.note("N.") == (
+        "Cut to fit this client's budget: `big`'s diff in part; no diff shown for `f0`, `f1`, `f2`, "
+        "`f3`, `f4` and 2 more. N."
+    )

@@ -1,0 +1,159 @@
+"""What a rewind (SPEC §10, UndoWrite(since=…)) says, word for word, through real clients in both
+eras: a file it must leave to UndoWrite by id, a sensitive file written often, files changed
+by hand (each named, and what `force` would do to each, cut to fit an error); and what Changes
+says of a file moved and then written, and of files past those it diffs against HEAD."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from filegate.tools import changes as changes_tool
+from tests.conftest import call, connect, text, write_id_of
+from tests.fakes import Answers
+
+pytestmark = pytest.mark.usefixtures("read_guard_off")
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "core.hooksPath=/dev/null"]
+
+
+async def writes(ws: Path, mode: str, *steps: tuple[str, str]) -> list[str]:
+    async with connect(ws, mode, client_elicitation_handler=Answers("approve")) as c:
+        return [
+            write_id_of(text(await call(c, "WriteFile", path=path, content=content, create_dirs=True)))
+            for path, content in steps
+        ]
+
+
+async def test_a_file_a_rule_now_denies_is_left_saying_how_to_undo_it_alone(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("one\n")
+    (ws / "c.txt").write_text("keep\n")
+    steps = [("a.txt", f"{n}\n") for n in range(6)]
+    ids = await writes(ws, mode, *steps, ("c.txt", "changed\n"))
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Edit(a.txt)"]}}))
+    async with connect(ws, mode, client_elicitation_handler=Answers("approve")) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert not r.is_error, text(r)
+    assert (
+        "Left as it is: `a.txt` cannot be restored with the others (denied by client rule); UndoWrite "
+        f"with `write_id` undoes its writes one at a time, newest first ({', '.join(ids[5:0:-1])})."
+    ) in text(r)  # the five newest of its six
+    assert (ws / "a.txt").read_text() == "5\n" and (ws / "c.txt").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("times", [3, 4])
+async def test_a_sensitive_file_is_named_with_its_writes(ws: Path, mode: str, times: int) -> None:
+    (ws / "a.txt").write_text("one\n")
+    ids = await writes(ws, mode, ("a.txt", "two\n"), *[(".env", f"K={n}\n") for n in range(times)])
+    async with connect(ws, mode, client_elicitation_handler=Answers("approve")) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    env = ids[1:]
+    named = ", ".join(env) if times == 3 else f"{env[0]} … {env[-1]}, 4 writes"
+    assert f"Left as it is: `.env` is sensitive, so the history kept nothing of it ({named})." in text(r)
+
+
+async def test_files_changed_by_hand_are_each_named_with_what_force_would_do(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("one\n")
+    (ws / "c.txt").write_text("keep\n")
+    ids = await writes(ws, mode, ("a.txt", "two\n"), ("c.txt", "changed\n"), (".env", "K=1\n"))
+    (ws / "a.txt").write_text("hand a\n")
+    (ws / "c.txt").write_text("hand c\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert r.is_error
+    head, rest = text(r).split("\n", 1)
+    assert head.endswith(
+        f"is refused: 2 files changed outside filegate since: `c.txt` (it changed after {ids[1]}); "
+        f"`a.txt` (it changed after {ids[0]}). Nothing was written. Below is what `force: true` would "
+        f"change in them. Left as it is: `.env` is sensitive, so the history kept nothing of it ({ids[2]})."
+    )
+    assert rest == (
+        "--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-hand c\n+keep\n\n"
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hand a\n+one\n"
+        "Call UndoWrite again with `force: true` to rewind anyway (those changes are lost)."
+    )
+    assert (ws / "a.txt").read_text() == "hand a\n"
+
+
+async def test_what_force_would_do_is_cut_to_fit_an_error_and_says_so(ws: Path, mode: str) -> None:
+    """SPEC §9: an error stays under 10,000 characters; the diffs leave room for its words.
+    Newest first: the large file's diff is cut, the older file's left out, both named."""
+    (ws / "x.txt").write_text("x\n")
+    (ws / "a.txt").write_text("".join(f"old {n}\n" for n in range(2000)))
+    ids = await writes(ws, mode, ("x.txt", "xx\n"), ("a.txt", "new\n"))
+    (ws / "a.txt").write_text("".join(f"hand {n}\n" for n in range(2000)))
+    (ws / "x.txt").write_text("hand x\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    said = text(r)
+    assert r.is_error and len(said) < 10_000
+    assert "would change in them.\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2000 +1,2000 @@\n-hand 0\n" in said
+    assert "more lines of this diff not shown\n" in said and "-hand x" not in said
+    assert said.endswith(
+        "Cut to fit this client's budget: `a.txt`'s diff in part; no diff shown for `x.txt`. Changes "
+        "with `path` shows one file's whole diff.\n"
+        "Call UndoWrite again with `force: true` to rewind anyway (those changes are lost)."
+    )
+
+
+async def test_changes_shows_a_moved_file_written_since_as_a_diff_from_one_name_to_the_other(
+    ws: Path, mode: str
+) -> None:
+    (ws / "a.txt").write_text("one\ntwo\n")
+    async with connect(ws, mode, approval="auto") as c:
+        moved = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": "b.txt"}])
+        first = write_id_of(text(moved))
+        await call(c, "WriteFile", path="b.txt", content="one\nTWO\n")
+        r = await call(c, "Changes", since=first)
+    body = text(r)
+    assert not r.is_error, body
+    assert "moved `a.txt` → `b.txt` (+1 -1 lines; 2 writes:" in body
+    assert "--- a/a.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO" in body
+
+
+async def test_files_past_those_diffed_against_head_are_listed_by_what_head_holds(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(changes_tool, "MAX_FILES_DIFFED", 1)
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    subprocess.run([*GIT, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*GIT, "add", "a.txt", "b.txt"], cwd=ws, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "c"], cwd=ws, check=True)
+    (ws / "c.txt").write_text("c\n")  # on disk, not in HEAD: "added" against HEAD
+    ids = await writes(ws, mode, ("a.txt", "A\n"), ("b.txt", "B\n"), ("c.txt", "C\n"), ("d.txt", "D\n"))
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since=ids[0], against="HEAD")
+    body = text(r)
+    assert f"modified `a.txt` (+1 -1 lines; 1 write: {ids[0]})" in body  # diffed
+    assert f"modified `b.txt` (1 write: {ids[1]})" in body  # listed by kind only
+    assert f"added `c.txt` (1 write: {ids[2]})" in body and f"added `d.txt` (1 write: {ids[3]})" in body
+
+
+async def test_an_unknown_write_id_is_answered_in_words_that_name_nothing(ws: Path, mode: str) -> None:
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since="w-0123456789abcdef")
+    assert r.is_error and text(r).startswith(
+        "No write w-0123456789abcdef in this workspace's history: no write had that id, or it was "
+        "evicted (older than --history-max-age, or beyond --history-max-bytes). Use the whole id a "
+        "write's message ended with."
+    )
+
+
+async def test_a_file_moved_into_an_added_folder_is_headed_by_its_whole_path(
+    ws: Path, tmp_path: Path, mode: str
+) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (ws / "a.txt").write_text("one\ntwo\n")
+    async with connect(ws, mode, approval="auto", add_dirs=[extra]) as c:
+        moved = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": str(extra / "b.txt")}])
+        first = write_id_of(text(moved))
+        await call(c, "WriteFile", path=str(extra / "b.txt"), content="one\nTWO\n")
+        r = await call(c, "Changes", since=first)
+    assert not r.is_error, text(r)
+    assert f"--- a/a.txt\n+++ {extra / 'b.txt'}\n@@ -1,2 +1,2 @@" in text(r)
