@@ -280,6 +280,46 @@ TARGETS: dict[str, Target] = {
         ),
         scope="of `tools/undo_write.py`, the rewind's functions only",
     ),
+    # ApplyPatch's pure half (SPEC §10, issue 55): the V4A parser, the plan of both forms and
+    # the hunks' narrowing, against their pure tests (the tool's own go through patchtool).
+    "patchparse": Target(
+        (
+            "src/filegate/tools/patch/v4a.py",
+            "src/filegate/tools/patch/plan.py",
+            "src/filegate/tools/patch/hunks.py",
+        ),
+        ("tests/tools/test_patch_parse.py", "tests/tools/test_patch_hunks.py"),
+        90.0,
+    ),
+    # ApplyPatch's all or nothing (SPEC §10, issue 55): the gate of a set's paths (policy/) and
+    # the commit with its restore and crash recovery (fsio/), against the tool's tests through
+    # in-memory clients and the set killed at each step (a forked child: the mutant runs there
+    # too). The tool and its route (tools/apply_patch.py, tools/patch/run.py) are "patchtool":
+    # together the three were 2,035 mutants, hours at --jobs 1 on this machine.
+    "changeset": Target(
+        ("src/filegate/policy/changeset.py", "src/filegate/fsio/changeset.py"),
+        (
+            "tests/tools/test_apply_patch.py",
+            "tests/tools/test_patch_sets.py",
+            "tests/stress/test_set_kills.py",
+            "-m",
+            "not slow",
+        ),
+        90.0,
+    ),
+    # ApplyPatch the tool (SPEC §10, issue 55): its plan's members and answer, and the set's
+    # route (prepare, ask once, commit), which UndoWrite's undo of a set takes too.
+    "patchtool": Target(
+        ("src/filegate/tools/apply_patch.py", "src/filegate/tools/patch/run.py"),
+        (
+            "tests/tools/test_apply_patch.py",
+            "tests/tools/test_patch_sets.py",
+            "tests/tools/test_undo_write.py",
+            "-m",
+            "not slow",
+        ),
+        90.0,
+    ),
     "grep": Target(
         tuple(f"src/filegate/tools/grep/{name}.py" for name in ("parse", "walk", "plan")),
         tuple(

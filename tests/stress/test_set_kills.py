@@ -12,9 +12,12 @@ moments mid-ApplyPatch and restarts it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import random
 import signal
+import socket
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +27,7 @@ import pytest
 
 import filegate.fsio.atomic as atomic
 import filegate.fsio.changeset as changeset
-from filegate.fsio.changeset import SetWrite, commit_set, recover_sets, sets_dir
+from filegate.fsio.changeset import SetWrite, commit_set, interrupted_sets, recover_sets, sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
 from filegate.fsio.snapshot import Snapshot, read_all
@@ -74,6 +77,18 @@ def writes(ws: Path) -> list[SetWrite]:
         new = NEW.get(name)
         out.append(SetWrite(rp, snap, new, old_mode=mode, create_dirs=name.startswith("sub/")))
     return out
+
+
+def control(ws: Path) -> None:
+    """The same set, not killed, in a folder beside ``ws`` with a history of its own: it lands
+    whole. (mutmut maps a test to the functions it calls in its own process, and the killed
+    commit runs in a forked child: this is what ties the commit's functions to these tests.)"""
+    twin = ws.parent / "twin"
+    twin.mkdir()
+    setup(twin)
+    commit_set(writes(twin), WriteHistory(ws.parent / "twin-history"), "ApplyPatch", "control", "auto")
+    assert files(twin) == NEW
+    assert list(sets_dir().iterdir()) == []  # a set that landed leaves no mark
 
 
 def die() -> None:
@@ -136,9 +151,10 @@ STEPS = [
 
 @pytest.mark.parametrize(("step", "at"), STEPS, ids=[f"{s}-{k}" for s, k in STEPS])
 @pytest.mark.parametrize("temps", ["tmpfile", pytest.param("named", marks=pytest.mark.slow)])
-def test_a_set_killed_at_each_step_is_all_old_or_all_new_after_the_next_start(
+def test_a_set_killed_at_any_step_is_all_old_or_all_new_after_the_next_start(
     ws: Path, monkeypatch: pytest.MonkeyPatch, step: str, at: int, temps: str
 ) -> None:
+    control(ws)
     setup(ws)
     pid = os.fork()
     if pid == 0:  # the child: commit, and die at the step
@@ -177,6 +193,235 @@ def test_a_set_killed_at_each_step_is_all_old_or_all_new_after_the_next_start(
         assert {e.state for e in entries} == {"done" if landed else "failed"}, said
     assert list(sets_dir().iterdir()) == []  # settled: the next start has nothing to do
     assert asyncio.run(recover_sets(WriteHistory(history_dir()))) == []
+
+
+def killed_at(ws: Path, monkeypatch: pytest.MonkeyPatch, step: str, at: int) -> None:
+    """A forked child commits the set and dies at ``step``."""
+    control(ws)
+    setup(ws)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hook(monkeypatch, step, at)
+            commit_set(writes(ws), WriteHistory(history_dir()), "ApplyPatch", "kill test", "auto")
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status), f"the child did not die at {step}"
+    # The mark is private, as the state directory's other files (it names the set's folders).
+    assert stat.S_IMODE(sets_dir().stat().st_mode) == 0o700
+    assert [stat.S_IMODE(m.stat().st_mode) for m in sets_dir().iterdir()] == [0o600]
+
+
+def recover() -> list[str]:
+    sweep_pending_temps()
+    return asyncio.run(recover_sets(WriteHistory(history_dir())))
+
+
+@pytest.mark.parametrize("change", ["edited", "deleted"])
+def test_a_set_whose_file_was_changed_after_the_crash_is_left_as_it_is_and_said(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Someone edited (or deleted) one of the set's files between the crash and the start:
+    nothing of the set is rolled back (their change and the set's landed files stay), the log
+    line names the file, its records stay unconfirmed (`filegate history` lists them) and the
+    mark goes."""
+    killed_at(ws, monkeypatch, "after rename", 3)
+    if change == "edited":
+        (ws / "c.txt").write_bytes(b"someone's edit after the crash\n")
+    else:
+        (ws / "c.txt").unlink()
+    left = {name: data for name, data in files(ws).items() if not name.endswith(TEMP_SUFFIX)}
+    (entry,) = {e.group for e in WriteHistory(history_dir()).entries()}
+    said = recover()
+    assert said == [
+        f"set {entry}: interrupted by a crash and left as it is: changed since ({ws / 'c.txt'}); "
+        "`filegate history` lists it"
+    ]
+    assert files(ws) == left
+    assert {e.state for e in WriteHistory(history_dir()).entries()} == {"unconfirmed"}
+    assert list(sets_dir().iterdir()) == []
+    assert recover() == []
+
+
+@pytest.mark.parametrize(("step", "at"), [("before rename", 1), ("after rename", 4), ("after unlink", 1)])
+def test_the_log_says_what_the_start_did_with_the_set(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, step: str, at: int
+) -> None:
+    killed_at(ws, monkeypatch, step, at)
+    (group,) = {e.group for e in WriteHistory(history_dir()).entries()}
+    said = recover()
+    if step == "after unlink":
+        assert said == [f"set {group}: every file was written before the crash; marked done"]
+    else:
+        assert said == [
+            f"set {group}: interrupted by a crash; its files were restored as they were before it"
+        ]
+
+
+def snapshot(real: Path) -> Snapshot:
+    fd = os.open(real, os.O_RDONLY)
+    try:
+        return read_all(fd, 1 << 30, real.name)[1]
+    finally:
+        os.close(fd)
+
+
+def killed_with(writes: list[SetWrite], monkeypatch: pytest.MonkeyPatch, step: str, at: int) -> None:
+    control(writes[0].rp.real.parent)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hook(monkeypatch, step, at)
+            commit_set(writes, WriteHistory(history_dir()), "ApplyPatch", "kill test", "auto")
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status), f"the child did not die at {step}"
+
+
+def test_a_set_killed_between_two_deletes_gets_the_deleted_file_back_with_its_mode(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first delete landed, the second did not: the start puts the deleted file back, byte
+    for byte and with its own mode, and the edited one as it was."""
+    setup(ws)
+    before = files(ws)
+    rp = {name: ResolvedPath(name, ws / name, True, False) for name in ("a.txt", "c.txt", "gone.txt")}
+    set_writes = [
+        SetWrite(rp["c.txt"], snapshot(ws / "c.txt"), b"edited\n", old_mode=0o600),
+        SetWrite(rp["a.txt"], snapshot(ws / "a.txt"), None, old_mode=0o640),
+        SetWrite(rp["gone.txt"], snapshot(ws / "gone.txt"), None, old_mode=0o644),
+    ]
+    killed_with(set_writes, monkeypatch, "after unlink", 1)
+    assert not (ws / "a.txt").exists() and (ws / "gone.txt").exists()
+    said = recover()
+    assert files(ws) == before, said
+    assert {n: (ws / n).stat().st_mode & 0o7777 for n in MODES} == MODES
+
+
+def test_a_move_onto_a_file_killed_after_its_rename_gives_the_file_back_its_own_mode(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The moved file (0o755) landed over a.txt (0o640); the start puts a.txt back with 0o640."""
+    setup(ws)
+    before = files(ws)
+    a, b = (ResolvedPath(n, ws / n, True, False) for n in ("a.txt", "b.txt"))
+    set_writes = [
+        SetWrite(a, snapshot(ws / "a.txt"), OLD["b.txt"], mode=0o755, old_mode=0o640),
+        SetWrite(b, snapshot(ws / "b.txt"), None, old_mode=0o755),
+    ]
+    killed_with(set_writes, monkeypatch, "after rename", 1)
+    assert (ws / "a.txt").read_bytes() == OLD["b.txt"]
+    recover()
+    assert files(ws) == before
+    assert (ws / "a.txt").stat().st_mode & 0o7777 == 0o640
+
+
+def test_a_rollback_that_fails_at_the_start_is_said_and_tried_again_at_the_next(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection (a mock) at the start: the restore's rename and unlink fail. The log
+    names each file and why; the set keeps its mark and its records (unconfirmed); the next
+    start restores it."""
+    killed_at(ws, monkeypatch, "after rename", 4)
+    (group,) = {e.group for e in WriteHistory(history_dir()).entries()}
+    real_replace, real_unlink = os.replace, os.unlink
+
+    def no_rename(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if "src_dir_fd" in kw:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst, *args, **kw)
+
+    def no_unlink(path: Any, *args: Any, **kw: Any) -> None:
+        if "dir_fd" in kw and not str(path).endswith(TEMP_SUFFIX):  # a failed rename's temp goes
+            raise OSError(errno.EIO, "Input/output error")
+        real_unlink(path, *args, **kw)
+
+    with monkeypatch.context() as faults:
+        faults.setattr(atomic.os, "replace", no_rename)
+        faults.setattr(atomic.os, "unlink", no_unlink)
+        said = recover()
+    (line,) = said  # the log escapes the reasons' backticks (\\x60)
+    assert line.startswith(f"set {group}: interrupted by a crash; could not restore "), line
+    for name in ("a.txt", "b.txt", "c.txt"):
+        assert (
+            f"{ws / name} (Failed to write \\x60{ws / name}\\x60: Input/output error. Nothing was written.)"
+            in line
+        )
+    new = ws / "sub" / "new.txt"
+    assert f"{new} (Failed to write \\x60{new}\\x60: Input/output error. Nothing was written.)" in line
+    assert len(list(sets_dir().iterdir())) == 1
+    assert {e.state for e in WriteHistory(history_dir()).entries()} == {"unconfirmed"}
+    assert recover() == [
+        f"set {group}: interrupted by a crash; its files were restored as they were before it"
+    ]
+    assert files(ws) == OLD
+    assert list(sets_dir().iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["creates", "edits"])
+def test_a_set_that_only_creates_or_only_edits_killed_before_its_renames_is_rolled_back(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Every file is as before (a creation: not there): the start marks the set failed, never
+    done, and says its files were restored."""
+    setup(ws)
+    before = files(ws)
+    names = ("new1.txt", "new2.txt") if kind == "creates" else ("a.txt", "c.txt")
+    set_writes = [
+        SetWrite(
+            ResolvedPath(n, ws / n, True, False),
+            snapshot(ws / n) if (ws / n).exists() else Snapshot.absent(),
+            b"the set's\n",
+            old_mode=MODES.get(n),
+        )
+        for n in names
+    ]
+    killed_with(set_writes, monkeypatch, "before rename", 1)
+    (group,) = {e.group for e in WriteHistory(history_dir()).entries()}
+    assert recover() == [
+        f"set {group}: interrupted by a crash; its files were restored as they were before it"
+    ]
+    assert files(ws) == before
+    assert {e.state for e in WriteHistory(history_dir()).entries()} == {"failed"}
+
+
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> None:
+    """A mark names its host and process: another machine's (a shared state directory), a
+    live process's (this one) and a malformed one are left alone; a dead process's with no
+    records is settled: the empty folders it names go, a folder someone put a file in stays."""
+    host = socket.gethostname()
+    (ws / "made" / "deeper").mkdir(parents=True)
+    (ws / "kept").mkdir()
+    (ws / "kept" / "theirs.txt").write_bytes(b"theirs\n")
+    folder = sets_dir()
+    folder.mkdir(parents=True)
+    others = [
+        f"other-{host}-{_dead_pid()}-00aa",
+        f"{host}-{os.getpid()}-00bb",
+        f"{host}-pid-00cc",
+        f"{host}-{_dead_pid()}-",
+    ]
+    for name in others:
+        (folder / name).write_bytes(b"")
+    dead = folder / f"{host}-{_dead_pid()}-00dd"
+    dead.write_bytes(
+        b"\n".join(os.fsencode(str(p)) for p in (ws / "made" / "deeper", ws / "made", ws / "kept"))
+    )
+    assert [mark for _, mark in interrupted_sets()] == [dead]
+    assert recover() == []
+    assert sorted(p.name for p in folder.iterdir()) == sorted(others)
+    assert not (ws / "made").exists()
+    assert (ws / "kept" / "theirs.txt").read_bytes() == b"theirs\n"
 
 
 # --- a real server, killed at random moments ------------------------------------------------

@@ -246,34 +246,81 @@ def rules(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return ws
 
 
+SENSITIVE = (
+    ", so ApplyPatch does not change it: nothing in the set was written. Leave it out of the set; "
+    "WriteFile or StrReplaceFile ask the user about it alone."
+)
+LINK = (
+    ": ApplyPatch never follows a link nor removes one, so nothing in the set was written. Give the "
+    "path of the file itself."
+)
+DENIED = (
+    "`locked/f.txt` is denied for writing by a rule in `.claude/settings.json`. Nothing was written; "
+    "the user can change that rule file to allow it."
+)
+DIRECTORY = (
+    "`adir` is a directory: ApplyPatch changes, deletes and moves files only. Nothing in the set was written."
+)
+
+
+# Each refusal as the model reads it, whole: which path, why, that nothing was written, and
+# what to do instead.
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"path": ".env", "content": "x\n"}, "`.env` appears to contain secrets"),
+        (
+            {"path": ".env", "content": "x\n"},
+            "`.env` appears to contain secrets (matched sensitive file pattern)" + SENSITIVE,
+        ),
         (
             {"path": "hidden.txt", "delete": True},
-            "`hidden.txt` is hidden from AI tools by a rule in `.cursorignore`",
+            "`hidden.txt` is hidden from AI tools by a rule in `.cursorignore`" + SENSITIVE,
         ),
-        ({"path": ".cursorignore", "content": "\n"}, "`.cursorignore` is a client rule file"),
         (
-            {"path": "locked/f.txt", "delete": True},
-            "`locked/f.txt` is denied for writing by a rule in `.claude/settings.json`",
+            {"path": ".cursorignore", "content": "\n"},
+            "`.cursorignore` is a client rule file (it says what AI tools may read or change)" + SENSITIVE,
         ),
-        ({"path": "../x.txt", "content": "x"}, "is not an absolute path"),
-        ({"path": "fine.txt", "move_to": ".env"}, "`.env` appears to contain secrets"),
-        ({"path": "locked/f.txt", "move_to": "free.txt"}, "denied for writing"),
+        ({"path": "locked/f.txt", "delete": True}, DENIED),
         (
-            {"path": "adir", "delete": True},
-            "`adir` is a directory: ApplyPatch changes, deletes and moves files only",
+            {"path": "../x.txt", "content": "x"},
+            "`../x.txt` is not an absolute path. You must provide an absolute path to write a file "
+            "outside the working directory.",
         ),
-        ({"path": "adir", "move_to": "bdir"}, "`adir` is a directory"),
-        ({"path": "link.txt", "delete": True}, "`link.txt` is a symlink: ApplyPatch never follows a link"),
-        ({"path": "linkdir/f.txt", "content": "x\n"}, "is reached through the symlink `linkdir`"),
+        (
+            {"path": "../x.txt", "edits": [{"old": "a", "new": "b"}]},
+            "`../x.txt` is not an absolute path. You must provide an absolute path to edit a file "
+            "outside the working directory.",
+        ),
+        (
+            {"path": "fine.txt", "move_to": ".env"},
+            "`.env` appears to contain secrets (matched sensitive file pattern)" + SENSITIVE,
+        ),
+        ({"path": "locked/f.txt", "move_to": "free.txt"}, DENIED),
+        ({"path": "adir", "delete": True}, DIRECTORY),
+        ({"path": "adir", "move_to": "bdir"}, DIRECTORY),
+        ({"path": "link.txt", "delete": True}, "`link.txt` is a symlink" + LINK),
+        (
+            {"path": "linkdir/f.txt", "content": "x\n"},
+            "`linkdir/f.txt` is reached through the symlink `linkdir`" + LINK,
+        ),
         (
             {"path": "missing.txt", "delete": True},
-            "`missing.txt` does not exist, so there is nothing to delete",
+            "`missing.txt` does not exist, so there is nothing to delete. Nothing in the set was written.",
         ),
-        ({"path": "./fine.txt", "delete": True}, "`fine.txt` and `./fine.txt` name the same file"),
+        (
+            {"path": "missing.txt", "edits": [{"old": "a", "new": "b"}]},
+            "`missing.txt` does not exist, so there is nothing to edit. Nothing in the set was written.",
+        ),
+        (
+            {"path": "missing.txt", "move_to": "elsewhere.txt"},
+            "`missing.txt` does not exist, so there is nothing to move. Nothing in the set was written.",
+        ),
+        ({"path": "./link.txt", "delete": True}, "`./link.txt` is a symlink" + LINK),
+        (
+            {"path": "./fine.txt", "delete": True},
+            "`fine.txt` and `./fine.txt` name the same file: give each file once in a set. Nothing was "
+            "written.",
+        ),
     ],
 )
 async def test_a_set_holding_a_path_it_may_not_hold_is_refused_whole_before_anything_is_shown(
@@ -289,7 +336,7 @@ async def test_a_set_holding_a_path_it_may_not_hold_is_refused_whole_before_anyt
         first = {"path": "fine.txt" if change["path"] == "./fine.txt" else "new.txt", "content": "new\n"}
         r = await call(c, "ApplyPatch", changes=[first, change])
     assert r.is_error, text(r)
-    assert words in text(r), text(r)
+    assert text(r) == words
     assert "CANARY" not in text(r)
     assert answers.messages == []
     assert tree(ws) == before and (ws / "link.txt").is_symlink()
@@ -309,6 +356,7 @@ async def test_an_ask_rule_makes_the_set_asked_even_under_auto(rules: Path, mode
     assert question.startswith(
         "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
     )
+    assert "-old\n+new" in question  # a file under an `ask` rule is no secret: its diff is shown
     assert (ws / "asked.txt").read_text() == "new\n" and not (ws / "fine.txt").exists()
 
 

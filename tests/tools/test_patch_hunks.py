@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from filegate.errors import EditFailed
+from filegate.tools.edit.replacing import Applied
 from filegate.tools.patch.hunks import after_anchors, apply_hunks, last_lines
 from filegate.tools.patch.v4a import parse_v4a
 
@@ -129,3 +130,48 @@ def test_last_lines() -> None:
     assert last_lines(b"a\nb\nc\n", 2) == 2
     assert last_lines(b"a\nb\nc", 1) == 4
     assert last_lines(b"a\n", 5) == 0
+
+
+def applied(data: bytes, *body: str) -> Applied:
+    plan = parse_v4a("\n".join(["*** Begin Patch", "*** Update File: f.py", *body, "*** End Patch"]))
+    return apply_hunks(plan.changes[0].edits, data, [], "f.py", tolerant=True, tab_width=lambda: None)
+
+
+# The part of the file the hunks touched, (start, end before, end after): the diff and the line
+# counts the user reads are taken between them (an edit's text, its context included).
+@pytest.mark.parametrize(
+    ("data", "body", "span", "replacements", "crlf"),
+    [
+        (b"a\nb\nc\nd\n", ("@@", " a", "-b", "+B"), (0, 4, 4), 1, []),
+        (
+            TWO_FUNCTIONS,
+            ("@@ def b():", "     x = 1", "-    return x", "+    return x + 1"),
+            (42, 65, 69),
+            1,
+            [],
+        ),
+        (b"import os\n\nx = 1\n", ("@@ import os", "+import sys"), (10, 10, 21), 1, []),
+        (b"x = 1\n", ("@@", "+y = 2"), (6, 6, 12), 1, []),
+        (b"x = 1", ("@@", "+y = 2"), (5, 5, 12), 1, []),
+        (
+            b"one\ntwo\nthree\nfour\nfive\n",
+            ("@@", " four", "-five", "+FIVE", "@@", " one", "-two", "+TWO"),
+            (0, 24, 24),
+            2,
+            [],
+        ),
+        (b"x = 1\ny = 2\nx = 1\n", ("@@", "-x = 1", "+x = 3", "*** End of File"), (12, 18, 18), 1, []),
+        (b"a\nb\nlast", ("@@", " b", "-last", "+LAST", "*** End of File"), (2, 8, 8), 1, []),
+        (b"a\r\nb\r\n", ("@@ a", "+z"), (3, 3, 6), 1, [1]),
+        (b"a\r\nb\r\nc\r\n", ("@@", " a", "-b", "+B"), (0, 6, 6), 1, [1]),
+        (b"a\nb\nc\nd\n", ("@@", "-b", "+B", "@@ c", "+c2"), (2, 6, 9), 2, []),
+    ],
+)
+def test_the_span_the_diff_reads_is_the_part_the_hunks_touched(
+    data: bytes, body: tuple[str, ...], span: tuple[int, int, int], replacements: int, crlf: list[int]
+) -> None:
+    out = applied(data, *body)
+    assert out.span(data) == span
+    assert out.replacements == replacements and out.to_crlf == crlf
+    new = bytes(out.data)
+    assert data[: span[0]] == new[: span[0]] and data[span[1] :] == new[span[2] :]

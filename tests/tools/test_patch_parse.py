@@ -115,33 +115,105 @@ def test_added_lines_keep_leading_and_trailing_blanks() -> None:
     assert plan.changes[0].content == "  indented  \n\n\ttab\n"
 
 
+UPDATE_NOTHING = "has no hunk (`@@` and its lines) and no `*** Move to:`: it changes nothing."
+HUNK_LINES = "every line starts with ` ` (context), `-` (removed) or `+` (added)"
+TWICE = "give each file once, with all its edits in one change."
+
+
+# Each refusal as the model reads it, whole: the line, what is wrong, and that nothing was written.
 @pytest.mark.parametrize(
     ("patch", "words"),
     [
-        ("", "must start with the line `*** Begin Patch`; it starts with nothing"),
-        ("*** Begin Patch\n*** Delete File: a\n", "must end with the line `*** End Patch`"),
-        ("diff --git a/x b/x\n", "it starts with `diff --git a/x b/x`"),
-        (v4a(), "holds no file section"),
-        (v4a("*** Frobnicate File: a"), "line 2: expected `*** Add File: `"),
-        (v4a("*** Add File: a", "no plus"), "line 3: every line of `*** Add File: a` starts with `+`"),
-        (v4a("*** Update File: a"), "line 2: `*** Update File: a` has no hunk"),
-        (v4a("*** Update File: a", "@@", " only context"), "line 3: a hunk of `a` adds and removes no line"),
-        (v4a("*** Update File: a", "@@", "*bad", "+x"), "line 4: in a hunk of `a` every line starts with"),
+        ("", "`patch` must start with the line `*** Begin Patch`; it starts with nothing."),
+        (
+            "*** Begin Patch\n*** Delete File: a\n",
+            "`patch` must end with the line `*** End Patch`; it ends with `*** Delete File: a`.",
+        ),
+        (
+            "*** Begin Patch\n",
+            "`patch` must end with the line `*** End Patch`; it ends with `*** Begin Patch`.",
+        ),
+        (
+            "diff --git a/x b/x\n",
+            "`patch` must start with the line `*** Begin Patch`; it starts with `diff --git a/x b/x`.",
+        ),
+        (
+            "x" * 81 + "\n",
+            f"`patch` must start with the line `*** Begin Patch`; it starts with `{'x' * 80}…`.",
+        ),
+        (
+            "cat <<EOF\n" + v4a("*** Delete File: a") + "END\n",
+            "`patch` must start with the line `*** Begin Patch`; it starts with `cat <<EOF`.",
+        ),
+        (v4a(), "`patch` holds no file section: nothing to change."),
+        (
+            v4a("*** Frobnicate File: a"),
+            "`patch` line 2: expected `*** Add File: `, `*** Delete File: ` or `*** Update File: ` and a "
+            "path, found `*** Frobnicate File: a`.",
+        ),
+        (
+            v4a("*** Delete File: a", "", "*** End Patch", "*** Delete File: b"),
+            "`patch` line 4: expected `*** Add File: `, `*** Delete File: ` or `*** Update File: ` and a "
+            "path, found `*** End Patch`.",
+        ),
+        (
+            v4a("*** Add File: a", "no plus"),
+            "`patch` line 3: every line of `*** Add File: a` starts with `+` (a new file's lines); found "
+            "`no plus`.",
+        ),
+        (
+            v4a("*** Add File: a", "+x", ""),
+            "`patch` line 4: every line of `*** Add File: a` starts with `+` (a new file's lines); found "
+            "an empty line.",
+        ),
+        (v4a("*** Update File: a"), f"`patch` line 2: `*** Update File: a` {UPDATE_NOTHING}"),
+        (
+            v4a("*** Update File: a", "*** Delete File: b"),
+            f"`patch` line 2: `*** Update File: a` {UPDATE_NOTHING}",
+        ),
+        (
+            v4a("*** Update File: a", "@@", " only context"),
+            "`patch` line 3: a hunk of `a` adds and removes no line.",
+        ),
+        (v4a("*** Update File: a", "@@"), "`patch` line 3: a hunk of `a` adds and removes no line."),
+        (
+            v4a("*** Update File: a", "@@", "*bad", "+x"),
+            f"`patch` line 4: in a hunk of `a` {HUNK_LINES}; found `*bad`.",
+        ),
         (
             v4a("*** Update File: a", "@@", "-a", "*** End of File", " b"),
-            "line 6: a hunk of `a` must start with `@@`",
+            "`patch` line 6: a hunk of `a` must start with `@@`; found ` b`.",
         ),
-        (v4a("*** Delete File:   "), "line 2: `*** Delete File:` names no path"),
-        (v4a("*** Delete File: a", "*** Delete File: a"), "`a` is named twice in the set"),
-        (v4a("*** Update File: a", "*** Move to: b", "*** Delete File: b"), "`b` is named twice"),
-        (v4a("*** Update File: a", "@@", "-x", "+x"), "`old` is the same as `new`"),
+        (v4a("*** Delete File:   "), "`patch` line 2: `*** Delete File:` names no path."),
+        (v4a("*** Add File:  "), "`patch` line 2: `*** Add File:` names no path."),
+        (v4a("*** Update File: a", "*** Move to: "), "`patch` line 3: `*** Move to:` names no path."),
+        (
+            v4a("*** Delete File: a", "*** Delete File: a"),
+            f"`a` is named twice in the set (change 1 (`a`), and change 2 (`a`)): {TWICE}",
+        ),
+        (
+            v4a("*** Update File: a", "*** Move to: b", "*** Delete File: b"),
+            f"`b` is named twice in the set (the target of change 1 (`a`), and change 2 (`b`)): {TWICE}",
+        ),
+        (
+            v4a("*** Delete File: b", "*** Update File: a", "*** Move to: b"),
+            f"`b` is named twice in the set (change 1 (`b`), and the target of change 2 (`a`)): {TWICE}",
+        ),
+        (
+            v4a("*** Update File: a", "@@", "-x", "+x"),
+            "change 1 (`a`): `old` is the same as `new`, so the edit would change nothing.",
+        ),
+        (
+            v4a("*** Update File: a", "@@", "-y", "+z", "@@", "-x", "+x"),
+            "change 1 (`a`), edit 2 (of 2): `old` is the same as `new`, so the edit would change nothing.",
+        ),
     ],
 )
 def test_a_malformed_patch_is_refused_naming_the_line(patch: str, words: str) -> None:
     with pytest.raises(PlanError) as info:
         parse_v4a(patch)
-    assert words in info.value.message
-    assert info.value.message.endswith("Nothing was written.")
+    assert info.value.message == words + " Nothing was written."
+    assert info.value.brief == "Invalid change set"
 
 
 def test_a_name_in_an_error_is_escaped() -> None:
@@ -151,8 +223,13 @@ def test_a_name_in_an_error_is_escaped() -> None:
 
 
 def test_too_many_files_are_refused() -> None:
-    with pytest.raises(PlanError, match=f"at most {MAX_FILES}"):
+    with pytest.raises(PlanError) as info:
         parse_v4a(v4a(*(f"*** Delete File: f{i}" for i in range(MAX_FILES + 1))))
+    assert info.value.message == (
+        f"The set changes {MAX_FILES + 1} files; one ApplyPatch call changes at most {MAX_FILES}. Split it "
+        "into several calls. Nothing was written."
+    )
+    assert len(parse_v4a(v4a(*(f"*** Delete File: f{i}" for i in range(MAX_FILES)))).changes) == MAX_FILES
 
 
 # --- the ``changes`` form --------------------------------------------------------------------
@@ -179,26 +256,58 @@ def test_each_change_kind_compiles() -> None:
     )
 
 
+ONE_OF = "each change gives exactly one of `edits`, `content`, `delete: true` or `move_to` (a move may carry `edits`)."
+EMPTY_OLD = "`old` is empty. Give the exact text to replace; to write a whole file, give `content`."
+
+
 @pytest.mark.parametrize(
     ("item", "words"),
     [
-        ({"path": "a"}, "change 1 (`a`) gives nothing to do"),
-        ({"path": "a", "content": "x", "delete": True}, "gives `content` and `delete`"),
-        ({"path": "a", "content": "x", "move_to": "b"}, "gives `content` and `move_to`"),
-        ({"path": "a", "edits": []}, "change 1 (`a`) gives nothing to do"),
-        ({"path": "a", "edits": [{"old": "", "new": "x"}]}, "`old` is empty"),
+        ({"path": "a"}, f"change 1 (`a`) gives nothing to do: {ONE_OF}"),
+        (
+            {"path": "a", "content": "x", "delete": True},
+            f"change 1 (`a`) gives `content` and `delete`: {ONE_OF}",
+        ),
+        (
+            {"path": "a", "content": "x", "move_to": "b"},
+            f"change 1 (`a`) gives `content` and `move_to`: {ONE_OF}",
+        ),
+        (
+            {"path": "a", "edits": [{"old": "x", "new": "y"}], "content": "x"},
+            f"change 1 (`a`) gives `edits` and `content`: {ONE_OF}",
+        ),
+        (
+            {"path": "a", "delete": True, "move_to": "b"},
+            f"change 1 (`a`) gives `delete` and `move_to`: {ONE_OF}",
+        ),
+        ({"path": "a", "edits": []}, f"change 1 (`a`) gives nothing to do: {ONE_OF}"),
+        ({"path": "a", "edits": [{"old": "", "new": "x"}]}, f"change 1 (`a`): {EMPTY_OLD}"),
+        (
+            {"path": "a", "edits": [{"old": "q", "new": "r"}, {"old": "", "new": "x"}]},
+            f"change 1 (`a`), edit 2 (of 2): {EMPTY_OLD}",
+        ),
+        (
+            {"path": "a", "move_to": "b", "edits": [{"old": "", "new": "x"}]},
+            f"change 1 (`a`): {EMPTY_OLD}",
+        ),
         (
             {"path": "a", "edits": [{"old": "q", "new": "r"}, {"old": "x", "new": "x"}]},
-            "edit 2 (of 2): `old` is the same",
+            "change 1 (`a`), edit 2 (of 2): `old` is the same as `new`, so the edit would change nothing.",
         ),
-        ({"path": "", "delete": True}, "empty `path`"),
-        ({"path": "a", "move_to": ""}, "change 1 (`a`) gives nothing to do"),
+        ({"path": "", "delete": True}, "change 1 has an empty `path`."),
+        ({"path": "a", "move_to": ""}, f"change 1 (`a`) gives nothing to do: {ONE_OF}"),
     ],
 )
 def test_a_malformed_change_is_refused_naming_it(item: dict[str, object], words: str) -> None:
     with pytest.raises(PlanError) as info:
         changes(item)
-    assert words in info.value.message
+    assert info.value.message == words + " Nothing was written."
+
+
+def test_the_second_malformed_change_is_named_by_its_number() -> None:
+    with pytest.raises(PlanError) as info:
+        changes({"path": "a", "delete": True}, {"path": "b"})
+    assert info.value.message.startswith("change 2 (`b`) gives nothing to do")
 
 
 def test_an_empty_changes_list_is_refused() -> None:

@@ -290,11 +290,11 @@ def _told(exc: WriteError, done: _Done, failed: list[str]) -> WriteError:
         return WriteError(message, "Set partly written", exc.output)
     if changed:
         files = (
-            "file it had already changed was"
+            "file it had already changed was restored as it was"
             if changed == 1
-            else f"{changed} files it had already changed were"
+            else f"{changed} files it had already changed were restored as they were"
         )
-        message += f" Nothing in the set was written: the {files} restored as they were."
+        message += f" Nothing in the set was written: the {files}."
     else:
         message += " Nothing in the set was written."
     return WriteError(message, exc.brief, exc.output)
