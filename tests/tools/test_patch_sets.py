@@ -64,6 +64,12 @@ def states() -> set[str]:
     return {e.state for e in WriteHistory(history_dir()).entries()}
 
 
+def named(path: Any, in_folder: bool) -> str:
+    """The name a commit's call gives: relative to the folder's handle, or a whole path where
+    there are no folder handles (FILEGATE_SIMULATE=no-dirfd, as on Windows: fsio/bypath.py)."""
+    return str(path) if in_folder else os.path.basename(os.fspath(path))
+
+
 def fail_unlink_of(
     monkeypatch: pytest.MonkeyPatch, name: str, meddle: Callable[[], None] = lambda: None
 ) -> None:
@@ -72,7 +78,7 @@ def fail_unlink_of(
     real_unlink = os.unlink
 
     def failing(path: Any, *args: Any, **kw: Any) -> None:
-        if "dir_fd" in kw and str(path) == name:
+        if named(path, kw.get("dir_fd") is not None) == name:
             meddle()
             raise OSError(errno.EPERM, "Operation not permitted")
         real_unlink(path, *args, **kw)
@@ -88,7 +94,7 @@ def fail_rename_onto(
     real_replace = os.replace
 
     def failing(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
-        if "src_dir_fd" in kw and str(dst) == name:
+        if named(dst, kw.get("src_dir_fd") is not None) == name:
             meddle()
             raise OSError(errno.ENOSPC, "No space left on device")
         real_replace(src, dst, *args, **kw)
