@@ -81,6 +81,20 @@ def test_layers_import_only_downward_and_the_protocol_only_in_server() -> None:
     assert not problems, "\n".join(problems)
 
 
+# The tools' front doors, one module each, in the order tools/list gives them.
+TOOL_MODULES = (
+    "read_file",
+    "read_media",
+    "glob",
+    "grep",
+    "write_file",
+    "str_replace",
+    "undo_write",
+    "apply_patch",
+    "changes",
+)
+
+
 # Inside tools/, lowest first: the tool front doors stand on top, their helpers' subpackages
 # below them, and the boundary every tool shares (outcome, describe) beneath those. A tools
 # module imports from its own room and from rooms below it, never sideways (a front door
@@ -92,17 +106,7 @@ TOOL_ROOMS: list[set[str]] = [
     {"documents"},
     {"edit"},
     {"patch", "review"},
-    {
-        "read_file",
-        "read_media",
-        "glob",
-        "grep",
-        "write_file",
-        "str_replace",
-        "undo_write",
-        "apply_patch",
-        "changes",
-    },
+    set(TOOL_MODULES),
 ]
 
 
@@ -414,19 +418,6 @@ def test_the_token_is_compared_in_constant_time_only() -> None:
                 constant_time += 1
     assert constant_time >= 1, "the bearer token must be checked with hmac.compare_digest"
     assert not compared, compared
-
-
-TOOL_MODULES = (
-    "read_file",
-    "read_media",
-    "glob",
-    "grep",
-    "write_file",
-    "str_replace",
-    "undo_write",
-    "apply_patch",
-    "changes",
-)
 
 
 def test_each_tool_is_declared_once_in_its_own_module() -> None:
