@@ -313,6 +313,7 @@ TARGETS: dict[str, Target] = {
         ("src/filegate/tools/apply_patch.py", "src/filegate/tools/patch/run.py"),
         (
             "tests/tools/test_apply_patch.py",
+            "tests/tools/test_apply_patch_words.py",
             "tests/tools/test_patch_sets.py",
             "tests/tools/test_undo_write.py",
             "-m",

@@ -29,7 +29,7 @@ from filegate.fsio.locks import PATH_LOCKS
 from filegate.fsio.safeopen import stat_target
 from filegate.fsio.spliced import Content, content_hash
 from filegate.media.bounds import Ticket
-from filegate.policy.escape import escape, escape_log, escape_text
+from filegate.policy.escape import escape, escape_log, escape_text, has_unsafe_text
 from filegate.policy.workspace import ResolvedPath
 from filegate.tools.edit.diffing import diff_header, fold, plural
 from filegate.tools.edit.writing import Current, Prepared, WriteJob, described, load_current, prepare
@@ -266,8 +266,10 @@ def described_set(request: WriteRequest, members: list[Member]) -> WriteRequest:
     is bound to (blocking: each costs a pass over the files, so only a question pays)."""
     blocks = [_block(m) for m in members]
     share = max(FILE_DIFF_LINES, SET_DIFF_LINES // max(1, len(members)))
-    text = "\n".join(_cut(rows, share) for rows in blocks)
-    unsafe = any(m.prepared is not None and m.prepared.request.unsafe for m in members)
+    text = "\n".join(_cut(rows, share) for rows, _ in blocks)
+    # Any file's shown lines holding characters shown escaped: the question says so first, as
+    # a single write's does (SPEC §2.9).
+    unsafe = any(flagged for _, flagged in blocks)
     old, new = hashlib.sha256(), hashlib.sha256()
     for m in members:
         p = _prepared(m)
@@ -282,45 +284,51 @@ def described_set(request: WriteRequest, members: list[Member]) -> WriteRequest:
     return replace(request, diff=text, old_hash=old.hexdigest(), new_hash=new.hexdigest(), unsafe=unsafe)
 
 
-def _block(m: Member) -> list[str]:
-    """A file's part of the question: its diff, or what stands for one."""
+def _block(m: Member) -> tuple[list[str], bool]:
+    """A file's part of the question: its diff, or what stands for one; and whether its shown
+    lines hold characters shown escaped."""
     p = _prepared(m)
     if m.label == "moved" and m.source is not None:
         rows = [f"moves `{escape_log(m.source.shown)}` → `{escape_log(m.rp.shown)}`"]
+        unsafe = False
         if m.source_prepared is not None:
-            rows += described(m.source_prepared).diff.split("\n")
+            source = described(m.source_prepared)
+            rows += source.diff.split("\n")
+            unsafe = source.unsafe
         if p.current.data is not None:
             rows.append(f"over the existing `{escape_log(m.rp.shown)}`, which it replaces:")
-            rows += _diff_rows(p)
-        return rows
+            replaced, replaced_unsafe = _diff_rows(p)
+            rows += replaced
+            unsafe = unsafe or replaced_unsafe
+        return rows, unsafe
     if p.change.remove:
         return _deleted_rows(m.rp.shown, p)
     if m.same:
-        return [f"`{escape_log(m.rp.shown)}` already holds this content: it is not written."]
+        return [f"`{escape_log(m.rp.shown)}` already holds this content: it is not written."], False
     return _diff_rows(p)
 
 
-def _diff_rows(p: Prepared[Any]) -> list[str]:
+def _diff_rows(p: Prepared[Any]) -> tuple[list[str], bool]:
     if p.request.binary:
-        return [*diff_header(p.request.shown), p.diff.text]
-    return described(p).diff.split("\n")
+        return [*diff_header(p.request.shown), p.diff.text], False
+    request = described(p)
+    return request.diff.split("\n"), request.unsafe
 
 
-def _deleted_rows(shown: str, p: Prepared[Any]) -> list[str]:
+def _deleted_rows(shown: str, p: Prepared[Any]) -> tuple[list[str], bool]:
     """A delete: the file's size and first lines (a binary file's size alone, SPEC §4)."""
     data = p.current.data or b""
     header = [f"--- a/{escape_log(shown)}", "+++ /dev/null"]
     if p.request.binary:
-        return [*header, f"deletes a binary file of {plural(len(data), 'byte')} (not shown)"]
+        return [*header, f"deletes a binary file of {plural(len(data), 'byte')} (not shown)"], False
     lines = data.decode(p.change.encoding.codec, "replace").split("\n")
     count = len(lines) - (1 if lines[-1] == "" else 0)
     rows = [*header, f"deletes {plural(len(data), 'byte')}, {plural(count, 'line')}; its first lines:"]
-    rows += [
-        fold("-", escape_text(line.removesuffix("\r"))) for line in lines[: min(count, DELETE_HEAD_LINES)]
-    ]
+    head = [line.removesuffix("\r") for line in lines[: min(count, DELETE_HEAD_LINES)]]
+    rows += [fold("-", escape_text(line)) for line in head]
     if count > DELETE_HEAD_LINES:
         rows.append(f"… {plural(count - DELETE_HEAD_LINES, 'more line')}")
-    return rows
+    return rows, any(has_unsafe_text(line) for line in head)
 
 
 def _cut(rows: list[str], share: int) -> str:
@@ -411,6 +419,10 @@ def _count_as_read(members: list[Member], env: ToolEnv) -> None:
         return
     for m in members:
         p = _prepared(m)
+        # A file the set removed (deleted, or a move's source) changed through this session:
+        # no change notice names it (the model asked for it).
+        for gone in ([m.rp.real] if p.change.remove else []) + ([m.source.real] if m.source else []):
+            reads.wrote(gone)
         if p.change.remove or m.same:
             continue
         known = p.known and (m.source is None or (m.source_prepared is not None and m.source_prepared.known))

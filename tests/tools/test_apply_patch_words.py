@@ -1,0 +1,619 @@
+"""ApplyPatch's words (SPEC §10), whole, as the model and the user read them: the question's
+list and diff for every kind of file, the preview, the answer and its cut to the client's
+budget, the refusals of a set as a whole, and what a set leaves in the read guard and the
+audit log. Through real fastmcp clients on real files; each test asserts what is on disk too.
+
+Issue 55's mutation target ``patchtool`` (tools/apply_patch.py, tools/patch/run.py) runs these
+with test_apply_patch.py, test_patch_sets.py and test_undo_write.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult as WireElicitResult
+from mcp.types import InputRequiredResult
+
+from filegate.tools.readguard import ledger
+from tests.conftest import blocks, call, connect, text, write_id_of
+from tests.fakes import Answers
+
+
+def tree(ws: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ws)): p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+async def read_all(c: Any, *paths: str) -> None:
+    for path in paths:
+        r = await call(c, "ReadFile", path=path)
+        assert not r.is_error, text(r)
+
+
+def patch(*body: str) -> str:
+    return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
+
+
+# --- every kind of file, worded --------------------------------------------------------------
+
+
+def every_kind(ws: Path, outside: Path) -> list[dict[str, Any]]:
+    (ws / "a.txt").write_text("one\ntwo\n")
+    (ws / "same.txt").write_text("same\n")
+    (ws / "crlf.txt").write_bytes(b"x = 1\r\ny = 2\r\n")
+    (outside / "far.txt").write_text("far\n")
+    (ws / "long.txt").write_text("".join(f"l{i}\n" for i in range(15)))
+    (ws / "nonl.txt").write_text("a\nb")
+    return [
+        {"path": "a.txt", "content": "uno\ntwo\n"},
+        {"path": "same.txt", "content": "same\n"},
+        {"path": "crlf.txt", "move_to": "sub/moved.txt", "edits": [{"old": "y = 2", "new": "y = 3"}]},
+        {"path": str(outside / "far.txt"), "move_to": "near.txt"},
+        {"path": "long.txt", "delete": True},
+        {"path": "nonl.txt", "delete": True},
+        {"path": "new.txt", "content": "n\n"},
+    ]
+
+
+def listed(far: Path) -> list[str]:
+    return [
+        "- overwritten `a.txt` (+1 -1 lines)",
+        "- unchanged `same.txt` (it already holds this content)",
+        "- moved `crlf.txt` → `sub/moved.txt`, edited (+1 -1 lines)",
+        f"- moved `{far}` → `near.txt`",
+        "- deleted `long.txt` (50 bytes)",
+        "- deleted `nonl.txt` (3 bytes)",
+        "- added `new.txt` (2 bytes, +1 lines)",
+    ]
+
+
+def diff(far: Path) -> list[str]:
+    return [
+        "--- a/a.txt",
+        "+++ b/a.txt",
+        "@@ -1,2 +1,2 @@",
+        "-one",
+        "+uno",
+        " two",
+        "`same.txt` already holds this content: it is not written.",
+        "moves `crlf.txt` → `sub/moved.txt`",
+        "--- a/crlf.txt",
+        "+++ b/crlf.txt",
+        "@@ -1,2 +1,2 @@",
+        " x = 1",
+        "-y = 2",
+        "+y = 3",
+        f"moves `{far}` → `near.txt`",
+        "--- a/long.txt",
+        "+++ /dev/null",
+        "deletes 50 bytes, 15 lines; its first lines:",
+        *(f"-l{i}" for i in range(10)),
+        "… 5 more lines",
+        "--- a/nonl.txt",
+        "+++ /dev/null",
+        "deletes 3 bytes, 2 lines; its first lines:",
+        "-a",
+        "-b",
+        "--- a/new.txt",
+        "+++ b/new.txt",
+        "@@ -0,0 +1 @@",
+        "+n",
+    ]
+
+
+TITLE = "ApplyPatch wants to change 7 files as one write (2 overwritten, 2 moved, 2 deleted, 1 added)."
+
+
+async def test_every_kind_of_file_is_worded_in_the_question_and_the_answer(
+    ws: Path, outside: Path, mode: str
+) -> None:
+    changes = every_kind(ws, outside)
+    far = outside / "far.txt"
+    answers = Answers("approve")
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+        await read_all(c, "a.txt", "same.txt", "crlf.txt", str(far), "long.txt", "nonl.txt")
+        r = await call(c, "ApplyPatch", changes=changes)
+    assert not r.is_error, text(r)
+    (question,) = answers.messages
+    # A set reaching outside the workspace says so first, as a single write's question does.
+    assert question == "\n".join([f"OUTSIDE the workspace: {TITLE}", *listed(far), "", *diff(far)])
+    (sent,) = blocks(r)
+    assert sent == "\n".join(
+        [
+            "- overwritten `a.txt`: 8 bytes, lines +1 -1.",
+            "- `same.txt` already held this content: not written.",
+            "- moved `crlf.txt` → `sub/moved.txt`: 1 edit, 1 replacement, lines +1 -1.",
+            f"- moved `{far}` → `near.txt`.",
+            "- deleted `long.txt`.",
+            "- deleted `nonl.txt`.",
+            "- added `new.txt`: 2 bytes, lines +1 -0.",
+            "Applied 6 file changes as one write.",
+            f"Write id: {write_id_of(sent)}.",
+        ]
+    )
+    assert tree(ws) == {
+        "a.txt": b"uno\ntwo\n",
+        "same.txt": b"same\n",
+        "sub/moved.txt": b"x = 1\r\ny = 3\r\n",
+        "near.txt": b"far\n",
+        "new.txt": b"n\n",
+    }
+    assert not far.exists()
+
+
+async def test_the_preview_is_the_questions_diff_then_what_would_be_done(ws: Path, outside: Path) -> None:
+    changes = every_kind(ws, outside)
+    far = outside / "far.txt"
+    before = tree(ws)
+    async with connect(ws, "legacy", read_guard=False) as c:  # no elicitation: nothing is asked
+        r = await call(c, "ApplyPatch", changes=changes, dry_run=True)
+    assert not r.is_error, text(r)
+    (sent,) = blocks(r)
+    assert sent == "\n".join(
+        [
+            *diff(far),
+            "Preview (dry_run): nothing was written and nothing was asked. "
+            + TITLE.replace(" wants to ", " would "),
+            *listed(far),
+        ]
+    )
+    assert tree(ws) == before and far.exists()
+
+
+async def test_a_set_of_contents_the_files_already_hold_writes_nothing_and_says_so(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "a.txt", "b.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "a.txt", "content": "a\n"}, {"path": "b.txt", "content": "b\n"}],
+        )
+    assert not r.is_error, text(r)
+    assert blocks(r) == [
+        "- `a.txt` already held this content: not written.\n"
+        "- `b.txt` already held this content: not written.\n"
+        "Applied 0 file changes as one write. Every file already held its content: nothing was written."
+    ]
+
+
+async def test_a_binary_file_overwritten_is_described_by_its_sizes(ws: Path) -> None:
+    (ws / "a.bin").write_bytes(b"\x00\x01\x02bin")
+    async with connect(ws, approval="auto") as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.bin", "content": "text now\n"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].startswith("- overwritten `a.bin`: binary file, 6 → 9 bytes.\nApplied 1 file change")
+    assert (ws / "a.bin").read_bytes() == b"text now\n"
+
+
+async def test_a_moved_and_edited_crlf_file_says_its_line_endings_were_kept(ws: Path) -> None:
+    (ws / "win.txt").write_bytes(b"x = 1\r\ny = 2\r\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "win.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            patch=patch("*** Update File: win.txt", "*** Move to: dos.txt", "@@", "-y = 2", "+y = 3"),
+        )
+    assert not r.is_error, text(r)
+    (first, *_) = blocks(r)[0].split("\n")
+    assert first.startswith("- moved `win.txt` → `dos.txt`: 1 edit, 1 replacement, lines +1 -1. ")
+    assert "CRLF" in first
+    assert (ws / "dos.txt").read_bytes() == b"x = 1\r\ny = 3\r\n"
+
+
+# --- the read guard after a set --------------------------------------------------------------
+
+
+async def test_files_a_set_deleted_or_moved_away_are_no_change_the_model_is_told_of(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set itself removed them: the next call's notice of files changed since they were read
+    does not name them (it named them once: the set counted only the files it wrote)."""
+    monkeypatch.setattr(ledger, "NOTICE_INTERVAL_S", 0.0)  # calls faster than a model's: each checks
+    for name in ("gone.txt", "from.txt", "kept.txt"):
+        (ws / name).write_text(f"{name}\n")
+    async with connect(ws, "legacy", approval="auto") as c:  # notices are the handshake era's
+        await read_all(c, "gone.txt", "from.txt", "kept.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "gone.txt", "delete": True}, {"path": "from.txt", "move_to": "to.txt"}],
+        )
+        assert not r.is_error, text(r)
+        assert blocks(r)[0].split("\n")[-1].startswith("Write id: "), blocks(r)  # no notice
+        (ws / "kept.txt").write_text("changed by someone\n")
+        after = await call(c, "ReadFile", path="to.txt")
+    assert blocks(after)[0].split("\n")[-1] == "Changed on disk since you read them: kept.txt."
+
+
+async def test_a_moved_file_counts_as_read_only_where_the_model_read_its_source(ws: Path) -> None:
+    """A move needs no read of its source; the file at its new path is then one the model never
+    saw, and an edit of it asks for a read as for any other (an edited move's source was read)."""
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "b.txt").write_text("beta\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "b.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a.txt", "move_to": "a2.txt"},
+                {"path": "b.txt", "move_to": "b2.txt", "edits": [{"old": "beta", "new": "BETA"}]},
+            ],
+        )
+        assert not r.is_error, text(r)
+        unread = await call(c, "StrReplaceFile", path="a2.txt", edit={"old": "alpha", "new": "A"})
+        known = await call(c, "StrReplaceFile", path="b2.txt", edit={"old": "BETA", "new": "B"})
+    assert unread.is_error and "`a2.txt` has not been read" in text(unread), text(unread)
+    assert not known.is_error, text(known)
+    assert (ws / "a2.txt").read_text() == "alpha\n" and (ws / "b2.txt").read_text() == "B\n"
+
+
+async def test_a_file_overwritten_unread_with_the_guard_off_is_not_counted_as_read(ws: Path) -> None:
+    """With the guard off a set writes files the model never read; a later session with the
+    guard on still asks for a read of them (this session's ledger counts what was known)."""
+    (ws / "f.txt").write_text("old\n")
+    (ws / "g.txt").write_text("g\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "g.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "g.txt", "content": "G\n"}, {"path": "new.txt", "content": "fresh\n"}],
+        )
+        assert not r.is_error, text(r)
+        edits = [
+            await call(c, "StrReplaceFile", path=name, edit={"old": old, "new": "x"})
+            for name, old in (("g.txt", "G"), ("new.txt", "fresh"))
+        ]
+    assert [e.is_error for e in edits] == [False, False], [text(e) for e in edits]
+    assert (ws / "g.txt").read_text() == "x\n" and (ws / "new.txt").read_text() == "x\n"
+
+
+# --- the answer within the client's budget ---------------------------------------------------
+
+# Each file's answer line: "- added `fNN.txt`: 2 bytes, lines +1 -0." (40 characters).
+LINE = len("- added `f00.txt`: 2 bytes, lines +1 -0.")
+
+
+@pytest.mark.parametrize("fit", [20, 21])
+async def test_the_answer_lists_files_within_its_share_of_the_budget_and_counts_the_rest(
+    ws: Path, fit: int
+) -> None:
+    """The list takes at most 80 % of the client's result budget: ``fit`` lines exactly fill it
+    (each with its line break, the last without one), the next is counted, not shown."""
+    room = fit * (LINE + 1) - 1
+    budget = next(b for b in range(room, 2 * room) if int(b * 0.8) == room)
+    changes = [{"path": f"f{i:02d}.txt", "content": "x\n"} for i in range(30)]
+    async with connect(ws, approval="auto", result_budget=budget) as c:
+        r = await call(c, "ApplyPatch", changes=changes)
+    assert not r.is_error, text(r)
+    lines = blocks(r)[0].split("\n")
+    assert lines[:fit] == [f"- added `f{i:02d}.txt`: 2 bytes, lines +1 -0." for i in range(fit)]
+    assert lines[fit:-1] == [
+        f"… and {30 - fit} more files, written too (`filegate history` lists them).",
+        "Applied 30 file changes as one write.",
+    ]
+    assert len(tree(ws)) == 30
+
+
+# --- a set refused whole ---------------------------------------------------------------------
+
+
+async def test_a_set_without_the_history_is_refused_in_words(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    async with connect(ws, approval="auto", read_guard=False, history="off") as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "content": "b\n"}])
+    assert r.is_error
+    assert text(r) == (
+        "ApplyPatch needs the write history (`--history off` turns it off): a set is restored from it "
+        "after a failure or a crash. Nothing was written."
+    )
+    assert (ws / "a.txt").read_text() == "a\n"
+
+
+async def test_patch_and_changes_together_are_refused_in_words(ws: Path) -> None:
+    async with connect(ws, approval="auto") as c:
+        r = await call(
+            c, "ApplyPatch", patch=patch("*** Add File: a.txt", "+a"), changes=[{"path": "b", "content": ""}]
+        )
+    assert r.is_error
+    assert text(r) == (
+        "Give either `patch` (the `*** Begin Patch` envelope) or `changes` (a list of file changes): "
+        "one of them, not both. Nothing was written."
+    )
+    assert tree(ws) == {}
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("move", [False, True])
+async def test_a_set_whose_files_hold_more_than_its_bound_is_refused_before_any_is_read(
+    ws: Path, move: bool
+) -> None:
+    """128 MiB of files at most per set, a move's source counted too: sparse files stand in
+    for large ones (no disk used); the set is refused on their sizes, nothing read."""
+    for name, size in (("big.bin", 100 * MIB), ("more.bin", 28 * MIB + 1)):
+        (ws / name).touch()
+        os.truncate(ws / name, size)
+    other = {"path": "more.bin", "move_to": "moved.bin"} if move else {"path": "more.bin", "delete": True}
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "big.bin", "delete": True}, other])
+    assert r.is_error
+    assert text(r) == (
+        f"The set's files hold {128 * MIB + 1} bytes; one set changes at most {128 * MIB} bytes of "
+        "files. Split it into several calls. Nothing was written."
+    )
+    assert sorted(tree(ws)) == ["big.bin", "more.bin"]
+
+
+async def test_a_set_of_exactly_its_bound_is_previewed(ws: Path) -> None:
+    """The bound itself is allowed (two sparse files, 128 MiB in all, previewed: read, not written)."""
+    for name, size in (("big.bin", 100 * MIB), ("more.bin", 28 * MIB)):
+        (ws / name).touch()
+        os.truncate(ws / name, size)
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "big.bin", "delete": True}, {"path": "more.bin", "delete": True}],
+            dry_run=True,
+        )
+    assert not r.is_error, text(r)
+    assert f"deletes a binary file of {100 * MIB:,} bytes (not shown)".replace(",", "") in text(r)
+    assert sorted(tree(ws)) == ["big.bin", "more.bin"]
+
+
+NOTEBOOK = json.dumps(
+    {
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": ["x = 1\n"],
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "hunk",
+    [
+        ["@@ x = 1", "-x = 1", "+x = 2"],  # an anchor
+        ["@@", "-x = 1", "+x = 2", "*** End of File"],  # at the file's end
+        ["@@", "+y = 0"],  # lines added with no old line to find
+    ],
+)
+async def test_a_hunk_that_narrows_by_position_is_refused_on_a_notebook(ws: Path, hunk: list[str]) -> None:
+    (ws / "n.ipynb").write_text(NOTEBOOK)
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", patch=patch("*** Update File: n.ipynb", *hunk))
+    assert r.is_error
+    assert text(r) == (
+        "`n.ipynb` is a notebook: its cells are edited with `changes` edits (old/new text from a "
+        "cell), not with `@@` hunks. Nothing was written."
+    )
+    assert (ws / "n.ipynb").read_text() == NOTEBOOK
+
+
+async def test_a_plain_hunk_on_a_notebook_is_an_edit_of_its_cell(ws: Path) -> None:
+    (ws / "n.ipynb").write_text(NOTEBOOK)
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", patch=patch("*** Update File: n.ipynb", "@@", "-x = 1", "+x = 2"))
+    assert not r.is_error, text(r)
+    assert json.loads((ws / "n.ipynb").read_text())["cells"][0]["source"] == ["x = 2\n"]
+
+
+# --- asking ----------------------------------------------------------------------------------
+
+
+async def test_a_move_onto_a_path_under_an_ask_rule_is_asked_even_under_auto(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"ask": ["Write(/asked.txt)"]}}))
+    (ws / "free.txt").write_text("free\n")
+    answers = Answers("reject")
+    async with connect(ws, approval="auto", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "free.txt", "move_to": "asked.txt"}])
+    assert r.is_error and "rejected by the user" in text(r)
+    (question,) = answers.messages
+    assert question.startswith(
+        "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
+    )
+    assert (ws / "free.txt").read_text() == "free\n" and not (ws / "asked.txt").exists()
+
+
+async def test_a_set_with_an_invisible_character_says_so_in_its_question(ws: Path) -> None:
+    (ws / "u.txt").write_text("safe\n")
+    answers = Answers("approve")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "u.txt", "content": "safe\u202e\n"}, {"path": "v.txt", "content": "v\n"}],
+        )
+    assert not r.is_error, text(r)
+    lines = answers.messages[0].split("\n")
+    assert lines[1].startswith("Note: this change contains control, bidirectional")
+    assert "+safe\\u202e" in lines
+
+
+async def test_each_file_written_in_a_codec_other_than_utf8_is_named_in_the_first_line(ws: Path) -> None:
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = latin1\n")
+    (ws / "a.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (ws / "b.txt").write_bytes("\xe9t\xe9\n".encode("latin-1"))
+    answers = Answers("approve")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a.txt", "edits": [{"old": "café", "new": "thé"}]},
+                {"path": "b.txt", "edits": [{"old": "été", "new": "hiver"}]},
+                {"path": "c.md", "content": "plain\n"},
+            ],
+        )
+    assert not r.is_error, text(r)
+    first = answers.messages[0].split("\n")[0]
+    assert first.endswith(
+        "(2 modified, 1 added); `a.txt` encoded in latin1 (from .editorconfig), "
+        "`b.txt` encoded in latin1 (from .editorconfig)."
+    ), first
+    assert (ws / "a.txt").read_bytes() == "th\xe9\n".encode("latin-1")
+
+
+# --- the diff's share of the question --------------------------------------------------------
+
+
+def changed(ws: Path, name: str, n: int, kept: int = 0) -> dict[str, Any]:
+    """A file of ``n`` lines then ``kept`` more, and a change of its first ``n``: a diff of
+    2n + 3 rows, plus one context row when a line is kept."""
+    body = "".join(f"{name} {k}\n" for k in range(n))
+    tail = "".join(f"kept {k}\n" for k in range(kept))
+    (ws / name).write_text(body + tail)
+    return {"path": name, "content": body.upper() + tail}
+
+
+@pytest.mark.parametrize(("files", "share"), [(6, 40), (40, 8)])
+async def test_each_files_diff_gets_its_share_of_the_question(ws: Path, files: int, share: int) -> None:
+    """240 diff lines for a set, at least 8 a file: each file's diff (63 rows here) is cut
+    after its share past its two header lines, and says how many lines it left out."""
+    changes = [changed(ws, f"f{i:02d}.txt", 30) for i in range(files)]
+    async with connect(ws, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=changes, dry_run=True)
+    shown = blocks(r)[0].split("\nPreview (dry_run)")[0]
+    left = 63 - (share + 2)
+    assert shown.count(f"… {left} more lines of this file's change not shown") == files
+    block = shown.split("--- a/f01.txt\n")[1].split("\n")
+    assert block[share + 1] == f"… {left} more lines of this file's change not shown"
+
+
+@pytest.mark.parametrize(("n", "kept", "cut"), [(11, 1, False), (12, 0, True)])
+async def test_a_diff_that_fits_its_share_is_shown_whole(ws: Path, n: int, kept: int, cut: bool) -> None:
+    """Ten files: 24 rows each past their two headers. A diff of 26 rows is shown whole; one of
+    27 is cut, 1 more line."""
+    changes = [changed(ws, f"f{i}.txt", n, kept) for i in range(10)]
+    async with connect(ws, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=changes, dry_run=True)
+    said = blocks(r)[0]
+    assert said.count("… 1 more line of this file's change not shown") == (10 if cut else 0)
+    assert said.count("+F0.TXT 10") == 1 and said.count(" kept 0") == (0 if cut else 10)
+
+
+# --- the mode a set leaves -------------------------------------------------------------------
+
+
+async def test_a_moved_setuid_file_keeps_its_permissions_but_not_setuid(ws: Path) -> None:
+    (ws / "tool").write_text("#!/bin/sh\n")
+    (ws / "tool").chmod(0o6755)
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "tool", "move_to": "bin/tool"}])
+    assert not r.is_error, text(r)
+    assert stat.S_IMODE((ws / "bin" / "tool").stat().st_mode) == 0o755
+
+
+# --- the audit log ---------------------------------------------------------------------------
+
+
+async def test_the_audit_log_has_a_line_for_each_file_a_set_wrote_or_removed(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    caplog.set_level(logging.INFO, logger="filegate.writes")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a.txt", "content": "A\n"},
+                {"path": "b.txt", "move_to": "c.txt"},
+                {"path": "d.txt", "content": "dd\n"},
+            ],
+        )
+    set_id = write_id_of(text(r))
+    tail = f"(set {set_id}; inside workspace, approval: auto); client: fastmcp"
+    assert sorted(rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes") == sorted(
+        [
+            f"ApplyPatch wrote 2 bytes to {ws / 'a.txt'} {tail}",
+            f"ApplyPatch wrote 2 bytes to {ws / 'c.txt'} {tail}",
+            f"ApplyPatch removed {ws / 'b.txt'} {tail}",
+            f"ApplyPatch wrote 3 bytes to {ws / 'd.txt'} {tail}",
+        ]
+    )
+
+
+async def test_the_audit_log_says_a_rejected_set_was_not_written(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (ws / "a.txt").write_text("a\n")
+    caplog.set_level(logging.INFO, logger="filegate.writes")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=Answers("reject")) as c:
+        r = await call(
+            c, "ApplyPatch", changes=[{"path": "a.txt", "delete": True}, {"path": "b", "content": "b"}]
+        )
+    assert r.is_error
+    assert [rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes"] == [
+        "ApplyPatch did not write a set of 2 files (approval: elicited)"
+    ]
+    assert tree(ws) == {"a.txt": b"a\n"}
+
+
+# --- an answer binds the set it was asked about (2026-07-28) ---------------------------------
+
+
+def _approve() -> dict[str, Any]:
+    return {"approval": WireElicitResult(action="accept", content={"decision": "approve"})}
+
+
+ASKED = [{"path": "a.txt", "content": "A\n"}, {"path": "b.txt", "delete": True}]
+
+
+async def test_an_answer_approves_only_the_set_it_was_asked_about(ws: Path) -> None:
+    """A client's retry carries the sealed question back with its answer: a retry naming
+    another set is refused (the SDK binds the state to the call's arguments; the set's own
+    hashes bind it to the files as they were), nothing is written, and the set asked about
+    lands with that answer."""
+    for name in ("a.txt", "b.txt"):
+        (ws / name).write_text("same\n")
+    async with connect(ws, "auto", read_guard=False, client_elicitation_handler=Answers()) as c:
+        asked = await c.session.call_tool(
+            name="ApplyPatch", arguments={"changes": ASKED}, allow_input_required=True
+        )
+        assert isinstance(asked, InputRequiredResult) and asked.request_state
+        with pytest.raises(MCPError, match="requestState"):
+            await c.session.call_tool(
+                name="ApplyPatch",
+                arguments={"changes": [{"path": "a.txt", "content": "EVIL\n"}, ASKED[1]]},
+                input_responses=_approve(),
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+        assert tree(ws) == {"a.txt": b"same\n", "b.txt": b"same\n"}
+        done = await c.session.call_tool(
+            name="ApplyPatch",
+            arguments={"changes": ASKED},
+            input_responses=_approve(),
+            request_state=asked.request_state,
+            allow_input_required=True,
+        )
+    assert not isinstance(done, InputRequiredResult) and not done.is_error, done
+    assert tree(ws) == {"a.txt": b"A\n"}
