@@ -52,7 +52,7 @@ def every_kind(ws: Path, outside: Path) -> list[dict[str, Any]]:
     return [
         {"path": "a.txt", "content": "uno\ntwo\n"},
         {"path": "same.txt", "content": "same\n"},
-        {"path": "crlf.txt", "move_to": "sub/moved.txt", "edits": [{"old": "y = 2", "new": "y = 3"}]},
+        {"path": "./crlf.txt", "move_to": "sub/moved.txt", "edits": [{"old": "y = 2", "new": "y = 3"}]},
         {"path": str(outside / "far.txt"), "move_to": "near.txt"},
         {"path": "long.txt", "delete": True},
         {"path": "nonl.txt", "delete": True},
@@ -81,7 +81,7 @@ def diff(far: Path) -> list[str]:
         "+uno",
         " two",
         "`same.txt` already holds this content: it is not written.",
-        "moves `crlf.txt` → `sub/moved.txt`",
+        "moves `./crlf.txt` → `sub/moved.txt`",  # as the model named it (the list says the file)
         "--- a/crlf.txt",
         "+++ b/crlf.txt",
         "@@ -1,2 +1,2 @@",
@@ -441,19 +441,32 @@ async def test_a_move_onto_a_path_under_an_ask_rule_is_asked_even_under_auto(
     assert (ws / "free.txt").read_text() == "free\n" and not (ws / "asked.txt").exists()
 
 
-async def test_a_set_with_an_invisible_character_says_so_in_its_question(ws: Path) -> None:
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ({"path": "u.txt", "content": "safe\u202e\n"}, "+safe\\u202e"),  # written
+        ({"path": "bidi.txt", "delete": True}, "-evil\\u202e"),  # deleted: among its first lines
+        ({"path": "u.txt", "move_to": "w.txt", "edits": [{"old": "safe", "new": "s\u202e"}]}, "+s\\u202e"),
+        ({"path": "bidi.txt", "move_to": "u.txt"}, "-safe"),  # over an existing file: its diff
+    ],
+)
+async def test_a_set_with_an_invisible_character_says_so_in_its_question(
+    ws: Path, change: dict[str, Any], shown: str
+) -> None:
+    """SPEC §2.9: a question whose shown lines hold characters shown escaped says so on its
+    second line, as a single write's does; a set of harmless files does not."""
     (ws / "u.txt").write_text("safe\n")
+    (ws / "bidi.txt").write_text("evil\u202e\n")
     answers = Answers("approve")
     async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
-        r = await call(
-            c,
-            "ApplyPatch",
-            changes=[{"path": "u.txt", "content": "safe\u202e\n"}, {"path": "v.txt", "content": "v\n"}],
-        )
+        r = await call(c, "ApplyPatch", changes=[change, {"path": "v.txt", "content": "v\n"}])
+        assert not r.is_error, text(r)
+        r = await call(c, "ApplyPatch", changes=[{"path": "v.txt", "content": "plain\n"}])
     assert not r.is_error, text(r)
     lines = answers.messages[0].split("\n")
     assert lines[1].startswith("Note: this change contains control, bidirectional")
-    assert "+safe\\u202e" in lines
+    assert shown in lines
+    assert not answers.messages[1].split("\n")[1].startswith("Note:")
 
 
 async def test_each_file_written_in_a_codec_other_than_utf8_is_named_in_the_first_line(ws: Path) -> None:
@@ -617,3 +630,85 @@ async def test_an_answer_approves_only_the_set_it_was_asked_about(ws: Path) -> N
         )
     assert not isinstance(done, InputRequiredResult) and not done.is_error, done
     assert tree(ws) == {"a.txt": b"A\n"}
+
+
+# --- the load budget -------------------------------------------------------------------------
+
+
+async def test_every_set_gives_its_share_of_the_load_budget_back(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A set holds each file's old content (a move's source too) from the budget of whole-file
+    loads while it is prepared: a budget of this test's own, room for the set's files and no
+    more, is free again after each call however it ended (a refusal, a preview, a rejection, a
+    set that landed), or every later load of the process would wait and be refused as busy."""
+    from filegate.fsio import loads
+    from filegate.media.bounds import MemoryGate
+
+    gate = MemoryGate(None, 1 << 20, loads.LOADS.busy)
+    monkeypatch.setattr(loads, "LOADS", gate)
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    body = b"a line\n" * 40_000  # 280 kB
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (ws / name).write_bytes(body)
+    edit = {"path": "a.txt", "edits": [{"old": "a line\n" * 3, "new": "x\n"}]}  # ambiguous: refused
+    move = {"path": "b.txt", "move_to": "d.txt", "edits": [{"old": "a line\n" * 39_999, "new": ""}]}
+    overwrite = {"path": "c.txt", "content": "c\n"}
+    calls = [
+        ("legacy", "approve", {"changes": [edit, overwrite]}),
+        ("legacy", "approve", {"changes": [move, overwrite], "dry_run": True}),
+        ("legacy", "reject", {"changes": [move, overwrite]}),
+        ("auto", "reject", {"changes": [move, overwrite]}),
+        ("auto", "approve", {"changes": [move, overwrite]}),
+    ]
+    for mode, decision, args in calls:
+        async with connect(ws, mode, read_guard=False, client_elicitation_handler=Answers(decision)) as c:
+            r = await call(c, "ApplyPatch", **args)
+        assert "busy" not in text(r), text(r)
+        assert (gate.running, gate.held) == (0, 0), (mode, decision, args, "kept its share", text(r))
+    assert not r.is_error, text(r)
+    assert tree(ws) == {"a.txt": body, "c.txt": b"c\n", "d.txt": b"a line\n"}
+
+
+async def test_a_deleted_files_first_lines_are_shown_in_its_own_encoding(ws: Path) -> None:
+    """The codec its BOM names (else UTF-8), its line endings left out."""
+    (ws / "latin.txt").write_bytes("café\r\nthé\r\n".encode())  # CRLF: the CR is no part of a line
+    (ws / "wide.txt").write_bytes("\ufeffwide one\nwide two\n".encode("utf-16-le"))
+    async with connect(ws, read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "latin.txt", "delete": True}, {"path": "wide.txt", "delete": True}],
+            dry_run=True,
+        )
+    shown = blocks(r)[0].split("\nPreview (dry_run)")[0].split("\n")
+    assert shown == [
+        "--- a/latin.txt",
+        "+++ /dev/null",
+        "deletes 13 bytes, 2 lines; its first lines:",
+        "-café",
+        "-thé",
+        "--- a/wide.txt",
+        "+++ /dev/null",
+        "deletes 38 bytes, 2 lines; its first lines:",
+        "-wide one",
+        "-wide two",
+    ]
+
+
+async def test_the_audit_log_says_a_set_failed_and_why(ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (ws / "big.txt").write_bytes(b"big line\n" * 300)
+    caplog.set_level(logging.INFO, logger="filegate.writes")
+    async with connect(ws, approval="auto", read_guard=False, history_max_bytes=1000) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "new.md", "content": "x\n"}, {"path": "big.txt", "delete": True}],
+        )
+    assert r.is_error
+    assert [rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes"] == [
+        "ApplyPatch failed to write a set of 2 files: Failed to keep the previous content in the write "
+        "history (the previous content of \\x60big.txt\\x60 is larger than --history-max-bytes). Nothing in the "
+        "set was written."
+    ]
+    assert sorted(tree(ws)) == ["big.txt"]

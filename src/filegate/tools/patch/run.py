@@ -321,7 +321,8 @@ def _deleted_rows(shown: str, p: Prepared[Any]) -> tuple[list[str], bool]:
     header = [f"--- a/{escape_log(shown)}", "+++ /dev/null"]
     if p.request.binary:
         return [*header, f"deletes a binary file of {plural(len(data), 'byte')} (not shown)"], False
-    lines = data.decode(p.change.encoding.codec, "replace").split("\n")
+    encoding = p.change.encoding  # a BOM is no part of the first line (nor an invisible character in it)
+    lines = data[len(encoding.bom) :].decode(encoding.codec, "replace").split("\n")
     count = len(lines) - (1 if lines[-1] == "" else 0)
     rows = [*header, f"deletes {plural(len(data), 'byte')}, {plural(count, 'line')}; its first lines:"]
     head = [line.removesuffix("\r") for line in lines[: min(count, DELETE_HEAD_LINES)]]
