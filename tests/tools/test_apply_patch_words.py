@@ -712,3 +712,73 @@ async def test_the_audit_log_says_a_set_failed_and_why(ws: Path, caplog: pytest.
         "set was written."
     ]
     assert sorted(tree(ws)) == ["big.txt"]
+
+
+# --- the read guard's words, and ask rules, for each kind of change ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "verb"),
+    [
+        ({"path": "f.txt", "edits": [{"old": "f", "new": "g"}]}, "edit"),
+        ({"path": "f.txt", "delete": True}, "delete"),
+        ({"path": "f.txt", "content": "g\n"}, "overwrite"),
+        ({"path": "other.txt", "move_to": "f.txt"}, "overwrite"),  # a move onto it
+    ],
+)
+async def test_a_change_of_a_file_not_read_names_the_read_and_the_change(
+    ws: Path, change: dict[str, Any], verb: str
+) -> None:
+    (ws / "f.txt").write_text("f\n")
+    (ws / "other.txt").write_text("other\n")
+    async with connect(ws, approval="auto") as c:
+        unread = await call(c, "ApplyPatch", changes=[change])
+        await read_all(c, "f.txt")
+        (ws / "f.txt").write_text("changed since\n")
+        changed = await call(c, "ApplyPatch", changes=[change])
+    assert text(unread) == (
+        '`f.txt` has not been read in this session: read it first with ReadFile(path="f.txt") (any window '
+        f"of it counts), then {verb} it. Nothing was written."
+    )
+    if verb == "edit":  # SPEC §8.3: an edit is refused only where it meets the change
+        assert text(changed).startswith("`f.txt` changed on disk since it was read (now different: line 1)")
+    else:
+        assert text(changed) == (
+            f'`f.txt` changed since it was read: read it again with ReadFile(path="f.txt") before you '
+            f"{verb} it. Nothing was written."
+        )
+    assert tree(ws) == {"f.txt": b"changed since\n", "other.txt": b"other\n"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"path": "asked.txt", "edits": [{"old": "old", "new": "new"}]},
+        {"path": "asked.txt", "delete": True},
+        {"path": "asked.txt", "move_to": "elsewhere.txt"},
+        {"path": "free.txt", "move_to": "asked.txt"},
+        {"path": "free.txt", "move_to": "asked.txt", "edits": [{"old": "free", "new": "freed"}]},
+    ],
+)
+async def test_a_set_touching_a_file_under_an_ask_rule_is_asked_even_under_auto(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: dict[str, Any]
+) -> None:
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (ws / ".claude").mkdir()
+    rules = {"permissions": {"ask": ["Edit(/asked.txt)", "Write(/asked.txt)"]}}
+    (ws / ".claude" / "settings.json").write_text(json.dumps(rules))
+    (ws / "asked.txt").write_text("old\n")
+    (ws / "free.txt").write_text("free\n")
+    before = tree(ws)
+    answers = Answers("reject")
+    async with connect(ws, approval="auto", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(c, "ApplyPatch", changes=[change, {"path": "new.txt", "content": "n\n"}])
+    assert r.is_error and "rejected by the user" in text(r), text(r)
+    (question,) = answers.messages
+    # The file the rule covers is named, whichever end of a move it is.
+    assert question.startswith(
+        "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
+    )
+    assert tree(ws) == before

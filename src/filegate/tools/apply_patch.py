@@ -114,7 +114,10 @@ def _member(change: FileChange, g: GatedPath, target: GatedPath | None, env: Too
     carried: list[Content] = []
     moved = _job(target.rp, lambda _: _carried(carried, rp.real.name), "overwrite", must_exist=False)
     source_job = _edit_job(rp, change.edits, env) if change.edits else None
-    return Member("moved", moved, g.asked or target.asked, rp, source_job, carried=carried)
+    asked_source = g.asked and not target.asked  # the question names the file the rule covers
+    return Member(
+        "moved", moved, g.asked or target.asked, rp, source_job, carried=carried, asked_source=asked_source
+    )
 
 
 def _carried(carried: list[Content], name: str) -> Change[None]:

@@ -61,6 +61,7 @@ class Member:
     asked: bool = False
     source: ResolvedPath | None = None
     source_job: WriteJob[Any] | None = None
+    asked_source: bool = False  # a move asked about for its source's ask rule, not its target's
     # Filled in as the set is prepared.
     prepared: Prepared[Any] | None = None
     source_prepared: Prepared[Any] | None = None
@@ -212,8 +213,15 @@ def set_request(
         title=f"{tool} wants to {verb} {plural(len(members), 'file')} as one write ({counts}){codecs}.",
         paths=tuple(dict.fromkeys([*(m.rp.real for m in members), *(s.real for s in sources)])),
         always_ask=asked is not None,
-        guarded_as=f"ASKED about always: `{_shown(asked.rp, env)}` is under an `ask` rule" if asked else "",
+        guarded_as=f"ASKED about always: `{_shown(_asked_path(asked), env)}` is under an `ask` rule"
+        if asked
+        else "",
     )
+
+
+def _asked_path(m: Member) -> ResolvedPath:
+    """The file of ``m`` an ``ask`` rule covers."""
+    return m.source if m.asked_source and m.source is not None else m.rp
 
 
 def _codecs(members: list[Member], env: ToolEnv) -> str:
