@@ -782,3 +782,25 @@ async def test_a_set_touching_a_file_under_an_ask_rule_is_asked_even_under_auto(
         "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
     )
     assert tree(ws) == before
+
+
+@pytest.mark.parametrize("move", [False, True])
+async def test_a_client_that_cannot_be_asked_is_told_which_file_of_the_set_is_outside(
+    ws: Path, outside: Path, mode: str, move: bool
+) -> None:
+    """The refusal names the file outside the workspace (a file written there, or a move's
+    source), and the folder to add is that file's, not the workspace."""
+    far = outside / "far.txt"
+    if move:
+        far.write_text("far\n")
+    change = {"path": str(far), "move_to": "near.txt"} if move else {"path": str(far), "content": "y\n"}
+    async with connect(ws, mode, read_guard=False) as c:  # no elicitation handler
+        r = await call(c, "ApplyPatch", changes=[{"path": "x.txt", "content": "x\n"}, change])
+    assert r.is_error
+    assert text(r) == (
+        f"`{far}` is outside the workspace; writing there needs the user's approval, and this client "
+        "cannot be asked (it does not support MCP elicitation). Nothing was written. To allow it, the "
+        f"user can start filegate with `--add-dir {outside}` (to add that directory to the workspace) "
+        "or with `--approval auto`."
+    )
+    assert not (ws / "x.txt").exists() and far.exists() == move

@@ -191,16 +191,18 @@ def set_request(
 ) -> WriteRequest:
     """The set as the approver settles it: asked when any file would be asked alone (outside
     the workspace, an ``ask`` rule). Its diff and hashes come with :func:`described_set`."""
-    first = members[0]
     sources = [m.source for m in members if m.source is not None]
-    inside = all(m.rp.inside for m in members) and all(s.inside for s in sources)
+    # The file a refusal without a question names (and the question is keyed on): the first
+    # outside the workspace, when one is.
+    outside = [rp for m in members for rp in (m.rp, m.source) if rp is not None and not rp.inside]
+    named = outside[0] if outside else members[0].rp
     asked = next((m for m in members if m.asked), None)
     counts, codecs = _counts(members), _codecs(members, env)
     return WriteRequest(
         tool=tool,
-        shown=_shown(first.rp, env),
-        real=first.rp.real,
-        inside=inside,
+        shown=_shown(named, env),
+        real=named.real,
+        inside=not outside,
         sensitive=False,
         old_hash="",
         new_hash="",
