@@ -804,3 +804,78 @@ async def test_a_client_that_cannot_be_asked_is_told_which_file_of_the_set_is_ou
         "or with `--approval auto`."
     )
     assert not (ws / "x.txt").exists() and far.exists() == move
+
+
+# --- an edit's options in a set --------------------------------------------------------------
+
+
+async def test_a_sets_edit_keeps_replace_all_and_exact_match(ws: Path) -> None:
+    (ws / "a.txt").write_text("x = 1\nx = 1\n")
+    (ws / "b.txt").write_text(
+        "say(\u201chi\u201d)\n"
+    )  # a tolerant match finds `say("hi")` here; an exact one does not
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        exact = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "b.txt", "edits": [{"old": 'say("hi")', "new": "y = 3", "match": "exact"}]}],
+        )
+        both = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a.txt", "edits": [{"old": "x = 1", "new": "x = 2", "replace_all": True}]},
+                {"path": "b.txt", "edits": [{"old": 'say("hi")', "new": "y = 3"}]},
+            ],
+        )
+    assert exact.is_error and "was not found in `b.txt`" in text(exact), text(exact)
+    assert not both.is_error, text(both)
+    assert blocks(both)[0].startswith("- modified `a.txt`: 1 edit, 2 replacements, lines +2 -2.\n"), blocks(
+        both
+    )
+    assert tree(ws) == {"a.txt": b"x = 2\nx = 2\n", "b.txt": b"y = 3\n"}
+
+
+async def test_a_move_onto_a_file_it_replaces_says_so_in_its_line(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    async with connect(ws, approval="auto") as c:
+        await read_all(c, "b.txt")
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": "b.txt"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\n")[0] == "- moved `a.txt` → `b.txt` (it replaced the existing `b.txt`)."
+    assert tree(ws) == {"b.txt": b"a\n"}
+
+
+async def test_after_a_set_its_files_count_as_read_with_their_lines(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file the set wrote counts as read as it left it, whatever came before it in the set
+    (a delete, a content the file already held), with its line index: an edit away from a line
+    someone changed since still lands (SPEC §8.3). A file the set left as it was is still one
+    the model read: a change to it since is told."""
+    monkeypatch.setattr(ledger, "NOTICE_INTERVAL_S", 0.0)
+    body = "".join(f"line {k}\n" for k in range(1, 31))
+    (ws / "gone.txt").write_text("gone\n")
+    (ws / "same.txt").write_text("same\n")
+    (ws / "f.txt").write_text(body)
+    async with connect(ws, "legacy", approval="auto") as c:
+        await read_all(c, "gone.txt", "same.txt", "f.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "gone.txt", "delete": True},
+                {"path": "same.txt", "content": "same\n"},
+                {"path": "f.txt", "edits": [{"old": "line 3\n", "new": "line three\n"}]},
+            ],
+        )
+        assert not r.is_error, text(r)
+        (ws / "f.txt").write_text((ws / "f.txt").read_text().replace("line 28\n", "line 28 (reformatted)\n"))
+        (ws / "same.txt").write_text("changed by someone\n")
+        edit = await call(c, "StrReplaceFile", path="f.txt", edit={"old": "line 2\n", "new": "line two\n"})
+    assert not edit.is_error, text(edit)
+    said = blocks(edit)[0]
+    assert "`f.txt` changed on disk since it was read (now different: line 28)" in said
+    assert said.split("\n")[-1] == "Changed on disk since you read them: same.txt."
+    assert (ws / "f.txt").read_text().startswith("line 1\nline two\nline three\n")
