@@ -14,6 +14,7 @@ counted and printed, so the figure never hides them.
     .venv/bin/python scripts/mutation_score.py --target approval   # another named target (TARGETS)
     .venv/bin/python scripts/mutation_score.py --keep --write-docs # the run into docs/mutation-results.json
     .venv/bin/python scripts/mutation_score.py --render-docs       # docs/TESTING.md's table from that file
+    .venv/bin/python scripts/mutation_score.py --record --target X --write-docs  # a stopped run, as it is
 
 ``--target NAME`` mutates another part of the package against its own tests, as TARGETS
 below names them (the outer edges of issue 26). It overrides ``only_mutate`` and the test
@@ -578,6 +579,12 @@ def main() -> int:
         help="only render docs/TESTING.md's table from docs/mutation-results.json (after editing it)",
     )
     parser.add_argument(
+        "--record",
+        action="store_true",
+        help="run nothing: the figures of mutants/ as they stand (a run stopped partway; its "
+        "unrun mutants make it partial), with --write-docs recorded",
+    )
+    parser.add_argument(
         "--results",
         action="store_true",
         help="list the last run's survivors (for a --target run, through that target's configuration)",
@@ -607,9 +614,9 @@ def main() -> int:
     names: list[str] = []
     verdicts = [v for v, on in (("survived|no tests|suspicious", args.rerun_survivors),
                                  ("timeout", args.rerun_timeouts)) if on]  # fmt: skip
-    if verdicts:
+    if verdicts and not args.record:
         names = previous(mutmut, "|".join(verdicts), env)
-    else:
+    elif not args.record:
         if not args.keep:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)
         names = list(target.only) if target is not None else []
@@ -619,7 +626,7 @@ def main() -> int:
     # Every forked mutant run is its own pytest session: numbered temp dirs under a root of
     # this run's own (a fixed --basetemp would be wiped by each session under the others).
     env.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.mkdtemp(prefix="filegate-mutmut-"))
-    if names or not (args.keep and target is not None and target.only):
+    if not args.record and (names or not (args.keep and target is not None and target.only)):
         run = subprocess.run([*mutmut, "run", "--max-children", str(args.jobs), *names], cwd=ROOT, env=env)
         if run.returncode != 0:
             print(f"mutation: mutmut run failed (exit {run.returncode})")
@@ -641,6 +648,7 @@ def main() -> int:
     )
     if args.write_docs:
         how = "--rerun-survivors" if args.rerun_survivors else "--keep" if args.keep else "fresh"
+        how = "as it stood, stopped partway" if args.record else how
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         note = f"{when}, {how}, --jobs {args.jobs}, load {os.getloadavg()[0]:.1f}"
         write_docs(record(load_results(), args.target or DEFAULT_KEY, listed, note))
