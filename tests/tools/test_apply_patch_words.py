@@ -879,3 +879,27 @@ async def test_after_a_set_its_files_count_as_read_with_their_lines(
     assert "`f.txt` changed on disk since it was read (now different: line 28)" in said
     assert said.split("\n")[-1] == "Changed on disk since you read them: same.txt."
     assert (ws / "f.txt").read_text().startswith("line 1\nline two\nline three\n")
+
+
+async def test_a_file_a_set_wrote_at_the_line_index_bound_keeps_its_lines(ws: Path) -> None:
+    """2 MiB, the largest file whose lines the read guard keeps (INDEX_MAX_BYTES): after the set
+    an edit away from a line someone changed since still lands."""
+    from filegate.tools.readguard.ledger import INDEX_MAX_BYTES
+
+    lines = [f"line {k:010d}\n" for k in range(INDEX_MAX_BYTES // 16)]
+    (ws / "f.txt").write_text("".join(lines))
+    assert (ws / "f.txt").stat().st_size == INDEX_MAX_BYTES
+    async with connect(ws, "legacy", approval="auto") as c:
+        await read_all(c, "f.txt")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "f.txt", "edits": [{"old": lines[3], "new": lines[3].upper()}]}],
+        )
+        assert not r.is_error, text(r)
+        with (ws / "f.txt").open("r+b") as f:  # someone changes a line far from the edit
+            f.seek(16 * 100_000)
+            f.write(b"LINE")
+        edit = await call(c, "StrReplaceFile", path="f.txt", edit={"old": lines[2], "new": "two\n"})
+    assert not edit.is_error, text(edit)
+    assert "`f.txt` changed on disk since it was read (now different: line 100001)" in text(edit)
