@@ -356,7 +356,8 @@ async def test_a_set_whose_files_hold_more_than_its_bound_is_refused_before_any_
 
 
 async def test_a_set_of_exactly_its_bound_is_previewed(ws: Path) -> None:
-    """The bound itself is allowed (two sparse files, 128 MiB in all, previewed: read, not written)."""
+    """The bound itself is allowed (two sparse files, 128 MiB in all, and a new one, previewed:
+    read, not written)."""
     for name, size in (("big.bin", 100 * MIB), ("more.bin", 28 * MIB)):
         (ws / name).touch()
         os.truncate(ws / name, size)
@@ -364,7 +365,11 @@ async def test_a_set_of_exactly_its_bound_is_previewed(ws: Path) -> None:
         r = await call(
             c,
             "ApplyPatch",
-            changes=[{"path": "big.bin", "delete": True}, {"path": "more.bin", "delete": True}],
+            changes=[
+                {"path": "big.bin", "delete": True},
+                {"path": "more.bin", "move_to": "moved.bin"},
+                {"path": "n.txt", "content": "a new file adds nothing to the bound\n"},
+            ],
             dry_run=True,
         )
     assert not r.is_error, text(r)
@@ -903,3 +908,48 @@ async def test_a_file_a_set_wrote_at_the_line_index_bound_keeps_its_lines(ws: Pa
         edit = await call(c, "StrReplaceFile", path="f.txt", edit={"old": lines[2], "new": "two\n"})
     assert not edit.is_error, text(edit)
     assert "`f.txt` changed on disk since it was read (now different: line 100001)" in text(edit)
+
+
+async def test_the_audit_log_says_which_files_of_a_set_are_outside_the_workspace(
+    ws: Path, outside: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="filegate.writes")
+    far = outside / "far.txt"
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=Answers("approve")) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "in.txt", "content": "i\n"}, {"path": str(far), "content": "far\n"}],
+        )
+    set_id = write_id_of(text(r))
+    assert sorted(rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes") == [
+        f"ApplyPatch wrote 2 bytes to {ws / 'in.txt'} (set {set_id}; inside workspace, approval: elicited); "
+        "client: fastmcp",
+        f"ApplyPatch wrote 4 bytes to {far} (set {set_id}; outside workspace, approval: elicited); "
+        "client: fastmcp",
+    ]
+
+
+async def test_the_undo_of_a_set_lists_each_file_it_restores_or_removes(ws: Path) -> None:
+    (ws / "kept.txt").write_text("kept\n")
+    (ws / "gone.txt").write_text("gone one\ngone two\n")
+    answers = Answers("approve")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "kept.txt", "content": "KEPT\n"},
+                {"path": "gone.txt", "delete": True},
+                {"path": "new/made.txt", "content": "made\n"},
+            ],
+        )
+        u = await call(c, "UndoWrite", write_id=write_id_of(text(r)))
+    assert not u.is_error, text(u)
+    listed = answers.messages[1].split("\n\n")[0].split("\n")[1:]
+    assert sorted(listed) == [
+        "- removed `new/made.txt` (5 bytes)",
+        "- restored `gone.txt` (18 bytes, +2 lines)",
+        "- restored `kept.txt` (+1 -1 lines)",
+    ]
+    assert tree(ws) == {"gone.txt": b"gone one\ngone two\n", "kept.txt": b"kept\n"}
