@@ -151,6 +151,23 @@ async def test_undoing_a_creation_removes_the_file_only_while_unchanged(ws: Path
     assert (ws / "new.txt").read_text() == "made\n"
 
 
+async def test_an_undo_that_removes_a_file_the_model_read_is_no_change_it_is_told_of(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The undo itself removed it: its own answer's notice of files changed since they were
+    read does not name it (it did: a removal did not count as this session's write)."""
+    from filegate.tools.readguard import ledger
+
+    monkeypatch.setattr(ledger, "NOTICE_INTERVAL_S", 0.0)  # calls faster than a model's: each checks
+    async with connect(ws, "legacy", approval="auto") as c:  # notices are the handshake era's
+        w = await call(c, "WriteFile", path="new.txt", content="made\n")
+        await call(c, "ReadFile", path="new.txt")
+        removed = await call(c, "UndoWrite", write_id=write_id_of(text(w)))
+    assert not removed.is_error, text(removed)
+    assert "Changed on disk" not in text(removed), text(removed)
+    assert not (ws / "new.txt").exists()
+
+
 async def test_dry_run_shows_the_diff_and_writes_nothing(ws: Path, mode: str) -> None:
     path = _make(ws, data=b"before\n")
     async with connect(ws, mode, approval="auto", read_guard=False) as c:

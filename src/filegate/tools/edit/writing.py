@@ -503,7 +503,9 @@ async def _replace(
                     # failed the write too: no rename without its record.
                     write_id = "" if keeping.exception() is not None else keeping.result()
                     history.finish(write_id, ok=bool(done))
-        if reads is not None and not change.remove:  # under the file's lock: no write of ours comes between
+        if reads is not None and change.remove:  # removed by this session: no change notice names it
+            reads.wrote(rp.real)
+        elif reads is not None:  # under the file's lock: no write of ours comes between
             # Gone or swapped already (a race): then it simply does not count as read.
             with contextlib.suppress(OSError):
                 small = len(new) <= INDEX_MAX_BYTES  # its line index (SPEC §8.3)
