@@ -953,3 +953,14 @@ async def test_the_undo_of_a_set_lists_each_file_it_restores_or_removes(ws: Path
         "- restored `kept.txt` (+1 -1 lines)",
     ]
     assert tree(ws) == {"gone.txt": b"gone one\ngone two\n", "kept.txt": b"kept\n"}
+
+
+async def test_an_edit_of_a_file_that_is_not_text_is_refused_naming_apply_patch(ws: Path) -> None:
+    (ws / "a.bin").write_bytes(b"\x00\x01\x02binary")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.bin", "edits": [{"old": "binary", "new": "x"}]}])
+    assert r.is_error
+    assert text(r).startswith(
+        "`a.bin` is not a text file (application/octet-stream); ApplyPatch only edits text files."
+    )
+    assert (ws / "a.bin").read_bytes() == b"\x00\x01\x02binary"
