@@ -964,3 +964,42 @@ async def test_an_edit_of_a_file_that_is_not_text_is_refused_naming_apply_patch(
         "`a.bin` is not a text file (application/octet-stream); ApplyPatch only edits text files."
     )
     assert (ws / "a.bin").read_bytes() == b"\x00\x01\x02binary"
+
+
+async def test_an_anchor_picks_which_of_two_same_lines_a_hunk_changes(ws: Path) -> None:
+    (ws / "f.py").write_text("def a():\n    x = 1\n\ndef b():\n    x = 1\n")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c, "ApplyPatch", patch=patch("*** Update File: f.py", "@@ def b():", "-    x = 1", "+    x = 2")
+        )
+    assert not r.is_error, text(r)
+    assert (ws / "f.py").read_text() == "def a():\n    x = 1\n\ndef b():\n    x = 2\n"
+
+
+async def test_a_notebook_cell_edit_in_a_set_keeps_replace_all_and_exact_match(ws: Path) -> None:
+    cell = {"cell_type": "code", "source": ["x = 1\n", "x = 1\n", "say(\u201chi\u201d)\n"], "metadata": {}}
+    nb = {
+        "cells": [{**cell, "outputs": [], "execution_count": None}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (ws / "n.ipynb").write_text(json.dumps(nb))
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        exact = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "n.ipynb", "edits": [{"old": 'say("hi")', "new": "y", "match": "exact"}]}],
+        )
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "n.ipynb", "edits": [{"old": "x = 1", "new": "x = 2", "replace_all": True}]}],
+        )
+    assert exact.is_error, text(exact)
+    assert not r.is_error, text(r)
+    assert json.loads((ws / "n.ipynb").read_text())["cells"][0]["source"] == [
+        "x = 2\n",
+        "x = 2\n",
+        "say(\u201chi\u201d)\n",
+    ]
