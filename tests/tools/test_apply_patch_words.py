@@ -532,6 +532,7 @@ async def test_a_diff_that_fits_its_share_is_shown_whole(ws: Path, n: int, kept:
     async with connect(ws, read_guard=False) as c:
         r = await call(c, "ApplyPatch", changes=changes, dry_run=True)
     said = blocks(r)[0]
+    assert said.count("of this file's change not shown") == (10 if cut else 0)
     assert said.count("… 1 more line of this file's change not shown") == (10 if cut else 0)
     assert said.count("+F0.TXT 10") == 1 and said.count(" kept 0") == (0 if cut else 10)
 
@@ -1002,4 +1003,28 @@ async def test_a_notebook_cell_edit_in_a_set_keeps_replace_all_and_exact_match(w
         "x = 2\n",
         "x = 2\n",
         "say(\u201chi\u201d)\n",
+    ]
+
+
+@pytest.mark.parametrize(("n", "more"), [(10, []), (11, ["… 1 more line"])])
+async def test_a_deleted_file_shows_its_first_ten_lines_and_counts_the_rest(
+    ws: Path, n: int, more: list[str]
+) -> None:
+    (ws / "f.txt").write_text("".join(f"l{k}\n" for k in range(n)))
+    async with connect(ws, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "f.txt", "delete": True}], dry_run=True)
+    shown = blocks(r)[0].split("\nPreview (dry_run)")[0].split("\n")
+    assert shown[3:] == [f"-l{k}" for k in range(10)] + more
+
+
+async def test_the_questions_list_says_a_move_replaces_an_existing_file(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    (ws / "b.txt").write_text("b\n")
+    answers = Answers("approve")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": "b.txt"}])
+    assert not r.is_error, text(r)
+    assert answers.messages[0].split("\n")[:2] == [
+        "Inside the workspace: ApplyPatch wants to change 1 file as one write (1 moved).",
+        "- moved `a.txt` → `b.txt`, over the existing `b.txt`",
     ]
