@@ -1028,3 +1028,23 @@ async def test_the_questions_list_says_a_move_replaces_an_existing_file(ws: Path
         "Inside the workspace: ApplyPatch wants to change 1 file as one write (1 moved).",
         "- moved `a.txt` → `b.txt`, over the existing `b.txt`",
     ]
+
+
+async def test_a_set_of_binary_files_has_no_warning_of_escaped_characters(ws: Path) -> None:
+    """A binary file is described by its size, never shown: nothing in the question is escaped."""
+    for name in ("a.bin", "b.bin", "c.bin", "d.bin"):
+        (ws / name).write_bytes(b"\x00\x01\x02" + name.encode())
+    answers = Answers("approve")
+    async with connect(ws, "legacy", read_guard=False, client_elicitation_handler=answers) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "a.bin", "delete": True},
+                {"path": "b.bin", "move_to": "c.bin"},
+                {"path": "d.bin", "content": "text now\n"},
+            ],
+        )
+    assert not r.is_error, text(r)
+    lines = answers.messages[0].split("\n")
+    assert lines[1] == "- deleted `a.bin` (8 bytes)", lines
