@@ -217,14 +217,18 @@ async def test_files_a_set_deleted_or_moved_away_are_no_change_the_model_is_told
     """The set itself removed them: the next call's notice of files changed since they were read
     does not name them (it named them once: the set counted only the files it wrote)."""
     monkeypatch.setattr(ledger, "NOTICE_INTERVAL_S", 0.0)  # calls faster than a model's: each checks
-    for name in ("gone.txt", "from.txt", "kept.txt"):
+    for name in ("gone.txt", "from.txt", "kept.txt", "onto.txt", "mover.txt"):
         (ws / name).write_text(f"{name}\n")
     async with connect(ws, "legacy", approval="auto") as c:  # notices are the handshake era's
-        await read_all(c, "gone.txt", "from.txt", "kept.txt")
+        await read_all(c, "gone.txt", "from.txt", "kept.txt", "onto.txt")
         r = await call(
             c,
             "ApplyPatch",
-            changes=[{"path": "gone.txt", "delete": True}, {"path": "from.txt", "move_to": "to.txt"}],
+            changes=[
+                {"path": "gone.txt", "delete": True},
+                {"path": "from.txt", "move_to": "to.txt"},
+                {"path": "mover.txt", "move_to": "onto.txt"},  # onto a file read: replaced, not changed
+            ],
         )
         assert not r.is_error, text(r)
         assert blocks(r)[0].split("\n")[-1].startswith("Write id: "), blocks(r)  # no notice
