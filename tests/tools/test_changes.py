@@ -530,18 +530,19 @@ async def test_moves_are_paired_within_their_set_and_nothing_else_is_taken_for_o
 
 
 async def test_hidden_files_are_counted_and_the_clients_named_up_to_five(ws: Path, mode: str) -> None:
+    """Seven clients (one without a name, said "-"), two files a rule written meanwhile hides."""
     ids = []
     for n in range(7):
-        client = Implementation(name=f"client-{n}", version="1")
+        client = Implementation(name=f"client-{n}" if n else "", version="1")
         async with connect(ws, mode, approval="auto", client_client_info=client) as c:
             ids.append(write_id_of(text(await call(c, "WriteFile", path=f"f{n}.txt", content=f"{n}\n"))))
-    (ws / ".cursorignore").write_text("f5.txt\nf6.txt\n")
     async with connect(ws, mode) as c:
+        (ws / ".cursorignore").write_text("f5.txt\nf6.txt\n")  # while the server runs
         got = await call(c, "Changes", since=ids[0])
         hidden_only = await call(c, "Changes", since=ids[5])
     assert not got.is_error, text(got)
     assert texts(got)[1].endswith(
-        "7 writes, by client-0, client-1, client-2, client-3, client-4 and 2 more; diffed against what "
+        "7 writes, by -, client-1, client-2, client-3, client-4 and 2 more; diffed against what "
         "each file was before its first write since then. 2 more files written since then are hidden by "
         "client rules: counted, not named."
     )
@@ -550,4 +551,48 @@ async def test_hidden_files_are_counted_and_the_clients_named_up_to_five(ws: Pat
         f"No file inside this workspace was written through filegate since {ids[5]} ("
         + text(hidden_only).split(" (", 1)[1].split(")", 1)[0]
         + "). 2 more files written since then are hidden by client rules: counted, not named."
+    )
+
+
+async def test_a_client_rule_file_that_cannot_be_read_refuses_the_review(ws: Path, mode: str) -> None:
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="a\n")))
+        (ws / ".claude").mkdir()
+        (ws / ".claude" / "settings.json").write_text("{not json")
+        got = await call(c, "Changes", since=first)
+    assert got.is_error
+    assert text(got).startswith(
+        "A client rule file cannot be used: `.claude/settings.json` is not valid JSON"
+    ) and "+a" not in text(got)
+
+
+async def test_a_move_past_those_diffed_is_listed_as_a_move_and_a_hand_edit_after_it_unsaid(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "a.txt").write_text("one\n")
+    (ws / "c.txt").write_text("c\n")
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="a.txt")
+        await call(c, "ReadFile", path="c.txt")
+        first = write_id_of(
+            text(await call(c, "ApplyPatch", changes=[{"path": "a.txt", "move_to": "b.txt"}]))
+        )
+        second = write_id_of(
+            text(await call(c, "ApplyPatch", changes=[{"path": "c.txt", "move_to": "d.txt"}]))
+        )
+        (ws / "b.txt").write_text("one\nby hand\n")
+        diffed = await call(c, "Changes", since=first)
+        monkeypatch.setattr("filegate.tools.changes.MAX_FILES_DIFFED", 1)
+        listed = await call(c, "Changes", since=first)
+    assert texts(diffed)[0].split("\n\n")[0].split("\n") == [
+        f"moved `a.txt` → `b.txt` (+1 -0 lines; 1 write: {first})",
+        f"moved `c.txt` → `d.txt` (no change in its content; 1 write: {second})",
+    ]
+    output, summary = texts(listed)
+    assert output.split("\n\n")[0].split("\n") == [
+        f"moved `a.txt` → `b.txt` (+1 -0 lines; 1 write: {first})",
+        f"moved `c.txt` → `d.txt` (1 write: {second})",
+    ]
+    assert summary.endswith(
+        "no diff shown for `c.txt` → `d.txt`. `path` narrows the answer to one file or folder."
     )
