@@ -539,8 +539,10 @@ async def test_hidden_files_are_counted_and_the_clients_named_up_to_five(ws: Pat
     async with connect(ws, mode) as c:
         (ws / ".cursorignore").write_text("f5.txt\nf6.txt\n")  # while the server runs
         got = await call(c, "Changes", since=ids[0])
+        five = await call(c, "Changes", since=ids[2])
         hidden_only = await call(c, "Changes", since=ids[5])
     assert not got.is_error, text(got)
+    assert "5 writes, by client-2, client-3, client-4, client-5, client-6; diffed against" in texts(five)[1]
     assert texts(got)[1].endswith(
         "7 writes, by -, client-1, client-2, client-3, client-4 and 2 more; diffed against what "
         "each file was before its first write since then. 2 more files written since then are hidden by "
@@ -596,3 +598,29 @@ async def test_a_move_past_those_diffed_is_listed_as_a_move_and_a_hand_edit_afte
     assert summary.endswith(
         "no diff shown for `c.txt` → `d.txt`. `path` narrows the answer to one file or folder."
     )
+
+
+async def test_the_diffs_spend_the_room_together_and_a_sensitive_file_stops_nothing(
+    ws: Path, mode: str
+) -> None:
+    """Room for the diffs: 12,000 - 1,500. Two diffs of ~6,000 characters spend it together, so
+    the third file is listed by its kind, unread; a sensitive file listed first is only named."""
+    (ws / ".env").write_text("K=OLD\n")
+    body = "".join(f"line {i:03d} " + "y" * 60 + "\n" for i in range(85))
+    async with connect(ws, mode, client_elicitation_handler=Answers("approve"), result_budget=12_000) as c:
+        first = write_id_of(text(await call(c, "WriteFile", path=".env", content="K=NEW\n")))
+        ids = [
+            write_id_of(text(await call(c, "WriteFile", path=name, content=body)))
+            for name in ("f1.txt", "f2.txt", "f3.txt")
+        ]
+        got = await call(c, "Changes", since=first)
+    output, summary = texts(got)
+    rows = output.split("\n\n")[0].split("\n")
+    assert rows == [
+        f"modified `.env` (sensitive: not diffed; 1 write: {first})",
+        f"added `f1.txt` (+85 -0 lines; 1 write: {ids[0]})",
+        f"added `f2.txt` (+85 -0 lines; 1 write: {ids[1]})",
+        f"added `f3.txt` (1 write: {ids[2]})",
+    ]
+    assert "K=" not in output
+    assert "no diff shown for `f3.txt`." in summary
