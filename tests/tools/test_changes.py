@@ -122,6 +122,12 @@ async def test_path_narrows_to_a_file_or_a_folder(ws: Path, mode: str) -> None:
         folder = await call(c, "Changes", since=first, path="src")
         none = await call(c, "Changes", since=first, path="elsewhere")
     assert "`src/x.py`" in text(folder) and "top.txt" not in text(folder)
+    async with connect(ws, mode) as c:
+        outside = await call(c, "Changes", since=first, path="../elsewhere")
+    assert outside.is_error and text(outside).startswith(
+        "`../elsewhere` is not an absolute path. You must provide an absolute path to read a file "
+        "outside the working directory."
+    )
     assert text(none).startswith("No file under `elsewhere` inside this workspace was written")
 
 
@@ -162,7 +168,10 @@ async def test_the_combined_diff_is_cut_to_the_budget_and_says_so(ws: Path, mode
 async def test_history_off_says_so(ws: Path, mode: str) -> None:
     async with connect(ws, mode, history="off") as c:
         got = await call(c, "Changes", since="1h")
-    assert got.is_error and "--history off" in text(got)
+    assert got.is_error and text(got) == (
+        "The write history is off (`--history off`), so filegate kept no record of writes to show. "
+        "Nothing to review."
+    )
 
 
 # --- against HEAD -------------------------------------------------------------------------
