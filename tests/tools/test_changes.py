@@ -633,3 +633,15 @@ async def test_the_diffs_spend_the_room_together_and_a_sensitive_file_stops_noth
     ]
     assert "K=" not in output
     assert "no diff shown for `f3.txt`." in summary
+
+
+async def test_a_file_no_tool_shows_as_text_is_told_by_its_sizes(ws: Path, mode: str) -> None:
+    (ws / "b.bin").write_bytes(b"\x00\x01\x02binary\x00" * 4)
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="b.bin", content="text now\n")))
+        got = await call(c, "Changes", since=first)
+    output, _ = texts(got)
+    assert output == (
+        f"modified `b.bin` (binary file, 40 → 9 bytes; 1 write: {first})\n\n"
+        "--- a/b.bin\n+++ b/b.bin\nbinary file, 40 → 9 bytes\n"
+    )
