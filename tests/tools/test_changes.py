@@ -645,3 +645,14 @@ async def test_a_file_no_tool_shows_as_text_is_told_by_its_sizes(ws: Path, mode:
         f"modified `b.bin` (binary file, 40 → 9 bytes; 1 write: {first})\n\n"
         "--- a/b.bin\n+++ b/b.bin\nbinary file, 40 → 9 bytes\n"
     )
+
+
+async def test_a_deleted_utf16_file_is_diffed_in_its_own_encoding(ws: Path, mode: str) -> None:
+    (ws / "u.txt").write_bytes("one\ntwo\n".encode("utf-16"))
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "ReadFile", path="u.txt")
+        first = write_id_of(text(await call(c, "ApplyPatch", changes=[{"path": "u.txt", "delete": True}])))
+        got = await call(c, "Changes", since=first)
+    output, _ = texts(got)
+    assert output.startswith(f"deleted `u.txt` (+0 -2 lines; 1 write: {first})\n\n--- a/u.txt\n+++ b/u.txt\n")
+    assert output.endswith("one\n-two\n")  # decoded as UTF-16 (its BOM aside), not as bytes
