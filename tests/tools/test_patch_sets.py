@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import filegate.fsio.atomic as atomic
+from filegate.fsio import platform
 from filegate.fsio.changeset import sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.history_cli import history_lines
@@ -525,3 +526,28 @@ async def test_a_set_lands_where_its_mark_cannot_be_made(ws: Path) -> None:
     assert not r.is_error, text(r)
     assert (ws / "new.md").read_bytes() == b"x\n" and not (ws / "old.txt").exists()
     assert states() == {"done"}
+
+
+async def test_a_set_keeps_a_changed_files_previous_content_by_linking_it_not_copying(ws: Path) -> None:
+    """The speed device a single write has (docs/ARCHITECTURE.md): the history keeps an edited
+    file's previous content as that very file (its inode linked before the rename), not as a
+    copy, where the platform can link one; the undo puts the same bytes back."""
+    before = make(ws)
+    old_inode = (ws / "app.py").stat().st_ino
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "app.py", "edits": [{"old": "Hi", "new": "Hello"}]},
+                {"path": "new.md", "content": "x\n"},
+            ],
+        )
+        assert not r.is_error, text(r)
+        history = WriteHistory(history_dir())
+        (app,) = [e for e in history.entries() if e.path == str(ws / "app.py")]
+        # Linking needs /proc (fsio/preimages.py): without it (macOS, Windows, FILEGATE_SIMULATE
+        # =no-proc) the content is copied.
+        assert (history.object_path(app.before).stat().st_ino == old_inode) == platform.has_proc()
+        assert not (await call(c, "UndoWrite", write_id=write_id_of(text(r)))).is_error
+    assert tree(ws) == before
