@@ -14,9 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
+from filegate.errors import PathError
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.history_cli import history_lines
-from filegate.policy.changeset import gate_path
+from filegate.policy.changeset import Role, gate_path
 from filegate.policy.secrets import SecretMatcher
 from filegate.policy.workspace import Workspace
 from filegate.settings import Settings
@@ -800,3 +801,32 @@ def test_the_gate_hands_on_an_ask_rules_file_as_asked_and_as_no_secret(rules: Pa
     assert (fine.asked, fine.exists, fine.rp.sensitive, fine.rp.guarded_as) == (False, True, False, "")
     new = gate_path(workspace, "new.txt", "write")
     assert (new.asked, new.exists) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "role", "brief"),
+    [
+        ("missing.txt", "edit", "File not found"),
+        ("adir", "delete", "Is a directory"),
+        ("fifo", "delete", "Invalid path"),
+        ("link.txt", "delete", "Symlink in set"),
+        ("linkdir/f.txt", "write", "Symlink in set"),
+        (".env", "write", "Sensitive file in set"),
+        (".cursorignore", "write", "Sensitive file in set"),
+    ],
+)
+def test_each_refusal_of_the_gate_is_labelled_for_its_callers(
+    rules: Path, raw: str, role: Role, brief: str
+) -> None:
+    """A refusal's brief labels it for filegate's own callers (errors.py): the rewind names a
+    file it leaves out by it ("`.cursorignore` cannot be restored with the others (sensitive
+    file in set)"), so each kind of refusal has its own, the same wherever it is met."""
+    (rules / "adir").mkdir()
+    os.mkfifo(rules / "fifo")
+    (rules / "link.txt").symlink_to(rules / "fine.txt")
+    (rules / "linkdir").symlink_to(rules / "adir")
+    settings = Settings(workdir=rules)
+    workspace = Workspace(rules, secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)))
+    with pytest.raises(PathError) as refused:
+        gate_path(workspace, raw, role)
+    assert refused.value.brief == brief

@@ -20,10 +20,13 @@ from typing import Any
 import pytest
 
 import filegate.fsio.atomic as atomic
+from filegate.errors import WriteError
 from filegate.fsio import platform
-from filegate.fsio.changeset import sets_dir
+from filegate.fsio.changeset import SetWrite, commit_set, sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
+from filegate.fsio.snapshot import read_all
 from filegate.history_cli import history_lines
+from filegate.policy.workspace import ResolvedPath
 from tests.conftest import call, connect, text, write_id_of
 from tests.fakes import Answers
 
@@ -551,3 +554,48 @@ async def test_a_set_keeps_a_changed_files_previous_content_by_linking_it_not_co
         assert (history.object_path(app.before).stat().st_ino == old_inode) == platform.has_proc()
         assert not (await call(c, "UndoWrite", write_id=write_id_of(text(r)))).is_error
     assert tree(ws) == before
+
+
+def test_a_sets_failure_keeps_the_failed_writes_label_or_says_partly_written(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit's own contract (fsio/changeset.py), for its callers: the error of a set put
+    back whole carries the label of the write that failed (here a refused rename: "Permission
+    denied"); one that could not be put back whole is labelled "Set partly written". Fault
+    injection: a mock of the rename onto b.txt (EPERM), after someone writes a.txt."""
+    for name in ("a.txt", "b.txt"):
+        (ws / name).write_bytes(b"old\n")
+
+    def planned() -> list[SetWrite]:
+        out = []
+        for name in ("b.txt", "a.txt"):  # a.txt's rename comes first
+            fd = os.open(ws / name, os.O_RDONLY)
+            try:
+                _, snap = read_all(fd, 1 << 20, name)
+            finally:
+                os.close(fd)
+            out.append(SetWrite(ResolvedPath(name, ws / name, True, False), snap, b"new\n", old_mode=0o644))
+        return out
+
+    real_replace = os.replace
+    meddle = [False]
+
+    def refused(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if os.path.basename(os.fspath(dst)) == "b.txt":
+            if meddle[0]:
+                (ws / "a.txt").write_bytes(b"theirs\n")
+            raise OSError(errno.EPERM, "Operation not permitted")
+        real_replace(src, dst, *args, **kw)
+
+    history = WriteHistory(history_dir())
+    with monkeypatch.context() as faults:
+        faults.setattr(atomic.os, "replace", refused)
+        with pytest.raises(WriteError) as whole:
+            commit_set(planned(), history, "ApplyPatch", "test", "auto")
+        meddle[0] = True
+        with pytest.raises(WriteError) as partly:
+            commit_set(planned(), history, "ApplyPatch", "test", "auto")
+    assert (whole.value.brief, whole.value.output) == ("Permission denied", "")
+    assert whole.value.message.endswith("the file it had already changed was restored as it was.")
+    assert (partly.value.brief, partly.value.output) == ("Set partly written", "")
+    assert (ws / "a.txt").read_bytes() == b"theirs\n" and (ws / "b.txt").read_bytes() == b"old\n"
