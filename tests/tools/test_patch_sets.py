@@ -369,8 +369,15 @@ async def test_an_empty_file_the_set_changed_is_restored_empty(
             "1 of the 2 files it had already changed could not be restored: `app.py` (`app.py` {stale}). "
             "The other was.",
         ),
+        (
+            "*** Begin Patch\n*** Add File: docs/hello.md\n+# Hello\n*** Update File: app.py\n@@\n"
+            '-    print("Hi")\n+    print("Hello")\n*** Add File: notes.txt\n+notes\n'
+            "*** Add File: more.txt\n+more\n*** End Patch\n",
+            "2 of the 3 files it had already changed could not be restored: `app.py` (`app.py` {stale}); "
+            "`notes.txt` (`notes.txt` {stale}). The other was.",
+        ),
     ],
-    ids=["the only one", "one of two"],
+    ids=["the only one", "one of two", "two of three"],
 )
 async def test_a_set_partly_written_says_how_many_of_its_files_could_not_be_restored(
     ws: Path, monkeypatch: pytest.MonkeyPatch, patch: str, said: str
@@ -382,6 +389,8 @@ async def test_a_set_partly_written_says_how_many_of_its_files_could_not_be_rest
 
     def meddle() -> None:
         (ws / "app.py").write_bytes(b"theirs\n")
+        if "more.txt" in patch:
+            (ws / "notes.txt").write_bytes(b"their notes\n")
 
     fail_rename_onto(monkeypatch, "hello.md", meddle)
     async with connect(ws, approval="auto", read_guard=False) as c:
@@ -394,7 +403,8 @@ async def test_a_set_partly_written_says_how_many_of_its_files_could_not_be_rest
         "Failed to write `docs/hello.md`: no space left on device. The set was not written whole, and "
         + said.format(stale=stale)
     )
-    assert tree(ws) == {**before, "app.py": b"theirs\n"}
+    theirs = {"notes.txt": b"their notes\n"} if "more.txt" in patch else {}
+    assert tree(ws) == {**before, "app.py": b"theirs\n", **theirs}
 
 
 async def test_a_failed_set_in_an_empty_workspace_leaves_the_workspace(
