@@ -95,7 +95,11 @@ TARGETS: dict[str, Target] = {
     # The codec decision of SPEC §8.1 (issue 35), against its pure tests.
     "codec": Target(("src/filegate/fsio/codec.py",), ("tests/fsio/test_codec.py",), 90.0),
     # StrReplaceFile's matching ladder (SPEC §8.2), a pure module tested alone.
-    "ladder": Target(("src/filegate/tools/edit/matching.py",), ("tests/tools/test_matching.py",), 90.0),
+    "ladder": Target(
+        ("src/filegate/tools/edit/matching.py", "src/filegate/tools/edit/hits.py"),
+        ("tests/tools/test_matching.py",),
+        90.0,
+    ),
     # The client rules of SPEC §8.5 (issue 38): the sources' verdicts, on real files, and on
     # Windows spellings as pure logic.
     "clientrules": Target(

@@ -21,11 +21,11 @@ import anyio
 import pytest
 
 from filegate.errors import Busy
-from filegate.fsio import locks, platform
+from filegate.fsio import history, locks, platform
 from filegate.fsio import pending as records
 from filegate.fsio.locks import PATH_LOCKS, lock_path
 from filegate.fsio.pending import NotPrivate, private_dir, state_dir
-from tests.conftest import call, connect, text
+from tests.conftest import call, connect, text, write_id_of
 from tests.tooling import needs
 
 NOBODY = 65534
@@ -315,3 +315,42 @@ def test_a_sweep_off_posix_asks_no_process_whether_it_runs(ws: Path, monkeypatch
 def test_a_sweep_with_no_records_makes_no_state_folder() -> None:
     assert records.sweep_pending_temps() == 0
     assert not state_dir().exists()
+
+
+async def test_a_history_held_by_another_process_answers_busy_past_the_deadline(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another filegate process of this user stuck inside the write history's lock (it is held
+    for one record's append): a write waits history.LOCK_WAIT_S, then answers busy with nothing
+    written, and so does UndoWrite's reading of the history; neither hangs. Then both go through."""
+    monkeypatch.setattr(history, "LOCK_WAIT_S", 0.5)  # shortened (30 s in use) so the test is quick
+    target = ws / "a.txt"
+    target.write_text("before\n")
+    async with connect(ws, read_guard=False) as c:
+        r = await call(c, "WriteFile", path="a.txt", content="first\n")  # the history exists
+        assert not r.is_error, text(r)
+        write_id = write_id_of(text(r))
+        holder = Holder(history.history_dir() / "lock")
+        try:
+            began = time.monotonic()
+            with anyio.fail_after(HANG_S):
+                r = await call(c, "WriteFile", path="a.txt", content="after\n")
+            took = time.monotonic() - began
+            assert r.is_error, text(r)
+            assert (
+                "The write history is held by another filegate process of this user for longer than 0.5 s; nothing was done, try again."
+                in text(r)
+            )
+            assert took >= 0.5, took
+            assert target.read_text() == "first\n"
+            with anyio.fail_after(HANG_S):
+                r = await call(c, "UndoWrite", write_id=write_id)
+            assert r.is_error and "held by another filegate process" in text(r), text(r)
+            assert target.read_text() == "first\n"
+            holder.release()
+            r = await call(c, "WriteFile", path="a.txt", content="after\n")
+            assert not r.is_error, text(r)
+        finally:
+            holder.proc.kill()
+            holder.release()
+    assert target.read_text() == "after\n"

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from filegate.tools.edit.hits import LOOKALIKES, indent_width
 from filegate.tools.edit.matching import (
-    LOOKALIKES,
     Ladder,
     find_tolerant,
-    indent_width,
     infer_tab_width,
     line_range,
 )
@@ -428,20 +427,19 @@ def test_tab_width_counts_steps_between_neighbouring_lines(data: bytes, width: i
 
 # --- the candidate search (its filters change only the speed, so they are tested directly) ---
 
+from filegate.tools.edit.hits import FileLine, OldText  # noqa: E402
 from filegate.tools.edit.matching import (  # noqa: E402
     COMMON,
-    _FileLine,
     _Loose,
-    _Old,
     _rarest,
     _window_starts,
 )
 
 
-def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
+def _lines_from(data: bytes, start: int, count: int) -> list[FileLine] | None:
     """``count`` lines from the line starting at ``start``; None if the file ends first (the
     oracle's way to cut lines: the ladder's own reads them lazily, _Loose.line)."""
-    lines: list[_FileLine] = []
+    lines: list[FileLine] = []
     while len(lines) < count:
         if start >= len(data):
             return None
@@ -451,7 +449,7 @@ def _lines_from(data: bytes, start: int, count: int) -> list[_FileLine] | None:
         else:
             stop = newline + 1
             end = newline - 1 if newline > start and data[newline - 1] == 13 else newline
-        lines.append(_FileLine(start, end, stop, data[start:end].decode("utf-8", "surrogateescape")))
+        lines.append(FileLine(start, end, stop, data[start:end].decode("utf-8", "surrogateescape")))
         start = stop
     return lines
 
@@ -501,7 +499,7 @@ def test_windows_are_the_runs_of_lines_around_each_line_holding_the_anchor() -> 
 
 def _fits(old: str, index: int) -> Callable[[str], bool]:
     def fits(line: str) -> bool:
-        loose = _Loose(line.encode(), _Old(old), lambda: None)
+        loose = _Loose(line.encode(), OldText(old), lambda: None)
         return loose.fits(index)(0, len(loose.data))
 
     return fits
@@ -527,7 +525,7 @@ def test_the_anchor_line_test_follows_where_the_line_is_in_old() -> None:
 
 
 def _may_match(lines: list[str], old: str) -> bool:
-    loose = _Loose("\n".join(lines).encode(), _Old(old), lambda: None)
+    loose = _Loose("\n".join(lines).encode(), OldText(old), lambda: None)
     return loose.window(0)
 
 
@@ -747,13 +745,13 @@ def test_an_old_text_indented_with_no_break_spaces_is_named_and_new_is_indented_
 
 # --- the bounds (issue 53): places looked at lazily, at most MAX_CANDIDATES, within a budget ----
 
+from filegate.tools.edit.hits import span_of  # noqa: E402
 from filegate.tools.edit.matching import (  # noqa: E402
     CROWDED_LISTED,
     MAX_CANDIDATES,
     MAX_LISTED,
     _anchors,
     _match_window,
-    _span_of,
     _without_overlaps,
 )
 
@@ -763,7 +761,7 @@ def brute_force(
 ) -> tuple[int, list[tuple[int, int]]]:
     """SPEC §8.2 by definition: every run of lines from every line start compared at each rung,
     no anchor, no filter, no bound (the ladder's search may only be faster than this)."""
-    shape = _Old(old)
+    shape = OldText(old)
     if not _anchors(old):
         return 0, []  # nothing to anchor on: nothing matches (test_nothing_to_anchor_on_matches_nothing)
     starts = [0, *(i + 1 for i, b in enumerate(data) if b == 10 and i + 1 < len(data))] if data else []
@@ -776,7 +774,7 @@ def brute_force(
                 hits += _match_window(window, olds, rung, shape.ends_with_newline, tab_width)
         if hits:
             chosen = _without_overlaps(hits) if replace_all else hits
-            return rung, sorted(_span_of(h) for h in chosen)
+            return rung, sorted(span_of(h) for h in chosen)
     return 0, []
 
 

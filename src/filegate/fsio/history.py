@@ -49,7 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filegate.errors import WriteError
+from filegate.errors import Busy, WriteError
 from filegate.fsio import platform
 from filegate.fsio.atomic import failure_reason
 from filegate.fsio.historylog import Entry, HistoryLog, State
@@ -100,6 +100,11 @@ ID_DRAWS = 64
 
 _NOFOLLOW = platform.NOFOLLOW
 _CLOEXEC = platform.CLOEXEC
+# How long a write, UndoWrite or Changes waits for another filegate process of this user to let
+# go of the history's lock (held for one record's append, milliseconds) before answering busy:
+# as a file's own lock waits (fsio/locks.py), so a stuck process makes a call busy, never hung.
+LOCK_WAIT_S = 30.0
+_LOCK_POLL_LAST_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +289,7 @@ class WriteHistory:
         outcome: State = "done" if ok else "failed"
         # Not fsynced, and a failure to append it is not the write's: a record without its
         # outcome reads as "unconfirmed" (the next look at the file reads it back in).
-        with contextlib.suppress(OSError), self._locked():
+        with contextlib.suppress(OSError, Busy), self._locked():
             self.log.append([{"id": i, "outcome": outcome} for i in write_ids], durable=False)
             for write_id in write_ids:
                 linked = self._linked.pop(write_id, None)
@@ -422,12 +427,30 @@ class WriteHistory:
         fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
         try:
             if os.name != "nt":
-                import fcntl  # POSIX only
-
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                _flock(fd, time.monotonic() + LOCK_WAIT_S)
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+def _flock(fd: int, deadline: float) -> None:
+    """An exclusive flock on ``fd`` (blocking: called in a thread), or Busy past ``deadline``."""
+    import fcntl  # POSIX only
+
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Busy(
+                    "The write history is held by another filegate process of this user for "
+                    f"longer than {LOCK_WAIT_S:g} s; nothing was done, try again."
+                ) from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, _LOCK_POLL_LAST_S)
 
 
 # A set's file ready to keep: it, its mode before, where it was read from, its two hashes.

@@ -295,7 +295,7 @@ class ElicitingApprover:
         args = (self.settings, self.workspace, self.keys, kept, held, self.call.client_name, session)
         given = await give(request, kind, *args)
         if given is None:
-            return approved  # nothing grantable now (a rule came meanwhile): this write only
+            return approved  # no grant now (a rule came since, or no key to seal with): this write only
         self.granted = given
         return Decision(True, "elicited, granted")
 

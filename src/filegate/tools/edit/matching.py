@@ -1,4 +1,3 @@
-# size: one job, the ladder (SPEC §8.2): its bounded search, its rungs and the new text share shapes and hits
 """The matching ladder of StrReplaceFile (SPEC §8.2): where an edit's ``old`` is when it is not
 in the file exactly, and its ``new`` as the file would have written it.
 
@@ -27,31 +26,33 @@ one line and an ``old`` of 200 such lines took minutes and gigabytes before.
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-# Horizontal whitespace: what "trailing whitespace" and "indentation" are made of.
-BLANKS = " \t"
-# Rung 3: each lookalike becomes one ASCII character (one for one, so positions keep).
-_SPACES = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
-_SINGLE_QUOTES = "\u2018\u2019\u201a\u201b"
-_DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f"
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
-LOOKALIKES = str.maketrans(
-    {
-        **dict.fromkeys(_SPACES, " "),
-        **dict.fromkeys(_SINGLE_QUOTES, "'"),
-        **dict.fromkeys(_DOUBLE_QUOTES, '"'),
-        **dict.fromkeys(_DASHES, "-"),
-    }
+from filegate.tools.edit.hits import (
+    BLANKS,
+    DASHES,
+    DOUBLE_QUOTES,
+    LOOKALIKES,
+    SINGLE_QUOTES,
+    SPACES,
+    FileLine,
+    Hit,
+    OldText,
+    Shape,
+    Span,
+    detail,
+    indent_width,
+    shape_of,
+    span_of,
+    to_span,
+    utf8,
 )
+
 # What separates anchors: every character a rung may read as another, and what it reads them as.
-_BETWEEN_ANCHORS = re.compile("[\\s'\"\\-" + _SPACES + _SINGLE_QUOTES + _DOUBLE_QUOTES + _DASHES + "]+")
+_BETWEEN_ANCHORS = re.compile("[\\s'\"\\-" + SPACES + SINGLE_QUOTES + DOUBLE_QUOTES + DASHES + "]+")
 # Anchors counted, longest first, to find a rare one to look around (a miss shows at the
 # first anchor not in the file).
 ANCHORS_COUNTED = 16
@@ -81,18 +82,6 @@ RUNG_NAMES = {
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
-    """One match: ``data[start:end]`` becomes ``new`` (in the file's style)."""
-
-    start: int
-    end: int
-    first_line: int
-    last_line: int
-    new: str
-    crlf: bool  # the matched lines end in CRLF: ``new``'s line breaks are to be written so
-
-
-@dataclass(frozen=True, slots=True)
 class Ladder:
     """What the ladder found: ``rung`` 0 means nothing; more than one match without
     ``replace_all`` means ambiguous (the caller refuses and lists the first ``spans``, of
@@ -116,42 +105,6 @@ class Ladder:
 
 def line_range(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-@dataclass(frozen=True, slots=True)
-class _FileLine:
-    start: int  # byte offset of the line
-    end: int  # byte offset where its content ends (before "\r\n" or "\n")
-    stop: int  # byte offset after its line break
-    text: str  # its content, decoded (undecodable bytes kept as surrogates)
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """A line as a rung sees it: ``text[lead:lead + len(core)]`` is compared."""
-
-    text: str
-    lead: int
-    core: str
-
-    @property
-    def trailing(self) -> bool:
-        return len(self.text) > self.lead + len(self.core)
-
-
-def _shape(line: str, rung: int) -> _Shape:
-    seen = line.translate(LOOKALIKES) if rung == 3 and not line.isascii() else line
-    kept = seen.rstrip(BLANKS)
-    core = kept.lstrip(BLANKS) if rung >= 2 else kept
-    return _Shape(seen, len(kept) - len(core), core)
-
-
-def indent_width(indent: str, tab_width: int) -> int:
-    """Columns taken by leading whitespace, a tab reaching the next multiple of ``tab_width``."""
-    column = 0
-    for ch in indent:
-        column = (column // tab_width + 1) * tab_width if ch == "\t" else column + 1
-    return column
 
 
 def infer_tab_width(data: bytes) -> int:
@@ -180,10 +133,6 @@ def _anchors(old: str) -> list[tuple[str, int]]:
     return sorted(found.items(), key=lambda item: -len(item[0]))
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
-
-
 def _line_end(data: bytes, start: int) -> tuple[int, int]:
     """(where the content of the line starting at ``start`` ends, where the next line starts)."""
     newline = data.find(b"\n", start)
@@ -196,7 +145,7 @@ def _line_end(data: bytes, start: int) -> tuple[int, int]:
 def _window_starts(data: bytes, anchor: str, index: int, fits: Callable[[int, int], bool]) -> Iterator[int]:
     """Where every run of file lines starts whose line ``index`` holds ``anchor`` and ``fits``
     (its content's byte range; a line no rung could match is not looked around), each once."""
-    needle = _utf8(anchor)
+    needle = utf8(anchor)
     pos = data.find(needle)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
@@ -228,7 +177,7 @@ def _compare(core: str, want: str, how: str) -> bool:
 
 
 def _core_of(text: str, rung: int) -> str:
-    """What a rung compares of a line (``_shape(text, rung).core``, without the rest)."""
+    """What a rung compares of a line (``shape_of(text, rung).core``, without the rest)."""
     seen = text.translate(LOOKALIKES) if rung == 3 and not text.isascii() else text
     kept = seen.rstrip(BLANKS)
     return kept.lstrip(BLANKS) if rung >= 2 else kept
@@ -242,13 +191,13 @@ class _Loose:
     gathered for :func:`_match_window`. Every line compared or gathered is counted: past
     MAX_COMPARED_LINES the places are too many (_Crowded)."""
 
-    def __init__(self, data: bytes, shape: _Old, check: Callable[[], None]) -> None:
+    def __init__(self, data: bytes, shape: OldText, check: Callable[[], None]) -> None:
         self.data = data
         self.wants = {rung: [o.core for o in shape.shapes(rung)] for rung in (1, 2, 3)}
         self.last = last = len(shape.lines) - 1
         self.hows = ["in"] if last == 0 else ["end", *(["eq"] * (last - 1)), "start"]
         self.ends_with_newline = shape.ends_with_newline
-        self.lines: dict[int, _FileLine] = {}
+        self.lines: dict[int, FileLine] = {}
         self.cores: dict[int, dict[int, tuple[int, str]]] = {1: {}, 2: {}, 3: {}}
         self.compared = 0
         self.check = check
@@ -260,7 +209,7 @@ class _Loose:
             if self.compared >= MAX_COMPARED_LINES:
                 raise _Crowded
 
-    def line(self, start: int) -> _FileLine:
+    def line(self, start: int) -> FileLine:
         got = self.lines.get(start)
         if got is None:
             if len(self.lines) >= MEMO_LINES:
@@ -269,7 +218,7 @@ class _Loose:
                     memo.clear()
             end, after = _line_end(self.data, start)
             text = self.data[start:end].decode("utf-8", "surrogateescape")
-            got = self.lines[start] = _FileLine(start, end, after, text)
+            got = self.lines[start] = FileLine(start, end, after, text)
         return got
 
     def _core(self, start: int, rung: int) -> tuple[int, str]:
@@ -314,7 +263,7 @@ class _Loose:
                 return False
         return True
 
-    def gathered(self, start: int) -> list[_FileLine]:
+    def gathered(self, start: int) -> list[FileLine]:
         """The place's lines (all there: :meth:`window` read them)."""
         out = []
         for _ in range(self.last + 1):
@@ -325,31 +274,10 @@ class _Loose:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Hit:
-    lines: list[_FileLine]
-    begin: int  # character offset in the first line
-    finish: int  # character offset in the last line; -1: through its line break
-    shift: int
-    indents: tuple[tuple[str, str], ...]  # (the file's, the old text's) for compared lines
-
-
-class _Old:
-    """``old`` split into lines, as each rung sees them."""
-
-    def __init__(self, old: str) -> None:
-        text = old.replace("\r\n", "\n")
-        self.ends_with_newline = text.endswith("\n")
-        self.lines = (text[:-1] if self.ends_with_newline else text).split("\n")
-
-    def shapes(self, rung: int) -> list[_Shape]:
-        return [_shape(line, rung) for line in self.lines]
-
-
 def _match_window(
-    window: list[_FileLine], olds: list[_Shape], rung: int, ends_nl: bool, tab_width: int
-) -> list[_Hit]:
-    files = [_shape(line.text, rung) for line in window]
+    window: list[FileLine], olds: list[Shape], rung: int, ends_nl: bool, tab_width: int
+) -> list[Hit]:
+    files = [shape_of(line.text, rung) for line in window]
     last = len(olds) - 1
     if last == 0 and not ends_nl:
         return _match_inside(window, files[0], olds[0], rung, tab_width)
@@ -384,7 +312,7 @@ def _match_window(
     return _with_indents(window, begin, finish, compared, tab_width)
 
 
-def _match_inside(window: list[_FileLine], f: _Shape, o: _Shape, rung: int, tab_width: int) -> list[_Hit]:
+def _match_inside(window: list[FileLine], f: Shape, o: Shape, rung: int, tab_width: int) -> list[Hit]:
     """A one-line ``old`` without a line break: within one line, maybe several times."""
     if not o.core:
         return []
@@ -408,25 +336,18 @@ def _match_inside(window: list[_FileLine], f: _Shape, o: _Shape, rung: int, tab_
 
 
 def _with_indents(
-    window: list[_FileLine],
+    window: list[FileLine],
     begin: int,
     finish: int,
-    compared: list[tuple[_Shape, _Shape]],
+    compared: list[tuple[Shape, Shape]],
     tab_width: int,
-) -> list[_Hit]:
+) -> list[Hit]:
     """The hit, when every compared line is shifted by the same number of columns."""
     indents = tuple((f.text[: f.lead], o.text[: o.lead]) for f, o in compared)
     shifts = {indent_width(fi, tab_width) - indent_width(oi, tab_width) for fi, oi in indents}
     if len(shifts) > 1:
         return []
-    return [_Hit(window, begin, finish, shifts.pop() if shifts else 0, indents)]
-
-
-def _span_of(hit: _Hit) -> tuple[int, int]:
-    first, last = hit.lines[0], hit.lines[-1]
-    start = first.start + len(_utf8(first.text[: hit.begin]))
-    end = last.stop if hit.finish < 0 else last.start + len(_utf8(last.text[: hit.finish]))
-    return start, end
+    return [Hit(window, begin, finish, shifts.pop() if shifts else 0, indents)]
 
 
 def _rarest(data: bytes, anchors: list[tuple[str, int]]) -> tuple[str, int] | None:
@@ -435,7 +356,7 @@ def _rarest(data: bytes, anchors: list[tuple[str, int]]) -> tuple[str, int] | No
     far (it cannot be rarer past that), and never past COMMON."""
     best: tuple[int, str, int] | None = None
     for anchor, index in anchors[:ANCHORS_COUNTED]:
-        needle = _utf8(anchor)
+        needle = utf8(anchor)
         count, pos = 0, data.find(needle)
         while pos >= 0 and count < (COMMON if best is None else best[0]):
             count += 1
@@ -465,7 +386,7 @@ def find_tolerant(
     """Where ``old`` matches ``data`` (UTF-8) at the first rung that finds it; ``Ladder(0)``
     when no rung does. Call only when ``old`` is not in ``data`` exactly. ``check`` is called
     as the work goes (it raises to stop it: the call's deadline, its client gone)."""
-    shape = _Old(old)
+    shape = OldText(old)
     found = _rarest(data, _anchors(old))
     if found is None:
         return Ladder(0)
@@ -487,12 +408,12 @@ def find_tolerant(
 
 
 def _rungs(
-    data: bytes, loose: _Loose, starts: list[int], shape: _Old, new: str, tab_width: int, replace_all: bool
+    data: bytes, loose: _Loose, starts: list[int], shape: OldText, new: str, tab_width: int, replace_all: bool
 ) -> Ladder:
     """The first rung that matches at any of the places rung 3 accepts (``starts``)."""
     for rung in (1, 2, 3):
         olds = shape.shapes(rung)
-        hits: list[_Hit] = []
+        hits: list[Hit] = []
         for start in starts:
             if rung < 3 and not loose.window(start, rung):
                 continue
@@ -504,18 +425,16 @@ def _rungs(
             continue
         if len(hits) > 1 and not replace_all:
             listed = hits[:MAX_LISTED]
-            firsts = _numbered(data, [_span_of(h)[0] for h in listed])
+            firsts = _numbered(data, [span_of(h)[0] for h in listed])
             places = tuple(
-                Span(*_span_of(h), n, n + len(h.lines) - 1, "", False)
+                Span(*span_of(h), n, n + len(h.lines) - 1, "", False)
                 for h, n in zip(listed, firsts, strict=True)
             )
             return Ladder(rung, places, count=len(hits))
         chosen = _without_overlaps(hits) if replace_all else hits
-        firsts = _numbered(data, [_span_of(h)[0] for h in chosen])
-        spans = tuple(
-            _to_span(h, n, shape, new, rung, tab_width) for h, n in zip(chosen, firsts, strict=True)
-        )
-        return Ladder(rung, spans, _detail(rung, chosen, shape))
+        firsts = _numbered(data, [span_of(h)[0] for h in chosen])
+        spans = tuple(to_span(h, n, shape, new, rung, tab_width) for h, n in zip(chosen, firsts, strict=True))
+        return Ladder(rung, spans, detail(rung, chosen, shape))
     return Ladder(0)
 
 
@@ -529,122 +448,13 @@ def _numbered(data: bytes, offsets: list[int]) -> list[int]:
     return numbers
 
 
-def _without_overlaps(hits: list[_Hit]) -> list[_Hit]:
+def _without_overlaps(hits: list[Hit]) -> list[Hit]:
     """The hits replace_all replaces: from the first, each one that starts after the last."""
-    kept: list[_Hit] = []
+    kept: list[Hit] = []
     end = -1
-    for hit in sorted(hits, key=_span_of):
-        start, stop = _span_of(hit)
+    for hit in sorted(hits, key=span_of):
+        start, stop = span_of(hit)
         if start >= end:
             kept.append(hit)
             end = stop
     return kept
-
-
-def _to_span(hit: _Hit, first_line: int, shape: _Old, new: str, rung: int, tab_width: int) -> Span:
-    start, end = _span_of(hit)
-    last_line = first_line + len(hit.lines) - 1
-    crlf = any(line.stop - line.end == 2 for line in hit.lines)
-    return Span(start, end, first_line, last_line, _rewritten(hit, shape, new, rung, tab_width), crlf)
-
-
-def _file_style_tabs(hit: _Hit) -> bool:
-    return any("\t" in f for f, _ in hit.indents)
-
-
-def _reindents(hit: _Hit) -> bool:
-    return any(f != o for f, o in hit.indents)
-
-
-def _rewritten(hit: _Hit, shape: _Old, new: str, rung: int, tab_width: int) -> str:
-    """``new`` as the file would have it: the lines it keeps from ``old`` as the file has them,
-    the others re-indented as the match was (rung 2 and up)."""
-    text = new.replace("\r\n", "\n")
-    new_lines = text.split("\n")
-    old_lines = shape.lines + ([""] if shape.ends_with_newline else [])
-    last = len(hit.lines) - 1
-    ends = (-1, len(hit.lines[last].text))
-    whole = {j for j in range(last + 1) if (j or hit.begin == 0) and (j < last or hit.finish in ends)}
-    out = list(new_lines)
-    if rung == 3:  # the old text's lookalike spaces were read as spaces: so are the new text's
-        out = [line if i == 0 and hit.begin > 0 else _plain_indentation(line) for i, line in enumerate(out)]
-    convert = rung >= 2 and _reindents(hit)
-    if convert:
-        tabs = _file_style_tabs(hit)
-        for i, line in enumerate(out):
-            if i == 0 and hit.begin > 0:
-                continue  # continues a line of the file: no indentation of its own
-            body = line.lstrip(BLANKS)
-            if body:
-                width = max(0, indent_width(line[: len(line) - len(body)], tab_width) + hit.shift)
-                out[i] = _indent(width, tabs, tab_width) + body
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, o1, o2, n1, _ in matcher.get_opcodes():
-        if tag == "equal":
-            for k in range(o2 - o1):
-                if o1 + k in whole:
-                    out[n1 + k] = hit.lines[o1 + k].text
-    return "\n".join(out)
-
-
-def _plain_indentation(line: str) -> str:
-    """``line`` with the lookalike spaces of its indentation written as spaces."""
-    body = line.lstrip(BLANKS + _SPACES)
-    return line[: len(line) - len(body)].translate(LOOKALIKES) + body
-
-
-def _indent(width: int, tabs: bool, tab_width: int) -> str:
-    return "\t" * (width // tab_width) + " " * (width % tab_width) if tabs else " " * width
-
-
-def _detail(rung: int, hits: list[_Hit], shape: _Old) -> str:
-    hit = hits[0]
-    parts: list[str] = []
-    if rung >= 2 and _reindents(hit):
-        parts.append(_indent_detail(hit))
-    if rung == 3:
-        parts.append(_lookalike_detail(hit, shape))
-    return "; ".join(parts)
-
-
-def _indent_detail(hit: _Hit) -> str:
-    file_tabs = _file_style_tabs(hit)
-    old_tabs = any("\t" in o for _, o in hit.indents)
-    said = []
-    if file_tabs != old_tabs:
-        old_unit = math.gcd(*(len(o) for _, o in hit.indents)) if not old_tabs else 0
-        old_says = "tabs" if old_tabs else f"{old_unit} spaces" if old_unit else "no indentation"
-        file_says = "tabs" if file_tabs else "spaces"
-        said.append(f"the file indents with {file_says}, the old text with {old_says}")
-    if hit.shift:
-        direction = "less" if hit.shift > 0 else "more"
-        said.append(f"the old text is indented {abs(hit.shift)} columns {direction} than the file")
-    written = "tabs" if file_tabs else "spaces"
-    moved = f", shifted {abs(hit.shift)} columns {'right' if hit.shift > 0 else 'left'}" if hit.shift else ""
-    return ", ".join(said) + f"; the new text was written with {written}{moved}"
-
-
-def _lookalike_detail(hit: _Hit, shape: _Old) -> str:
-    """Which lookalikes differed: "the file has no-break space (U+00A0) where the old text
-    has space (U+0020)", at most three pairs; then the lookalike spaces either side indents
-    with, on the lines whose indentation was compared."""
-    pairs: dict[tuple[str, str], None] = {}
-    indents: dict[str, None] = {}
-    for j, (line, old) in enumerate(zip(hit.lines, shape.lines, strict=True)):
-        f, o = _shape(line.text, 3), _shape(old, 3)
-        if j or hit.begin == 0:  # the line's indentation was compared
-            for side, indent in (("the file", line.text[: f.lead]), ("the old text", old[: o.lead])):
-                for ch in indent:
-                    if ch in _SPACES:
-                        indents.setdefault(f"{side} indents with {_name(ch)}", None)
-        start = max(hit.begin, f.lead) if j == 0 else f.lead
-        seen = line.text[start : start + len(o.core)]
-        for f_ch, o_ch in zip(seen, old[o.lead : o.lead + len(o.core)], strict=False):
-            if f_ch != o_ch:
-                pairs.setdefault((f_ch, o_ch), None)
-    said = [f"the file has {_name(f)} where the old text has {_name(o)}" for f, o in list(pairs)[:3]]
-    return ", ".join(said + list(indents)) + "; unchanged lines kept the file's characters"
-
-
-def _name(ch: str) -> str:
-    return f"{unicodedata.name(ch, 'character').lower()} (U+{ord(ch):04X})"

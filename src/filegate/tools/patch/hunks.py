@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 
 from filegate.errors import EditFailed
 from filegate.policy.escape import escape
-from filegate.tools.edit.matching import LOOKALIKES, line_range
+from filegate.tools.edit.hits import LOOKALIKES
+from filegate.tools.edit.matching import line_range
 from filegate.tools.edit.replacing import Applied, Edit, apply_edits
 from filegate.tools.patch.plan import PlanEdit
 
