@@ -405,9 +405,10 @@ def _dead_pid() -> int:
 
 def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> None:
     """A mark names its host and process: another machine's (a shared state directory), a
-    live process's (this one) and a malformed one are left alone; a dead process's with no
-    records is settled: the empty folders it names go, a folder someone put a file in stays."""
+    live process's and a malformed one are left alone; a dead process's with no records is
+    settled: the empty folders it names go, a folder someone put a file in stays."""
     host = socket.gethostname()
+    live = subprocess.Popen(["sleep", "30"])  # a live process (not this one: see below)
     (ws / "made" / "deeper").mkdir(parents=True)
     (ws / "kept").mkdir()
     (ws / "kept" / "theirs.txt").write_bytes(b"theirs\n")
@@ -415,7 +416,7 @@ def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> N
     folder.mkdir(parents=True)
     others = [
         f"other-{host}-{_dead_pid()}-00aa",
-        f"{host}-{os.getpid()}-00bb",
+        f"{host}-{live.pid}-00bb",
         f"{host}-pid-00cc",
         f"{host}-{_dead_pid()}-",
     ]
@@ -425,8 +426,12 @@ def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> N
     dead.write_bytes(
         b"\n".join(os.fsencode(str(p)) for p in (ws / "made" / "deeper", ws / "made", ws / "kept"))
     )
-    assert [mark for _, mark in interrupted_sets()] == [dead]
-    assert recover() == []
+    try:
+        assert [mark for _, mark in interrupted_sets()] == [dead]
+        assert recover() == []
+    finally:
+        live.kill()
+        live.wait()
     assert sorted(p.name for p in folder.iterdir()) == sorted(others)
     assert not (ws / "made").exists()
     assert (ws / "kept" / "theirs.txt").read_bytes() == b"theirs\n"
@@ -583,7 +588,9 @@ def test_a_killed_process_with_two_sets_in_flight_keeps_their_marks_until_both_a
 
 
 def test_a_mark_of_a_live_process_is_left_alone_and_the_process_untouched(ws: Path) -> None:
-    """A start only asks whether a mark's process is alive: it sends it no signal."""
+    """A start only asks whether a mark's process is alive: it sends it no signal. (A child,
+    not this process: a signal sent to the test's own process would end the run, which
+    mutation testing counts as neither a pass nor a failure.)"""
     live = subprocess.Popen(["sleep", "30"])
     try:
         folder = sets_dir()
