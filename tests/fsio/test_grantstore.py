@@ -4,6 +4,7 @@ could read it; and the record of grants `filegate rules` lists."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -336,3 +338,77 @@ def test_a_session_grant_of_another_users_process_is_listed_while_it_runs() -> N
             os._exit(2)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# --- issue 55, the second pass: what the recorded survivors left untested --------------------------
+
+
+def test_a_workspace_whose_name_is_not_utf8_records_and_lists_its_grants() -> None:
+    """A Linux folder name may hold any byte: Python names it with a lone surrogate, which the
+    record carries escaped (ASCII), so the grant is recorded and `filegate rules` lists it."""
+    workdir = "/w/caf\udce9"  # os.fsdecode(b"/w/caf\xe9")
+    record_grant(GrantRecord("g-00000001", WHEN, "file", "é.txt", workdir, "clïent", "handle", WHEN + 60, 1))
+    raw = (grants_dir() / "grants.jsonl").read_bytes()
+    assert raw.isascii()
+    assert [(r.id, r.workspace, r.target, r.client) for r in live_grants(WHEN)] == [
+        ("g-00000001", workdir, "é.txt", "clïent")
+    ]
+    assert "g-00000001" in listing(workdir, WHEN)
+
+
+def test_the_record_is_read_only_up_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record grown past four times its bound (planted, or written by something else) is read
+    that far and no further: what lies beyond is not listed, and nothing reads it all at once."""
+    monkeypatch.setattr(grantstore, "MAX_RECORD_BYTES", 1024)
+    log = grants_dir() / "grants.jsonl"
+    record_grant(record("g-00000001", time.time() + 600))
+    with open(log, "ab") as f:
+        f.write(b"x" * (4 * 1024 - log.stat().st_size - 1) + b"\n")  # the bound, exactly
+    beyond = record("g-00000002", time.time() + 600)
+    with open(log, "ab") as f:  # past the bound: a grant's line as record_grant writes it
+        f.write(json.dumps(asdict(beyond)).encode() + b"\n")
+    assert log.stat().st_size > 4 * 1024
+    assert [r.id for r in live_grants()] == ["g-00000001"]
+
+
+def test_the_record_is_compacted_only_once_a_line_would_take_it_past_its_bound() -> None:
+    def fixed(ident: str) -> GrantRecord:  # every line the same length
+        return GrantRecord(ident, WHEN, "folder", "src/", "/w", "c", "handle", WHEN + 600, 1)
+
+    log = grants_dir() / "grants.jsonl"
+    record_grant(fixed("g-00000001"))
+    line = log.stat().st_size  # one record's line, as written
+    bound = grantstore.MAX_RECORD_BYTES
+    log.write_bytes(b"x" * (bound - line - 1) + b"\n")  # a damaged line: compaction drops it
+    record_grant(fixed("g-00000002"))  # reaches the bound exactly: appended
+    assert log.stat().st_size == bound
+    record_grant(fixed("g-00000003"))  # past it: compacted first
+    assert log.stat().st_size == 2 * line
+    assert [r.id for r in live_grants()] == ["g-00000002", "g-00000003"]
+
+
+@pytest.mark.parametrize("made", ["key", "compaction"])
+def test_a_link_planted_at_a_temp_files_name_is_never_written_through(
+    made: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key and the compacted record are written to a temp file first, made exclusively: a link
+    waiting at its name (here the name is made predictable, a mock, to plant one) is refused,
+    never followed to write the key's bytes or the record into the file it points at."""
+    monkeypatch.setattr(grantstore.secrets, "token_hex", lambda n=None: "feedf00d")
+    root = grants_dir()
+    root.mkdir(parents=True, mode=0o700, exist_ok=True)
+    victim = root.parent / "victim"
+    victim.write_bytes(b"precious\n")
+    if made == "key":
+        (root / f"key.{os.getpid()}.feedf00d.tmp").symlink_to(victim)
+        with pytest.raises(GrantStoreError):
+            grant_key()
+        assert not (root / "key").exists()
+    else:
+        monkeypatch.setattr(grantstore, "MAX_RECORD_BYTES", 512)
+        (root / "grants.feedf00d.tmp").symlink_to(victim)
+        record_grant(record("g-00000001", time.time() + 600))
+        (root / "grants.jsonl").write_bytes(b"x" * 600 + b"\n")
+        with pytest.raises(FileExistsError):
+            record_grant(record("g-00000002", time.time() + 600))
+    assert victim.read_bytes() == b"precious\n"

@@ -110,6 +110,28 @@ def test_a_heredoc_wrapper_crlf_and_surrounding_blank_lines_are_accepted() -> No
     assert parse_v4a("\n\n" + body.replace("\n", "\r\n") + "\n \n").changes == (FileChange("x", delete=True),)
 
 
+def test_a_crlf_patch_reads_as_lf_and_a_lone_cr_stays_in_its_line() -> None:
+    crlf = v4a("*** Update File: a.py", "@@", " one", "-two", "+TWO").replace("\n", "\r\n")
+    assert parse_v4a(crlf).changes[0].edits == (PlanEdit("one\ntwo\n", "one\nTWO\n"),)
+    # Not CRLF throughout: a CR is the line's own (a file with CRLF lines among LF ones).
+    mixed = v4a("*** Update File: a.py", "@@", " one", "-two\r", "+TWO\r")
+    assert parse_v4a(mixed).changes[0].edits == (PlanEdit("one\ntwo\r\n", "one\nTWO\r\n"),)
+
+
+# A blank line ending a hunk is dropped only while both sides keep a line of their own.
+@pytest.mark.parametrize(
+    ("body", "edit"),
+    [
+        (("+x", ""), PlanEdit("\n", "x\n\n")),  # old is the blank line alone: kept
+        (("-y", ""), PlanEdit("y\n\n", "\n")),  # new is the blank line alone: kept
+        (("+x", " a", ""), PlanEdit("a\n", "x\na\n")),
+        (("-a", "+x", ""), PlanEdit("a\n", "x\n")),
+    ],
+)
+def test_trailing_blank_context_keeps_a_line_on_each_side(body: tuple[str, ...], edit: PlanEdit) -> None:
+    assert parse_v4a(v4a("*** Update File: a.py", "@@", *body)).changes[0].edits == (edit,)
+
+
 def test_added_lines_keep_leading_and_trailing_blanks() -> None:
     plan = parse_v4a(v4a("*** Add File: a", "+  indented  ", "+", "+\ttab"))
     assert plan.changes[0].content == "  indented  \n\n\ttab\n"
@@ -184,6 +206,15 @@ TWICE = "give each file once, with all its edits in one change."
             v4a("*** Update File: a", "@@", "-a", "*** End of File", " b"),
             "`patch` line 6: a hunk of `a` must start with `@@`; found ` b`.",
         ),
+        (
+            "apply_patch <<'EOF'\nEOF\n",
+            "`patch` must start with the line `*** Begin Patch`; it starts with nothing.",
+        ),
+        (
+            "x" * 80 + "\n",
+            f"`patch` must start with the line `*** Begin Patch`; it starts with `{'x' * 80}`.",
+        ),
+        (v4a("*** Update File: "), "`patch` line 2: `*** Update File:` names no path."),
         (v4a("*** Delete File:   "), "`patch` line 2: `*** Delete File:` names no path."),
         (v4a("*** Add File:  "), "`patch` line 2: `*** Add File:` names no path."),
         (v4a("*** Update File: a", "*** Move to: "), "`patch` line 3: `*** Move to:` names no path."),
@@ -311,8 +342,10 @@ def test_the_second_malformed_change_is_named_by_its_number() -> None:
 
 
 def test_an_empty_changes_list_is_refused() -> None:
-    with pytest.raises(PlanError, match="`changes` is empty"):
+    with pytest.raises(PlanError) as info:
         plan_from_changes([])
+    assert info.value.message == "`changes` is empty: give at least one file change. Nothing was written."
+    assert info.value.brief == "Invalid change set"
 
 
 # --- both forms, one plan --------------------------------------------------------------------

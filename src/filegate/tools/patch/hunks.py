@@ -91,11 +91,12 @@ def _narrowed(
             raise _with(exc, f"Its `@@` line `{escape(edit.anchors[-1])}` is not in the file either.")
         tries.append((start, one, "after its `@@` lines"))
     ends_bare = bool(data) and not data.endswith(b"\n") and edit.old.endswith("\n")
+    bare: Edit | None = None
     if (edit.at_end and exc.brief == _AMBIGUOUS) or (exc.brief in _NOT_FOUND and (edit.at_end or ends_bare)):
         start = last_lines(data, edit.old.count("\n") or 1)
         tries.append((start, one, "at the file's end"))
         if ends_bare:  # the file's last line has no line break: nor has the text that ends it
-            new = edit.new.removesuffix("\n") if edit.new.endswith("\n") else edit.new
+            new = edit.new.removesuffix("\n")
             bare = Edit(old=edit.old[:-1], new=new, replace_all=edit.replace_all, match=edit.match)
             tries.append((start, bare, "at the file's end, which has no final line break"))
     for start, attempt, where in tries:
@@ -111,6 +112,8 @@ def _narrowed(
                 check=check,
             )
         except EditFailed:
+            continue
+        if attempt is bare and sub.kept_tail:  # its text without the line break must end the file
             continue
         line = _line_of(data, start)
         sub.reports = [f"{r[:-1]} (lines counted from line {line})." for r in sub.reports]

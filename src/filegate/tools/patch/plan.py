@@ -81,7 +81,7 @@ class PlanError(EditFailed):
     default_brief = "Invalid change set"
 
     def __init__(self, message: str) -> None:
-        super().__init__(message + " Nothing was written.", brief=self.default_brief)
+        super().__init__(message + " Nothing was written.")  # brief: default_brief
 
 
 # --- the ``changes`` form ------------------------------------------------------------------

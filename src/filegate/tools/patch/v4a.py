@@ -157,7 +157,7 @@ class _Parser:
                 f"`patch` line {header}: `{UPDATE}{escape(path)}` has no hunk (`@@` and its lines) "
                 "and no `*** Move to:`: it changes nothing."
             )
-        edits = tuple(_edit(h, path) for h in hunks)
+        edits = tuple(_edit(h) for h in hunks)
         return FileChange(path, edits, move_to=move_to)
 
     def _hunk(self, path: str, *, first: bool) -> _Hunk:
@@ -219,7 +219,7 @@ def _path(text: str, marker: str, number: int) -> str:
     return path
 
 
-def _edit(hunk: _Hunk, path: str) -> PlanEdit:
+def _edit(hunk: _Hunk) -> PlanEdit:
     """A hunk as StrReplaceFile's edit; blank context lines at its end dropped (see above)."""
     old, new = list(hunk.old), list(hunk.new)
     while not hunk.at_end and old[-1:] == new[-1:] == [""] and old[:-1] and new[:-1]:
