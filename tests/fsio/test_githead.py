@@ -288,3 +288,40 @@ def test_a_tree_git_cannot_list_is_said(tmp_path: Path) -> None:
     repo = open_repo(script, tmp_path)
     with pytest.raises(GitUnreadable, match="^not a tree object$"):
         head_files(script, repo, [tmp_path / "a.txt"])
+
+
+OID = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("echo 'fatal: bad object' >&2; exit 128", "^bad object$"),  # refused
+        (f"printf '{'f' * 40} blob 4\\nabc\\n\\n'", "^git answered out of order$"),  # another object
+        (f"printf '{OID} tree 4\\nabc\\n\\n'", "^git answered out of order$"),  # not a blob
+        (f"printf '{OID} blob 4 more\\nabc\\n\\n'", "^git answered out of order$"),  # no header of three
+    ],
+)
+def test_a_blob_git_will_not_give_as_asked_is_said(tmp_path: Path, answer: str, said: str) -> None:
+    """A stand-in git that lists a blob in HEAD, then refuses it or answers with another."""
+    script = stand_in_git(
+        tmp_path,
+        'case "$*" in\n'
+        f"  *--show-toplevel*) echo {tmp_path} ;;\n"
+        f"  *--verify*) echo {'e' * 40} ;;\n"
+        f"  *ls-tree*) printf '100644 blob {OID}       4\\ta.txt\\0' ;;\n"
+        f"  *cat-file*) cat > /dev/null; {answer} ;;\n"
+        "esac",
+    )
+    with pytest.raises(GitUnreadable, match=said):
+        head_files(script, open_repo(script, tmp_path), [tmp_path / "a.txt"])
+
+
+def test_a_blob_missing_from_the_repository_is_said(repo: Path) -> None:
+    (repo / "a.txt").write_text("one\n")
+    commit(repo)
+    oid = subprocess.run(["git", "rev-parse", "HEAD:a.txt"], cwd=repo, capture_output=True, check=True)
+    name = oid.stdout.decode().strip()
+    (repo / ".git" / "objects" / name[:2] / name[2:]).unlink()
+    with pytest.raises(GitUnreadable, match="^git answered out of order$"):
+        files(repo, "a.txt")

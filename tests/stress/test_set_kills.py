@@ -12,12 +12,14 @@ moments mid-ApplyPatch and restarts it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import random
 import signal
 import socket
 import stat
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -218,24 +220,30 @@ def recover() -> list[str]:
     return asyncio.run(recover_sets(WriteHistory(history_dir())))
 
 
-@pytest.mark.parametrize("change", ["edited", "deleted"])
+@pytest.mark.parametrize("change", ["edited", "deleted", "made a folder", "two edited"])
 def test_a_set_whose_file_was_changed_after_the_crash_is_left_as_it_is_and_said(
     ws: Path, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
-    """Someone edited (or deleted) one of the set's files between the crash and the start:
-    nothing of the set is rolled back (their change and the set's landed files stay), the log
-    line names the file, its records stay unconfirmed (`filegate history` lists them) and the
-    mark goes."""
+    """Someone edited (or deleted, or put a folder in the place of) one of the set's files
+    between the crash and the start: nothing of the set is rolled back (their change and the
+    set's landed files stay), the log line names each such file, its records stay unconfirmed
+    (`filegate history` lists them) and the mark goes."""
     killed_at(ws, monkeypatch, "after rename", 3)
-    if change == "edited":
-        (ws / "c.txt").write_bytes(b"someone's edit after the crash\n")
-    else:
-        (ws / "c.txt").unlink()
+    changed = ["b.txt", "c.txt"] if change == "two edited" else ["c.txt"]
+    for name in changed:
+        if change == "deleted":
+            (ws / name).unlink()
+        elif change == "made a folder":
+            (ws / name).unlink()
+            (ws / name).mkdir()
+        else:
+            (ws / name).write_bytes(b"someone's edit after the crash\n")
     left = {name: data for name, data in files(ws).items() if not name.endswith(TEMP_SUFFIX)}
     (entry,) = {e.group for e in WriteHistory(history_dir()).entries()}
     said = recover()
+    names = ", ".join(str(ws / name) for name in changed)
     assert said == [
-        f"set {entry}: interrupted by a crash and left as it is: changed since ({ws / 'c.txt'}); "
+        f"set {entry}: interrupted by a crash and left as it is: changed since ({names}); "
         "`filegate history` lists it"
     ]
     assert files(ws) == left
@@ -342,15 +350,15 @@ def test_a_rollback_that_fails_at_the_start_is_said_and_tried_again_at_the_next(
         faults.setattr(atomic.os, "replace", no_rename)
         faults.setattr(atomic.os, "unlink", no_unlink)
         said = recover()
-    (line,) = said  # the log escapes the reasons' backticks (\\x60)
-    assert line.startswith(f"set {group}: interrupted by a crash; could not restore "), line
-    for name in ("a.txt", "b.txt", "c.txt"):
-        assert (
-            f"{ws / name} (Failed to write \\x60{ws / name}\\x60: Input/output error. Nothing was written.)"
-            in line
-        )
+    # One line naming each file and why, in the set's order; the log escapes the reasons'
+    # backticks (\\x60). The created file's rollback is a delete, and says so.
     new = ws / "sub" / "new.txt"
-    assert f"{new} (Failed to write \\x60{new}\\x60: Input/output error. Nothing was written.)" in line
+    why = [
+        *(f"{ws / n} (Failed to write \\x60{ws / n}\\x60: Input/output error. Nothing was written.)"
+          for n in ("a.txt", "b.txt", "c.txt")),
+        f"{new} (Failed to delete \\x60{new}\\x60: Input/output error. Nothing was written.)",
+    ]  # fmt: skip
+    assert said == [f"set {group}: interrupted by a crash; could not restore {', '.join(why)}"]
     assert len(list(sets_dir().iterdir())) == 1
     assert {e.state for e in WriteHistory(history_dir()).entries()} == {"unconfirmed"}
     assert recover() == [
@@ -397,9 +405,10 @@ def _dead_pid() -> int:
 
 def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> None:
     """A mark names its host and process: another machine's (a shared state directory), a
-    live process's (this one) and a malformed one are left alone; a dead process's with no
-    records is settled: the empty folders it names go, a folder someone put a file in stays."""
+    live process's and a malformed one are left alone; a dead process's with no records is
+    settled: the empty folders it names go, a folder someone put a file in stays."""
     host = socket.gethostname()
+    live = subprocess.Popen(["sleep", "30"])  # a live process (not this one: see below)
     (ws / "made" / "deeper").mkdir(parents=True)
     (ws / "kept").mkdir()
     (ws / "kept" / "theirs.txt").write_bytes(b"theirs\n")
@@ -407,7 +416,7 @@ def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> N
     folder.mkdir(parents=True)
     others = [
         f"other-{host}-{_dead_pid()}-00aa",
-        f"{host}-{os.getpid()}-00bb",
+        f"{host}-{live.pid}-00bb",
         f"{host}-pid-00cc",
         f"{host}-{_dead_pid()}-",
     ]
@@ -417,11 +426,219 @@ def test_only_marks_of_dead_processes_of_this_machine_are_settled(ws: Path) -> N
     dead.write_bytes(
         b"\n".join(os.fsencode(str(p)) for p in (ws / "made" / "deeper", ws / "made", ws / "kept"))
     )
-    assert [mark for _, mark in interrupted_sets()] == [dead]
-    assert recover() == []
+    try:
+        assert [mark for _, mark in interrupted_sets()] == [dead]
+        assert recover() == []
+    finally:
+        live.kill()
+        live.wait()
     assert sorted(p.name for p in folder.iterdir()) == sorted(others)
     assert not (ws / "made").exists()
     assert (ws / "kept" / "theirs.txt").read_bytes() == b"theirs\n"
+
+
+def test_a_set_that_made_nested_folders_is_rolled_back_with_every_level(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after its new file landed in two folders it made (one with a space in its name):
+    the start removes the file and both folders, as the set's mark names them."""
+    setup(ws)
+    before = files(ws)
+    new = ws / "new docs" / "deeper" / "n.txt"
+    set_writes = [
+        SetWrite(
+            ResolvedPath("a.txt", ws / "a.txt", True, False),
+            snapshot(ws / "a.txt"),
+            b"edited\n",
+            old_mode=0o640,
+        ),
+        SetWrite(
+            ResolvedPath("new docs/deeper/n.txt", new, True, False),
+            Snapshot.absent(),
+            b"made\n",
+            create_dirs=True,
+        ),
+    ]
+    killed_with(set_writes, monkeypatch, "after rename", 1)  # n.txt's: the last file's comes first
+    assert new.exists()
+    said = recover()
+    assert files(ws) == before, said
+    assert not (ws / "new docs").exists()
+
+
+def test_a_one_file_set_killed_after_its_rename_is_marked_done(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup(ws)
+    rp = ResolvedPath("c.txt", ws / "c.txt", True, False)
+    killed_with(
+        [SetWrite(rp, snapshot(ws / "c.txt"), b"edited\n", old_mode=0o600)], monkeypatch, "after rename", 1
+    )
+    (group,) = {e.group for e in WriteHistory(history_dir()).entries()}
+    assert recover() == [f"set {group}: every file was written before the crash; marked done"]
+    assert files(ws) == {**OLD, "c.txt": b"edited\n"}
+    assert list(sets_dir().iterdir()) == []
+
+
+def test_a_damaged_kept_copy_is_said_and_the_set_tried_again_at_the_next_start(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's content before the set, as the history kept it, no longer matches its hash: the
+    start does not put it back (nor anything else of the set), says why, and keeps the mark."""
+    killed_at(ws, monkeypatch, "after rename", 4)
+    history = WriteHistory(history_dir())
+    entries = history.entries()
+    (group,) = {e.group for e in entries}
+    (a,) = [e for e in entries if e.path == str(ws / "a.txt")]
+    kept = history.object_path(a.before)
+    kept.chmod(0o600)
+    kept.write_bytes(b"damaged\n")
+    said = recover()
+    assert said == [
+        f"set {group}: interrupted by a crash; could not restore {ws / 'a.txt'} (the kept copy of {a.id} is damaged)"
+    ]
+    assert (ws / "a.txt").read_bytes() == NEW["a.txt"]
+    assert len(list(sets_dir().iterdir())) == 1
+
+
+def test_a_start_recovers_only_the_set_its_killed_process_left_unfinished(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The killed process had landed a set before: the start leaves that one (and its files)
+    as they are, and rolls back only the set in flight."""
+    setup(ws)
+    (ws / "x.txt").write_bytes(b"x old\n")
+    control(ws)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            x = ResolvedPath("x.txt", ws / "x.txt", True, False)
+            history = WriteHistory(history_dir())
+            commit_set(
+                [SetWrite(x, snapshot(ws / "x.txt"), b"x NEW\n")], history, "ApplyPatch", "kill test", "auto"
+            )
+            hook(monkeypatch, "after rename", 2)
+            commit_set(writes(ws), history, "ApplyPatch", "kill test", "auto")
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    groups = {e.group: e.state for e in WriteHistory(history_dir()).entries()}
+    (killed,) = [g for g, state in groups.items() if state == "unconfirmed"]
+    assert recover() == [
+        f"set {killed}: interrupted by a crash; its files were restored as they were before it"
+    ]
+    assert files(ws) == {**OLD, "x.txt": b"x NEW\n"}
+
+
+class Stop(BaseException):
+    """Stops a commit where it stands, as a kill would, without ending the process."""
+
+
+def test_a_killed_process_with_two_sets_in_flight_keeps_their_marks_until_both_are_settled(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process left two sets mid-commit; the first cannot be rolled back at this start
+    (fault injection: its file's rename fails), the second can: the process's marks stay, and
+    the next start rolls the first back."""
+    setup(ws)
+    for name in ("x.txt", "y.txt"):
+        (ws / name).write_bytes(b"old\n")
+    control(ws)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            x, y = (ResolvedPath(n, ws / n, True, False) for n in ("x.txt", "y.txt"))
+            first_set = [SetWrite(f, snapshot(f.real), b"NEW\n") for f in (y, x)]  # x.txt's rename first
+            history = WriteHistory(history_dir())
+            with monkeypatch.context() as first:
+                real = os.replace
+
+                def stop(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+                    real(src, dst, *args, **kw)
+                    if os.path.basename(os.fspath(dst)) in ("x.txt", "y.txt"):
+                        raise Stop
+
+                first.setattr(atomic.os, "replace", stop)
+                with contextlib.suppress(Stop):
+                    commit_set(first_set, history, "ApplyPatch", "kill test", "auto")
+            hook(monkeypatch, "after rename", 1)
+            commit_set(writes(ws), history, "ApplyPatch", "kill test", "auto")
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    assert len(list(sets_dir().iterdir())) == 2
+    real_replace = os.replace
+
+    def no_rename_onto_x(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if os.path.basename(os.fspath(dst)) == "x.txt":
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst, *args, **kw)
+
+    with monkeypatch.context() as faults:
+        faults.setattr(atomic.os, "replace", no_rename_onto_x)
+        said = recover()
+    assert len(said) == 2 and "could not restore" in said[0] and said[1].endswith("as they were before it")
+    assert len(list(sets_dir().iterdir())) == 2
+    (again,) = recover()
+    assert again.endswith("its files were restored as they were before it")
+    assert files(ws) == {**OLD, "x.txt": b"old\n", "y.txt": b"old\n"}
+    assert list(sets_dir().iterdir()) == []
+
+
+def test_a_mark_of_a_live_process_is_left_alone_and_the_process_untouched(ws: Path) -> None:
+    """A start only asks whether a mark's process is alive: it sends it no signal. (A child,
+    not this process: a signal sent to the test's own process would end the run, which
+    mutation testing counts as neither a pass nor a failure.)"""
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        folder = sets_dir()
+        folder.mkdir(parents=True)
+        (folder / f"{socket.gethostname()}-{live.pid}-00ee").write_bytes(b"")
+        assert interrupted_sets() == []
+        with pytest.raises(subprocess.TimeoutExpired):
+            live.wait(timeout=0.3)
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_mark_of_another_users_process_is_left_alone(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root may signal any process, so another user's is simulated (a mock of os.kill: EPERM,
+    as a user gets for a process not theirs): it is alive, its mark is not the start's."""
+    folder = sets_dir()
+    folder.mkdir(parents=True)
+    pid = _dead_pid()
+    (folder / f"{socket.gethostname()}-{pid}-00ef").write_bytes(b"")
+    real_kill = os.kill
+
+    def not_yours(target: int, sig: int) -> None:
+        if target == pid:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        real_kill(target, sig)
+
+    monkeypatch.setattr(os, "kill", not_yours)
+    assert interrupted_sets() == []
+
+
+def test_a_dashed_host_name_still_finds_its_killed_sets(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mark is named host-pid-token; a host name with dashes in it (most are) is still this
+    machine's (a mock of the host name, the machine's own having none)."""
+    monkeypatch.setattr(socket, "gethostname", lambda: "build-box-7")
+    folder = sets_dir()
+    folder.mkdir(parents=True)
+    dead = folder / f"build-box-7-{_dead_pid()}-00ab"
+    dead.write_bytes(b"")
+    assert interrupted_sets() == [(f"build-box-7:{dead.name.split('-')[3]}", dead)]
+    assert recover() == [] and list(folder.iterdir()) == []
+
+
+def test_something_other_than_a_mark_in_the_marks_folder_does_not_stop_a_start(ws: Path) -> None:
+    """A folder where a dead process's mark would be (named like one): the start goes on."""
+    folder = sets_dir()
+    (folder / f"{socket.gethostname()}-{_dead_pid()}-00fe").mkdir(parents=True)
+    assert recover() == []
 
 
 # --- a real server, killed at random moments ------------------------------------------------

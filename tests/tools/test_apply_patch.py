@@ -14,8 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
+from filegate.errors import PathError
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.history_cli import history_lines
+from filegate.policy.changeset import Role, gate_path
+from filegate.policy.secrets import SecretMatcher
+from filegate.policy.workspace import Workspace
+from filegate.settings import Settings
+from filegate.tools.search.ignores import client_rules_of
 from tests.conftest import blocks, call, connect, text, write_id_of
 from tests.fakes import Answers
 
@@ -316,6 +322,26 @@ DIRECTORY = (
             "`missing.txt` does not exist, so there is nothing to move. Nothing in the set was written.",
         ),
         ({"path": "./link.txt", "delete": True}, "`./link.txt` is a symlink" + LINK),
+        ({"path": "adir/../link.txt", "delete": True}, "`adir/../link.txt` is a symlink" + LINK),
+        (
+            {"path": "adir/../linkdir/f.txt", "content": "x\n"},
+            "`adir/../linkdir/f.txt` is reached through the symlink `linkdir`" + LINK,
+        ),
+        # A name is escaped wherever it is shown (SPEC §2.9), outside the workspace too.
+        (
+            {"path": "~/odd`link/f.txt", "content": "x\n"},
+            "`~/odd\\x60link/f.txt` is reached through the symlink `HOME/odd\\x60link`" + LINK,
+        ),
+        # `~` is the user's home, outside the workspace: a link on the way there is refused too.
+        (
+            {"path": "~/hlink/f.txt", "content": "x\n"},
+            "`~/hlink/f.txt` is reached through the symlink `HOME/hlink`" + LINK,
+        ),
+        ({"path": "fifo", "delete": True}, "`fifo` is not a file. Nothing in the set was written."),
+        (
+            {"path": "fine.txt/x.txt", "content": "x\n"},
+            "`fine.txt/x.txt` cannot be examined: Not a directory.",
+        ),
         (
             {"path": "./fine.txt", "delete": True},
             "`fine.txt` and `./fine.txt` name the same file: give each file once in a set. Nothing was "
@@ -327,19 +353,25 @@ async def test_a_set_holding_a_path_it_may_not_hold_is_refused_whole_before_anyt
     rules: Path, change: dict[str, Any], words: str
 ) -> None:
     ws = rules
+    home = Path(os.environ["HOME"])
     (ws / "adir").mkdir()
     (ws / "link.txt").symlink_to(ws / "fine.txt")
     (ws / "linkdir").symlink_to(ws / "adir")
+    os.mkfifo(ws / "fifo")
+    (home / "real").mkdir()
+    (home / "hlink").symlink_to(home / "real")
+    (home / "odd`link").symlink_to(home / "real")
     before = tree(ws)
     answers = Answers("approve")
     async with connect(ws, approval="auto", read_guard=False, client_elicitation_handler=answers) as c:
         first = {"path": "fine.txt" if change["path"] == "./fine.txt" else "new.txt", "content": "new\n"}
         r = await call(c, "ApplyPatch", changes=[first, change])
     assert r.is_error, text(r)
-    assert text(r) == words
+    assert text(r) == words.replace("HOME", str(home))
     assert "CANARY" not in text(r)
     assert answers.messages == []
     assert tree(ws) == before and (ws / "link.txt").is_symlink()
+    assert not (home / "real" / "f.txt").exists()
 
 
 async def test_an_ask_rule_makes_the_set_asked_even_under_auto(rules: Path, mode: str) -> None:
@@ -754,3 +786,47 @@ async def test_a_crafted_miss_in_a_set_is_refused_as_ambiguous(ws: Path) -> None
             )
     assert r.is_error and "more than 1000 places in the file (starting at lines 1, 2, 3, 4, 5, …)" in text(r)
     assert (ws / "gen.txt").read_bytes() == data
+
+
+def test_the_gate_hands_on_an_ask_rules_file_as_asked_and_as_no_secret(rules: Path) -> None:
+    """The gate's own answer (policy/changeset.py): an `ask` rule's file is asked about, and
+    handed on as an ordinary file (not sensitive, no guard of its own: the set's one question
+    says why it is asked, and shows its diff); a file no rule covers is neither. Whether a
+    regular file is there already is said too (a write onto it is an overwrite)."""
+    settings = Settings(workdir=rules)  # the workspace as build_server makes it
+    workspace = Workspace(rules, secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)))
+    asked = gate_path(workspace, "asked.txt", "edit")
+    assert (asked.asked, asked.exists, asked.rp.sensitive, asked.rp.guarded_as) == (True, True, False, "")
+    fine = gate_path(workspace, "fine.txt", "write")
+    assert (fine.asked, fine.exists, fine.rp.sensitive, fine.rp.guarded_as) == (False, True, False, "")
+    new = gate_path(workspace, "new.txt", "write")
+    assert (new.asked, new.exists) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "role", "brief"),
+    [
+        ("missing.txt", "edit", "File not found"),
+        ("adir", "delete", "Is a directory"),
+        ("fifo", "delete", "Invalid path"),
+        ("link.txt", "delete", "Symlink in set"),
+        ("linkdir/f.txt", "write", "Symlink in set"),
+        (".env", "write", "Sensitive file in set"),
+        (".cursorignore", "write", "Sensitive file in set"),
+    ],
+)
+def test_each_refusal_of_the_gate_is_labelled_for_its_callers(
+    rules: Path, raw: str, role: Role, brief: str
+) -> None:
+    """A refusal's brief labels it for filegate's own callers (errors.py): the rewind names a
+    file it leaves out by it ("`.cursorignore` cannot be restored with the others (sensitive
+    file in set)"), so each kind of refusal has its own, the same wherever it is met."""
+    (rules / "adir").mkdir()
+    os.mkfifo(rules / "fifo")
+    (rules / "link.txt").symlink_to(rules / "fine.txt")
+    (rules / "linkdir").symlink_to(rules / "adir")
+    settings = Settings(workdir=rules)
+    workspace = Workspace(rules, secrets=SecretMatcher(settings.secret_patterns, client_rules_of(settings)))
+    with pytest.raises(PathError) as refused:
+        gate_path(workspace, raw, role)
+    assert refused.value.brief == brief

@@ -20,9 +20,13 @@ from typing import Any
 import pytest
 
 import filegate.fsio.atomic as atomic
-from filegate.fsio.changeset import sets_dir
+from filegate.errors import WriteError
+from filegate.fsio import platform
+from filegate.fsio.changeset import SetWrite, commit_set, sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
+from filegate.fsio.snapshot import read_all
 from filegate.history_cli import history_lines
+from filegate.policy.workspace import ResolvedPath
 from tests.conftest import call, connect, text, write_id_of
 from tests.fakes import Answers
 
@@ -114,7 +118,7 @@ async def test_a_delete_that_fails_after_the_others_landed_puts_every_file_back_
         r = await call(c, "ApplyPatch", patch=PATCH)
     assert r.is_error
     assert text(r) == (
-        "Failed to write `second.txt`: operation not permitted. Nothing in the set was written: "
+        "Failed to delete `second.txt`: operation not permitted. Nothing in the set was written: "
         "the 3 files it had already changed were restored as they were."
     )
     assert tree(ws) == before and modes(ws) == before_modes
@@ -197,8 +201,8 @@ async def test_a_file_changed_by_someone_during_the_commit_is_left_as_they_left_
     )
     assert text(r) == (
         "Failed to write `docs/hello.md`: no space left on device. The set was not written whole, "
-        f"and 2 of the 2 files it had already changed could not be restored: `app.py` (`app.py` {stale}); "
-        f"`notes.txt` (`notes.txt` {stale}). The others were."
+        f"and none of the 2 files it had already changed could be restored: `app.py` (`app.py` {stale}); "
+        f"`notes.txt` (`notes.txt` {stale})."
     )
     assert tree(ws) == {
         **before,
@@ -222,7 +226,7 @@ async def test_a_deleted_file_someone_created_again_is_left_as_theirs_and_the_ot
     async with connect(ws, approval="auto", read_guard=False) as c:
         r = await call(c, "ApplyPatch", patch=PATCH)
     assert text(r) == (
-        "Failed to write `second.txt`: operation not permitted. The set was not written whole, "
+        "Failed to delete `second.txt`: operation not permitted. The set was not written whole, "
         "and 1 of the 3 files it had already changed could not be restored: `old.txt` (`old.txt` "
         "changed on disk after the change was prepared (it was created by someone else). Nothing "
         "was written. Read the file again and redo the change.). The others were."
@@ -236,16 +240,19 @@ async def test_after_a_restored_failure_the_same_set_lands_and_undoes(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = make(ws)
-    fail_unlink_of(monkeypatch, "second.txt")
     async with connect(ws, approval="auto", read_guard=False) as c:
-        assert (await call(c, "ApplyPatch", patch=PATCH)).is_error
-        monkeypatch.undo()
+        # The fault in a context of its own: monkeypatch.undo() would undo the test's own
+        # XDG_STATE_HOME too, and the set's mark would go to the user's state folder.
+        with monkeypatch.context() as faults:
+            fail_unlink_of(faults, "second.txt")
+            assert (await call(c, "ApplyPatch", patch=PATCH)).is_error
         r = await call(c, "ApplyPatch", patch=PATCH)
         assert not r.is_error, text(r)
         assert set(tree(ws)) == {"app.py", "docs/hello.md"}
         back = await call(c, "UndoWrite", write_id=write_id_of(text(r)))
     assert not back.is_error, text(back)
     assert tree(ws) == before
+    assert list(sets_dir().iterdir()) == [] and str(sets_dir()).startswith(os.environ["XDG_STATE_HOME"])
 
 
 # --- the gate's word in a rewind -------------------------------------------------------------
@@ -345,3 +352,261 @@ async def test_an_empty_file_the_set_changed_is_restored_empty(
         )
     assert "the 2 files it had already changed were restored as they were" in text(r)
     assert tree(ws) == before
+
+
+@pytest.mark.parametrize(
+    ("patch", "said"),
+    [
+        # app.py's rename lands first (they come back out last file first), then hello.md's fails.
+        (
+            "*** Begin Patch\n*** Add File: docs/hello.md\n+# Hello\n*** Update File: app.py\n@@\n"
+            '-    print("Hi")\n+    print("Hello")\n*** End Patch\n',
+            "the file it had already changed could not be restored: `app.py` (`app.py` {stale}).",
+        ),
+        (
+            "*** Begin Patch\n*** Add File: docs/hello.md\n+# Hello\n*** Update File: app.py\n@@\n"
+            '-    print("Hi")\n+    print("Hello")\n*** Add File: notes.txt\n+notes\n*** End Patch\n',
+            "1 of the 2 files it had already changed could not be restored: `app.py` (`app.py` {stale}). "
+            "The other was.",
+        ),
+        (
+            "*** Begin Patch\n*** Add File: docs/hello.md\n+# Hello\n*** Update File: app.py\n@@\n"
+            '-    print("Hi")\n+    print("Hello")\n*** Add File: notes.txt\n+notes\n'
+            "*** Add File: more.txt\n+more\n*** End Patch\n",
+            "2 of the 3 files it had already changed could not be restored: `app.py` (`app.py` {stale}); "
+            "`notes.txt` (`notes.txt` {stale}). The other was.",
+        ),
+    ],
+    ids=["the only one", "one of two", "two of three"],
+)
+async def test_a_set_partly_written_says_how_many_of_its_files_could_not_be_restored(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, patch: str, said: str
+) -> None:
+    """Someone writes app.py after its rename and before the set fails: the error counts the
+    files left as they left them against those the set had changed ("the others" only where
+    there are others)."""
+    before = make(ws)
+
+    def meddle() -> None:
+        (ws / "app.py").write_bytes(b"theirs\n")
+        if "more.txt" in patch:
+            (ws / "notes.txt").write_bytes(b"their notes\n")
+
+    fail_rename_onto(monkeypatch, "hello.md", meddle)
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", patch=patch)
+    stale = (
+        "changed on disk after the change was prepared (its size or modification time changed). "
+        "Nothing was written. Read the file again and redo the change."
+    )
+    assert text(r) == (
+        "Failed to write `docs/hello.md`: no space left on device. The set was not written whole, and "
+        + said.format(stale=stale)
+    )
+    theirs = {"notes.txt": b"their notes\n"} if "more.txt" in patch else {}
+    assert tree(ws) == {**before, "app.py": b"theirs\n", **theirs}
+
+
+async def test_a_failed_set_in_an_empty_workspace_leaves_the_workspace(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set made `docs/`, then failed: `docs/` goes, and only it (the workspace, empty again,
+    stays, as does every folder the set found there)."""
+    fail_rename_onto(monkeypatch, "a.md")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "docs/a.md", "content": "a\n"}, {"path": "b.md", "content": "b\n"}],
+        )
+    assert text(r) == (
+        "Failed to write `docs/a.md`: no space left on device. Nothing in the set was written: the "
+        "file it had already changed was restored as it was."
+    )
+    assert ws.is_dir() and list(ws.iterdir()) == []
+
+
+def spy_marks(monkeypatch: pytest.MonkeyPatch, ws: Path, *, fail_fsync: bool = False) -> list[str]:
+    """A spy (a mock of os calls, recording and passing them on; ``fail_fsync``: the sets
+    folder's fsync fails with EIO): the set's mark made, made durable (its folder fsynced) and
+    removed, and each folder made and file renamed in the workspace, in their order."""
+    events: list[str] = []
+    # Where docs/ARCHITECTURE.md says the marks are (and every version's start looks).
+    folder = os.path.join(os.environ["XDG_STATE_HOME"], "filegate", "sets")
+    folder_fds: set[int] = set()
+    real = {name: getattr(os, name) for name in ("open", "close", "fsync", "mkdir", "replace", "unlink")}
+
+    def in_ws(path: Any, kw: dict[str, Any], key: str) -> bool:
+        return kw.get(key) is not None or os.fspath(path).startswith(str(ws))
+
+    def open_(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        fd: int = real["open"](path, flags, *args, **kw)
+        if kw.get("dir_fd") is None and os.fspath(path) == folder:
+            folder_fds.add(fd)
+        elif kw.get("dir_fd") is None and os.path.dirname(os.fspath(path)) == folder:
+            events.append("mark made")
+        return fd
+
+    def close(fd: int) -> None:
+        folder_fds.discard(fd)
+        real["close"](fd)
+
+    def fsync(fd: int) -> None:
+        if fd in folder_fds:
+            events.append("mark durable")
+            if fail_fsync:
+                raise OSError(errno.EIO, "Input/output error")
+        real["fsync"](fd)
+
+    def mkdir(path: Any, *args: Any, **kw: Any) -> None:
+        if in_ws(path, kw, "dir_fd"):
+            events.append(f"mkdir {os.path.basename(os.fspath(path))}")
+        real["mkdir"](path, *args, **kw)
+
+    def replace(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if in_ws(dst, kw, "dst_dir_fd"):
+            events.append(f"rename {os.path.basename(os.fspath(dst))}")
+        real["replace"](src, dst, *args, **kw)
+
+    def unlink(path: Any, *args: Any, **kw: Any) -> None:
+        if kw.get("dir_fd") is None and os.path.dirname(os.fspath(path)) == folder:
+            events.append("mark gone")
+        real["unlink"](path, *args, **kw)
+
+    for name, spy in (("open", open_), ("close", close), ("fsync", fsync), ("mkdir", mkdir),
+                      ("replace", replace), ("unlink", unlink)):  # fmt: skip
+        monkeypatch.setattr(os, name, spy)
+    return events
+
+
+@pytest.mark.parametrize("folder", [False, True])
+async def test_a_sets_mark_is_durable_once_before_the_first_folder_or_rename(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, folder: bool
+) -> None:
+    """The mark is what a start finds a killed set by: it is on disk for good before the set
+    changes anything (a set that makes folders: before the first, as the mark names them;
+    otherwise before the first rename, with one fsync of its folder either way), and it goes
+    when the set has landed."""
+    make(ws)
+    new = "docs/new.md" if folder else "new.md"
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        with monkeypatch.context() as spied:
+            events = spy_marks(spied, ws)
+            r = await call(
+                c,
+                "ApplyPatch",
+                changes=[{"path": new, "content": "x\n"}, {"path": "old.txt", "content": "y\n"}],
+            )
+    assert not r.is_error, text(r)
+    made = ["mkdir docs"] if folder else []
+    assert events == ["mark made", "mark durable", *made, "rename old.txt", "rename new.md", "mark gone"]
+    assert (ws / new).read_bytes() == b"x\n"
+
+
+@pytest.mark.parametrize("folder", [False, True])
+async def test_a_set_whose_mark_cannot_be_made_durable_lands_and_leaves_no_mark(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, folder: bool
+) -> None:
+    """Fault injection (the spy above, failing the fsync of the marks' folder): the mark is a
+    best effort, so the set lands all the same, and no mark is left behind for a later start
+    to take for a killed set's."""
+    make(ws)
+    new = "docs/new.md" if folder else "new.md"
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        with monkeypatch.context() as spied:
+            spy_marks(spied, ws, fail_fsync=True)
+            r = await call(
+                c,
+                "ApplyPatch",
+                changes=[{"path": new, "content": "x\n"}, {"path": "old.txt", "delete": True}],
+            )
+    assert not r.is_error, text(r)
+    assert (ws / new).read_bytes() == b"x\n" and not (ws / "old.txt").exists()
+    assert list(sets_dir().iterdir()) == []
+    assert states() == {"done"}
+
+
+async def test_a_set_lands_where_its_mark_cannot_be_made(ws: Path) -> None:
+    """The marks' folder cannot be made (a file has its name): the set lands unmarked."""
+    make(ws)
+    sets_dir().parent.mkdir(parents=True, exist_ok=True)
+    sets_dir().write_bytes(b"not a folder\n")
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "new.md", "content": "x\n"}, {"path": "old.txt", "delete": True}],
+        )
+    assert not r.is_error, text(r)
+    assert (ws / "new.md").read_bytes() == b"x\n" and not (ws / "old.txt").exists()
+    assert states() == {"done"}
+
+
+async def test_a_set_keeps_a_changed_files_previous_content_by_linking_it_not_copying(ws: Path) -> None:
+    """The speed device a single write has (docs/ARCHITECTURE.md): the history keeps an edited
+    file's previous content as that very file (its inode linked before the rename), not as a
+    copy, where the platform can link one; the undo puts the same bytes back."""
+    before = make(ws)
+    old_inode = (ws / "app.py").stat().st_ino
+    async with connect(ws, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[
+                {"path": "app.py", "edits": [{"old": "Hi", "new": "Hello"}]},
+                {"path": "new.md", "content": "x\n"},
+            ],
+        )
+        assert not r.is_error, text(r)
+        history = WriteHistory(history_dir())
+        (app,) = [e for e in history.entries() if e.path == str(ws / "app.py")]
+        # Linking needs /proc (fsio/preimages.py): without it (macOS, Windows, FILEGATE_SIMULATE
+        # =no-proc) the content is copied.
+        assert (history.object_path(app.before).stat().st_ino == old_inode) == platform.has_proc()
+        assert not (await call(c, "UndoWrite", write_id=write_id_of(text(r)))).is_error
+    assert tree(ws) == before
+
+
+def test_a_sets_failure_keeps_the_failed_writes_label_or_says_partly_written(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit's own contract (fsio/changeset.py), for its callers: the error of a set put
+    back whole carries the label of the write that failed (here a refused rename: "Permission
+    denied"); one that could not be put back whole is labelled "Set partly written". Fault
+    injection: a mock of the rename onto b.txt (EPERM), after someone writes a.txt."""
+    for name in ("a.txt", "b.txt"):
+        (ws / name).write_bytes(b"old\n")
+
+    def planned() -> list[SetWrite]:
+        out = []
+        for name in ("b.txt", "a.txt"):  # a.txt's rename comes first
+            fd = os.open(ws / name, os.O_RDONLY)
+            try:
+                _, snap = read_all(fd, 1 << 20, name)
+            finally:
+                os.close(fd)
+            out.append(SetWrite(ResolvedPath(name, ws / name, True, False), snap, b"new\n", old_mode=0o644))
+        return out
+
+    real_replace = os.replace
+    meddle = [False]
+
+    def refused(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if os.path.basename(os.fspath(dst)) == "b.txt":
+            if meddle[0]:
+                (ws / "a.txt").write_bytes(b"theirs\n")
+            raise OSError(errno.EPERM, "Operation not permitted")
+        real_replace(src, dst, *args, **kw)
+
+    history = WriteHistory(history_dir())
+    with monkeypatch.context() as faults:
+        faults.setattr(atomic.os, "replace", refused)
+        with pytest.raises(WriteError) as whole:
+            commit_set(planned(), history, "ApplyPatch", "test", "auto")
+        meddle[0] = True
+        with pytest.raises(WriteError) as partly:
+            commit_set(planned(), history, "ApplyPatch", "test", "auto")
+    assert (whole.value.brief, whole.value.output) == ("Permission denied", "")
+    assert whole.value.message.endswith("the file it had already changed was restored as it was.")
+    assert (partly.value.brief, partly.value.output) == ("Set partly written", "")
+    assert (ws / "a.txt").read_bytes() == b"theirs\n" and (ws / "b.txt").read_bytes() == b"old\n"

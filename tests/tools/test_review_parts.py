@@ -73,3 +73,53 @@ def test_what_does_not_fit_after_a_cut_is_left_out_and_named() -> None:
         "Cut to fit this client's budget: `big`'s diff in part; no diff shown for `f0`, `f1`, `f2`, "
         "`f3`, `f4` and 2 more. N."
     )
+
+
+ROW = "r" * 99  # 100 characters with its line break
+
+
+@pytest.mark.parametrize(
+    ("rows", "budget", "unlisted", "kept", "said"),
+    [
+        ([ROW] * 5, 1000, 0, 5, ""),  # 500 characters: the list's whole room (half the budget)
+        ([ROW] * 4 + [ROW + "r"], 1000, 0, 4, "… and 1 more file"),  # one over: cut, 60 kept for the last row
+        ([ROW] * 6, 920, 1, 4, "… and 3 more files"),  # 400 of 460 - 60: four rows fit exactly
+        ([ROW] * 6, 918, 0, 3, "… and 3 more files"),  # 399: one character short of the fourth
+    ],
+)
+def test_a_list_longer_than_its_room_is_cut_at_a_row_and_counts_the_rest(
+    rows: list[str], budget: int, unlisted: int, kept: int, said: str
+) -> None:
+    fitted = fit(rows, [], budget, unlisted=unlisted)
+    assert fitted.text.split("\n") == [*rows[:kept], *([said] if said else [])]
+    assert fitted.listed_out == len(rows) - kept + unlisted
+
+
+@pytest.mark.parametrize(
+    ("size", "whole"),
+    [(997, True), (998, False)],  # the list "a" and a gap of 2 leave 997 of 1,000
+)
+def test_a_section_that_fits_to_the_character_is_shown_whole(size: int, whole: bool) -> None:
+    body = "x" * size
+    fitted = fit(["a"], [Section("s", body)], 1000)
+    assert (fitted.text == f"a\n\n{body}") is whole
+    assert fitted.cut == ("" if whole else "s")
+
+
+def test_a_second_section_is_cut_while_exactly_the_least_room_is_left() -> None:
+    """After the list ("a") and a first section, exactly MIN_SECTION_CHARS (400) are left: the
+    second is cut to them, not left out."""
+    first = "f" * (1000 - 1 - 2 - 2 - 400)
+    second = "\n".join(["s" * 99] * 10)
+    fitted = fit(["a"], [Section("one", first), Section("two", second)], 1000)
+    assert fitted.cut == "two" and fitted.left_out == []
+    assert fitted.text.startswith(f"a\n\n{first}\n\nssss")
+
+
+def test_five_sections_left_out_are_all_named() -> None:
+    big = Section("big", "\n".join(["y" * 99] * 30))
+    fitted = fit([], [big, *(Section(f"f{n}", "z\n") for n in range(5))], 1000)
+    assert fitted.note("N.") == (
+        "Cut to fit this client's budget: `big`'s diff in part; no diff shown for `f0`, `f1`, `f2`, "
+        "`f3`, `f4`. N."
+    )

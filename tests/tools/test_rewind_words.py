@@ -6,13 +6,16 @@ says of a file moved and then written, and of files past those it diffs against 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from filegate.fsio.history import WriteHistory
 from filegate.tools import changes as changes_tool
-from tests.conftest import call, connect, text, write_id_of
+from tests.conftest import call, connect, text, texts, write_id_of
 from tests.fakes import Answers
 
 pytestmark = pytest.mark.usefixtures("read_guard_off")
@@ -157,3 +160,89 @@ async def test_a_file_moved_into_an_added_folder_is_headed_by_its_whole_path(
         r = await call(c, "Changes", since=first)
     assert not r.is_error, text(r)
     assert f"--- a/a.txt\n+++ {extra / 'b.txt'}\n@@ -1,2 +1,2 @@" in text(r)
+
+
+async def test_a_file_deleted_or_back_again_by_hand_is_named_with_which(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("a\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="A\n")))
+        made = write_id_of(text(await call(c, "WriteFile", path="b.txt", content="b\n")))
+        undone = write_id_of(text(await call(c, "UndoWrite", write_id=made)))  # removes b.txt
+        (ws / "a.txt").unlink()
+        (ws / "b.txt").write_text("b by hand\n")
+        r = await call(c, "UndoWrite", since=first)
+        assert r.is_error and not (ws / "a.txt").exists()
+        forced = await call(c, "UndoWrite", since=first, force=True)
+    assert (
+        f"is refused: 2 files changed outside filegate since: `b.txt` (it exists again after {undone} "
+        f"removed it); `a.txt` (it was deleted after {first}). Nothing was written."
+    ) in text(r)
+    assert not forced.is_error, text(forced)
+    assert (ws / "a.txt").read_text() == "a\n" and not (ws / "b.txt").exists()
+
+
+async def test_what_a_rewind_leaves_as_it_is_is_said_file_by_file(ws: Path, mode: str) -> None:
+    """Files already as before (named up to five), two hidden ones (counted), one never kept
+    (past --history-max-bytes) and a FIFO where a file was: each said, the one left restored."""
+    (ws / "big.txt").write_text("B" * 1500)
+    (ws / "r.txt").write_text("r\n")
+    names = [f"f{n}.txt" for n in range(7)]
+    async with connect(ws, mode, approval="auto", history_max_bytes=1000) as c:
+
+        async def write(path: str, content: str) -> str:
+            return write_id_of(text(await call(c, "WriteFile", path=path, content=content)))
+
+        first = await write("r.txt", "R\n")
+        big = await write("big.txt", "small\n")
+        for name in [*names, "h1.txt", "h2.txt", "fifo"]:
+            await write(name, "x\n")
+        for name in names:
+            (ws / name).unlink()
+        (ws / "fifo").unlink()
+        os.mkfifo(ws / "fifo")
+        (ws / ".cursorignore").write_text("h1.txt\nh2.txt\n")
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    output, message = texts(r)
+    assert message.startswith(f"Rewound 12 writes from {first} (")
+    assert "1 file as they were before it, as one write." in message
+    assert output == "\n".join(
+        [
+            "- restored `r.txt`",
+            f"Left as it is: `big.txt`: its content before {big} was not kept (larger than --history-max-bytes).",
+            "Left as it is: `fifo` cannot be restored: it is not a regular file now, or cannot be opened.",
+            "Left as they are: 2 files hidden from AI tools by client rules (counted, not named; the "
+            "history kept nothing of it).",
+            f"Already as before {first}: `f0.txt`, `f1.txt`, `f2.txt`, `f3.txt`, `f4.txt` and 2 more.",
+            "",
+        ]
+    )
+    assert (ws / "r.txt").read_text() == "r\n" and (ws / "big.txt").read_text() == "small\n"
+
+
+async def test_a_rewind_puts_the_mode_back_without_setuid(ws: Path, mode: str) -> None:
+    path = ws / "tool.sh"
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o4750)
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="tool.sh", content="#!/bin/sh\nexit 1\n")))
+        path.chmod(0o600)
+        await call(c, "WriteFile", path="tool.sh", content="#!/bin/sh\nexit 2\n")
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert path.read_text() == "#!/bin/sh\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+
+
+async def test_a_pre_image_gone_between_two_writes_hashed_alike_is_not_a_doubt(ws: Path, mode: str) -> None:
+    """Two BLAKE3 writes of one file compare their hashes: the second's pre-image (the content
+    between them) no longer held leaves nothing in doubt, and the rewind restores the first's."""
+    (ws / "a.txt").write_text("zero\n")
+    ids = await writes(ws, mode, ("a.txt", "one\n"), ("a.txt", "two\n"))
+    entry = WriteHistory().find(ids[1])
+    assert entry is not None
+    WriteHistory().object_path(entry.before).unlink()
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert not r.is_error, text(r)
+    assert (ws / "a.txt").read_text() == "zero\n"

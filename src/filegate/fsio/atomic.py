@@ -173,7 +173,7 @@ def remove_file(
         flags = os.O_RDONLY | platform.DIRECTORY
         dfd = open_components(real.parent, flags) if platform.has_dir_fd() else None
     except OSError as exc:
-        raise _failure(shown, exc) from None
+        raise _failure(shown, exc, "delete") from None
     name = real.name if dfd is not None else str(real)
     held = -1
     unlinked = False
@@ -190,7 +190,7 @@ def remove_file(
     except WriteError:
         raise
     except OSError as exc:
-        raise (_not_durable(shown, exc) if unlinked else _failure(shown, exc)) from None
+        raise (_not_durable(shown, exc, "deleted") if unlinked else _failure(shown, exc, "delete")) from None
     finally:
         _release(held, expect.size)
         if dfd is not None:
@@ -410,21 +410,23 @@ def failure_reason(exc: OSError) -> str:
     return _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
 
 
-def _not_durable(shown: str, exc: OSError) -> WriteError:
-    """The file holds its new content (or is removed), but its folder's fsync failed."""
+def _not_durable(shown: str, exc: OSError, done: str = "written") -> WriteError:
+    """The file holds its new content (or is removed: ``done`` "deleted"), but its folder's
+    fsync failed."""
     return WriteError(
-        f"`{shown}` was written, but making the change durable failed: {failure_reason(exc)}. "
+        f"`{shown}` was {done}, but making the change durable failed: {failure_reason(exc)}. "
         "It may not survive a crash of the machine.",
         "Written, not durable",
     )
 
 
-def _failure(shown: str, exc: OSError) -> WriteError:
+def _failure(shown: str, exc: OSError, verb: str = "write") -> WriteError:
+    """The write (or, ``verb`` "delete", the removal) did not happen: why, in the user's words."""
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return WriteError(
             f"`{shown}` changed while being written (a symlink or file appeared in its path). "
             "Nothing was written."
         )
     reason = failure_reason(exc)
-    brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else "Failed to write file"
-    return WriteError(f"Failed to write `{shown}`: {reason}. Nothing was written.", brief)
+    brief = "Permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else f"Failed to {verb} file"
+    return WriteError(f"Failed to {verb} `{shown}`: {reason}. Nothing was written.", brief)

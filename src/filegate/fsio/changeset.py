@@ -144,6 +144,9 @@ def _mark(made: list[Path], *, durable: bool = True) -> Path | None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
         try:
             if made:
                 os.write(fd, b"\n".join(os.fsencode(str(p)) for p in made))
@@ -152,7 +155,8 @@ def _mark(made: list[Path], *, durable: bool = True) -> Path | None:
             os.close(fd)
         if durable:
             _settle_mark(mark)
-    except OSError:
+    except OSError:  # made but not kept: it goes (the set is then not marked, as above)
+        _unmark(mark)
         return None
     return mark
 
@@ -227,16 +231,6 @@ def _lstat(real: Path) -> os.stat_result | None:
         return None
 
 
-def _status(real: Path, new: Content | None, st: os.stat_result | None = None) -> Snapshot | None:
-    """The file as the set just wrote it (``st``, its status right after the rename): what a
-    restore checks it still is. Made only for a restore: it holds a copy of the new bytes."""
-    st = st if st is not None else _lstat(real)
-    if st is None:
-        return None
-    content = None if new is None else bytes(new)
-    return Snapshot(True, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, False, content)
-
-
 def _missing_dirs(writes: Sequence[SetWrite]) -> list[Path]:
     """The folders the set will make (its new files' missing parents), deepest first."""
     missing: dict[Path, None] = {}
@@ -261,9 +255,11 @@ def _restore(done: _Done) -> list[str]:
             failed.append(f"`{w.rp.shown}` ({exc.message})")
     for w, now in reversed(done.renamed):
         try:
-            current = _status(w.rp.real, w.new, now)
-            if current is None:
+            if now is None:  # gone right after its rename: no status to check it against
                 raise WriteError(f"`{w.rp.shown}` cannot be examined.")
+            assert w.new is not None  # a renamed file was written
+            # The file as the set just wrote it: what the restore checks it still is.
+            current = Snapshot.of(bytes(w.new), now)
             if w.expect.exists:
                 old = w.expect.content or b""
                 replace_file(w.rp.real, old, expect=current, shown=w.rp.shown, mode=w.old_mode)
@@ -283,10 +279,20 @@ def _told(exc: WriteError, done: _Done, failed: list[str]) -> WriteError:
     message = exc.message.replace(" Nothing was written.", "")
     changed = len(done.renamed) + len(done.removed)
     if failed:
-        message += (
-            f" The set was not written whole, and {len(failed)} of the {changed} files it had "
-            f"already changed could not be restored: {'; '.join(failed)}. The others were."
-        )
+        left = len(failed)
+        if left == changed:  # every one of them: there are no others to speak of
+            lost = (
+                "the file it had already changed could not be restored"
+                if changed == 1
+                else f"none of the {changed} files it had already changed could be restored"
+            )
+            message += f" The set was not written whole, and {lost}: {'; '.join(failed)}."
+        else:
+            others = "The other was." if changed - left == 1 else "The others were."
+            message += (
+                f" The set was not written whole, and {left} of the {changed} files it had "
+                f"already changed could not be restored: {'; '.join(failed)}. {others}"
+            )
         return WriteError(message, "Set partly written", exc.output)
     if changed:
         files = (

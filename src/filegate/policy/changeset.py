@@ -80,17 +80,17 @@ def _refuse_links(workspace: Workspace, raw: str, rp: ResolvedPath) -> None:
     full = os.path.expanduser(raw) if raw.startswith("~") else raw
     base = Path(full) if os.path.isabs(full) else workspace.workdir / full
     here = Path(base.anchor)
-    for part in base.parts[1:]:
-        if part in ("", "."):
-            continue
+    parts = base.parts[1:]  # no "." nor "" among them: a Path drops both
+    for i, part in enumerate(parts, 1):
         here = here.parent if part == ".." else here / part
         try:
             st = os.lstat(here)
         except OSError:
             return  # not there (yet): nothing below it is either
         if stat.S_ISLNK(st.st_mode):
-            shown = workspace.display(here) if workspace.contains(str(here)) else str(here)
-            what = "is a symlink" if here == base else f"is reached through the symlink `{shown}`"
+            shown = workspace.display(here)  # relative inside the workspace, escaped everywhere
+            last = i == len(parts)  # the path itself (`adir/../link.txt` too), not a folder on its way
+            what = "is a symlink" if last else f"is reached through the symlink `{shown}`"
             raise PathError(
                 f"`{rp.shown}` {what}: ApplyPatch never follows a link nor removes one, so nothing "
                 "in the set was written. Give the path of the file itself.",
