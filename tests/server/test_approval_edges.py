@@ -294,9 +294,9 @@ async def test_a_state_sealed_by_an_older_version_approves_nothing(
     approval, and the user is asked again."""
     args = {"path": "a.txt", "content": "x"}
     async with connect(ws, "auto", client_elicitation_handler=Answers()) as c:
-        monkeypatch.setattr(approval, "STATE_VERSION", approval.STATE_VERSION - 1)
-        asked = await c.session.call_tool(name="WriteFile", arguments=args, allow_input_required=True)
-        monkeypatch.undo()
+        with monkeypatch.context() as m:  # only this: undo() would also drop the state folder's
+            m.setattr(approval, "STATE_VERSION", approval.STATE_VERSION - 1)
+            asked = await c.session.call_tool(name="WriteFile", arguments=args, allow_input_required=True)
         assert isinstance(asked, InputRequiredResult)
         retry = await c.session.call_tool(
             name="WriteFile", arguments=args, input_responses=_approve(),
