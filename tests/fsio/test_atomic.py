@@ -322,3 +322,29 @@ def test_the_temp_file_and_then_its_directory_are_fsynced(
     directory = [i for i, s in enumerate(synced) if s[:2] == ("dir", dir_ino)]
     assert directory and directory[-1] > temp[0], synced
     assert synced[directory[-1]][3] == b"new content\n"  # after the rename
+
+
+def test_a_delete_says_delete_in_its_failure_and_in_a_removal_not_made_durable(tmp_path: Path) -> None:
+    """A removal is told as one: "Failed to delete" when it did not happen, and "was deleted, but
+    making the change durable failed" (brief "Deleted, not durable") when the unlink landed and
+    what came after it failed; never "Failed to write" nor "Written"."""
+    import errno
+
+    f = tmp_path / "f.txt"
+    f.write_text("x\n")
+
+    def after_unlink() -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    with pytest.raises(WriteError) as landed:
+        atomic.remove_file(f, expect=snapshot(f), shown="f.txt", removed=after_unlink)
+    assert landed.value.message.startswith("`f.txt` was deleted, but making the change durable failed: ")
+    assert landed.value.brief == "Deleted, not durable"
+    assert not f.exists()
+    gone = tmp_path / "no-such-folder" / "g.txt"
+    with pytest.raises(WriteError) as refused:
+        atomic.remove_file(gone, expect=Snapshot(False), shown="g.txt")
+    assert "delete" in refused.value.message.lower() and "write" not in refused.value.brief.lower(), (
+        refused.value.message,
+        refused.value.brief,
+    )

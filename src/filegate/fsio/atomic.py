@@ -416,7 +416,7 @@ def _not_durable(shown: str, exc: OSError, done: str = "written") -> WriteError:
     return WriteError(
         f"`{shown}` was {done}, but making the change durable failed: {failure_reason(exc)}. "
         "It may not survive a crash of the machine.",
-        "Written, not durable",
+        f"{done.capitalize()}, not durable",
     )
 
 
