@@ -107,13 +107,17 @@ def test_a_section_that_fits_to_the_character_is_shown_whole(size: int, whole: b
 
 
 def test_a_second_section_is_cut_while_exactly_the_least_room_is_left() -> None:
-    """After the list ("a") and a first section, exactly MIN_SECTION_CHARS (400) are left: the
-    second is cut to them, not left out."""
-    first = "f" * (1000 - 1 - 2 - 2 - 400)
+    """After the list ("a") and a first section with its gap, exactly MIN_SECTION_CHARS (400)
+    are left: the second is cut to them, not left out; one character less and it is left out."""
     second = "\n".join(["s" * 99] * 10)
+    first = "f" * (1000 - 1 - 2 - 400)
     fitted = fit(["a"], [Section("one", first), Section("two", second)], 1000)
     assert fitted.cut == "two" and fitted.left_out == []
     assert fitted.text.startswith(f"a\n\n{first}\n\nssss")
+    assert len(fitted.text) <= 1000
+    longer = fit(["a"], [Section("one", first + "f"), Section("two", second)], 1000)
+    assert longer.cut == "" and longer.left_out == ["two"]
+    assert longer.text == f"a\n\n{first}f"
 
 
 def test_five_sections_left_out_are_all_named() -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from fastmcp import Client
 from mcp.types import Implementation
 
 from filegate.fsio.history import WriteHistory
+from filegate.fsio.locks import PATH_LOCKS
 from tests.conftest import call, connect, stdio_transport, text, write_id_of
 from tests.fakes import Answers
 from tests.old_history import record_old_write
@@ -386,3 +388,52 @@ async def test_a_pair_in_two_hashes_whose_content_between_is_gone_is_not_called_
     ) in text(r)
     assert not forced.is_error, text(forced)
     assert path.read_bytes() == b"before it all\n"
+
+
+# --- a file changed between the plan and the set's preparation -------------------------------
+
+
+@pytest.mark.parametrize("force", [False, True])
+async def test_a_file_changed_after_the_plan_while_another_write_held_it_refuses_the_rewind(
+    ws: Path, mode: str, force: bool
+) -> None:
+    """The plan reads the files without their locks; the set then waits for each file's lock
+    (another write holds it: here the test, as a write of this process in progress would) and
+    loads it again. A file changed in between is refused by name, and so is one the rewind
+    would remove that is gone already (with `force`, which lets a hand change through):
+    nothing is written, nothing asked."""
+    start(ws)
+    async with connect(ws, mode, approval="auto") as c:
+        ids = await three_writes(c)
+    # The rewind locks its files in their paths' order (a.txt, b.txt, c.txt): once planned, it
+    # holds a.txt's lock and waits for the one held here.
+    held = "b.txt" if force else "c.txt"
+    answers = Answers("approve")
+    result = []
+    async with connect(ws, mode, client_elicitation_handler=answers) as c:
+
+        async def rewind() -> None:
+            result.append(await call(c, "UndoWrite", since=ids[0], force=force))
+
+        async with anyio.create_task_group() as tg, PATH_LOCKS.hold((ws / held).resolve()):
+            alone = len(PATH_LOCKS)
+            tg.start_soon(rewind)
+            with anyio.fail_after(60):
+                while len(PATH_LOCKS) == alone:  # planned, and taking its locks
+                    await anyio.sleep(0.01)
+            if force:
+                (ws / "b.txt").unlink()  # the file the rewind would remove, gone meanwhile
+            else:
+                (ws / "c.txt").write_text("changed meanwhile\n")
+            after = tree(ws)
+            # the lock let go: the rewind loads its files and meets the change
+    (r,) = result
+    assert r.is_error and answers.messages == []
+    assert tree(ws) == after
+    if force:
+        assert text(r) == "`b.txt` is gone already. Nothing was written."
+    else:
+        assert text(r) == (
+            "`c.txt` changed while the rewind was prepared. Nothing was written.\n"
+            "Call UndoWrite with `since` again to see what changed."
+        )

@@ -246,3 +246,33 @@ async def test_a_pre_image_gone_between_two_writes_hashed_alike_is_not_a_doubt(w
         r = await call(c, "UndoWrite", since=ids[0])
     assert not r.is_error, text(r)
     assert (ws / "a.txt").read_text() == "zero\n"
+
+
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+async def test_a_file_under_an_ask_rule_makes_the_rewind_ask_even_under_auto(
+    ws: Path, tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (ws / "asked.txt").write_text("asked before\n")
+    (ws / "free.txt").write_text("free before\n")
+    ids = await writes(ws, mode, ("asked.txt", "asked after\n"), ("free.txt", "free after\n"))
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"ask": ["Edit(/asked.txt)"]}}))
+    answers = Answers(answer)
+    async with connect(ws, mode, approval="auto", client_elicitation_handler=answers) as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    (question,) = answers.messages  # --approval auto, yet asked: one question for the rewind
+    assert question.startswith(
+        "Inside the workspace, ASKED about always: `asked.txt` is under an `ask` rule: "
+    )
+    assert "UndoWrite wants to rewind 2 writes from" in question
+    if answer == "approve":
+        assert not r.is_error, text(r)
+        assert (ws / "asked.txt").read_text() == "asked before\n"
+        assert (ws / "free.txt").read_text() == "free before\n"
+    else:
+        assert r.is_error and "rejected by the user" in text(r)
+        assert (ws / "asked.txt").read_text() == "asked after\n"
+        assert (ws / "free.txt").read_text() == "free after\n"
