@@ -11,7 +11,7 @@ import pytest
 from fastmcp import Client
 from mcp.types import Implementation
 
-from filegate.fsio.history import WriteHistory
+from filegate.fsio.history import WriteHistory, history_dir
 from filegate.fsio.locks import PATH_LOCKS
 from tests.conftest import call, connect, stdio_transport, text, write_id_of
 from tests.fakes import Answers
@@ -437,3 +437,68 @@ async def test_a_file_changed_after_the_plan_while_another_write_held_it_refuses
             "`c.txt` changed while the rewind was prepared. Nothing was written.\n"
             "Call UndoWrite with `since` again to see what changed."
         )
+
+
+async def test_a_file_removed_then_created_again_through_filegate_is_no_hand_change(
+    ws: Path, mode: str
+) -> None:
+    """A write that removed the file, then one that created it again: the first left nothing
+    and the second found nothing, so nothing changed by hand in between."""
+    (ws / "x.txt").write_text("orig\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="one\n")))
+        await call(c, "ApplyPatch", changes=[{"path": "x.txt", "delete": True}])
+        await call(c, "WriteFile", path="x.txt", content="three\n")
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert "Rewound 3 writes from" in text(r)
+    assert (ws / "x.txt").read_text() == "orig\n"
+
+
+def _outcome_lost(write_id: str) -> None:
+    """The history as a crash right after ``write_id``'s record leaves it: the record durable,
+    its outcome never appended ("unconfirmed", fsio/history.py)."""
+    log = history_dir() / "history.jsonl"
+    outcome = f'{{"id":"{write_id}","outcome":"done"}}\n'
+    assert outcome in log.read_text()
+    log.write_text(log.read_text().replace(outcome, ""))
+
+
+@pytest.mark.parametrize("landed", [True, False])
+async def test_a_write_whose_outcome_a_crash_lost_is_judged_by_the_content_the_next_found(
+    ws: Path, mode: str, landed: bool
+) -> None:
+    """A write recorded but never confirmed, then another write of the file: the second
+    found either what the first left (it landed) or what it found (the crash came before its
+    rename). Neither is a change by hand; the rewind restores the file as before the first."""
+    path = ws / "x.txt"
+    path.write_text("zero\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="one\n")))
+    _outcome_lost(first)
+    if not landed:
+        path.write_text("zero\n")  # as before the first write's rename
+    async with connect(ws, mode, approval="auto") as c:
+        second = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="two\n")))
+        r = await call(c, "UndoWrite", since=first)
+    assert WriteHistory().find(first).state == "unconfirmed"  # type: ignore[union-attr]
+    assert not r.is_error, text(r)
+    assert f"Rewound 2 writes from {first}" in text(r) and second != first
+    assert path.read_text() == "zero\n"
+
+
+async def test_a_last_write_that_never_landed_is_no_hand_change(ws: Path, mode: str) -> None:
+    """The last write's outcome lost before its rename: the file is as the write before it
+    left it, which is no change by hand; the rewind restores the file as before them both."""
+    path = ws / "x.txt"
+    path.write_text("zero\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="one\n")))
+        last = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="two\n")))
+    _outcome_lost(last)
+    path.write_text("one\n")  # the crash came before its rename
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert f"Rewound 2 writes from {first}" in text(r)
+    assert path.read_text() == "zero\n"

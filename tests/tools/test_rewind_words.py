@@ -15,6 +15,7 @@ import pytest
 
 from filegate.fsio.history import WriteHistory
 from filegate.tools import changes as changes_tool
+from filegate.tools.review import rewind as rewind_plan
 from tests.conftest import call, connect, text, texts, write_id_of
 from tests.fakes import Answers
 
@@ -276,3 +277,29 @@ async def test_a_file_under_an_ask_rule_makes_the_rewind_ask_even_under_auto(
         assert r.is_error and "rejected by the user" in text(r)
         assert (ws / "asked.txt").read_text() == "asked after\n"
         assert (ws / "free.txt").read_text() == "free after\n"
+
+
+@pytest.mark.parametrize("over", [False, True])
+async def test_a_rewind_holding_more_than_its_bound_is_refused_whole(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch, over: bool
+) -> None:
+    """Everything a rewind holds at once (each file now and as it was) is bounded; the bound
+    lowered to 1 MiB here: a.txt now and before are exactly that, so it is rewound; one byte
+    more (a file the rewind removes) refuses the whole rewind, naming the bound."""
+    monkeypatch.setattr(rewind_plan, "MAX_REWIND_BYTES", 1 << 20)
+    half = 1 << 19
+    (ws / "a.txt").write_text("a" * half)
+    steps = [("a.txt", "b" * half), *([("n.txt", "n")] if over else [])]
+    ids = await writes(ws, mode, *steps)
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    if over:
+        assert r.is_error
+        assert text(r) == (
+            f"The rewind from {ids[0]} would hold more than 1 MiB of files at once. Nothing was "
+            "written. Rewind from a later write first."
+        )
+        assert (ws / "a.txt").read_text() == "b" * half and (ws / "n.txt").exists()
+    else:
+        assert not r.is_error, text(r)
+        assert (ws / "a.txt").read_text() == "a" * half
