@@ -502,3 +502,66 @@ async def test_a_last_write_that_never_landed_is_no_hand_change(ws: Path, mode: 
     assert not r.is_error, text(r)
     assert f"Rewound 2 writes from {first}" in text(r)
     assert path.read_text() == "zero\n"
+
+
+async def test_a_hand_change_after_a_write_whose_outcome_a_crash_lost_is_named(ws: Path, mode: str) -> None:
+    """The next write found neither what the unconfirmed one left nor what it found: the file
+    was changed by hand between them, and the rewind says so and waits for `force`."""
+    path = ws / "x.txt"
+    path.write_text("zero\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="one\n")))
+    _outcome_lost(first)
+    path.write_text("by hand\n")
+    async with connect(ws, mode, approval="auto") as c:
+        second = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="two\n")))
+        r = await call(c, "UndoWrite", since=first)
+    assert r.is_error
+    assert f"`x.txt` (it was changed outside filegate between {first} and {second})" in text(r)
+    assert path.read_text() == "two\n"
+
+
+async def test_a_creation_whose_outcome_a_crash_lost_before_it_landed_is_no_hand_change(
+    ws: Path, mode: str
+) -> None:
+    path = ws / "x.txt"
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="x.txt", content="one\n")))
+    _outcome_lost(first)
+    path.unlink()  # the crash came before its rename: no file
+    async with connect(ws, mode, approval="auto") as c:
+        await call(c, "WriteFile", path="x.txt", content="two\n")
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert "- removed `x.txt`" in text(r) and not path.exists()
+
+
+@pytest.mark.parametrize("held", [True, False])
+async def test_an_old_hash_write_whose_outcome_a_crash_lost_is_checked_in_its_own_hash(
+    ws: Path, mode: str, held: bool
+) -> None:
+    """An old SHA-256 record without its outcome, its rename never done, then a BLAKE3 write:
+    the content the new write found (its pre-image) hashed the old way is what the old write
+    found, so no hand change; with that pre-image gone it cannot be told, and is said so."""
+    path = ws / "a.txt"
+    path.write_bytes(b"before it all\n")  # the old write never landed
+    record_old_write(path, b"before it all\n", b"old write's result\n", "w-0a0b0c")
+    _outcome_lost("w-0a0b0c")
+    async with connect(ws, mode, approval="auto") as c:
+        new = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="new write\n")))
+    if not held:
+        entry = WriteHistory().find(new)
+        assert entry is not None
+        WriteHistory().object_path(entry.before).unlink()
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since="w-0a0b0c")
+    if held:
+        assert not r.is_error, text(r)
+        assert path.read_bytes() == b"before it all\n"
+    else:
+        assert r.is_error
+        assert (
+            f"`a.txt` (whether it was changed outside filegate between w-0a0b0c and {new} cannot be "
+            "told: their records hash content differently and the history holds no copy of it)"
+        ) in text(r)
+        assert path.read_bytes() == b"new write\n"
