@@ -303,3 +303,35 @@ async def test_a_rewind_holding_more_than_its_bound_is_refused_whole(
     else:
         assert not r.is_error, text(r)
         assert (ws / "a.txt").read_text() == "a" * half
+
+
+@pytest.mark.parametrize("count", [1, 5, 6])
+async def test_files_put_back_by_hand_are_already_as_before_and_named_up_to_five(
+    ws: Path, mode: str, count: int
+) -> None:
+    names = [f"f{n}.txt" for n in range(count)]
+    for name in names:
+        (ws / name).write_text(f"{name} before\n")
+    ids = await writes(ws, mode, *[(name, "written\n") for name in names])
+    for name in names:
+        (ws / name).write_text(f"{name} before\n")  # put back by hand
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert not r.is_error, text(r)
+    named = ", ".join(f"`{name}`" for name in names[:5]) + (" and 1 more" if count == 6 else "")
+    said = text(r)
+    assert said.startswith(f"Nothing to rewind from {ids[0]} (")
+    assert said.endswith(f"): no file needs restoring. Already as before {ids[0]}: {named}.")
+
+
+async def test_a_file_put_back_by_hand_to_what_the_last_write_found_changed_after_it(
+    ws: Path, mode: str
+) -> None:
+    (ws / "a.txt").write_text("zero\n")
+    ids = await writes(ws, mode, ("a.txt", "one\n"), ("a.txt", "two\n"))
+    (ws / "a.txt").write_text("one\n")  # by hand: as the last write found it, not as it left it
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert r.is_error
+    assert f"1 file changed outside filegate since: `a.txt` (it changed after {ids[1]})." in text(r)
+    assert (ws / "a.txt").read_text() == "one\n"
