@@ -49,8 +49,11 @@ async def test_one_question_over_the_combined_diff_restores_every_file(ws: Path,
     assert not r.is_error, text(r)
     assert tree(ws) == before
     (question,) = answers.messages  # one question for the whole rewind
-    assert f"UndoWrite wants to rewind 4 writes from {ids[0]} (" in question
-    assert "restoring 3 files as one write (2 restored, 1 removed)" in question
+    assert question.startswith(f"Inside the workspace: UndoWrite wants to rewind 4 writes from {ids[0]} (")
+    assert (
+        "restoring 3 files as one write (2 restored, 1 removed).\n- restored `a.txt` (+2 -2 lines)\n"
+        "- restored `c.txt` (+1 -1 lines)\n- removed `b.txt` (9 bytes)\n"
+    ) in question
     assert "-TWO\n-THREE\n+two\n+three" in question and "-changed\n+keep" in question
     assert "deletes 9 bytes, 1 line" in question  # b.txt, which the rewind removes
     said = text(r)
