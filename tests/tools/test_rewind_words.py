@@ -335,3 +335,19 @@ async def test_a_file_put_back_by_hand_to_what_the_last_write_found_changed_afte
     assert r.is_error
     assert f"1 file changed outside filegate since: `a.txt` (it changed after {ids[1]})." in text(r)
     assert (ws / "a.txt").read_text() == "one\n"
+
+
+async def test_since_not_a_write_id_is_refused_showing_its_first_40_characters(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("one\n")
+    ids = await writes(ws, mode, ("a.txt", "two\n"))
+    given = "yesterday, about when the tests still passed, before lunch"
+    async with connect(ws, mode, approval="auto") as c:
+        refused = await call(c, "UndoWrite", since=given)
+        padded = await call(c, "UndoWrite", since=f"  {ids[0]}\n")
+    assert refused.is_error and text(refused) == (
+        "`since` takes a write id (w- and 16 hex digits), the first write to undo; "
+        f"`{given[:40]}` is not one. Changes lists the writes since a time, with their ids."
+    )
+    assert not padded.is_error, text(padded)
+    assert f"- restored `a.txt`\n\nRewound 1 write from {ids[0]} (" in text(padded)
+    assert (ws / "a.txt").read_text() == "one\n"
