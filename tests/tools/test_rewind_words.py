@@ -351,3 +351,25 @@ async def test_since_not_a_write_id_is_refused_showing_its_first_40_characters(w
     assert not padded.is_error, text(padded)
     assert f"- restored `a.txt`\n\nRewound 1 write from {ids[0]} (" in text(padded)
     assert (ws / "a.txt").read_text() == "one\n"
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+async def test_a_file_now_larger_than_a_rewind_reads_is_left_saying_so(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch, extra: int
+) -> None:
+    """A rewind reads each file whole, up to a bound (lowered to 1 MiB here): a file that is
+    exactly that is restored; one byte more and it is left as it is, said why."""
+    monkeypatch.setattr(rewind_plan, "MAX_FILE_BYTES", 1 << 20)
+    (ws / "a.txt").write_text("before\n")
+    (ws / "b.txt").write_text("b before\n")
+    ids = await writes(ws, mode, ("a.txt", "x" * ((1 << 20) + extra)), ("b.txt", "b after\n"))
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=ids[0])
+    assert not r.is_error, text(r)
+    assert (ws / "b.txt").read_text() == "b before\n"
+    if extra:
+        assert "Left as it is: `a.txt` cannot be restored: it is larger than 1 MiB." in text(r)
+        assert (ws / "a.txt").stat().st_size == (1 << 20) + 1
+    else:
+        assert "Left as it is" not in text(r)
+        assert (ws / "a.txt").read_text() == "before\n"
