@@ -373,3 +373,23 @@ async def test_a_file_now_larger_than_a_rewind_reads_is_left_saying_so(
     else:
         assert "Left as it is" not in text(r)
         assert (ws / "a.txt").read_text() == "before\n"
+
+
+async def test_a_file_sensitive_when_written_is_named_as_sensitive_when_no_longer_matched(
+    ws: Path, mode: str
+) -> None:
+    """A --secret-pattern made the write keep nothing of notes.txt; the server that rewinds no
+    longer has it: the file is still named as one the history kept nothing of, never read."""
+    (ws / "a.txt").write_text("one\n")
+    (ws / "notes.txt").write_text("private\n")
+    approve = Answers("approve")
+    async with connect(ws, mode, secret_patterns=["notes.txt"], client_elicitation_handler=approve) as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="two\n")))
+        secret = write_id_of(text(await call(c, "WriteFile", path="notes.txt", content="PRIVATE\n")))
+    async with connect(ws, mode, approval="auto") as c:
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    assert f"Left as it is: `notes.txt` is sensitive, so the history kept nothing of it ({secret})." in text(
+        r
+    )
+    assert (ws / "notes.txt").read_text() == "PRIVATE\n" and (ws / "a.txt").read_text() == "one\n"
