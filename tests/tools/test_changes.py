@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -656,3 +657,39 @@ async def test_a_deleted_utf16_file_is_diffed_in_its_own_encoding(ws: Path, mode
     output, _ = texts(got)
     assert output.startswith(f"deleted `u.txt` (+0 -2 lines; 1 write: {first})\n\n--- a/u.txt\n+++ b/u.txt\n")
     assert output.endswith("one\n-two\n")  # decoded as UTF-16 (its BOM aside), not as bytes
+
+
+async def test_a_folder_whose_name_ends_in_a_space_narrows_to_its_own_files(ws: Path, mode: str) -> None:
+    (ws / "d ").mkdir()
+    (ws / "d").mkdir()
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="d /in.txt", content="in\n")))
+        await call(c, "WriteFile", path="d/beside.txt", content="beside\n")
+        r = await call(c, "Changes", since=first, path="d ")
+    assert not r.is_error, text(r)
+    assert "`d /in.txt`" in text(r) and "beside.txt" not in text(r)
+
+
+async def test_since_that_starts_as_a_write_id_and_is_none_is_refused_showing_40_characters(
+    ws: Path, mode: str
+) -> None:
+    since = "w-" + "0123456789abcdef" * 3
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since=since)
+    assert r.is_error and text(r).startswith(
+        f"`{since[:40]}` is not a write id: give the id a write's message ended with (w- and 16 hex "
+        "digits), or a time (2026-11-28T14:00) or an age (2h)."
+    )
+
+
+async def test_the_point_is_said_with_the_time_of_its_write(ws: Path, mode: str) -> None:
+    path = ws / "a.txt"
+    path.write_bytes(b"old write's result\n")
+    record_old_write(path, b"before it all\n", b"old write's result\n", "w-0a0b0c", age=3 * 3600)
+    entry = WriteHistory().find("w-0a0b0c")
+    assert entry is not None
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since="w-0a0b0c")
+    assert not r.is_error, text(r)
+    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entry.time))
+    assert f"w-0a0b0c ({at})" in text(r)
