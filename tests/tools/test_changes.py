@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp.types import Implementation
 
-from filegate.fsio.history import WriteHistory
+from filegate.fsio.history import WriteHistory, history_dir
 from tests.conftest import call, connect, text, texts, write_id_of
 from tests.fakes import Answers
 from tests.old_history import record_old_write
@@ -693,3 +693,32 @@ async def test_the_point_is_said_with_the_time_of_its_write(ws: Path, mode: str)
     assert not r.is_error, text(r)
     at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entry.time))
     assert f"w-0a0b0c ({at})" in text(r)
+
+
+async def test_a_since_that_is_no_time_is_refused_showing_80_characters(ws: Path, mode: str) -> None:
+    since = "the afternoon before the release, when the build was green and everyone went home early"
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since=since)
+    assert r.is_error and text(r).startswith(
+        "`since` must be a write id (w-…), an ISO 8601 time (2026-11-28T14:00) or an age (90m, 2h, 3d); "
+        f"`{since[:80]}` is none of these."
+    )
+
+
+async def test_a_write_that_failed_wrote_nothing_and_is_left_out(ws: Path, mode: str) -> None:
+    (ws / "a.txt").write_text("a\n")
+    async with connect(ws, mode, approval="auto") as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="b.txt", content="b\n")))
+        failed = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="A\n")))
+    # As a write whose rename failed leaves it: its outcome "failed", the file as it was.
+    log = history_dir() / "history.jsonl"
+    log.write_text(
+        log.read_text().replace(
+            f'{{"id":"{failed}","outcome":"done"}}', f'{{"id":"{failed}","outcome":"failed"}}'
+        )
+    )
+    (ws / "a.txt").write_text("a\n")
+    async with connect(ws, mode) as c:
+        r = await call(c, "Changes", since=first)
+    assert not r.is_error, text(r)
+    assert "`b.txt`" in text(r) and "a.txt" not in text(r) and failed not in text(r)
