@@ -1157,3 +1157,85 @@ async def test_a_deleted_file_that_is_not_valid_utf8_shows_its_first_lines_as_re
         "-line two",
     ]
     assert tree(ws) == {"a.txt": b"caf\xe9 au lait\nline two\n"}
+
+
+async def test_a_content_with_a_placeholder_is_refused_naming_its_file_and_a_way_that_works(
+    ws: Path, mode: str
+) -> None:
+    """SPEC §8.4 in a set: the overwrite is refused naming its file, nothing in the set written;
+    ApplyPatch has no `allow_placeholders`, so the refusal points to WriteFile's, which writes it."""
+    app = "def a():\n    return 1\n\ndef b():\n    return 2\n"
+    (ws / "app.py").write_text(app)
+    content = "def a():\n    return 3\n\n# ... rest of the code unchanged\n"
+    async with connect(ws, mode, approval="auto") as c:
+        await read_all(c, "app.py")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "new.txt", "content": "n\n"}, {"path": "app.py", "content": content}],
+        )
+        assert r.is_error
+        assert text(r) == (
+            "The content stands a placeholder in for left-out text (line 4: `# ... rest of the code "
+            "unchanged`), which `app.py` does not hold: overwriting would replace that text with the "
+            "placeholder. Nothing was written. Write the whole content, or change only a part with "
+            "StrReplaceFile; if the line belongs in the file, write it with WriteFile and "
+            "`allow_placeholders: true`."
+        )
+        assert tree(ws) == {"app.py": app.encode()}
+        w = await call(c, "WriteFile", path="app.py", content=content, allow_placeholders=True)
+    assert not w.is_error, text(w)
+    assert tree(ws) == {"app.py": content.encode()}
+
+
+async def test_an_overwrite_in_a_set_keeps_the_files_crlf_line_endings(ws: Path, mode: str) -> None:
+    (ws / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "win.txt", "content": "uno\ndos\n"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\n")[0] == (
+        "- overwritten `win.txt`: 10 bytes, lines +2 -2. Kept the file's CRLF line endings (the "
+        "content's line breaks were written as CRLF)."
+    )
+    assert tree(ws) == {"win.txt": b"uno\r\ndos\r\n"}
+
+
+async def test_an_empty_file_moved_lands_empty(ws: Path, mode: str) -> None:
+    (ws / "empty.txt").write_bytes(b"")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "empty.txt", "move_to": "sub/moved.txt"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\n")[0] == "- moved `empty.txt` → `sub/moved.txt`."
+    assert tree(ws) == {"sub/moved.txt": b""}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"path": "a.txt", "edits": [{"old": "a line\n", "new": "x\n"}]},
+        {"path": "a.txt", "move_to": "b.txt", "edits": [{"old": "a line\n", "new": "x\n"}]},
+        {"path": "a.txt", "move_to": "b.txt"},
+    ],
+    ids=["edit", "move-edited", "move"],
+)
+async def test_a_set_waits_for_the_load_budget_and_is_refused_busy_while_others_hold_it(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch, change: dict[str, Any]
+) -> None:
+    """SPEC §4 memory: a set's files (a move's source too) are loads like any write's. While the
+    process's whole budget is held by another call's file, the set waits, then is refused busy
+    with nothing written (a budget of this test's own, a wait of 0.2 s)."""
+    from filegate.fsio import loads
+    from filegate.media.bounds import Deadline, MemoryGate
+
+    gate = MemoryGate(None, 1 << 20, loads.LOADS.busy)
+    monkeypatch.setattr(loads, "LOADS", gate)
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    (ws / "a.txt").write_bytes(b"a line\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        with gate.hold(1 << 20, Deadline(1.0)):  # another call's file, the whole budget
+            r = await call(c, "ApplyPatch", changes=[change])
+        assert r.is_error and text(r).startswith("The server was busy holding other calls' files"), text(r)
+        assert tree(ws) == {"a.txt": b"a line\n"}
+        again = await call(c, "ApplyPatch", changes=[change])
+    assert not again.is_error, text(again)
+    assert gate.held == 0
