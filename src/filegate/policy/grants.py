@@ -213,6 +213,8 @@ def unseal(key: bytes, workspace: Workspace, handle: str, now: float) -> Grant |
     if len(handle) > MAX_HANDLE_CHARS or not handle.startswith("g-"):
         return None
     ident_hex, dot, sealed = handle[2:].partition(".")
+    if len(ident_hex) != 2 * ID_BYTES:  # fromhex skips spaces: "ab cd" is no id
+        return None
     try:
         ident = bytes.fromhex(ident_hex)
     except ValueError:
