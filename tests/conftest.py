@@ -41,6 +41,20 @@ MODES_LEGACY_SLOW = ["auto", pytest.param("legacy", marks=pytest.mark.slow)]
 FILEGATE = str(Path(sys.executable).parent / "filegate")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A state folder for the whole run (each xdist worker its own), set before any fixture: a
+    module's or a session's server (test_exhaustion's, test_http's, the stress zygote, the
+    agents') starts before the per-test one below is set, and would else keep its history (50 MB
+    pre-images included), locks and temp records in the real user's ~/.local/state/filegate.
+    The MCP SDK hands a stdio server only a few variables of its own choosing (HOME among them):
+    XDG_STATE_HOME joins them for the tests (a test's own ``env`` still wins)."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="filegate-test-state-")
+    import mcp.client.stdio
+
+    if "XDG_STATE_HOME" not in mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS:
+        mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS.append("XDG_STATE_HOME")
+
+
 @pytest.fixture(autouse=True)
 def private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """filegate records in-flight temp files under $XDG_STATE_HOME; keep each test's apart."""
