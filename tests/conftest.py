@@ -11,6 +11,7 @@ import http.client
 import logging
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +40,28 @@ MODES = ["auto", "legacy"]
 # keep both eras in the default set.
 MODES_LEGACY_SLOW = ["auto", pytest.param("legacy", marks=pytest.mark.slow)]
 FILEGATE = str(Path(sys.executable).parent / "filegate")
+
+
+_RUN_STATE = [""]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _RUN_STATE[0]:
+        shutil.rmtree(_RUN_STATE[0], ignore_errors=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A state folder for the whole run (each xdist worker its own), set before any fixture: a
+    module's or a session's server (test_exhaustion's, test_http's, the stress zygote, the
+    agents') starts before the per-test one below is set, and would else keep its history (50 MB
+    pre-images included), locks and temp records in the real user's ~/.local/state/filegate.
+    The MCP SDK hands a stdio server only a few variables of its own choosing (HOME among them):
+    XDG_STATE_HOME joins them for the tests (a test's own ``env`` still wins)."""
+    os.environ["XDG_STATE_HOME"] = _RUN_STATE[0] = tempfile.mkdtemp(prefix="filegate-test-state-")
+    import mcp.client.stdio
+
+    if "XDG_STATE_HOME" not in mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS:
+        mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS.append("XDG_STATE_HOME")
 
 
 @pytest.fixture(autouse=True)

@@ -219,7 +219,8 @@ async def test_a_write_under_docker_run_user_is_kept_in_the_state_folder(
     os.chown(state, 10001, 10001)
     workspace = tmp_path / "ws"  # the -v "$PWD:/workspace" mount: the user's own folder
     workspace.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(root)}
+    # XDG_STATE_HOME "" (unset, to filegate): the test run's own would else be handed on.
+    env = {"PATH": os.environ["PATH"], "HOME": str(root), "XDG_STATE_HOME": ""}
     if with_the_images_env:
         env |= {k: v.replace("/state", str(state), 1) for k, v in image_env(instructions).items()}
     command = here([*entrypoint(instructions), "--transport", "stdio"], workspace, 8000)

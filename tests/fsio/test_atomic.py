@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from filegate.errors import WriteError
-from filegate.fsio import atomic
+from filegate.fsio import atomic, platform
 from filegate.fsio import pending as records
 from filegate.fsio.atomic import replace_file
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
@@ -194,6 +194,28 @@ def test_a_dead_writers_temp_is_swept_and_a_live_ones_kept(ws: Path) -> None:
     assert sweep_pending_temps() == 1
     assert not dead_temp.exists() and live_temp.exists()
     assert sorted(p.name for p in pending.iterdir()) == [f"{os.getpid()}-bb"]
+
+
+def test_a_temp_left_by_a_former_life_of_this_process_number_is_swept(ws: Path) -> None:
+    """A restarted container's filegate often has its predecessor's number: a temp that one
+    left is still swept, as its record names the writer's life (boot and start), not its
+    number alone. This life's own temp stays."""
+    pending = records.pending_dir()
+    pending.mkdir(parents=True)
+    life = platform.process_life()
+    if not life:
+        pytest.skip("no /proc here to tell one life of a process number from another")
+    boot, ticks = life.split(".")
+    former, current = (
+        ws / f".f.txt.0123456789abcdef{TEMP_SUFFIX}",
+        ws / f".g.txt.0123456789abcdef{TEMP_SUFFIX}",
+    )
+    former.write_text("half")
+    current.write_text("in flight")
+    (pending / f"{os.getpid()}-{boot}.{int(ticks) - 1}.aa").write_bytes(os.fsencode(former))
+    (pending / f"{os.getpid()}-{life}.bb").write_bytes(os.fsencode(current))
+    assert sweep_pending_temps() == 1
+    assert not former.exists() and current.exists()
 
 
 def test_the_sweep_removes_only_regular_temp_files(ws: Path, outside: Path) -> None:

@@ -270,3 +270,26 @@ def test_directories_made_for_a_write_get_the_umask_mode(
     assert stat.S_IMODE(os.stat(ws / "a").st_mode) == 0o775
     assert stat.S_IMODE(os.stat(ws / "a" / "b").st_mode) == 0o775
     assert stat.S_IMODE(os.stat(ws / "a" / "b" / "n.txt").st_mode) == 0o664
+
+
+def test_without_dir_fd_an_interruption_just_after_the_rename_keeps_the_written_file(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename landed, then an interruption (Ctrl-C, a cancelled task) came before the write
+    noted it: the temp's clean-up finds the handle under the target's name now and must not
+    delete the target (it did: the written file was gone). Fault injection: os.replace renames,
+    then raises."""
+    simulate(monkeypatch, "no-dirfd")
+    target = ws / "f.txt"
+    target.write_bytes(b"old\n")
+    real = os.replace
+
+    def renamed_then_interrupted(src: object, dst: object, *args: object, **kw: object) -> None:
+        real(src, dst, *args, **kw)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.os, "replace", renamed_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        replace_file(target, b"new\n", expect=Snapshot.of(b"old\n", os.stat(target)), shown="f.txt")
+    assert target.read_bytes() == b"new\n"
+    assert [p.name for p in ws.iterdir()] == ["f.txt"]

@@ -230,6 +230,8 @@ def test_a_tampered_forged_or_foreign_handle_is_no_grant(ws: Path, tmp_path: Pat
         handle.replace("g-", "G-", 1),
         "g-00000000." + "A" * 40,  # made up
         "g-zz.abc",
+        f"{ident[:6]} {ident[6:]}.{body}",  # a space in the id (bytes.fromhex would skip it)
+        f"{ident[:6]}\t{ident[6:]}.{body}",
         "g-",
         "",
         handle + "x" * 7000,

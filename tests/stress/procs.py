@@ -228,14 +228,25 @@ for line in control_in:
 """
 
 
+def _state_home() -> dict[str, str]:
+    """The test's own XDG_STATE_HOME (set per test, after the session's zygote started): a
+    server forked without it would keep its history, locks and temp records in the real
+    user's state folder."""
+    home = os.environ.get("XDG_STATE_HOME")
+    return {} if home is None else {"XDG_STATE_HOME": home}
+
+
 class Zygote:
     """Forks stdio filegate servers on demand (see ZYGOTE)."""
 
     def __init__(self, fifo_dir: Path) -> None:
         self.dir = fifo_dir
         self.count = 0
+        # Its own state folder: its warm-up edit would else land in the real user's history
+        # (a session's zygote starts before any test's own XDG_STATE_HOME is set).
+        env = {**os.environ, "XDG_STATE_HOME": str(fifo_dir / "zygote-state")}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
         assert self.proc.stdout is not None and self.proc.stdout.readline() == b"ready\n"
 
@@ -253,7 +264,7 @@ class Zygote:
         os.mkfifo(fout)
         req = {"stdin": str(fin), "stdout": str(fout), "stderr": str(self.dir / "stderr.log"),
                "cwd": str(workdir), "args": ["--workdir", str(workdir), *_guard_flags(), *flags],
-               "no_tmpfile": no_tmpfile, "env": env or {}}  # fmt: skip
+               "no_tmpfile": no_tmpfile, "env": {**_state_home(), **(env or {})}}  # fmt: skip
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()

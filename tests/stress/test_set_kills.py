@@ -29,6 +29,7 @@ import pytest
 
 import filegate.fsio.atomic as atomic
 import filegate.fsio.changeset as changeset
+from filegate.fsio import platform
 from filegate.fsio.changeset import SetWrite, commit_set, interrupted_sets, recover_sets, sets_dir
 from filegate.fsio.history import WriteHistory, history_dir
 from filegate.fsio.pending import TEMP_SUFFIX, sweep_pending_temps
@@ -707,3 +708,37 @@ def test_a_server_killed_mid_set_is_all_old_or_all_new_after_a_restart(zygote: Z
     rolled = {e.group for e in entries if e.state == "failed"}
     print(f"\nset kills: {seen}; sets rolled back at a restart: {len(rolled)}")
     assert rolled, "no kill landed mid-commit: the test did not test the recovery"
+
+
+def test_a_set_left_by_this_process_numbers_former_life_is_recovered(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted container's filegate often gets its predecessor's process number (and a
+    rebooted machine may give that number to any process): the set its predecessor left
+    mid-commit is still recovered, as the mark names the life of the process (boot and start),
+    not the number alone. A set of this very life is left alone: it is in flight."""
+    if not platform.process_life():
+        pytest.skip("no /proc here to tell one life of a process number from another")
+    setup(ws)
+    control(ws)
+    history = WriteHistory(history_dir())
+    with monkeypatch.context() as m:
+        real = os.replace
+
+        def stop(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+            real(src, dst, *args, **kw)
+            if os.path.basename(os.fspath(dst)) == "a.txt":
+                raise Stop  # this process "dies" after the set's first rename
+
+        m.setattr(atomic.os, "replace", stop)
+        with contextlib.suppress(Stop):
+            commit_set(writes(ws), history, "ApplyPatch", "kill test", "auto")
+    (mark,) = sets_dir().iterdir()
+    host, pid, token = socket.gethostname(), os.getpid(), mark.name.rpartition("-")[2]
+    assert mark.name == f"{host}-{pid}-{token}" and token.count(".") == 2, mark.name  # a life
+    assert recover() == [] and files(ws)["a.txt"] == NEW["a.txt"]  # this life's: in flight
+    boot, ticks, rand = token.split(".")
+    mark.rename(mark.with_name(f"{host}-{pid}-{boot}.{int(ticks) - 1}.{rand}"))  # a former life
+    (said,) = recover()
+    assert said.endswith("its files were restored as they were before it"), said
+    assert files(ws) == OLD and list(sets_dir().iterdir()) == []

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult as WireElicitResult
-from mcp.types import InputRequiredResult
+from mcp.types import Implementation, InputRequiredResult
 
 from filegate.tools.readguard import ledger
 from tests.conftest import blocks, call, connect, text, write_id_of
@@ -1052,3 +1052,190 @@ async def test_a_set_of_binary_files_has_no_warning_of_escaped_characters(ws: Pa
     assert not r.is_error, text(r)
     lines = answers.messages[0].split("\n")
     assert lines[1] == "- deleted `a.bin` (8 bytes)", lines
+
+
+# --- what the mutation run of issue 55 found untested ----------------------------------------
+
+
+@pytest.mark.parametrize("move", [False, True])
+async def test_each_of_a_files_notes_is_its_own_sentence_in_the_answer(
+    ws: Path, mode: str, move: bool
+) -> None:
+    """A CRLF file in a codec that is not UTF-8, edited with LF text: two notes on its line
+    (its line endings, its codec), one after the other; an edited move's notes are its source's."""
+    (ws / ".editorconfig").write_text("root = true\n[*.txt]\ncharset = latin1\n")
+    (ws / "a.txt").write_bytes("caf\xe9\r\nth\xe9\r\n".encode("latin-1"))
+    change: dict[str, Any] = {"path": "a.txt", "edits": [{"old": "café\nthé", "new": "café\nchocolat"}]}
+    if move:
+        change["move_to"] = "b.txt"
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[change])
+    assert not r.is_error, text(r)
+    what = "moved `a.txt` → `b.txt`" if move else "modified `a.txt`"
+    assert blocks(r)[0].split("\n")[0] == (
+        f"- {what}: 1 edit, 1 replacement, lines +1 -1. Line endings: the file uses CRLF (\\r\\n); "
+        "edit 1 matched and written with CRLF. Encoding: latin1 (from .editorconfig); written in it."
+    )
+    assert sorted(tree(ws)) == [".editorconfig", "b.txt" if move else "a.txt"]
+    assert (ws / ("b.txt" if move else "a.txt")).read_bytes() == b"caf\xe9\r\nchocolat\r\n"
+
+
+async def test_a_moved_and_edited_files_diff_is_cut_to_its_share_of_the_question(ws: Path, mode: str) -> None:
+    """A file moved with every one of its 130 lines changed, and three files added: its block
+    (the move's line, then its diff as a single write's question shows it, 83 rows) is cut after
+    its share of a set of four (60 rows) and two more, and says how many rows it left out."""
+    body = "".join(f"line {k}\n" for k in range(130))
+    (ws / "a.txt").write_text(body)
+    changes = [
+        {"path": "a.txt", "move_to": "b.txt", "edits": [{"old": body, "new": body.upper()}]},
+        *({"path": f"new{k}.txt", "content": "n\n"} for k in range(3)),
+    ]
+    async with connect(ws, mode, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=changes, dry_run=True)
+    assert not r.is_error, text(r)
+    shown = blocks(r)[0].split("\nPreview (dry_run)")[0].split("\n")
+    block = shown[: shown.index("--- a/new0.txt")]
+    assert block[:5] == [
+        "moves `a.txt` → `b.txt`",
+        "--- a/a.txt",
+        "+++ b/a.txt",
+        "@@ -1,130 +1,130 @@",
+        "-line 0",
+    ]
+    assert len(block) == 63
+    assert block[-1] == "… 22 more lines of this file's change not shown"
+    assert tree(ws) == {"a.txt": body.encode()}
+
+
+async def test_a_client_that_gives_no_name_is_logged_as_a_dash_for_each_file_of_a_set(
+    ws: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="filegate.writes")
+    nameless = Implementation(name="", version="0")
+    async with connect(ws, mode, approval="auto", client_client_info=nameless) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "content": "a\n"}])
+    assert not r.is_error, text(r)
+    assert [rec.getMessage() for rec in caplog.records if rec.name == "filegate.writes"] == [
+        f"ApplyPatch wrote 2 bytes to {ws / 'a.txt'} (set {write_id_of(text(r))}; inside workspace, "
+        "approval: auto); client: -"
+    ]
+
+
+async def test_a_file_a_set_wrote_is_named_by_no_change_notice_after(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §8.3: the notice names files this session read and did not write since. After a
+    set wrote a.txt (read before), someone changes it and b.txt (read, not written): the next
+    call's notice names b.txt only, as after a single write."""
+    monkeypatch.setattr(ledger, "NOTICE_INTERVAL_S", 0.0)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (ws / name).write_text(f"{name}\n")
+    async with connect(ws, "legacy", approval="auto") as c:  # notices are the handshake era's
+        await read_all(c, "a.txt", "b.txt", "c.txt")
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "content": "A\n"}])
+        assert not r.is_error, text(r)
+        (ws / "a.txt").write_text("changed by someone\n")
+        (ws / "b.txt").write_text("changed by someone\n")
+        after = await call(c, "ReadFile", path="c.txt")
+    assert blocks(after)[0].split("\n")[-1] == "Changed on disk since you read them: b.txt."
+
+
+async def test_a_deleted_file_that_is_not_valid_utf8_shows_its_first_lines_as_read_file_does(
+    ws: Path, mode: str
+) -> None:
+    """Its bytes that are not UTF-8 shown as U+FFFD (ReadFile's own words for them), not an
+    error: the question and the preview still show what goes."""
+    (ws / "a.txt").write_bytes(b"caf\xe9 au lait\nline two\n")
+    async with connect(ws, mode, read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "a.txt", "delete": True}], dry_run=True)
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\nPreview (dry_run)")[0].split("\n") == [
+        "--- a/a.txt",
+        "+++ /dev/null",
+        "deletes 22 bytes, 2 lines; its first lines:",
+        "-caf\ufffd au lait",
+        "-line two",
+    ]
+    assert tree(ws) == {"a.txt": b"caf\xe9 au lait\nline two\n"}
+
+
+async def test_a_content_with_a_placeholder_is_refused_naming_its_file_and_a_way_that_works(
+    ws: Path, mode: str
+) -> None:
+    """SPEC §8.4 in a set: the overwrite is refused naming its file, nothing in the set written;
+    ApplyPatch has no `allow_placeholders`, so the refusal points to WriteFile's, which writes it."""
+    app = "def a():\n    return 1\n\ndef b():\n    return 2\n"
+    (ws / "app.py").write_text(app)
+    content = "def a():\n    return 3\n\n# ... rest of the code unchanged\n"
+    async with connect(ws, mode, approval="auto") as c:
+        await read_all(c, "app.py")
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "new.txt", "content": "n\n"}, {"path": "app.py", "content": content}],
+        )
+        assert r.is_error
+        assert text(r) == (
+            "The content stands a placeholder in for left-out text (line 4: `# ... rest of the code "
+            "unchanged`), which `app.py` does not hold: overwriting would replace that text with the "
+            "placeholder. Nothing was written. Write the whole content, or change only a part with "
+            "StrReplaceFile; if the line belongs in the file, write it with WriteFile and "
+            "`allow_placeholders: true`."
+        )
+        assert tree(ws) == {"app.py": app.encode()}
+        w = await call(c, "WriteFile", path="app.py", content=content, allow_placeholders=True)
+    assert not w.is_error, text(w)
+    assert tree(ws) == {"app.py": content.encode()}
+
+
+async def test_an_overwrite_in_a_set_keeps_the_files_crlf_line_endings(ws: Path, mode: str) -> None:
+    (ws / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "win.txt", "content": "uno\ndos\n"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\n")[0] == (
+        "- overwritten `win.txt`: 10 bytes, lines +2 -2. Kept the file's CRLF line endings (the "
+        "content's line breaks were written as CRLF)."
+    )
+    assert tree(ws) == {"win.txt": b"uno\r\ndos\r\n"}
+
+
+async def test_an_empty_file_moved_lands_empty(ws: Path, mode: str) -> None:
+    (ws / "empty.txt").write_bytes(b"")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(c, "ApplyPatch", changes=[{"path": "empty.txt", "move_to": "sub/moved.txt"}])
+    assert not r.is_error, text(r)
+    assert blocks(r)[0].split("\n")[0] == "- moved `empty.txt` → `sub/moved.txt`."
+    assert tree(ws) == {"sub/moved.txt": b""}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"path": "a.txt", "edits": [{"old": "a line\n", "new": "x\n"}]},
+        {"path": "a.txt", "move_to": "b.txt", "edits": [{"old": "a line\n", "new": "x\n"}]},
+        {"path": "a.txt", "move_to": "b.txt"},
+    ],
+    ids=["edit", "move-edited", "move"],
+)
+async def test_a_set_waits_for_the_load_budget_and_is_refused_busy_while_others_hold_it(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch, change: dict[str, Any]
+) -> None:
+    """SPEC §4 memory: a set's files (a move's source too) are loads like any write's. While the
+    process's whole budget is held by another call's file, the set waits, then is refused busy
+    with nothing written (a budget of this test's own, a wait of 0.2 s)."""
+    from filegate.fsio import loads
+    from filegate.media.bounds import Deadline, MemoryGate
+
+    gate = MemoryGate(None, 1 << 20, loads.LOADS.busy)
+    monkeypatch.setattr(loads, "LOADS", gate)
+    monkeypatch.setattr(loads, "LOAD_WAIT_S", 0.2)
+    (ws / "a.txt").write_bytes(b"a line\n")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        with gate.hold(1 << 20, Deadline(1.0)):  # another call's file, the whole budget
+            r = await call(c, "ApplyPatch", changes=[change])
+        assert r.is_error and text(r).startswith("The server was busy holding other calls' files"), text(r)
+        assert tree(ws) == {"a.txt": b"a line\n"}
+        again = await call(c, "ApplyPatch", changes=[change])
+    assert not again.is_error, text(again)
+    assert gate.held == 0

@@ -354,6 +354,29 @@ async def test_an_empty_file_the_set_changed_is_restored_empty(
     assert tree(ws) == before
 
 
+async def test_a_moved_files_source_comes_back_with_its_mode_when_the_set_fails(
+    ws: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move landed (its new file written, its source removed), then the set's next delete
+    fails: the source comes back byte for byte with its own mode (0640), its new path goes."""
+    make(ws)
+    before, before_modes = tree(ws), modes(ws)
+    fail_unlink_of(monkeypatch, "second.txt")
+    async with connect(ws, mode, approval="auto", read_guard=False) as c:
+        r = await call(
+            c,
+            "ApplyPatch",
+            changes=[{"path": "old.txt", "move_to": "new.txt"}, {"path": "second.txt", "delete": True}],
+        )
+    assert r.is_error
+    assert text(r) == (
+        "Failed to delete `second.txt`: operation not permitted. Nothing in the set was written: "
+        "the 2 files it had already changed were restored as they were."
+    )
+    assert tree(ws) == before and modes(ws) == before_modes
+    assert before_modes["old.txt"] == 0o640
+
+
 @pytest.mark.parametrize(
     ("patch", "said"),
     [

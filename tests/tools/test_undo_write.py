@@ -482,3 +482,27 @@ async def test_a_writes_record_and_pre_image_are_on_disk_before_its_rename(ws: P
         u, spy = await spied(c, "UndoWrite", write_id=write_id_of(text(w)))
     assert path.read_bytes() == ORIGINAL
     assert_durable_before_the_rename(spy, path, write_id_of(text(u)), b"rewritten\r\n")
+
+
+async def test_a_rewinds_preview_and_question_say_first_which_files_it_leaves_as_they_are(
+    ws: Path, mode: str
+) -> None:
+    """SPEC §10: the files a rewind cannot restore are named before the question, in it and in
+    its preview, not only in the answer after it."""
+    answers = Answers("approve")
+    async with connect(ws, mode, read_guard=False, client_elicitation_handler=answers) as c:
+        first = write_id_of(text(await call(c, "WriteFile", path="a.txt", content="a new\n")))
+        rule = write_id_of(text(await call(c, "WriteFile", path=".cursorignore", content="x.txt\n")))
+        left = (
+            "Left as it is: `.cursorignore` cannot be restored with the others (sensitive file in set); "
+            f"UndoWrite with `write_id` undoes its writes one at a time, newest first ({rule})."
+        )
+        preview = await call(c, "UndoWrite", since=first, dry_run=True)
+        assert not preview.is_error, text(preview)
+        assert left in text(preview).split("\n"), text(preview)
+        asked = len(answers.messages)
+        r = await call(c, "UndoWrite", since=first)
+    assert not r.is_error, text(r)
+    (question,) = answers.messages[asked:]
+    assert question.split("\n")[1] == left, question
+    assert not (ws / "a.txt").exists() and (ws / ".cursorignore").read_text() == "x.txt\n"

@@ -225,11 +225,17 @@ def check_unchanged(real: Path, expect: Snapshot, shown: str) -> None:
 def _remove_temp(dfd: int | None, temp_name: str, tfd: int) -> None:
     """Remove a named temp that was not renamed. Without dir_fd its path may lead elsewhere by
     now (a swapped directory): remove the file where the handle says it is, if that is the
-    temp itself, so neither the workspace nor any other directory keeps it."""
+    temp itself, so neither the workspace nor any other directory keeps it. Only under the
+    temp's own name: a rename that landed before an interruption (the handle is the target's
+    now) is not undone by deleting the target."""
     if dfd is None and tfd >= 0:
         held = platform.fd_path(tfd)
         with contextlib.suppress(OSError):
-            if held is not None and os.path.samestat(os.lstat(held), os.fstat(tfd)):
+            if (
+                held is not None
+                and os.path.basename(held) == os.path.basename(temp_name)
+                and os.path.samestat(os.lstat(held), os.fstat(tfd))
+            ):
                 os.unlink(held)
                 return
     with contextlib.suppress(OSError):

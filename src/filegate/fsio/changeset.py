@@ -125,7 +125,7 @@ def commit_set(writes: Sequence[SetWrite], history: WriteHistory, tool: str, cli
 
 
 def sets_dir() -> Path:
-    """Where a set being committed is marked ("host-pid-token", before its records are), so a
+    """Where a set being committed is marked ("host-pid-[life.]token", before its records are), so a
     start finds a set its killed process left without reading the whole history."""
     return state_dir() / "sets"
 
@@ -140,7 +140,8 @@ def _mark(made: list[Path], *, durable: bool = True) -> Path | None:
     its folder now (else by :func:`_settle_mark`, after the records). None: no state
     directory to mark it in."""
     folder = sets_dir()
-    mark = folder / f"{_owner().replace(':', '-')}-{secrets.token_hex(8)}"
+    life = platform.process_life()
+    mark = folder / f"{_owner().replace(':', '-')}-{life + '.' if life else ''}{secrets.token_hex(8)}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
@@ -309,18 +310,14 @@ def _told(exc: WriteError, done: _Done, failed: list[str]) -> WriteError:
 # --- after a crash ---------------------------------------------------------------------------
 
 
-def _dead(host: str, pid: str) -> bool:
+def _dead(host: str, pid: str, life: str) -> bool:
     """Whether the process that marked a set is gone: on this machine only (a shared state
-    directory's other machines recover their own sets at their start)."""
+    directory's other machines recover their own sets at their start). A process of that
+    number in another life (``host-pid-life.token``) is another: this one, in a restarted
+    container. Never a signal: on Windows ``os.kill`` ends the process."""
     if host != socket.gethostname() or not pid.isdigit():
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # another user's process of that number: alive
-        return False
-    return False
+    return not platform.process_alive(int(pid), life)
 
 
 def interrupted_sets() -> list[tuple[str, Path]]:
@@ -334,7 +331,7 @@ def interrupted_sets() -> list[tuple[str, Path]]:
     for mark in marks:
         owner, _, token = mark.name.rpartition("-")
         host, _, pid = owner.rpartition("-")
-        if token and _dead(host, pid):
+        if token and _dead(host, pid, token.rpartition(".")[0]):
             found.append((f"{host}:{pid}", mark))
     return found
 

@@ -46,18 +46,39 @@ def drop_cached(fd: int) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (another user's included). Always True off POSIX: there
-    ``os.kill(pid, 0)`` does not probe a process, it ends it (TerminateProcess)."""
-    if pid == os.getpid() or WINDOWS:
+def process_alive(pid: int, life: str = "") -> bool:
+    """Whether process ``pid`` runs (another user's included) and, given ``life`` (its
+    :func:`process_life` when it left a mark, a record), is still the process that ran then: one
+    that took the number over later (after a reboot, or in a restarted container, where this
+    process's own number is often its predecessor's) is not. Where /proc cannot say, the
+    number alone answers. Always True off POSIX: there ``os.kill(pid, 0)`` does not probe a
+    process, it ends it (TerminateProcess)."""
+    if WINDOWS:
         return True
+    if pid != os.getpid():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+    now = process_life(pid) if life else ""
+    return not now or now == life
+
+
+def process_life(pid: int | None = None) -> str:
+    """Which life of process number ``pid`` (this process's) runs: its boot and its start,
+    ``boot.ticks`` with no dash (a part of a file name); "" where /proc cannot say."""
+    if not has_proc():
+        return ""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+        with open(f"/proc/{os.getpid() if pid is None else pid}/stat", "rb") as f:
+            ticks = int(f.read().rpartition(b")")[2].split()[19])  # field 22, after the name
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            boot = f.read().strip().replace(b"-", b"")[:12].decode("ascii")
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return ""
+    return f"{boot}.{ticks}"
 
 
 def proc_fd(fd: int) -> str:

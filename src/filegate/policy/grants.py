@@ -213,12 +213,14 @@ def unseal(key: bytes, workspace: Workspace, handle: str, now: float) -> Grant |
     if len(handle) > MAX_HANDLE_CHARS or not handle.startswith("g-"):
         return None
     ident_hex, dot, sealed = handle[2:].partition(".")
+    if len(ident_hex) != 2 * ID_BYTES:  # fromhex skips spaces: "ab cd" is no id
+        return None
     try:
         ident = bytes.fromhex(ident_hex)
     except ValueError:
         return None
     raw = _unb64(sealed)
-    if raw is None or not dot or len(ident) != ID_BYTES or len(raw) < _HEAD.size + MAC_BYTES:
+    if raw is None or not dot or len(raw) < _HEAD.size + MAC_BYTES:  # the id's length checked above
         return None
     body, mac = ident + raw[:-MAC_BYTES], raw[-MAC_BYTES:]
     if not hmac.compare_digest(_mac(key, body), mac):

@@ -117,6 +117,7 @@ def _check_placeholders(params: WholeContent, old: str) -> None:
         f"The content stands a placeholder in for left-out text (line {number}: `{escape(line)}`), "
         f"which `{escape(params.path)}` does not hold: overwriting would replace that text with "
         "the placeholder. Nothing was written. Write the whole content, or change only a part "
-        "with StrReplaceFile; pass `allow_placeholders: true` if the line belongs in the file.",
+        "with StrReplaceFile; if the line belongs in the file, write it with WriteFile and "
+        "`allow_placeholders: true`.",
         "Placeholder in content",
     )
