@@ -206,7 +206,7 @@ async def test_what_a_rewind_leaves_as_it_is_is_said_file_by_file(ws: Path, mode
     assert not r.is_error, text(r)
     output, message = texts(r)
     assert message.startswith(f"Rewound 12 writes from {first} (")
-    assert "1 file as they were before it, as one write." in message
+    assert "1 file as it was before it, as one write." in message
     assert output == "\n".join(
         [
             "- restored `r.txt`",

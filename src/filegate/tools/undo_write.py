@@ -174,7 +174,7 @@ async def _undo_set(
     if isinstance(done, Outcome):
         return done
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
-    message = f"Undid {set_id}: {len(lines)} files as they were before it."
+    message = f"Undid {set_id}: {as_before(len(lines))}."
     return Outcome(output="\n".join(lines), message=message, write_id=done.write_id)
 
 
@@ -239,7 +239,7 @@ async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, en
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
     message = (
         f"Rewound {plural(plan.count, 'write')} from {plan.point}: "
-        f"{plural(len(lines), 'file')} as they were before it, as one write."
+        f"{as_before(len(lines))}, as one write."
     )
     return Outcome(output="\n".join([*lines, *notes]), message=message, write_id=done.write_id)
 
@@ -290,6 +290,11 @@ def _rewind_member(r: Restore, force: bool) -> Member:
     )
     label: Label = "removed" if r.before is None else "restored"
     return Member(label, job, r.asked)
+
+
+def as_before(files: int) -> str:
+    """"3 files as they were before it", "1 file as it was before it"."""
+    return f"{plural(files, 'file')} {'as it was' if files == 1 else 'as they were'} before it"
 
 
 def _check_undoable(entry: Entry) -> None:
