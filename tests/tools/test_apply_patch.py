@@ -135,7 +135,9 @@ async def test_undo_of_the_set_restores_every_file_with_its_mode(ws: Path, mode:
 async def test_undo_of_a_one_file_set_says_one_file(ws: Path, mode: str) -> None:
     (ws / "one.txt").write_text("old\n")
     async with connect(ws, mode, approval="auto", read_guard=False) as c:
-        r = await call(c, "ApplyPatch", changes=[{"path": "one.txt", "edits": [{"old": "old", "new": "new"}]}])
+        r = await call(
+            c, "ApplyPatch", changes=[{"path": "one.txt", "edits": [{"old": "old", "new": "new"}]}]
+        )
         assert not r.is_error, text(r)
         u = await call(c, "UndoWrite", write_id=write_id_of(text(r)))
     assert not u.is_error and (ws / "one.txt").read_text() == "old\n", text(u)

@@ -238,8 +238,7 @@ async def _rewind(history: WriteHistory, since: str, params: UndoWriteParams, en
         return done
     lines = [f"- {m.label} `{m.rp.shown}`" for m in done.members]
     message = (
-        f"Rewound {plural(plan.count, 'write')} from {plan.point}: "
-        f"{as_before(len(lines))}, as one write."
+        f"Rewound {plural(plan.count, 'write')} from {plan.point}: {as_before(len(lines))}, as one write."
     )
     return Outcome(output="\n".join([*lines, *notes]), message=message, write_id=done.write_id)
 
@@ -293,7 +292,7 @@ def _rewind_member(r: Restore, force: bool) -> Member:
 
 
 def as_before(files: int) -> str:
-    """"3 files as they were before it", "1 file as it was before it"."""
+    """The files a restore put back, in number: "1 file as it was before it"."""
     return f"{plural(files, 'file')} {'as it was' if files == 1 else 'as they were'} before it"
 
 
