@@ -31,7 +31,6 @@ import concurrent.futures
 import contextlib
 import logging
 import os
-import secrets
 import socket
 import stat
 from collections.abc import Callable, Sequence
@@ -140,8 +139,7 @@ def _mark(made: list[Path], *, durable: bool = True) -> Path | None:
     its folder now (else by :func:`_settle_mark`, after the records). None: no state
     directory to mark it in."""
     folder = sets_dir()
-    life = platform.process_life()
-    mark = folder / f"{_owner().replace(':', '-')}-{life + '.' if life else ''}{secrets.token_hex(8)}"
+    mark = folder / f"{_owner().replace(':', '-')}-{platform.life_token()}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC, 0o600)
@@ -331,7 +329,7 @@ def interrupted_sets() -> list[tuple[str, Path]]:
     for mark in marks:
         owner, _, token = mark.name.rpartition("-")
         host, _, pid = owner.rpartition("-")
-        if token and _dead(host, pid, token.rpartition(".")[0]):
+        if token and _dead(host, pid, platform.life_of(token)):
             found.append((f"{host}:{pid}", mark))
     return found
 

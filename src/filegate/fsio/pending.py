@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -118,8 +117,7 @@ def record_pending(dfd: int | None, temp_name: str, directory: str | None = None
             directory = "" if dfd is None else platform.fd_path(dfd)
         if directory is None:
             return None
-        life = platform.process_life()
-        record = private_dir("pending") / f"{os.getpid()}-{life + '.' if life else ''}{secrets.token_hex(8)}"
+        record = private_dir("pending") / f"{os.getpid()}-{platform.life_token()}"
         # As bytes: a name need not be valid UTF-8 (its undecodable bytes are surrogates here).
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.NOFOLLOW | platform.CLOEXEC | platform.BINARY
         fd = os.open(record, flags, 0o600)
@@ -150,8 +148,11 @@ def sweep_pending_temps() -> int:
         return 0
     for record in records:
         pid, _, token = record.name.partition("-")
-        life = token.rpartition(".")[0]  # "" in a name made without /proc (or before lives)
-        if not pid.isdigit() or platform.process_alive(int(pid), life) or not _mine(record):
+        if (
+            not pid.isdigit()
+            or platform.process_alive(int(pid), platform.life_of(token))
+            or not _mine(record)
+        ):
             continue
         with contextlib.suppress(OSError):
             temp = os.fsdecode(record.read_bytes())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 
 SIMULATE_ENV = "FILEGATE_SIMULATE"
 FACILITIES = ("no-dirfd", "no-proc", "no-tmpfile", "no-wc", "no-signals", "no-pread")
@@ -79,6 +80,18 @@ def process_life(pid: int | None = None) -> str:
     except (OSError, ValueError, IndexError, UnicodeDecodeError):
         return ""
     return f"{boot}.{ticks}"
+
+
+def life_token() -> str:
+    """A random token for a mark's or a record's name, led by this process's life
+    (``boot.ticks.``) where /proc says it; :func:`life_of` reads the life back."""
+    life = process_life()
+    return f"{life}.{secrets.token_hex(8)}" if life else secrets.token_hex(8)
+
+
+def life_of(token: str) -> str:
+    """The life a :func:`life_token` names: "" for one made without /proc (or before lives)."""
+    return token.rpartition(".")[0]
 
 
 def proc_fd(fd: int) -> str:
